@@ -1,0 +1,96 @@
+"""What this host can build, as plain facts, and the reason a target cannot be built here.
+
+``detect`` is the only effectful function; ``unbuildable`` is pure, so tests describe any host
+in one line (``Host(os=OS.LINUX, arch="x86_64", interpreters=...)``).
+"""
+
+from __future__ import annotations
+
+import platform as _platform
+import shutil
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import interpreters
+from .model import OS, PythonVersion
+from .targets import Target
+
+
+@dataclass(frozen=True, kw_only=True)
+class Host:
+    """Facts about a build host, probed once."""
+
+    os: OS
+    arch: str
+    interpreters: tuple[tuple[str, str], ...] = ()
+    container_engines: tuple[str, ...] = ()
+    cxx20: str | None = None
+    cxx20_problem: str = "no C++ compiler probed"
+    hipcc_version: str | None = None
+    icpx: str | None = None
+
+    @property
+    def platform(self) -> str:
+        return f"{self.os.value}-{self.arch}"
+
+    def interpreter(self, abi: str) -> Path | None:
+        found = dict(self.interpreters).get(abi)
+        return Path(found) if found else None
+
+
+def normalize_arch(machine: str) -> str:
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine.lower())
+
+
+def platform_arch(target_arch: str) -> str:
+    """The matrix spells Windows x86_64 ``AMD64`` and macOS ``arm64``; compare normalized."""
+    return normalize_arch(target_arch)
+
+
+def detect(pythons: Iterable[PythonVersion], env: Mapping[str, str]) -> Host:
+    """Probe this machine: interpreters, container engines, compilers."""
+    from .toolchains import probe_compilers
+
+    os_ = {"linux": OS.LINUX, "darwin": OS.MACOS, "win32": OS.WINDOWS}[sys.platform]
+    found = interpreters.discover(pythons, env)
+    compilers = probe_compilers(env)
+    return Host(
+        os=os_,
+        arch=normalize_arch(_platform.machine()),
+        interpreters=tuple(sorted((abi, str(p)) for abi, p in found.items())),
+        container_engines=tuple(e for e in ("podman", "docker") if _engine_works(e, env)),
+        **compilers,
+    )
+
+
+def _engine_works(name: str, env: Mapping[str, str]) -> bool:
+    """A container engine counts only if its daemon/runtime answers, not just its client."""
+    from .process import ProcessError, run
+
+    exe = shutil.which(name, path=env.get("PATH"))
+    if exe is None:
+        return False
+    try:
+        run([exe, "info", "--format", "{{.Host.Arch}}" if name == "podman" else "{{.ServerVersion}}"], env=env, timeout=20)
+    except ProcessError:
+        return False
+    return True
+
+
+def unbuildable(target: Target, host: Host, engine: str = "local") -> str | None:
+    """Why ``target`` cannot be built on ``host`` with ``engine``, or None if it can."""
+    from .toolchains import toolchain_for
+
+    plat = target.platform
+    if plat.os is not host.os or platform_arch(plat.arch) != host.arch:
+        return f"needs a {plat.name} host (this is {host.platform}); CI runner: {plat.runner}"
+    if engine == "container":
+        if not host.container_engines:
+            return "no working container engine (docker or podman) on this host"
+        return None
+    if host.interpreter(target.python.abi) is None:
+        kind = "free-threaded CPython" if target.python.free_threaded else "CPython"
+        return f"no {kind} {target.python} interpreter found (searched pyenv, uv and PATH)"
+    return toolchain_for(target.variant.accelerator).unavailable(target, host)

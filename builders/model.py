@@ -1,0 +1,199 @@
+"""The release matrix as immutable values.
+
+Built once by :mod:`builders.matrix` from ``matrix.yaml``; nothing downstream sees YAML or
+dicts. Every value is frozen and hashable so that targets can be set members and cache keys.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from .errors import Location
+
+Pairs = tuple[tuple[str, str], ...]
+
+
+class Accelerator(enum.Enum):
+    """Accelerator families; each has one toolchain module."""
+
+    CPU = "cpu"
+    CUDA = "cuda"
+    ROCM = "rocm"
+    XPU = "xpu"
+
+
+class OS(enum.Enum):
+    LINUX = "linux"
+    WINDOWS = "windows"
+    MACOS = "macos"
+
+
+@dataclass(frozen=True, kw_only=True, order=True)
+class PythonVersion:
+    """A CPython release line; ``free_threaded`` is the ``t`` build (PEP 703)."""
+
+    major: int
+    minor: int
+    free_threaded: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> PythonVersion:
+        """``"3.14t"`` -> PythonVersion(3, 14, free_threaded=True)."""
+        ft = text.endswith("t")
+        major, minor = text.removesuffix("t").split(".")
+        return cls(major=int(major), minor=int(minor), free_threaded=ft)
+
+    @property
+    def interpreter(self) -> str:
+        """The wheel's python tag: ``cp314``."""
+        return f"cp{self.major}{self.minor}"
+
+    @property
+    def abi(self) -> str:
+        """The wheel's ABI tag and the target-id part: ``cp314t``."""
+        return self.interpreter + ("t" if self.free_threaded else "")
+
+    @property
+    def release(self) -> str:
+        """``3.14`` (no ``t``), for Requires-Python and interpreter lookup."""
+        return f"{self.major}.{self.minor}"
+
+    def __str__(self) -> str:
+        return self.release + ("t" if self.free_threaded else "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Platform:
+    name: str
+    os: OS
+    arch: str
+    wheel_platform: str
+    runner: str
+    base_image: str | None = None
+    deployment_target: str | None = None
+    mps_min_macos: str | None = None
+    location: Location = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Toolkit:
+    """How a variant's compiler toolchain is obtained (pinned pip requirements)."""
+
+    requirements: tuple[str, ...] = ()
+    index_url: str | None = None
+    root: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Variant:
+    """One accelerator version: the unit that carries a local-version label."""
+
+    accelerator: Accelerator
+    version: str | None
+    label: str
+    notes: str = ""
+    arch_lists: Pairs = ()
+    toolkit: Toolkit = Toolkit()
+    runtime_requirements: tuple[str, ...] = ()
+    exclude_libs: frozenset[str] = frozenset()
+    rpath: tuple[str, ...] = ()
+    smoke_runners: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    location: Location = field(compare=False, repr=False)
+
+    def arch_list(self, platform: str) -> str | None:
+        """The GPU arch list for ``platform`` (``*`` is the all-platform default)."""
+        lists = dict(self.arch_lists)
+        return lists.get(platform, lists.get("*"))
+
+    def smoke_runner(self, platform: str) -> tuple[str, ...] | None:
+        return dict(self.smoke_runners).get(platform)
+
+    @property
+    def requirements(self) -> tuple[Requirement, ...]:
+        return tuple(Requirement(r) for r in self.runtime_requirements)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exclusion:
+    pattern: str
+    reason: str
+    location: Location = field(compare=False, repr=False)
+
+
+class DroppedKind(enum.Enum):
+    PYTHON = "python"
+    MPS_MACOS = "mps-macos"
+    CXX_STANDARD = "cxx_standard"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dropped:
+    """Something this release no longer supports, enforced wherever it is asked for."""
+
+    kind: DroppedKind
+    value: str
+    since: str
+    reason: str
+    location: Location = field(compare=False, repr=False)
+
+    def describe(self) -> str:
+        what = {
+            DroppedKind.PYTHON: f"Python {self.value}",
+            DroppedKind.MPS_MACOS: f"MPS acceleration on macOS {self.value}",
+            DroppedKind.CXX_STANDARD: f"C++{self.value}",
+        }[self.kind]
+        return f"{what} was dropped in {self.since}: {self.reason}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Channels:
+    pypi: Pairs
+    index_base_url: str
+    index_layout: str
+
+    def pypi_label(self, platform: str) -> str | None:
+        """The variant label published without a label on PyPI for ``platform``."""
+        return dict(self.pypi).get(platform)
+
+    def index_path(self, label: str) -> str:
+        return self.index_layout.format(label=label)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Project:
+    name: str
+    import_name: str
+    version: Version
+    released: str | None
+    source: Path
+    requires_python: SpecifierSet
+    cxx_standard: int
+    wheel_size_budget_mb: int | None
+    build_command: tuple[str, ...]
+    build_env: Pairs
+
+
+@dataclass(frozen=True, kw_only=True)
+class Matrix:
+    """The whole validated release matrix."""
+
+    path: Path
+    project: Project
+    pythons: tuple[PythonVersion, ...]
+    platforms: tuple[Platform, ...]
+    variants: tuple[Variant, ...]
+    channels: Channels
+    exclusions: tuple[Exclusion, ...]
+    dropped: tuple[Dropped, ...]
+
+    def platform(self, name: str) -> Platform:
+        return next(p for p in self.platforms if p.name == name)
+
+    def variant(self, label: str) -> Variant:
+        return next(v for v in self.variants if v.label == label)

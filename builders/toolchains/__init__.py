@@ -1,0 +1,77 @@
+"""Accelerator toolchains: one module per family, behind one Protocol and a registry.
+
+A toolchain answers two questions: can this host build a target (pure, from host facts),
+and, in the build stage, how to provision the compiler it needs.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..model import Accelerator
+from ..process import ProcessError, run
+
+if TYPE_CHECKING:
+    from ..host import Host
+    from ..targets import Target
+
+
+class Toolchain(Protocol):
+    accelerator: Accelerator
+
+    def unavailable(self, target: Target, host: Host) -> str | None:
+        """Why this host cannot provide the target's toolchain, or None."""
+
+
+def toolchain_for(accelerator: Accelerator) -> Toolchain:
+    from . import cpu, cuda, rocm, xpu
+
+    registry: dict[Accelerator, Toolchain] = {
+        Accelerator.CPU: cpu.CPU, Accelerator.CUDA: cuda.CUDA, Accelerator.ROCM: rocm.ROCM, Accelerator.XPU: xpu.XPU,
+    }
+    return registry[accelerator]
+
+
+CXX20_PROBE = "#include <concepts>\n#include <span>\ntemplate <std::integral T> T twice(T v) { return v * 2; }\nint main() { int a[2]{1, 2}; std::span<int> s{a}; return twice(s[0]) - 2; }\n"
+
+
+def probe_compilers(env: Mapping[str, str]) -> dict[str, Any]:
+    """Host compiler facts for :class:`builders.host.Host`."""
+    cxx, problem = probe_cxx20(env)
+    return {"cxx20": cxx, "cxx20_problem": problem, "hipcc_version": _hipcc_version(env),
+            "icpx": shutil.which("icpx", path=env.get("PATH"))}
+
+
+def probe_cxx20(env: Mapping[str, str]) -> tuple[str | None, str]:
+    """The first C++ compiler that really compiles C++20, or the reason there is none."""
+    names = [env["CXX"]] if env.get("CXX") else ["c++", "g++", "clang++"]
+    for name in names:
+        exe = shutil.which(name, path=env.get("PATH"))
+        if exe is None:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "probe.cpp"
+            src.write_text(CXX20_PROBE)
+            try:
+                run([exe, "-std=c++20", "-fsyntax-only", str(src)], env=env, timeout=60)
+            except ProcessError as exc:
+                return None, f"{exe} cannot compile C++20: {exc.tail.splitlines()[-1] if exc.tail else exc.returncode}"
+        return exe, ""
+    return None, f"no C++ compiler found (tried {', '.join(names)})"
+
+
+def _hipcc_version(env: Mapping[str, str]) -> str | None:
+    exe = shutil.which("hipcc", path=env.get("PATH"))
+    if exe is None:
+        return None
+    try:
+        out = run([exe, "--version"], env=env, timeout=60).stdout
+    except ProcessError:
+        return None
+    match = re.search(r"HIP version:\s*([0-9.]+)", out)
+    return match.group(1) if match else None

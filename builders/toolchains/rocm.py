@@ -1,0 +1,32 @@
+"""ROCm variants, built on AMD's TheRock packages.
+
+The local engine never fetches TheRock: a ROCm target builds here only if a hipcc of the
+variant's release is already installed (``ROCM_PATH`` or PATH). Otherwise the reason says so
+and points at the container image, where the toolkit is installed from TheRock's index.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..model import Accelerator
+
+if TYPE_CHECKING:
+    from ..host import Host
+    from ..targets import Target
+
+
+class RocmToolchain:
+    accelerator = Accelerator.ROCM
+
+    def unavailable(self, target: Target, host: Host) -> str | None:
+        want = target.variant.version or ""
+        have = host.hipcc_version
+        if have is not None and (have == want or have.startswith(want + ".")):
+            return None
+        found = f"found hipcc {have}" if have else "no hipcc on PATH"
+        return (f"TheRock ROCm {want} toolkit is not installed on this host ({found}); the local engine does not "
+                f"fetch TheRock packages: use the container engine ({target.containerfile}) or CI")
+
+
+ROCM = RocmToolchain()

@@ -1,0 +1,115 @@
+"""In-tree dynamic-metadata provider for minifw (loaded by scikit-build-core).
+
+Wired in pyproject.toml as::
+
+    [[tool.dynamic-metadata]]
+    provider = { path = "_build", module = "version_provider" }
+
+scikit-build-core >= 1.0 imports this module from ``_build/`` (its
+``provider-path``) and calls ``dynamic_metadata(settings, project)``, which
+returns a fragment of ``[project]``.  The deprecated scikit-build-core 0.x
+table form (``[tool.scikit-build.metadata.version]`` with
+``provider-path = "_build"``) calls ``dynamic_metadata(field, settings)``
+instead; both call shapes are accepted below.
+
+Fields produced:
+
+* ``version``: ``$MINIFW_BUILD_VERSION`` when set (e.g. ``2.15.0+cu132``, like
+  PyTorch's ``PYTORCH_BUILD_VERSION``), else ``BASE_VERSION``.
+* ``dependencies``: on CUDA builds the CUDA runtime wheel that provides
+  ``libcudart.so.<major>`` (the extension links it dynamically and finds it
+  through its RUNPATH); nothing otherwise.
+
+Only the standard library and ``packaging`` (a dependency of
+scikit-build-core) are used; nothing here depends on the time or on paths, so
+the metadata is reproducible.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["BASE_VERSION", "dynamic_metadata", "get_requires_for_dynamic_metadata"]
+
+BASE_VERSION = "2.15.0"
+_ACCELERATORS = ("cpu", "cuda", "rocm", "xpu")
+
+
+def _env(name: str) -> str:
+    return os.environ.get(name, "").strip()
+
+
+def build_version() -> str:
+    raw = _env("MINIFW_BUILD_VERSION") or BASE_VERSION
+    try:
+        from packaging.version import InvalidVersion, Version
+    except ImportError:  # pragma: no cover - packaging ships with scikit-build-core
+        return raw
+    try:
+        normalized = str(Version(raw))
+    except InvalidVersion as exc:
+        msg = f"MINIFW_BUILD_VERSION={raw!r} is not a valid PEP 440 version"
+        raise ValueError(msg) from exc
+    if Version(normalized).base_version != BASE_VERSION:
+        # Not fatal: a release pipeline may legitimately bump it, but say so.
+        print(
+            f"minifw: note: MINIFW_BUILD_VERSION={raw} differs from the source "
+            f"version {BASE_VERSION}"
+        )
+    return normalized
+
+
+def runtime_dependencies() -> list[str]:
+    accel = (_env("MINIFW_ACCELERATOR") or "cpu").lower()
+    if accel not in _ACCELERATORS:
+        msg = (
+            f"MINIFW_ACCELERATOR={accel!r} is not one of {', '.join(_ACCELERATORS)}"
+        )
+        raise ValueError(msg)
+    if accel != "cuda":
+        return []
+    version = _env("MINIFW_ACCELERATOR_VERSION")
+    m = re.fullmatch(r"(\d+)\.(\d+)(?:\.\d+)*", version)
+    if not m:
+        msg = (
+            "MINIFW_ACCELERATOR=cuda needs MINIFW_ACCELERATOR_VERSION=<major>.<minor> "
+            f"(got {version!r})"
+        )
+        raise ValueError(msg)
+    major, minor = int(m[1]), int(m[2])
+    # The runtime must be at least the toolkit's minor (newer cudart symbols
+    # may be used) and of the same major (the SONAME is libcudart.so.<major>).
+    return [f"nvidia-cuda-runtime>={major}.{minor},<{major + 1}"]
+
+
+def _fields() -> dict[str, Any]:
+    return {"version": build_version(), "dependencies": runtime_dependencies()}
+
+
+def dynamic_metadata(*args: Any) -> Any:
+    """Both call shapes of scikit-build-core's provider hook.
+
+    * ``dynamic_metadata(settings, project)`` -> dict fragment of [project]
+      ([[tool.dynamic-metadata]], scikit-build-core >= 1.0);
+    * ``dynamic_metadata(field, settings)`` -> value of one field
+      (legacy ``tool.scikit-build.metadata.<field>`` table).
+    """
+    if args and isinstance(args[0], str):
+        field = args[0]
+        fields = _fields()
+        if field not in fields:
+            msg = f"minifw version_provider cannot provide {field!r}"
+            raise KeyError(msg)
+        return fields[field]
+    project: Mapping[str, Any] = args[1] if len(args) > 1 else {}
+    wanted = set(project.get("dynamic", ())) or {"version"}
+    return {k: v for k, v in _fields().items() if k in wanted}
+
+
+def get_requires_for_dynamic_metadata(
+    _settings: Mapping[str, Any] | None = None,
+) -> list[str]:
+    return []

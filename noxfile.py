@@ -1,0 +1,47 @@
+"""User-facing entry points. Each session is a thin call of ``python -m builders``.
+
+Sessions forward their positional arguments: ``nox -s build -- --target cu132-cp312-linux-x86_64``.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["plan"]
+
+PYTHON = "3.11"
+
+
+def _install(session: nox.Session, *extras: str) -> None:
+    spec = f".[{','.join(extras)}]" if extras else "."
+    session.install("-e", spec)
+
+
+@nox.session(python=PYTHON)
+def plan(session: nox.Session) -> None:
+    """Expand matrix.yaml into targets; show what this host can build (--json, --format github)."""
+    _install(session)
+    session.run("python", "-m", "builders", "plan", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def report(session: nox.Session) -> None:
+    """Write the compatibility matrix (Markdown, JSON, HTML) to report/, with build results if any."""
+    _install(session)
+    session.run("python", "-m", "builders", "report", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Run the whole test suite, slow integration tests included (what CI runs)."""
+    _install(session, "test")
+    session.run("python", "-m", "pytest", "--run-slow", *session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
+def unit(session: nox.Session) -> None:
+    """Run only the fast unit tests (seconds; no builds, no subprocess-heavy tests)."""
+    _install(session, "test")
+    session.run("python", "-m", "pytest", *session.posargs)
