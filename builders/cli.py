@@ -11,7 +11,7 @@ from . import __version__
 from .console import Console
 from .errors import BuildersError
 
-COMMANDS = ("plan", "report")
+COMMANDS = ("plan", "build", "verify", "smoke", "report")
 
 EPILOG = """\
 exit codes: 0 ok, 1 a target failed, 2 usage, 3 invalid matrix, 4 dropped item asked for,

@@ -65,21 +65,29 @@ def run(
     check: bool = True,
     timeout: float | None = None,
     stdin: str | None = None,
+    separate_stderr: bool = False,
 ) -> Result:
-    """Run ``argv`` to completion, capturing stdout+stderr together."""
+    """Run ``argv`` to completion, capturing stdout+stderr together.
+
+    With ``separate_stderr`` the result's stdout is stdout alone (for commands whose output
+    is data, like JSON); stderr still goes to the log.
+    """
     argv = [resolve(argv[0], env), *argv[1:]]
     start = time.monotonic()
+    stderr = subprocess.PIPE if separate_stderr else subprocess.STDOUT
     try:
         proc = subprocess.run(argv, env=dict(env), cwd=cwd, input=stdin, text=True, errors="replace",
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout, check=False)
+                              stdout=subprocess.PIPE, stderr=stderr, timeout=timeout, check=False)
         out, code = proc.stdout, proc.returncode
+        logged = out + (proc.stderr or "") if separate_stderr else out
     except subprocess.TimeoutExpired as exc:
         out = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         out, code = out + f"\n[timed out after {timeout}s]", 124
+        logged = out
     duration = time.monotonic() - start
-    _log(log, argv, cwd, out, code, duration)
+    _log(log, argv, cwd, logged, code, duration)
     if check and code != 0:
-        raise ProcessError(argv, code, _tail(out))
+        raise ProcessError(argv, code, _tail(logged))
     return Result(tuple(argv), code, out, duration)
 
 

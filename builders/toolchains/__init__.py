@@ -27,6 +27,9 @@ class Toolchain(Protocol):
     def unavailable(self, target: Target, host: Host) -> str | None:
         """Why this host cannot provide the target's toolchain, or None."""
 
+    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: Path | None) -> dict[str, str]:
+        """Make the toolchain ready; return build settings (``toolkit_root``) for the target."""
+
 
 def toolchain_for(accelerator: Accelerator) -> Toolchain:
     from . import cpu, cuda, rocm, xpu

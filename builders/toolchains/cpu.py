@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..model import Accelerator
@@ -18,6 +20,10 @@ class CpuToolchain:
         if host.cxx20 is None:
             return f"no C++20 compiler: {host.cxx20_problem}"
         return None
+
+    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: Path | None) -> dict[str, str]:
+        """The host compiler needs nothing installed; its C++20 support was probed."""
+        return {}
 
 
 CPU = CpuToolchain()

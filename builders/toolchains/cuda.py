@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import ToolchainError
 from ..model import OS, Accelerator
+from ..process import run
+from .provision import pip_prefix
 
 if TYPE_CHECKING:
     from ..host import Host
@@ -28,6 +34,49 @@ class CudaToolchain:
         if host.cxx20 is None:
             return f"no C++20 host compiler for nvcc: {host.cxx20_problem}"
         return None
+
+    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: Path | None) -> dict[str, str]:
+        """Install the pinned toolkit (once per pin), check it against the matrix, return build env."""
+        variant = target.variant
+        pins = variant.toolkit.requirements
+        prefix = pip_prefix(f"cuda-{_pin(pins)}", pins, cache, env, log, variant.toolkit.index_url)
+        root = prefix / (variant.toolkit.root or "")
+        nvcc = root / "bin" / "nvcc"
+        if not nvcc.exists():
+            raise ToolchainError(f"{variant.location}: toolkit installed to {prefix} has no {nvcc.relative_to(prefix)} "
+                                 f"(check accelerators.cuda toolkit.root)")
+        check_nvcc(target, run([str(nvcc), "--version"], env=env, log=log).stdout,
+                   run([str(nvcc), "--list-gpu-arch"], env=env, log=log).stdout)
+        return {"toolkit_root": str(root)}
+
+
+def _pin(requirements: tuple[str, ...]) -> str:
+    """``cuda-toolkit[...]==13.2.2`` -> ``13.2.2``: the cache key of a toolkit."""
+    for req in requirements:
+        match = re.search(r"==\s*([0-9][0-9.]*)", req)
+        if match:
+            return match.group(1)
+    raise ToolchainError(f"CUDA toolkit requirements {list(requirements)} pin no exact version (use ==)")
+
+
+def arch_numbers(arch_list: str) -> list[str]:
+    """``7.5;8.0;12.0+PTX`` -> ``["75", "80", "120"]``."""
+    return [a.removesuffix("+PTX").replace(".", "") for a in arch_list.split(";") if a]
+
+
+def check_nvcc(target: Target, version_out: str, arch_out: str) -> None:
+    """The toolkit is the matrix's release and can build every declared arch."""
+    variant = target.variant
+    match = re.search(r"release (\d+\.\d+)", version_out)
+    if not match or match.group(1) != variant.version:
+        found = match.group(1) if match else "unknown"
+        raise ToolchainError(f"{variant.location}: nvcc reports CUDA {found}, matrix says {variant.version}")
+    supported = set(re.findall(r"compute_(\d+)", arch_out))
+    missing = [a for a in arch_numbers(target.arch_list or "") if a not in supported]
+    if missing:
+        raise ToolchainError(f"{variant.location}: arch_list for {target.platform.name} has "
+                             f"{', '.join(missing)} which nvcc {variant.version} cannot build "
+                             f"(it lists compute_{min(supported, key=int, default='?')}..compute_{max(supported, key=int, default='?')})")
 
 
 CUDA = CudaToolchain()

@@ -7,7 +7,11 @@ and points at the container image, where the toolkit is installed from TheRock's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ..errors import ToolchainError
 
 from ..model import Accelerator
 
@@ -27,6 +31,16 @@ class RocmToolchain:
         found = f"found hipcc {have}" if have else "no hipcc on PATH"
         return (f"TheRock ROCm {want} toolkit is not installed on this host ({found}); the local engine does not "
                 f"fetch TheRock packages: use the container engine ({target.containerfile}) or CI")
+
+
+    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: Path | None) -> dict[str, str]:
+        """Use the installed toolkit; never fetched by the local engine (see module doc)."""
+        from ..host import detect
+
+        reason = self.unavailable(target, detect((), env))
+        if reason:
+            raise ToolchainError(reason)
+        return {}
 
 
 ROCM = RocmToolchain()

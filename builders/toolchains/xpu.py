@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ..errors import ToolchainError
 
 from ..model import Accelerator
 
@@ -19,6 +23,16 @@ class XpuToolchain:
             return ("oneAPI DPC++ compiler (icpx) not found on this host; the local engine does not install oneAPI: "
                     f"use the container engine ({target.containerfile}) or CI")
         return None
+
+
+    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: Path | None) -> dict[str, str]:
+        """Use the installed toolkit; never fetched by the local engine (see module doc)."""
+        from ..host import detect
+
+        reason = self.unavailable(target, detect((), env))
+        if reason:
+            raise ToolchainError(reason)
+        return {}
 
 
 XPU = XpuToolchain()

@@ -75,6 +75,9 @@ function(minifw_add_cuda_backend target)
   if(rc1 EQUAL 0 AND rc2 EQUAL 0)
     string(REGEX MATCHALL "[a-z]+_[0-9]+[af]?" known "${known_sm} ${known_compute}")
     foreach(code IN LISTS codes)
+      # Arch-specific (sm_90a) and family (sm_100f) variants are not listed:
+      # check their base arch.
+      string(REGEX REPLACE "[af]$" "" code "${code}")
       if(NOT code IN_LIST known)
         string(REPLACE ";" " " known_pretty "${known}")
         message(FATAL_ERROR "MINIFW_GPU_ARCHS asks for ${code}, which nvcc "
@@ -120,9 +123,12 @@ function(minifw_add_cuda_backend target)
   set(nvcc_flags -std=c++20 -O3 --threads 0 ${gencode}
       "--compiler-bindir=${CMAKE_CXX_COMPILER}" "-Xcompiler=${host_flags_joined}"
       "-I${CMAKE_CURRENT_SOURCE_DIR}/csrc")
+  # Run from the source dir with a relative source path: nvcc derives the
+  # module id (and the names of file-local symbols) from the path it is given.
   add_custom_command(
     OUTPUT "${obj}"
-    COMMAND "${nvcc}" ${nvcc_flags} -c "${src}" -o "${obj}"
+    COMMAND "${nvcc}" ${nvcc_flags} -c csrc/cuda/saxpy.cu -o "${obj}"
+    WORKING_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}"
     DEPENDS "${src}" "${CMAKE_CURRENT_SOURCE_DIR}/csrc/accel.h"
     COMMENT "nvcc ${nvcc_full}: csrc/cuda/saxpy.cu [${MINIFW_GPU_ARCHS}]"
     VERBATIM COMMAND_EXPAND_LISTS)

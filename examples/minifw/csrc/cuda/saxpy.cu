@@ -7,7 +7,10 @@
 
 #include "accel.h"
 
-namespace {
+// A named namespace, not an anonymous one: the device compiler mangles
+// anonymous namespaces with a hash of the source file's absolute path, which
+// would make the binary depend on where the source tree was checked out.
+namespace minifw_cuda {
 
 template <typename T>
 __global__ void saxpy_kernel(std::size_t n, T a, const T* __restrict__ x,
@@ -33,7 +36,11 @@ struct DeviceBuffer {
   }
 };
 
-}  // namespace
+}  // namespace minifw_cuda
+
+using minifw_cuda::DeviceBuffer;
+using minifw_cuda::saxpy_kernel;
+using minifw_cuda::set_error;
 
 extern "C" {
 

@@ -7,7 +7,10 @@
 
 #include "accel.h"
 
-namespace {
+// A named namespace, not an anonymous one: the device compiler mangles
+// anonymous namespaces with a hash of the source file's absolute path, which
+// would make the binary depend on where the source tree was checked out.
+namespace minifw_rocm {
 
 template <typename T>
 __global__ void saxpy_kernel(std::size_t n, T a, const T* __restrict__ x,
@@ -32,7 +35,11 @@ struct DeviceBuffer {
   }
 };
 
-}  // namespace
+}  // namespace minifw_rocm
+
+using minifw_rocm::DeviceBuffer;
+using minifw_rocm::saxpy_kernel;
+using minifw_rocm::set_error;
 
 extern "C" {
 

@@ -1,0 +1,47 @@
+"""Pip-installed toolkits, cached by their pins and reused across targets and runs.
+
+An install goes to a temporary folder first and is renamed into place only when complete,
+so an interrupted install never looks like a cached toolkit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..process import run
+
+
+def default_cache(env: Mapping[str, str]) -> Path:
+    base = env.get("BUILDERS_CACHE") or os.path.join(env.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "builders")
+    return Path(base) / "toolchains"
+
+
+def pip_prefix(name: str, requirements: Sequence[str], cache: Path, env: Mapping[str, str],
+               log: Path | None, index_url: str | None = None) -> Path:
+    """A folder holding ``requirements`` installed with ``pip install --target``."""
+    final = cache / name
+    stamp = final / ".builders-stamp.json"
+    want = {"requirements": list(requirements), "index_url": index_url}
+    if stamp.exists() and json.loads(stamp.read_text()) == want:
+        return final
+    cache.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(json.dumps(want).encode()).hexdigest()[:12]
+    tmp = cache / f".partial-{name}-{digest}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    argv = [sys.executable, "-m", "pip", "install", "--no-input", "--target", str(tmp), *requirements]
+    if index_url:
+        argv[5:5] = ["--index-url", index_url]
+    try:
+        run(argv, env=env, log=log, timeout=3600)
+        (tmp / ".builders-stamp.json").write_text(json.dumps(want))
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
