@@ -9,7 +9,7 @@ import nox
 
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = True
-nox.options.sessions = ["plan"]
+nox.options.sessions = ["build"]
 
 PYTHON = "3.11"
 
@@ -24,6 +24,13 @@ def plan(session: nox.Session) -> None:
     """Expand matrix.yaml into targets; show what this host can build (--json, --format github)."""
     _install(session)
     session.run("python", "-m", "builders", "plan", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def build(session: nox.Session) -> None:
+    """Build, repair, verify and smoke-test every target this host can (or --target/--select ones)."""
+    _install(session)
+    session.run("python", "-m", "builders", "build", *session.posargs)
 
 
 @nox.session(python=PYTHON)

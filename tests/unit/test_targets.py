@@ -68,7 +68,7 @@ def test_requirements_identical_within_a_labelled_channel(m) -> None:
         reqs = {tuple(map(str, t.requirements)) for t in targets if t.variant.label == label}
         assert len(reqs) == 1, label
     (cu132,) = {tuple(map(str, t.requirements)) for t in targets if t.variant.label == "cu132"}
-    assert cu132 == ('cuda-toolkit[cublas,cudart,nvrtc]==13.2.2; platform_system == "Linux"',)
+    assert cu132 == ('cuda-toolkit[cudart]==13.2.2; platform_system == "Linux"',)
 
 
 def test_channels_pypi_default_per_platform(m) -> None:

@@ -54,7 +54,8 @@ function(minifw_add_xpu_backend target)
             "-I${CMAKE_CURRENT_SOURCE_DIR}/csrc"
             "-Wl,-soname,libminifw_sycl.so" "-Wl,--enable-new-dtags"
             ${rpath_flags}
-            "${src}" -o "${lib}"
+            csrc/xpu/saxpy_sycl.cpp -o "${lib}"
+    WORKING_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}"
     DEPENDS "${src}" "${CMAKE_CURRENT_SOURCE_DIR}/csrc/accel.h"
     COMMENT "icpx ${icpx_version} -fsycl: csrc/xpu/saxpy_sycl.cpp [${MINIFW_GPU_ARCHS}]"
     VERBATIM COMMAND_EXPAND_LISTS)
