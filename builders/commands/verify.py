@@ -12,6 +12,7 @@ from .. import matrix as matrix_mod
 from ..cli import add_matrix_option
 from ..console import Console
 from ..errors import VerifyError
+from ..promote import pypi_requirements
 from ..targets import Selection, select
 from ..verify import Expectation, verify
 from ..wheels import Wheel
@@ -35,7 +36,8 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     (target,) = select(m, Selection(targets=(args.target,)))
     expect = Expectation(target=target, dropped=m.dropped)
     if args.channel == "pypi":
-        expect = Expectation(target=target, dropped=m.dropped, version=Version(m.project.version.public))
+        expect = Expectation(target=target, dropped=m.dropped, version=Version(m.project.version.public),
+                             requirements=pypi_requirements(m))
     findings = verify(Wheel(args.wheel), expect)
     if args.json:
         print(json.dumps({"wheel": str(args.wheel), "target": target.id, "findings": [f.to_json() for f in findings]}, indent=2))

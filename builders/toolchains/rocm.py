@@ -7,6 +7,7 @@ and points at the container image, where the toolkit is installed from TheRock's
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,15 +33,12 @@ class RocmToolchain:
         return (f"TheRock ROCm {want} toolkit is not installed on this host ({found}); the local engine does not "
                 f"fetch TheRock packages: use the container engine ({target.containerfile}) or CI")
 
-
     def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: Path | None) -> dict[str, str]:
-        """Use the installed toolkit; never fetched by the local engine (see module doc)."""
-        from ..host import detect
-
-        reason = self.unavailable(target, detect((), env))
-        if reason:
-            raise ToolchainError(reason)
-        return {}
+        """Use the installed toolkit (never fetched here): its root is above ``bin/hipcc``."""
+        found = shutil.which("hipcc", path=env.get("PATH"))
+        if found is None:
+            raise ToolchainError(f"hipcc not found on PATH for {target.id}")
+        return {"toolkit_root": str(Path(found).resolve().parent.parent)}
 
 
 ROCM = RocmToolchain()

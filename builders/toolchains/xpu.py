@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,15 +25,12 @@ class XpuToolchain:
                     f"use the container engine ({target.containerfile}) or CI")
         return None
 
-
     def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: Path | None) -> dict[str, str]:
-        """Use the installed toolkit; never fetched by the local engine (see module doc)."""
-        from ..host import detect
-
-        reason = self.unavailable(target, detect((), env))
-        if reason:
-            raise ToolchainError(reason)
-        return {}
+        """Use the installed toolkit (never fetched here): its root is above ``bin/icpx``."""
+        found = shutil.which("icpx", path=env.get("PATH"))
+        if found is None:
+            raise ToolchainError(f"icpx not found on PATH for {target.id}")
+        return {"toolkit_root": str(Path(found).resolve().parent.parent)}
 
 
 XPU = XpuToolchain()

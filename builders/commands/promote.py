@@ -1,0 +1,33 @@
+"""``promote WHEEL``: turn a labelled default-variant wheel into the PyPI wheel."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import matrix as matrix_mod
+from ..cli import add_matrix_option
+from ..console import Console
+from ..promote import promote
+from ..wheels import Wheel
+
+
+def configure_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("promote", help="turn a labelled default-variant wheel into the PyPI wheel",
+                       description="Write the PyPI wheel for WHEEL (e.g. 2.15.0+cu132 -> 2.15.0): version and "
+                                   "dist-info renamed, METADATA Version and Requires-Dist set for the PyPI channel, "
+                                   "RECORD regenerated, every other member byte-identical; then verify it. Only the "
+                                   "PyPI default variant of the wheel's platform is accepted (exit 15 otherwise; "
+                                   "exit 7 if the result fails verify).")
+    add_matrix_option(p)
+    p.add_argument("wheel", type=Path, metavar="WHEEL")
+    p.add_argument("--output", type=Path, default=Path("wheelhouse/pypi"), metavar="DIR",
+                   help="where the PyPI wheel is written (default: wheelhouse/pypi/)")
+    p.set_defaults(execute=execute)
+
+
+def execute(args: argparse.Namespace, console: Console) -> int:
+    m = matrix_mod.load(args.matrix)
+    result = promote(m, Wheel(args.wheel), args.output)
+    console.line(f"{args.wheel.name} -> {result.path} (verified for {result.target.id}, channel pypi)")
+    return 0

@@ -1,0 +1,205 @@
+"""A static package index per variant label: PEP 503 HTML, PEP 691 JSON, PEP 658/714 metadata.
+
+Layout, for each label (``index_path`` comes from the matrix, ``whl/{label}/`` by default)::
+
+    DIR/whl/<label>/index.html            PEP 503 root: one link per project
+    DIR/whl/<label>/index.json            PEP 691 root
+    DIR/whl/<label>/<project>/index.html  one link per wheel, #sha256=, data-requires-python,
+                                          data-dist-info-metadata and data-core-metadata
+    DIR/whl/<label>/<project>/index.json  PEP 691 v1.1 project detail
+    DIR/whl/<label>/<project>/<wheel>     the wheel itself
+    DIR/whl/<label>/<project>/<wheel>.metadata   its METADATA bytes (PEP 658)
+
+Any static file server (or a ``file://`` URL) serves it to ``pip install --index-url``. The
+output is a function of the wheels alone: everything is sorted, nothing carries a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from packaging.utils import canonicalize_name
+
+from .errors import BuildersError
+from .wheels import Wheel, file_sha256
+
+API_VERSION = "1.1"
+
+
+class IndexBuildError(BuildersError):
+    """The wheels cannot be laid out as an index (clashing files, unknown label)."""
+
+    exit_code = 16
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexedFile:
+    filename: str
+    project: str
+    label: str
+    sha256: str
+    size: int
+    version: str
+    requires_python: str | None
+    metadata: bytes
+
+    @property
+    def metadata_sha256(self) -> str:
+        return hashlib.sha256(self.metadata).hexdigest()
+
+    @property
+    def href(self) -> str:
+        return quote(self.filename)
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexResult:
+    root: Path
+    files: tuple[IndexedFile, ...]
+    skipped: tuple[Path, ...]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(sorted({f.label for f in self.files}))
+
+
+def default_layout(label: str) -> str:
+    return f"whl/{label}/"
+
+
+def find_wheels(wheelhouse: Path) -> list[Path]:
+    """Every ``*.whl`` under ``wheelhouse``, sorted."""
+    return sorted(p for p in wheelhouse.rglob("*.whl") if p.is_file() and not p.name.startswith("."))
+
+
+def describe(path: Path, label: str) -> IndexedFile:
+    wheel = Wheel(path)
+    metadata = wheel.read(f"{wheel.dist_info}/METADATA")
+    requires_python = wheel.metadata.get("Requires-Python")
+    return IndexedFile(filename=path.name, project=canonicalize_name(wheel.name), label=label,
+                       sha256=file_sha256(path), size=path.stat().st_size, version=str(wheel.version),
+                       requires_python=str(requires_python).strip() if requires_python else None, metadata=metadata)
+
+
+def build_index(wheels: Iterable[Path], output: Path, *, layout: Callable[[str], str] = default_layout,
+                labels: Iterable[str] | None = None) -> IndexResult:
+    """Lay out ``wheels`` as one static index per local version label under ``output``.
+
+    Unlabelled wheels are skipped (returned in ``skipped``); with ``labels`` given, a label
+    outside it is an error. Two different files with the same name are an error.
+    """
+    known = set(labels) if labels is not None else None
+    chosen: dict[tuple[str, str], tuple[Path, IndexedFile]] = {}
+    skipped: list[Path] = []
+    for path in sorted(wheels):
+        label = Wheel(path).version.local
+        if not label:
+            skipped.append(path)
+            continue
+        if known is not None and label not in known:
+            raise IndexBuildError(f"{path}: label {label!r} is not a variant of the matrix ({', '.join(sorted(known))})")
+        info = describe(path, label)
+        key = (label, path.name)
+        if key in chosen:
+            if chosen[key][1].sha256 != info.sha256:
+                raise IndexBuildError(f"{path.name}: two different files with this name: {chosen[key][0]} and {path}")
+            continue
+        chosen[key] = (path, info)
+
+    by_label: dict[str, dict[str, list[tuple[Path, IndexedFile]]]] = {}
+    for key in sorted(chosen):
+        path, info = chosen[key]
+        by_label.setdefault(info.label, {}).setdefault(info.project, []).append((path, info))
+
+    for label, projects in sorted(by_label.items()):
+        base = output / layout(label)
+        for project, entries in sorted(projects.items()):
+            folder = base / project
+            folder.mkdir(parents=True, exist_ok=True)
+            files = [info for _path, info in entries]
+            for path, info in entries:
+                _copy(path, folder / info.filename)
+                _write(folder / f"{info.filename}.metadata", info.metadata)
+            _write(folder / "index.html", project_html(project, files).encode())
+            _write(folder / "index.json", _dumps(project_json(project, files)))
+        _write(base / "index.html", root_html(sorted(projects)).encode())
+        _write(base / "index.json", _dumps(root_json(sorted(projects))))
+    files = tuple(info for key in sorted(chosen) for _path, info in [chosen[key]])
+    return IndexResult(root=output, files=files, skipped=tuple(skipped))
+
+
+def root_html(projects: Iterable[str]) -> str:
+    links = "".join(f'    <a href="{quote(p)}/">{html.escape(p)}</a><br/>\n' for p in projects)
+    return _page("Simple index", links)
+
+
+def project_html(project: str, files: Iterable[IndexedFile]) -> str:
+    links = []
+    for f in sorted(files, key=lambda f: f.filename):
+        attrs = [f'href="{html.escape(f.href)}#sha256={f.sha256}"']
+        if f.requires_python:
+            attrs.append(f'data-requires-python="{html.escape(f.requires_python)}"')
+        attrs.append(f'data-dist-info-metadata="sha256={f.metadata_sha256}"')
+        attrs.append(f'data-core-metadata="sha256={f.metadata_sha256}"')
+        links.append(f'    <a {" ".join(attrs)}>{html.escape(f.filename)}</a><br/>\n')
+    return _page(f"Links for {html.escape(project)}", "".join(links), heading=True)
+
+
+def root_json(projects: Iterable[str]) -> dict[str, object]:
+    return {"meta": {"api-version": API_VERSION}, "projects": [{"name": p} for p in projects]}
+
+
+def project_json(project: str, files: Iterable[IndexedFile]) -> dict[str, object]:
+    ordered = sorted(files, key=lambda f: f.filename)
+    return {
+        "meta": {"api-version": API_VERSION},
+        "name": project,
+        "versions": sorted({f.version for f in ordered}),
+        "files": [
+            {
+                "filename": f.filename,
+                "url": f.href,
+                "hashes": {"sha256": f.sha256},
+                **({"requires-python": f.requires_python} if f.requires_python else {}),
+                "core-metadata": {"sha256": f.metadata_sha256},
+                "dist-info-metadata": {"sha256": f.metadata_sha256},
+                "size": f.size,
+            }
+            for f in ordered
+        ],
+    }
+
+
+def _page(title: str, body: str, heading: bool = False) -> str:
+    h1 = f"    <h1>{title}</h1>\n" if heading else ""
+    return ("<!DOCTYPE html>\n<html>\n  <head>\n"
+            f'    <meta name="pypi:repository-version" content="{API_VERSION}">\n'
+            f"    <title>{title}</title>\n  </head>\n  <body>\n{h1}{body}  </body>\n</html>\n")
+
+
+def _dumps(data: object) -> bytes:
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
+
+
+def _write(dest: Path, data: bytes) -> None:
+    if dest.exists() and dest.read_bytes() == data:
+        return
+    tmp = dest.with_name(f".{dest.name}.partial")
+    tmp.write_bytes(data)
+    os.replace(tmp, dest)
+
+
+def _copy(src: Path, dest: Path) -> None:
+    if dest.exists() and (dest.resolve() == src.resolve() or file_sha256(dest) == file_sha256(src)):
+        return
+    tmp = dest.with_name(f".{dest.name}.partial")
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, dest)

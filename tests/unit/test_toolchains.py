@@ -1,0 +1,49 @@
+"""Toolkit checks against the matrix, from nvcc's own output (captured text, no nvcc needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from builders import matrix
+from builders.errors import ToolchainError
+from builders.targets import Selection, select
+from builders.toolchains.cuda import _pin, arch_numbers, check_nvcc, runtime_version
+
+NVCC_132 = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.2, V13.2.86\n"
+ARCHS_132 = "\n".join(f"compute_{a}" for a in (75, 80, 86, 87, 88, 89, 90, 100, 110, 103, 120, 121))
+
+
+@pytest.fixture(scope="module")
+def m(shipped_text: str):
+    return matrix.loads(shipped_text)
+
+
+def one(m, tid: str):
+    return select(m, Selection(targets=(tid,)))[0]
+
+
+def test_runtime_version_encoding() -> None:
+    assert runtime_version("13.2") == 13020 and runtime_version("13.4") == 13040
+
+
+def test_arch_numbers() -> None:
+    assert arch_numbers("7.5;8.0;12.0+PTX") == ["75", "80", "120"]
+
+
+def test_pin_is_the_cache_key() -> None:
+    assert _pin(("cuda-toolkit[nvcc,cudart]==13.2.2",)) == "13.2.2"
+    with pytest.raises(ToolchainError, match="pin no exact version"):
+        _pin(("cuda-toolkit>=13.2",))
+
+
+def test_matching_toolkit_passes(m) -> None:
+    check_nvcc(one(m, "cu132-cp312-linux-x86_64"), NVCC_132, ARCHS_132)
+
+
+def test_arch_the_toolkit_cannot_build_is_a_matrix_error(m) -> None:
+    # cu134 declares 10.7 (Rubin); a 13.2 nvcc cannot build it.
+    target = one(m, "cu134-cp312-linux-x86_64")
+    with pytest.raises(ToolchainError, match=r"matrix.yaml:\d+:\d+: nvcc reports CUDA 13.2, matrix says 13.4"):
+        check_nvcc(target, NVCC_132, ARCHS_132)
+    with pytest.raises(ToolchainError, match="has 107 which nvcc 13.4 cannot build"):
+        check_nvcc(target, NVCC_132.replace("13.2", "13.4"), ARCHS_132)
