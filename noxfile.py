@@ -41,6 +41,13 @@ def report(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def workflow(session: nox.Session) -> None:
+    """Check the release workflow against the plan (`-- --check`); it consumes the plan, never hand-listed targets."""
+    _install(session)
+    session.run("python", "-m", "builders", "workflow", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run the whole test suite, slow integration tests included (what CI runs)."""
     _install(session, "test")

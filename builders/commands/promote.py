@@ -8,7 +8,9 @@ from pathlib import Path
 from .. import matrix as matrix_mod
 from ..cli import add_matrix_option
 from ..console import Console
-from ..promote import promote
+from ..index import find_wheels
+from ..model import Matrix
+from ..promote import promote, target_of
 from ..wheels import Wheel
 
 
@@ -20,7 +22,8 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                                    "PyPI default variant of the wheel's platform is accepted (exit 15 otherwise; "
                                    "exit 7 if the result fails verify).")
     add_matrix_option(p)
-    p.add_argument("wheel", type=Path, metavar="WHEEL")
+    p.add_argument("wheel", type=Path, metavar="WHEEL",
+                   help="a wheel, or a folder: every PyPI-default wheel under it (others are left alone)")
     p.add_argument("--output", type=Path, default=Path("wheelhouse/pypi"), metavar="DIR",
                    help="where the PyPI wheel is written (default: wheelhouse/pypi/)")
     p.set_defaults(execute=execute)
@@ -28,6 +31,21 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
 
 def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix)
-    result = promote(m, Wheel(args.wheel), args.output)
-    console.line(f"{args.wheel.name} -> {result.path} (verified for {result.target.id}, channel pypi)")
+    wheels = [Wheel(args.wheel)] if args.wheel.is_file() else defaults_under(m, args.wheel)
+    for wheel in wheels:
+        result = promote(m, wheel, args.output)
+        console.line(f"{wheel.path.name} -> {result.path} (verified for {result.target.id}, channel pypi)")
     return 0
+
+
+def defaults_under(m: Matrix, folder: Path) -> list[Wheel]:
+    """The labelled wheels under ``folder`` whose variant is the PyPI default of their platform."""
+    found = []
+    for path in find_wheels(folder):
+        wheel = Wheel(path)
+        if not wheel.version.local:
+            continue
+        target = target_of(m, wheel)
+        if m.channels.pypi_label(target.platform.name) == target.variant.label:
+            found.append(wheel)
+    return found

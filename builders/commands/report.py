@@ -19,14 +19,16 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     add_matrix_option(p)
     p.add_argument("--output", type=Path, default=Path("report"), metavar="DIR",
                    help="folder for compatibility.{md,json,html} (default: report/)")
-    p.add_argument("--results", type=Path, default=Path("wheelhouse/results.json"), metavar="PATH",
-                   help="build results to show (default: wheelhouse/results.json, if it exists)")
+    p.add_argument("--results", type=Path, action="append", default=[], metavar="PATH",
+                   help="build results to show, repeatable (default: wheelhouse/results.json, if it exists)")
     p.set_defaults(execute=execute)
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix)
-    found = results.read(args.results)
+    found: dict = {}
+    for path in args.results or [Path("wheelhouse/results.json")]:
+        found.update(results.read(path))
     args.output.mkdir(parents=True, exist_ok=True)
     md = report.to_markdown(m, found)
     written = {
