@@ -131,3 +131,11 @@ def test_promote_and_verify_for_pypi(root: Path, wheelhouse: Path, tmp_path: Pat
     (cpu,) = (wheelhouse / "whl" / "cpu").glob("*.whl")
     proc = builders("promote", str(cpu), "--output", str(out), cwd=root)
     assert proc.returncode == 15 and "not the PyPI default" in proc.stderr
+
+
+def test_promote_a_wheelhouse_takes_only_the_defaults(root: Path, wheelhouse: Path, tmp_path: Path) -> None:
+    """What the publish job runs: every PyPI-default wheel of the downloaded artifacts."""
+    out = tmp_path / "dist"
+    proc = builders("promote", str(wheelhouse), "--output", str(out), cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [p.name for p in out.glob("*.whl")] == ["minifw-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl"]
