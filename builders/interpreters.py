@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from .model import PythonVersion
-from .process import ProcessError, run
+from .process import HostRunner, ProcessError, Runner
 
 _PROBE = (
     "import json, sys, sysconfig;"
@@ -41,10 +41,10 @@ def candidates(python: PythonVersion, dirs: Iterable[Path]) -> Iterator[Path]:
             yield exe
 
 
-def identify(exe: Path, env: Mapping[str, str]) -> PythonVersion | None:
-    """What ``exe`` really is, or None if it is not a working CPython."""
+def identify(exe: str, call: Runner) -> PythonVersion | None:
+    """What ``exe`` really is (asked through ``call``), or None if it is not a working CPython."""
     try:
-        out = run([str(exe), "-c", _PROBE], env=env, timeout=30).stdout
+        out = call([exe, "-c", _PROBE], timeout=30, separate_stderr=True).stdout
         impl, major, minor, ft = json.loads(out.strip().splitlines()[-1])
     except (ProcessError, ValueError, IndexError):
         return None
@@ -59,7 +59,19 @@ def discover(wanted: Iterable[PythonVersion], env: Mapping[str, str]) -> dict[st
     found: dict[str, Path] = {}
     for python in wanted:
         for exe in candidates(python, dirs):
-            if identify(exe, env) == python:
+            if identify(str(exe), HostRunner(env)) == python:
                 found[python.abi] = exe
                 break
     return found
+
+
+def image_candidates(python: PythonVersion) -> list[str]:
+    """Where build images keep interpreters: manylinux's /opt/python, then distro paths."""
+    t = "t" if python.free_threaded else ""
+    name = f"python{python.release}{t}"
+    return [f"/opt/python/{python.interpreter}-{python.abi}/bin/python", f"/usr/local/bin/{name}", f"/usr/bin/{name}"]
+
+
+def find_in(call: Runner, python: PythonVersion) -> str | None:
+    """The first image interpreter that really is ``python``."""
+    return next((exe for exe in image_candidates(python) if identify(exe, call) == python), None)

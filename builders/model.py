@@ -88,6 +88,10 @@ class Toolkit:
     requirements: tuple[str, ...] = ()
     index_url: str | None = None
     root: str | None = None
+    system_repository: str | None = None
+    system_packages: tuple[str, ...] = ()
+    system_repository_key: str | None = None
+    max_gcc: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,15 +20,14 @@ from typing import Any
 from . import results
 from .console import Console, markdown_table
 from .engines import Engine
+from .engines.container import NotBuildableHere
 from .errors import BuildersError, Interrupted, SmokeError, VerifyError
 from .host import Host, unbuildable
 from .model import Matrix
 from .process import ProcessError, run
 from .repair import repair
 from .results import Result
-from .smoke import smoke
 from .targets import Target
-from .toolchains import toolchain_for
 from .verify import Expectation, verify
 from .wheels import Wheel, file_sha256, label, source_date_epoch
 
@@ -38,7 +37,6 @@ class RunConfig:
     matrix: Matrix
     source: Path
     output: Path
-    cache: Path
     engine: Engine
     host: Host
     env: Mapping[str, str]
@@ -94,6 +92,8 @@ def build_one(target: Target, config: RunConfig, tick: Callable[[str, float], No
         final = _stages(target, config, work, log, progress, tick)
     except KeyboardInterrupt:
         return _result(target, config, progress, status="interrupted", reason="interrupted by signal")
+    except NotBuildableHere as exc:
+        return _result(target, config, progress, status="skipped", reason=str(exc))
     except (BuildersError, OSError) as exc:
         with log.open("a") as fh:
             fh.write(f"\nFAILED at {progress.stage}: {exc}\n")
@@ -127,7 +127,7 @@ def _stages(target: Target, config: RunConfig, work: Path, log: Path, progress: 
 
 def _prepare_env(target: Target, config: RunConfig, env: dict[str, str], log: Path) -> int:
     """Provision the toolchain and fill ``env`` with the variant's build settings."""
-    settings = toolchain_for(target.variant.accelerator).provision(target, config.cache, env, log)
+    settings = config.engine.provision(target, env, log)
     names = dict(target.project.build_env)
     env.update(dict(target.env))
     for setting, value in settings.items():
@@ -156,7 +156,7 @@ def _verify(path: Path, target: Target, config: RunConfig, progress: _Progress) 
 
 def _smoke(path: Path, target: Target, config: RunConfig, env: Mapping[str, str], log: Path, progress: _Progress) -> None:
     smoke_env = {k: v for k, v in env.items() if not k.startswith("MINIFW_")}
-    outcome = smoke(path, target, config.engine.interpreter(target), smoke_env, log)
+    outcome = config.engine.smoke(path, target, smoke_env, log)
     progress.facts["smoke"] = outcome.record
     if not outcome.ok:
         raise SmokeError("; ".join(outcome.problems))

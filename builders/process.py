@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from .errors import BuildersError
 
@@ -105,3 +106,23 @@ def _log(log: Path | None, argv: Sequence[str], cwd: Path | None, out: str, code
 
 def _tail(out: str, lines: int = 25) -> str:
     return "\n".join(out.rstrip().splitlines()[-lines:])
+
+
+class Runner(Protocol):
+    """Runs a command somewhere (this host, a container) with its own environment and log."""
+
+    def __call__(self, argv: Sequence[str], *, cwd: str | None = None, separate_stderr: bool = False,
+                 timeout: float | None = 1800) -> Result: ...
+
+
+@dataclass(frozen=True)
+class HostRunner:
+    """A :class:`Runner` on this host with a fixed environment and log."""
+
+    env: Mapping[str, str]
+    log: Path | None = None
+
+    def __call__(self, argv: Sequence[str], *, cwd: str | None = None, separate_stderr: bool = False,
+                 timeout: float | None = 1800) -> Result:
+        return run(argv, env=self.env, log=self.log, cwd=Path(cwd) if cwd else None,
+                   separate_stderr=separate_stderr, timeout=timeout)

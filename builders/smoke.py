@@ -5,7 +5,6 @@ with what the target promises."""
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -14,7 +13,7 @@ from typing import Any
 
 from .errors import SmokeError
 from .model import Accelerator
-from .process import ProcessError, run
+from .process import HostRunner, ProcessError, Runner
 from .targets import Target
 from .toolchains.cuda import runtime_version
 
@@ -31,28 +30,30 @@ class SmokeOutcome:
         return not self.problems
 
 
-def venv_python(venv: Path) -> Path:
-    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-
-
 def smoke(wheel: Path, target: Target, interpreter: Path, env: Mapping[str, str], log: Path | None,
           script: Path = SCRIPT, dist_version: str | None = None) -> SmokeOutcome:
-    """Install ``wheel`` into a new venv made by ``interpreter`` and run the smoke script."""
+    """Smoke-test ``wheel`` on this host with ``interpreter`` (a fresh venv in a temp dir)."""
+    clean = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     with tempfile.TemporaryDirectory(prefix="builders-smoke-") as tmp:
-        venv, empty = Path(tmp) / "venv", Path(tmp) / "cwd"
-        empty.mkdir()
-        run([str(interpreter), "-m", "venv", str(venv)], env=env, log=log, timeout=300)
-        py = venv_python(venv)
-        clean = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-        run([str(py), "-m", "pip", "install", "--no-input", str(wheel)], env=clean, log=log, timeout=1800)
-        try:
-            out = run([str(py), str(script)], env=clean, cwd=empty, log=log, timeout=300, separate_stderr=True).stdout
-        except ProcessError as exc:
-            out = exc.tail
-        record = _parse(out)
-        problems = tuple(compare(record, target, venv=venv.resolve(), dist_version=dist_version or str(target.version)))
-        # Paths inside the deleted venv are kept as text for the record.
-        return SmokeOutcome(record=record, problems=problems)
+        return smoke_with(HostRunner(clean, log), python=str(interpreter), wheel=str(wheel), script=str(script),
+                          scratch=tmp, target=target, dist_version=dist_version)
+
+
+def smoke_with(call: Runner, *, python: str, wheel: str, script: str, scratch: str, target: Target,
+               dist_version: str | None = None) -> SmokeOutcome:
+    """The smoke steps through any :class:`Runner`; paths are in that runner's filesystem."""
+    venv, empty = f"{scratch}/venv", f"{scratch}/cwd"
+    call([python, "-c", "import os, sys; os.makedirs(sys.argv[1], exist_ok=True)", empty], timeout=60)
+    call([python, "-m", "venv", venv], timeout=300)
+    py = f"{venv}/bin/python"
+    call([py, "-m", "pip", "install", "--no-input", wheel], timeout=1800)
+    try:
+        out = call([py, script], cwd=empty, separate_stderr=True, timeout=300).stdout
+    except ProcessError as exc:
+        out = exc.tail
+    record = _parse(out)
+    problems = compare(record, target, venv=Path(venv), dist_version=dist_version or str(target.version))
+    return SmokeOutcome(record=record, problems=tuple(problems))
 
 
 def _parse(out: str) -> dict[str, Any]:
@@ -93,7 +94,7 @@ def compare(record: Mapping[str, Any], target: Target, *, venv: Path, dist_versi
 
 def _inside(path: Path, root: Path) -> bool:
     try:
-        path.resolve().relative_to(root)
+        path.resolve().relative_to(root.resolve())
     except ValueError:
         return False
     return True

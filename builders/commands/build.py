@@ -8,11 +8,15 @@ import signal
 from pathlib import Path
 
 from .. import matrix as matrix_mod
+from ..images import engine_env
 from ..cli import add_matrix_option, add_selection_options
 from ..console import Console
+from ..engines import Engine
+from ..engines.container import ContainerEngine, find_engine
 from ..engines.local import LocalEngine
-from ..errors import TargetsFailed
-from ..host import detect
+from ..errors import EngineError, TargetsFailed
+from ..host import Host, detect
+from ..model import Matrix
 from ..pipeline import RunConfig, build_all, summarize
 from ..targets import select
 from ..toolchains.provision import default_cache
@@ -31,7 +35,14 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                    help="wheels by channel (whl/<label>/), logs/<id>.log and results.json (default: wheelhouse/)")
     p.add_argument("--source", type=Path, default=None, metavar="DIR",
                    help="framework source tree (default: project.source in the matrix)")
-    p.add_argument("--engine", choices=("local",), default="local", help="where builds run (default: local)")
+    p.add_argument("--engine", choices=("local", "container", "auto"), default="local",
+                   help="local: this host; container: the variant's image with docker/podman; auto: a container "
+                        "engine when one works, else local (default: local)")
+    p.add_argument("--container-engine", choices=("podman", "docker"), default=None,
+                   help="which container engine (default: the first that works, podman then docker)")
+    p.add_argument("--base-image", default=None, metavar="IMAGE",
+                   help="base image for every build image instead of the platform's (default: $BUILDERS_BASE_IMAGE, "
+                        "else base_image in the matrix)")
     p.add_argument("--cache", type=Path, default=None, metavar="DIR",
                    help="toolchain cache (default: $BUILDERS_CACHE or ~/.cache/builders/toolchains)")
     p.add_argument("--no-smoke", dest="smoke", action="store_false", help="skip the smoke stage")
@@ -41,12 +52,12 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
 def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix)
     targets = select(m, selection_of(args))
-    env = dict(os.environ)
+    env = engine_env(os.environ)
     host = detect(m.pythons, env)
+    engine, why = choose_engine(args, m, host, env)
     config = RunConfig(matrix=m, source=(args.source or m.project.source).resolve(), output=args.output.resolve(),
-                       cache=(args.cache or default_cache(env)).resolve(), engine=LocalEngine(host), host=host, env=env,
-                       run_smoke=args.smoke)
-    console.line(f"{len(targets)} targets selected; engine {config.engine.name} on {host.platform}; output {config.output}")
+                       engine=engine, host=host, env=env, run_smoke=args.smoke)
+    console.line(f"{len(targets)} targets selected; engine {engine.name} ({why}) on {host.platform}; output {config.output}")
     signal.signal(signal.SIGTERM, _raise_interrupt)
     outcomes = build_all(targets, config, console)
     summarize(outcomes, console)
@@ -54,6 +65,22 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     if failed:
         raise TargetsFailed(f"{len(failed)} target(s) failed: {', '.join(failed)} (see {config.output / 'logs'})")
     return 0
+
+
+def choose_engine(args: argparse.Namespace, m: Matrix, host: Host, env: dict[str, str]) -> tuple[Engine, str]:
+    """The engine to use, and why it was picked (``auto`` says which and why)."""
+    cache = (args.cache or default_cache(env)).resolve()
+    if args.engine == "local":
+        return LocalEngine(host, cache), "asked for"
+    exe = find_engine(env, args.container_engine)
+    if exe is None:
+        if args.engine == "container":
+            raise EngineError("no working container engine (podman or docker); see README for podman setup")
+        return LocalEngine(host, cache), "auto: no working container engine"
+    pythons = tuple(dict.fromkeys(p.release for p in m.pythons))
+    base = args.base_image or env.get("BUILDERS_BASE_IMAGE") or None
+    engine = ContainerEngine(exe=exe, pythons=pythons, cache=cache, host_env=env, base_image=base)
+    return engine, f"{'auto: ' if args.engine == 'auto' else ''}{exe}" + (f", base {base}" if base else "")
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:

@@ -7,6 +7,7 @@ import json
 import os
 
 from .. import matrix as matrix_mod
+from ..images import engine_env
 from ..cli import add_matrix_option, add_selection_options
 from ..console import Console
 from ..host import detect, unbuildable
@@ -38,7 +39,7 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     if args.format == "github":
         print(json.dumps(ci.github_matrix(targets), indent=None, sort_keys=True))
         return 0
-    host = detect(m.pythons, dict(os.environ))
+    host = detect(m.pythons, engine_env(os.environ))
     reasons = {t.id: unbuildable(t, host, args.engine) for t in targets}
     if args.format == "json":
         _, excluded = expand(m)

@@ -8,14 +8,21 @@ from pathlib import Path
 from ..errors import EngineError
 from ..host import Host
 from ..process import run
+from ..smoke import SmokeOutcome, smoke
 from ..targets import Target
+from ..toolchains import toolchain_for
 
 
 class LocalEngine:
     name = "local"
 
-    def __init__(self, host: Host) -> None:
+    def __init__(self, host: Host, cache: Path) -> None:
         self.host = host
+        self.cache = cache
+
+    def provision(self, target: Target, env: Mapping[str, str], log: Path) -> dict[str, str]:
+        """The variant's toolchain on this host (pinned toolkits cached under ``cache``)."""
+        return toolchain_for(target.variant.accelerator).provision(target, self.cache, env, log)
 
     def interpreter(self, target: Target) -> Path:
         exe = self.host.interpreter(target.python.abi)
@@ -32,3 +39,6 @@ class LocalEngine:
         if len(wheels) != 1:
             raise EngineError(f"build of {target.id} produced {len(wheels)} wheels in {out_dir}, expected one")
         return wheels[0]
+
+    def smoke(self, wheel: Path, target: Target, env: Mapping[str, str], log: Path) -> SmokeOutcome:
+        return smoke(wheel, target, self.interpreter(target), env, log)

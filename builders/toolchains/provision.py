@@ -25,6 +25,16 @@ def default_cache(env: Mapping[str, str]) -> Path:
 def pip_prefix(name: str, requirements: Sequence[str], cache: Path, env: Mapping[str, str],
                log: Path | None, index_url: str | None = None) -> Path:
     """A folder holding ``requirements`` installed with ``pip install --target``."""
+    return _cached(name, ["install", "--target"], requirements, cache, env, log, index_url)
+
+
+def pip_download(name: str, requirements: Sequence[str], cache: Path, env: Mapping[str, str], log: Path | None) -> Path:
+    """A folder of wheels for ``requirements`` and their dependencies (an offline wheelhouse)."""
+    return _cached(name, ["download", "--only-binary", ":all:", "--dest"], requirements, cache, env, log, None)
+
+
+def _cached(name: str, verb: list[str], requirements: Sequence[str], cache: Path, env: Mapping[str, str],
+            log: Path | None, index_url: str | None) -> Path:
     final = cache / name
     stamp = final / ".builders-stamp.json"
     want = {"requirements": list(requirements), "index_url": index_url}
@@ -34,9 +44,9 @@ def pip_prefix(name: str, requirements: Sequence[str], cache: Path, env: Mapping
     digest = hashlib.sha256(json.dumps(want).encode()).hexdigest()[:12]
     tmp = cache / f".partial-{name}-{digest}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    argv = [sys.executable, "-m", "pip", "install", "--no-input", "--target", str(tmp), *requirements]
+    argv = [sys.executable, "-m", "pip", *verb, str(tmp), "--no-input", *requirements]
     if index_url:
-        argv[5:5] = ["--index-url", index_url]
+        argv += ["--index-url", index_url]
     try:
         run(argv, env=env, log=log, timeout=3600)
         (tmp / ".builders-stamp.json").write_text(json.dumps(want))

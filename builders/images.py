@@ -1,0 +1,130 @@
+"""Build images per accelerator family: Containerfile + build arguments from the matrix.
+
+The tag is content-addressed (hash of the Containerfile, the scripts it copies and the
+arguments), so a laptop and CI computing the same matrix agree on the image, and a changed
+pin or base gives a new tag instead of a stale image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import EngineError
+from .model import Accelerator, Toolkit
+from .process import ProcessError, run
+from .targets import Target
+
+DOCKER_DIR = Path(__file__).resolve().parent.parent / "docker"
+TOOLKIT_PREFIX = "/opt/toolkit"
+_ENV_REF = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageSpec:
+    family: Accelerator
+    containerfile: Path
+    args: tuple[tuple[str, str], ...]
+
+    @property
+    def tag(self) -> str:
+        h = hashlib.sha256(self.containerfile.read_bytes())
+        for script in sorted(copied_files(self.containerfile)):
+            h.update(script.encode() + (self.containerfile.parent / script).read_bytes())
+        for key, value in self.args:
+            h.update(f"\0{key}={value}".encode())
+        return f"localhost/builders-{self.family.value}:{h.hexdigest()[:16]}"
+
+
+def copied_files(containerfile: Path) -> list[str]:
+    """Files a Containerfile COPYs from its context (the build context is its folder)."""
+    names: list[str] = []
+    for line in containerfile.read_text().splitlines():
+        if line.startswith("COPY "):
+            names += line.split()[1:-1]
+    return names
+
+
+def declared_args(containerfile: Path) -> set[str]:
+    return {m.group(1) for m in re.finditer(r"^ARG\s+([A-Z_][A-Z0-9_]*)", containerfile.read_text(), re.M)}
+
+
+def toolkit_root(toolkit: Toolkit) -> str:
+    """Where the toolkit lives inside the image."""
+    root = toolkit.root or ""
+    return root if root.startswith("/") else f"{TOOLKIT_PREFIX}/{root}".rstrip("/")
+
+
+def expand_env(value: str | None, env: Mapping[str, str], what: str) -> str:
+    """Resolve ``${VAR}`` references (registry addresses live in the environment)."""
+    if not value:
+        return ""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if not env.get(name):
+            raise EngineError(f"{what} needs ${{{name}}} from the environment, and it is not set")
+        return env[name]
+
+    return _ENV_REF.sub(one, value)
+
+
+def image_spec(target: Target, pythons: tuple[str, ...], env: Mapping[str, str], base_image: str | None = None) -> ImageSpec:
+    """The image ``target`` builds in; ``base_image`` overrides the platform's (local bases in tests)."""
+    family = target.variant.accelerator
+    toolkit = target.variant.toolkit
+    base = base_image or target.platform.base_image
+    if not base:
+        raise EngineError(f"{target.platform.name} names no base_image; container builds are for Linux platforms")
+    args = {"BASE_IMAGE": base, "PYTHONS": " ".join(pythons)}
+    what = f"the {target.variant.label} image"
+    if family in (Accelerator.CUDA, Accelerator.ROCM):
+        args["TOOLKIT_REQUIREMENTS"] = "\n".join(toolkit.requirements)
+        args["TOOLKIT_INDEX_URL"] = expand_env(toolkit.index_url, env, what)
+    if family is Accelerator.CUDA:
+        args["MAX_GCC"] = str(toolkit.max_gcc or "")
+    if family is Accelerator.XPU:
+        args["TOOLKIT_SYSTEM_REPOSITORY"] = expand_env(toolkit.system_repository, env, what)
+        args["TOOLKIT_SYSTEM_REPOSITORY_KEY"] = expand_env(toolkit.system_repository_key, env, what)
+        args["TOOLKIT_SYSTEM_PACKAGES"] = "\n".join(toolkit.system_packages)
+    return ImageSpec(family=family, containerfile=DOCKER_DIR / f"{family.value}.Containerfile", args=tuple(sorted(args.items())))
+
+
+def build_argv(engine: str, spec: ImageSpec, ca_bundle: Path | None) -> list[str]:
+    argv = [engine, "build", "--file", str(spec.containerfile), "--tag", spec.tag]
+    for key, value in spec.args:
+        argv += ["--build-arg", f"{key}={value}"]
+    if ca_bundle is not None:
+        argv += ["--volume", f"{ca_bundle}:/run/builders/ca.crt:ro"]
+    return [*argv, str(spec.containerfile.parent)]
+
+
+def ensure(engine: str, spec: ImageSpec, env: Mapping[str, str], log: Path | None, ca_bundle: Path | None) -> str:
+    """Build the image unless an image with its content-addressed tag exists; return the tag."""
+    try:
+        run([engine, "image", "exists", spec.tag], env=env, log=log)
+        return spec.tag
+    except ProcessError:
+        pass
+    build_env = {**env, "BUILDAH_LAYERS": "true"}
+    run(build_argv(engine, spec, ca_bundle), env=build_env, log=log, timeout=3600)
+    return spec.tag
+
+
+def host_ca_bundle(env: Mapping[str, str]) -> Path | None:
+    """The CA bundle to pass into builds (TLS-intercepting proxies need it)."""
+    for candidate in (env.get("PIP_CERT"), env.get("SSL_CERT_FILE"), "/etc/ssl/certs/ca-certificates.crt"):
+        if candidate and os.path.isfile(candidate):
+            return Path(candidate)
+    return None
+
+
+def engine_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with the project's containers.conf for podman, unless the user chose one."""
+    out = dict(env)
+    out.setdefault("CONTAINERS_CONF", str(DOCKER_DIR / "containers.conf"))
+    return out
