@@ -33,6 +33,13 @@ def build(session: nox.Session) -> None:
     session.run("python", "-m", "builders", "build", *session.posargs)
 
 
+@nox.session(python=PYTHON, default=False)
+def images(session: nox.Session) -> None:
+    """Build the container images the selected targets need (content-addressed tags; --dry-run prints them)."""
+    _install(session)
+    session.run("python", "-m", "builders", "images", *session.posargs)
+
+
 @nox.session(python=PYTHON)
 def report(session: nox.Session) -> None:
     """Write the compatibility matrix (Markdown, JSON, HTML) to report/, with build results if any."""

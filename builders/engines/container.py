@@ -103,9 +103,12 @@ class ContainerEngine:
     def ca_bundle(self) -> Path | None:
         return images.host_ca_bundle(self.host_env)
 
+    def image_spec(self, target: Target) -> images.ImageSpec:
+        return images.image_spec(target, self.pythons, self.host_env, self.base_image)
+
     def image(self, target: Target, log: Path | None) -> str:
-        spec = images.image_spec(target, self.pythons, self.host_env, self.base_image)
-        return images.ensure(self.exe, spec, self.host_env, log, self.ca_bundle)
+        """The target's image tag, built first if no image has that tag."""
+        return images.ensure(self.exe, self.image_spec(target), self.host_env, log, self.ca_bundle)
 
     def provision(self, target: Target, env: Mapping[str, str], log: Path) -> dict[str, str]:
         """The image is the toolchain: build (or reuse) it; the toolkit root is inside it."""

@@ -1,0 +1,55 @@
+"""``images``: build (or find) the container images a selection of targets needs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+
+from .. import images
+from .. import matrix as matrix_mod
+from ..cli import add_matrix_option, add_selection_options
+from ..console import Console
+from ..engines.container import find_engine
+from ..errors import EngineError
+from ..targets import select
+from .plan import selection_of
+
+
+def configure_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("images", help="build the container images a selection needs",
+                       description="Build the content-addressed image of every (variant, platform) the selection "
+                                   "needs, from docker/<family>.Containerfile and build arguments computed from "
+                                   "the matrix. Existing images with the same tag are reused.")
+    add_matrix_option(p)
+    add_selection_options(p)
+    p.add_argument("--container-engine", choices=("podman", "docker"), default=None)
+    p.add_argument("--base-image", default=None, metavar="IMAGE",
+                   help="base image instead of the platform's (default: $BUILDERS_BASE_IMAGE, else the matrix)")
+    p.add_argument("--dry-run", action="store_true", help="print each image's tag and build command, build nothing")
+    p.set_defaults(execute=execute)
+
+
+def execute(args: argparse.Namespace, console: Console) -> int:
+    m = matrix_mod.load(args.matrix)
+    env = images.engine_env(os.environ)
+    base = args.base_image or env.get("BUILDERS_BASE_IMAGE") or None
+    pythons = tuple(dict.fromkeys(p.release for p in m.pythons))
+    specs = {}
+    for target in select(m, selection_of(args)):
+        if target.containerfile is not None:
+            spec = images.image_spec(target, pythons, env, base)
+            specs.setdefault(spec.tag, spec)
+    exe = args.container_engine or "podman"
+    if not args.dry_run:
+        exe = find_engine(env, args.container_engine) or ""
+        if not exe:
+            raise EngineError("no working container engine (podman or docker)")
+    for tag, spec in specs.items():
+        if args.dry_run:
+            print(shlex.join(images.build_argv(exe, spec, images.host_ca_bundle(env))))
+            continue
+        with console.group(f"image {tag}"):
+            images.ensure(exe, spec, env, None, images.host_ca_bundle(env))
+        console.line(f"{tag} ready ({spec.family.value}, base {dict(spec.args)['BASE_IMAGE']})")
+    return 0
