@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from .model import OS
 from .targets import Target
+
+
+def engine_for(target: Target) -> str:
+    """CI builds Linux wheels in the variant's image, macOS and Windows wheels with cibuildwheel."""
+    return "container" if target.platform.os is OS.LINUX else "cibw"
 
 
 def github_matrix(targets: Iterable[Target]) -> dict[str, Any]:
@@ -14,6 +20,7 @@ def github_matrix(targets: Iterable[Target]) -> dict[str, Any]:
         {
             "id": t.id,
             "runner": t.runner,
+            "engine": engine_for(t),
             "image": t.platform.base_image or "",
             "containerfile": t.containerfile or "",
             "variant": t.variant.label,

@@ -16,7 +16,7 @@ COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "
 EPILOG = """\
 exit codes: 0 ok, 1 a target failed, 2 usage, 3 invalid matrix, 4 dropped item asked for,
 5 bad selection, 6 toolchain, 7 verify, 8 smoke, 9 engine, 11 wheel, 12 subprocess, 13 results, 14 repair,
-15 not promotable, 16 index, 17 workflow drift, 130 interrupted
+15 not promotable, 16 index, 17 workflow drift, 18 not buildable in image, 130 interrupted
 """
 
 

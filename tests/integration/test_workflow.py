@@ -43,7 +43,7 @@ def test_plan_job_command_produces_the_build_matrix(root: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     include = json.loads(proc.stdout)["include"]
     assert len(include) == 84
-    used = {"id", "runner", "python", "smoke_runner", "wheel"}
+    used = {"id", "runner", "engine", "python", "smoke_runner", "wheel"}
     assert all(used <= entry.keys() for entry in include)
     assert builders("workflow", "--check", cwd=root).returncode == 0
 
@@ -62,9 +62,10 @@ def test_adding_a_python_changes_the_plan_and_needs_no_workflow_edit(root: Path,
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        ("TARGET: ${{ matrix.id }}\n        run: nox", "TARGET: ${{ matrix.target }}\n        run: nox", "matrix.target"),
+        ("ENGINE: ${{ matrix.engine }}", "ENGINE: ${{ matrix.builder }}", "matrix.builder"),
         ("nox -s plan -- --format github --select", "nox -s plan -- --json --select", "plan job does not run"),
-        ('run: nox -s build -- --target "$TARGET" --output wheelhouse', "run: make wheels", "build job does not run"),
+        ('run: nox -s build -- --target "$TARGET" --engine "$ENGINE" --output wheelhouse', "run: make wheels",
+         "build job does not run"),
     ],
 )
 def test_drift_is_detected(root: Path, tmp_path: Path, old: str, new: str, expected: str) -> None:

@@ -1,0 +1,144 @@
+"""Container and cibuildwheel engines for real, with podman, on a local Debian unstable base.
+
+The base image is made by scripts/podman-base.sh (debootstrap; nothing is pulled). Debian
+unstable packages CPython 3.13, 3.14 and 3.15, so these tests cover cp314 and cp315, which
+the host lacks. Free-threaded builds are not packaged there: those targets are skipped with
+that reason (their tags and ABI logic are unit-tested).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from builders.images import engine_env
+from builders.wheels import Wheel
+
+pytestmark = pytest.mark.slow
+
+BASE = "localhost/builders-base:sid"
+IN_IMAGE = ("cp313", "cp314", "cp315")
+
+
+def env() -> dict[str, str]:
+    return engine_env(os.environ)
+
+
+def podman(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["podman", *args], env=env(), text=True, capture_output=True, timeout=600)
+
+
+def builders(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "builders", *args], cwd=cwd, env=env(), text=True,
+                          capture_output=True, timeout=3600)
+
+
+@pytest.fixture(scope="session")
+def base_image(root: Path) -> str:
+    if podman("image", "exists", BASE).returncode != 0:
+        subprocess.run([str(root / "scripts/podman-base.sh"), BASE], check=True, env=env(), timeout=1800)
+    return BASE
+
+
+@pytest.fixture(scope="session")
+def container_house(root: Path, base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("container-house")
+    proc = builders("build", "--engine", "container", "--base-image", base_image, "--select", "cpu-*",
+                    "--select", "cu132-*", "--output", str(out), cwd=root)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    return out
+
+
+def results(house: Path) -> dict[str, dict]:
+    return {r["id"]: r for r in json.loads((house / "results.json").read_text())["targets"]}
+
+
+def test_container_builds_cp314_and_cp315(container_house: Path) -> None:
+    found = results(container_house)
+    built = {tid for tid, r in found.items() if r["status"] == "built"}
+    assert built == {f"{v}-{py}-linux-x86_64" for v in ("cpu", "cu132") for py in IN_IMAGE}
+    assert all(found[t]["engine"] == "container" and found[t]["policy"] == "manylinux_2_28_x86_64" for t in built)
+    for py in IN_IMAGE:
+        smoke = found[f"cu132-{py}-linux-x86_64"]["smoke"]
+        assert smoke["cuda_runtime_version"] == 13020 and smoke["cudart_path"].startswith("/tmp/smoke/venv/")
+    ft = found["cpu-cp314t-linux-x86_64"]
+    assert ft["status"] == "skipped" and "no free-threaded CPython 3.14t in image" in ft["reason"]
+    assert "cp311" in found["cpu-cp311-linux-x86_64"]["id"] and found["cpu-cp311-linux-x86_64"]["status"] == "skipped"
+
+
+def test_no_container_is_left_behind(container_house: Path) -> None:
+    assert podman("ps", "--all", "--filter", "name=builders-", "--format", "{{.Names}}").stdout.strip() == ""
+
+
+def test_local_and_container_wheels_agree(container_house: Path, root: Path, tmp_path: Path) -> None:
+    tid = "cu132-cp313-linux-x86_64"
+    proc = builders("build", "--target", tid, "--output", str(tmp_path), cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    local = Wheel(tmp_path / results(tmp_path)[tid]["wheel"])
+    container = Wheel(container_house / results(container_house)[tid]["wheel"])
+    assert local.path.name == container.path.name
+    assert (local.tags, local.version, local.wheel_tags) == (container.tags, container.version, container.wheel_tags)
+    assert sorted(map(str, local.requires_dist)) == sorted(map(str, container.requires_dist))
+    assert results(tmp_path)[tid]["engine"] == "local"
+
+
+def test_report_names_the_engine(container_house: Path, root: Path, tmp_path: Path) -> None:
+    proc = builders("report", "--results", str(container_house / "results.json"), "--output", str(tmp_path), cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    cells = {c["id"]: c for c in json.loads((tmp_path / "compatibility.json").read_text())["cells"]}
+    assert cells["cu132-cp315-linux-x86_64"]["engine"] == "container"
+    assert "✅ built (container)" in (tmp_path / "compatibility.md").read_text()
+
+
+def test_cibuildwheel_builds_a_linux_target(container_house: Path, root: Path, base_image: str, tmp_path: Path) -> None:
+    tid = "cpu-cp315-linux-x86_64"
+    proc = builders("build", "--engine", "cibw", "--base-image", base_image, "--target", tid, "--output", str(tmp_path),
+                    cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = results(tmp_path)[tid]
+    assert (r["status"], r["engine"]) == ("built", "cibw")
+    assert r["smoke"]["version"] == "2.15.0+cpu" and r["smoke"]["op_ok"] is True
+    log = (tmp_path / r["log"]).read_text()
+    assert "1 wheel produced" in log
+
+
+def test_interrupted_container_build_leaves_nothing(container_house: Path, root: Path, base_image: str,
+                                                     tmp_path: Path) -> None:
+    """SIGTERM mid-build: no container, no wheel, an 'interrupted' result, exit 130."""
+    tid = "cu132-cp314-linux-x86_64"
+    proc = subprocess.Popen([sys.executable, "-m", "builders", "build", "--engine", "container", "--base-image",
+                             base_image, "--target", tid, "--output", str(tmp_path)], cwd=root, env=env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        names = podman("ps", "--filter", "name=builders-", "--format", "{{.Names}}").stdout.split()
+        if names:
+            break
+        time.sleep(0.2)
+    assert names, "the build container never started"
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err[-3000:]
+    assert podman("ps", "--all", "--filter", "name=builders-", "--format", "{{.Names}}").stdout.strip() == ""
+    assert not list(tmp_path.rglob("*.whl"))
+    r = results(tmp_path)[tid]
+    assert r["status"] == "interrupted"
+
+
+def test_containerfiles_and_scripts_lint_clean(root: Path) -> None:
+    bindir = Path(sys.executable).parent
+    files = sorted(str(p) for p in (root / "docker").glob("*.Containerfile"))
+    lint = subprocess.run([str(bindir / "hadolint"), "--config", str(root / "docker/.hadolint.yaml"), *files],
+                          text=True, capture_output=True, timeout=120)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    scripts = [str(p) for p in (root / "docker").glob("*.sh")] + [str(root / "scripts/podman-base.sh"), str(root / ".ci/run")]
+    check = subprocess.run([str(bindir / "shellcheck"), *scripts], text=True, capture_output=True, timeout=120)
+    assert check.returncode == 0, check.stdout

@@ -1,0 +1,115 @@
+"""Image arguments, content-addressed tags and cibuildwheel options: pure functions of the matrix."""
+
+from __future__ import annotations
+
+import pytest
+
+from builders import images, matrix
+from builders.engines.cibw import cibw_options, identifier, repair_command
+from builders.engines.container import container_env
+from builders.errors import EngineError
+from builders.model import Accelerator
+from builders.targets import Selection, select
+
+ENV = {"THEROCK_INDEX_URL": "https://rocm.example/v2/gfx-all/", "ONEAPI_REPOSITORY": "https://oneapi.example/deb",
+       "ONEAPI_REPOSITORY_KEY": "https://oneapi.example/key.pub"}
+PYTHONS = ("3.11", "3.12", "3.13", "3.14", "3.15")
+
+
+@pytest.fixture(scope="module")
+def m(shipped_text: str):
+    return matrix.loads(shipped_text)
+
+
+def one(m, tid: str):
+    return select(m, Selection(targets=(tid,)))[0]
+
+
+@pytest.mark.parametrize("tid", ["cpu-cp312-linux-x86_64", "cu132-cp312-linux-x86_64", "rocm10.0-cp312-linux-x86_64",
+                                 "xpu-cp312-linux-x86_64"])
+def test_every_containerfile_arg_is_wired_from_the_matrix(m, tid: str) -> None:
+    spec = images.image_spec(one(m, tid), PYTHONS, ENV)
+    assert spec.containerfile.name == f"{spec.family.value}.Containerfile"
+    assert images.declared_args(spec.containerfile) == set(dict(spec.args))
+    assert all((spec.containerfile.parent / f).is_file() for f in images.copied_files(spec.containerfile))
+
+
+def test_rocm_args_come_from_the_matrix_and_environment(m) -> None:
+    args = dict(images.image_spec(one(m, "rocm10.0-cp313-linux-x86_64"), PYTHONS, ENV).args)
+    assert args["TOOLKIT_REQUIREMENTS"] == "rocm[libraries,devel]==10.0.*"
+    assert args["TOOLKIT_INDEX_URL"] == ENV["THEROCK_INDEX_URL"]
+    assert args["BASE_IMAGE"] == "quay.io/pypa/manylinux_2_28_x86_64"
+    xpu = dict(images.image_spec(one(m, "xpu-cp313-linux-x86_64"), PYTHONS, ENV).args)
+    assert xpu["TOOLKIT_SYSTEM_PACKAGES"] == "intel-oneapi-compiler-dpcpp-cpp-2026.1"
+    assert xpu["TOOLKIT_SYSTEM_REPOSITORY_KEY"] == ENV["ONEAPI_REPOSITORY_KEY"]
+
+
+def test_registry_addresses_must_come_from_the_environment(m) -> None:
+    with pytest.raises(EngineError, match=r"needs \$\{THEROCK_INDEX_URL\}"):
+        images.image_spec(one(m, "rocm7.14-cp313-linux-x86_64"), PYTHONS, {})
+
+
+def test_tags_are_content_addressed(m) -> None:
+    cu132 = images.image_spec(one(m, "cu132-cp313-linux-x86_64"), PYTHONS, ENV)
+    assert cu132.tag == images.image_spec(one(m, "cu132-cp314-linux-x86_64"), PYTHONS, ENV).tag
+    assert cu132.tag != images.image_spec(one(m, "cu134-cp313-linux-x86_64"), PYTHONS, ENV).tag
+    assert cu132.tag != images.image_spec(one(m, "cu132-cp313-linux-x86_64"), PYTHONS, ENV, "localhost/b:1").tag
+    assert cu132.tag.startswith("localhost/builders-cuda:")
+    assert dict(cu132.args)["MAX_GCC"] == "15"
+
+
+def test_build_argv_passes_every_arg_and_the_ca_bundle(m, tmp_path) -> None:
+    spec = images.image_spec(one(m, "cu134-cp313-linux-x86_64"), PYTHONS, ENV)
+    ca = tmp_path / "ca.crt"
+    argv = images.build_argv("podman", spec, ca)
+    assert argv[:2] == ["podman", "build"] and argv[-1] == str(images.DOCKER_DIR)
+    assert "TOOLKIT_REQUIREMENTS=cuda-toolkit[nvcc,cudart,cccl,crt,nvvm]==13.4.3" in argv
+    assert f"{ca}:/run/builders/ca.crt:ro" in argv
+
+
+def test_toolkit_root_inside_the_image(m) -> None:
+    assert images.toolkit_root(one(m, "cu132-cp313-linux-x86_64").variant.toolkit) == "/opt/toolkit/nvidia/cu13"
+    assert images.toolkit_root(one(m, "xpu-cp313-linux-x86_64").variant.toolkit) == "/opt/intel/oneapi/compiler/2026.1"
+
+
+def test_only_declared_settings_cross_into_containers(m) -> None:
+    t = one(m, "cu132-cp313-linux-x86_64")
+    env = {"HOME": "/root", "PATH": "/usr/bin", "MINIFW_ACCELERATOR": "cuda", "MINIFW_TOOLKIT_ROOT": "/opt/t",
+           "SOURCE_DATE_EPOCH": "1", "AWS_SECRET_ACCESS_KEY": "x"}
+    assert container_env(t, env) == {"MINIFW_ACCELERATOR": "cuda", "MINIFW_TOOLKIT_ROOT": "/opt/t", "SOURCE_DATE_EPOCH": "1"}
+
+
+def test_cibw_identifiers(m) -> None:
+    assert identifier(one(m, "cu132-cp314t-linux-x86_64")) == "cp314t-manylinux_x86_64"
+    assert identifier(one(m, "cpu-cp312-macos-arm64")) == "cp312-macosx_arm64"
+    assert identifier(one(m, "xpu-cp315-windows-x86_64")) == "cp315-win_amd64"
+
+
+def test_cibw_options_for_a_group(m) -> None:
+    group = select(m, Selection(select=("cu134-cp31[45]*-linux-x86_64",)))
+    opts = cibw_options(group, image="localhost/builders-cuda:abc", engine="podman", env={})
+    assert opts["CIBW_BUILD"].split() == ["cp314-manylinux_x86_64", "cp314t-manylinux_x86_64",
+                                           "cp315-manylinux_x86_64", "cp315t-manylinux_x86_64"]
+    assert opts["CIBW_MANYLINUX_X86_64_IMAGE"] == "localhost/builders-cuda:abc"
+    assert "--exclude libcudart.so.13" in opts["CIBW_REPAIR_WHEEL_COMMAND"]
+    assert "--plat manylinux_2_28_x86_64 --only-plat" in opts["CIBW_REPAIR_WHEEL_COMMAND"]
+    assert "MINIFW_GPU_ARCHS='7.5;8.0;8.6;9.0;10.0;10.7;12.0+PTX'" in opts["CIBW_ENVIRONMENT"]
+    assert opts["CIBW_TEST_COMMAND"] == "python _builders_smoke/smoke_test.py"
+
+
+def test_cibw_macos_uses_delocate_and_deployment_target(m) -> None:
+    mac = one(m, "cpu-cp313-macos-arm64")
+    assert repair_command(mac).startswith("delocate-wheel --require-archs arm64")
+    opts = cibw_options([mac], image=None, engine="podman", env={})
+    assert "MACOSX_DEPLOYMENT_TARGET=14.0" in opts["CIBW_ENVIRONMENT"]
+    assert "CIBW_MANYLINUX_X86_64_IMAGE" not in opts
+
+
+def test_cibw_group_must_share_variant_and_platform(m) -> None:
+    with pytest.raises(EngineError, match="share one variant"):
+        cibw_options(select(m, Selection(select=("cu13*-cp314-linux-x86_64",))), image="i", engine="podman", env={})
+
+
+def test_families_have_containerfiles() -> None:
+    for family in Accelerator:
+        assert (images.DOCKER_DIR / f"{family.value}.Containerfile").is_file()
