@@ -37,6 +37,14 @@ def add_selection_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--skip", action="append", default=[], metavar="GLOB", help="leave out targets matching GLOB (repeatable)")
 
 
+def add_container_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--container-engine", choices=("podman", "docker"), default=None,
+                        help="which container engine (default: the first that works, podman then docker)")
+    parser.add_argument("--base-image", default=None, metavar="IMAGE",
+                        help="base image for every build image instead of the platform's (default: "
+                             "$BUILDERS_BASE_IMAGE, else base_image in the matrix)")
+
+
 def parser() -> argparse.ArgumentParser:
     import importlib
 

@@ -60,12 +60,12 @@ def detect(pythons: Iterable[PythonVersion], env: Mapping[str, str]) -> Host:
         os=os_,
         arch=normalize_arch(_platform.machine()),
         interpreters=tuple(sorted((abi, str(p)) for abi, p in found.items())),
-        container_engines=tuple(e for e in ("podman", "docker") if _engine_works(e, env)),
+        container_engines=tuple(e for e in ("podman", "docker") if engine_works(e, env)),
         **compilers,
     )
 
 
-def _engine_works(name: str, env: Mapping[str, str]) -> bool:
+def engine_works(name: str, env: Mapping[str, str]) -> bool:
     """A container engine counts only if its daemon/runtime answers, not just its client."""
     from .process import ProcessError, run
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import EngineError
-from .model import Accelerator, Toolkit
+from .model import Accelerator, Matrix, Toolkit
 from .process import ProcessError, run
 from .targets import Target
 
@@ -128,3 +128,13 @@ def engine_env(env: Mapping[str, str]) -> dict[str, str]:
     out = dict(env)
     out.setdefault("CONTAINERS_CONF", str(DOCKER_DIR / "containers.conf"))
     return out
+
+
+def image_pythons(matrix: Matrix) -> tuple[str, ...]:
+    """The CPython releases an image provides (free-threaded builds share the release)."""
+    return tuple(dict.fromkeys(p.release for p in matrix.pythons))
+
+
+def base_image(option: str | None, env: Mapping[str, str]) -> str | None:
+    """``--base-image``, else ``$BUILDERS_BASE_IMAGE``, else None (the platform's own base)."""
+    return option or env.get("BUILDERS_BASE_IMAGE") or None

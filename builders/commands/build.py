@@ -9,15 +9,15 @@ import signal
 from pathlib import Path
 
 from .. import matrix as matrix_mod
-from ..images import engine_env
-from ..cli import add_matrix_option, add_selection_options
+from ..cli import add_container_options, add_matrix_option, add_selection_options
 from ..console import Console
 from ..engines import Engine
 from ..engines.cibw import CibwEngine
-from ..engines.container import ContainerEngine, find_engine
+from ..engines.container import ContainerEngine, find_engine, reap_stale
 from ..engines.local import LocalEngine
 from ..errors import EngineError, TargetsFailed
 from ..host import Host, detect
+from ..images import base_image, engine_env, image_pythons
 from ..model import Matrix
 from ..pipeline import RunConfig, build_all, summarize
 from ..targets import select
@@ -43,11 +43,7 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                         "(default: local)")
     p.add_argument("--dry-run", action="store_true",
                    help="print what each selected target would run (cibw: the CIBW_* options), build nothing")
-    p.add_argument("--container-engine", choices=("podman", "docker"), default=None,
-                   help="which container engine (default: the first that works, podman then docker)")
-    p.add_argument("--base-image", default=None, metavar="IMAGE",
-                   help="base image for every build image instead of the platform's (default: $BUILDERS_BASE_IMAGE, "
-                        "else base_image in the matrix)")
+    add_container_options(p)
     p.add_argument("--cache", type=Path, default=None, metavar="DIR",
                    help="toolchain cache (default: $BUILDERS_CACHE or ~/.cache/builders/toolchains)")
     p.add_argument("--no-smoke", dest="smoke", action="store_false", help="skip the smoke stage")
@@ -84,9 +80,9 @@ def choose_engine(args: argparse.Namespace, m: Matrix, host: Host, env: dict[str
         if args.engine == "container":
             raise EngineError("no working container engine (podman or docker); see README for podman setup")
         return LocalEngine(host, cache), "auto: no working container engine"
-    pythons = tuple(dict.fromkeys(p.release for p in m.pythons))
-    base = args.base_image or env.get("BUILDERS_BASE_IMAGE") or None
-    engine = ContainerEngine(exe=exe, pythons=pythons, cache=cache, host_env=env, base_image=base)
+    base = base_image(args.base_image, env)
+    engine = ContainerEngine(exe=exe, pythons=image_pythons(m), cache=cache, host_env=env, base_image=base)
+    reap_stale(exe, env)
     why = f"{'auto: ' if args.engine == 'auto' else ''}{exe}" + (f", base {base}" if base else "")
     if args.engine == "cibw":
         return CibwEngine(container=engine), f"cibuildwheel with {why}"

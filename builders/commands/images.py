@@ -8,7 +8,7 @@ import shlex
 
 from .. import images
 from .. import matrix as matrix_mod
-from ..cli import add_matrix_option, add_selection_options
+from ..cli import add_container_options, add_matrix_option, add_selection_options
 from ..console import Console
 from ..engines.container import find_engine
 from ..errors import EngineError
@@ -23,9 +23,7 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                                    "the matrix. Existing images with the same tag are reused.")
     add_matrix_option(p)
     add_selection_options(p)
-    p.add_argument("--container-engine", choices=("podman", "docker"), default=None)
-    p.add_argument("--base-image", default=None, metavar="IMAGE",
-                   help="base image instead of the platform's (default: $BUILDERS_BASE_IMAGE, else the matrix)")
+    add_container_options(p)
     p.add_argument("--dry-run", action="store_true", help="print each image's tag and build command, build nothing")
     p.set_defaults(execute=execute)
 
@@ -33,8 +31,8 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
 def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix)
     env = images.engine_env(os.environ)
-    base = args.base_image or env.get("BUILDERS_BASE_IMAGE") or None
-    pythons = tuple(dict.fromkeys(p.release for p in m.pythons))
+    base = images.base_image(args.base_image, env)
+    pythons = images.image_pythons(m)
     specs = {}
     for target in select(m, selection_of(args)):
         if target.containerfile is not None:

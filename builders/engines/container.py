@@ -10,6 +10,7 @@ runtime requirements). Containers are always removed, also on failure or interru
 from __future__ import annotations
 
 import hashlib
+import os
 import tomllib
 import uuid
 from collections.abc import Mapping, Sequence
@@ -27,6 +28,8 @@ from ..toolchains.cuda import check_nvcc
 from ..toolchains.provision import pip_download
 
 CONTAINER_CA = "/run/builders/ca.crt"
+OWNER_LABEL = "builders.owner-pid"
+MAX_LIFETIME = 4 * 3600  # seconds; longer than any build's timeout
 
 
 class NotBuildableHere(EngineError):
@@ -55,11 +58,14 @@ class Container:
         self.name = f"builders-{uuid.uuid4().hex[:12]}"
 
     def __enter__(self) -> Container:
-        argv = [self.engine, "run", "--detach", "--name", self.name, *([] if self.network else ["--network", "none"])]
+        # --rm and a bounded sleep: even if this process is SIGKILLed the container ends by
+        # itself, and the next run reaps it earlier (reap_stale) by its owner label.
+        argv = [self.engine, "run", "--rm", "--detach", "--name", self.name, "--label", f"{OWNER_LABEL}={os.getpid()}",
+                *([] if self.network else ["--network", "none"])]
         for mount in self.mounts:
             argv += mount.argv()
         try:
-            run([*argv, "--entrypoint", "sleep", self.image, "infinity"], env=self.host_env, log=self.log, timeout=300)
+            run([*argv, "--entrypoint", "sleep", self.image, str(MAX_LIFETIME)], env=self.host_env, log=self.log, timeout=300)
         except BaseException:
             self._remove()
             raise
@@ -176,10 +182,31 @@ def container_env(target: Target, env: Mapping[str, str]) -> dict[str, str]:
 
 def find_engine(env: Mapping[str, str], preferred: str | None = None) -> str | None:
     """The first working container engine (``preferred`` first), or None."""
-    from ..host import _engine_works
+    from ..host import engine_works
 
     for name in ([preferred] if preferred else ["podman", "docker"]):
-        if _engine_works(name, env):
+        if engine_works(name, env):
             return name
     return None
 
+
+
+def reap_stale(engine: str, env: Mapping[str, str], log: Path | None = None) -> list[str]:
+    """Remove containers left by a pipeline process that no longer exists (e.g. SIGKILLed)."""
+    listed = run([engine, "ps", "--all", "--filter", f"label={OWNER_LABEL}", "--format",
+                  f'{{{{.Names}}}} {{{{index .Labels "{OWNER_LABEL}"}}}}'], env=env, log=log, check=False).stdout
+    stale = [name for name, pid in (line.split() for line in listed.splitlines() if len(line.split()) == 2)
+             if not _alive(int(pid))]
+    for name in stale:
+        run([engine, "rm", "--force", "--time", "0", name], env=env, log=log, check=False)
+    return stale
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -34,8 +34,6 @@ def builders(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="session")
 def wheelhouse(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``build`` with no selection: everything this host can build (the README's main job)."""
-    if not all(shutil.which(f"python{v}") or Path.home().joinpath(".pyenv").exists() for v in ("3.11",)):
-        pytest.skip("needs the pyenv interpreters 3.11-3.13")
     out = tmp_path_factory.mktemp("wheelhouse")
     proc = builders("build", "--output", str(out), cwd=root)
     assert proc.returncode == 0, proc.stderr[-5000:]

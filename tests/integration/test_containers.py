@@ -142,3 +142,23 @@ def test_containerfiles_and_scripts_lint_clean(root: Path) -> None:
     scripts = [str(p) for p in (root / "docker").glob("*.sh")] + [str(root / "scripts/podman-base.sh"), str(root / ".ci/run")]
     check = subprocess.run([str(bindir / "shellcheck"), *scripts], text=True, capture_output=True, timeout=120)
     assert check.returncode == 0, check.stdout
+
+
+def test_sigkilled_build_is_reaped_by_the_next_run(container_house: Path, root: Path, base_image: str,
+                                                    tmp_path: Path) -> None:
+    """SIGKILL cannot clean up; the container is labelled with its owner and the next run removes it."""
+    argv = [sys.executable, "-m", "builders", "build", "--engine", "container", "--base-image", base_image,
+            "--target", "cpu-cp313-linux-x86_64", "--output", str(tmp_path)]
+    proc = subprocess.Popen(argv, cwd=root, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    names: list[str] = []
+    while time.monotonic() < deadline and not names:
+        names = podman("ps", "--filter", "label=builders.owner-pid", "--format", "{{.Names}}").stdout.split()
+        time.sleep(0.2)
+    assert names, "the build container never started"
+    proc.kill()
+    proc.wait(timeout=60)
+    assert podman("ps", "--all", "--filter", f"name={names[0]}", "--format", "{{.Names}}").stdout.split() == names
+    assert builders(*argv[3:], "--dry-run", cwd=root).returncode == 0
+    assert podman("ps", "--all", "--filter", "label=builders.owner-pid", "--format", "{{.Names}}").stdout.strip() == ""
+    assert not list(tmp_path.glob("whl/*/*.whl"))
