@@ -186,7 +186,7 @@ class _Builder:
             source=(self.path.parent / raw["source"]),
             requires_python=requires,
             cxx_standard=raw["cxx_standard"],
-            wheel_size_budget_mb=raw.get("wheel_size_budget_mb"),
+            wheel_size_budget_mb=float(raw["wheel_size_budget_mb"]) if "wheel_size_budget_mb" in raw else None,
             build_command=tuple(build["command"]),
             build_env=tuple(sorted(build["env"].items())),
         )

@@ -178,7 +178,7 @@ class Project:
     source: Path
     requires_python: SpecifierSet
     cxx_standard: int
-    wheel_size_budget_mb: int | None
+    wheel_size_budget_mb: float | None
     build_command: tuple[str, ...]
     build_env: Pairs
 

@@ -3,7 +3,7 @@
 PyYAML's composed node tree carries marks; we walk it ourselves so that every value can be
 traced back to ``file:line:column`` for error messages. Two YAML conveniences are turned off
 because they bite release matrices: dates stay strings, and floats keep their source text
-(``3.10`` must not become ``3.1``).
+(``3.10`` must not become ``3.1``) as :class:`YamlFloat`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,10 @@ import yaml
 from .errors import Location, MatrixError, Problem
 
 Path = tuple[str | int, ...]
+
+
+class YamlFloat(str):
+    """A YAML float kept as its source text (``3.10`` stays ``"3.10"``); ``float()`` gives its value."""
 
 
 class _Loader(yaml.SafeLoader):
@@ -96,7 +100,7 @@ class _Walker:
 
     def _scalar(self, node: yaml.Node) -> Any:
         if node.tag == "tag:yaml.org,2002:float":
-            return node.value
+            return YamlFloat(node.value)
         return self._constructor.construct_object(node, deep=True)
 
     def _mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:

