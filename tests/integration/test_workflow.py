@@ -77,3 +77,20 @@ def test_drift_is_detected(root: Path, tmp_path: Path, old: str, new: str, expec
     assert any(expected in p for p in problems), problems
     proc = builders("workflow", "--check", "--workflow", str(edited), cwd=root)
     assert proc.returncode == 17
+
+
+def test_report_merges_every_build_jobs_results(root: Path, tmp_path: Path) -> None:
+    """The report job passes one --results per downloaded build artifact (ci/report.sh)."""
+    from builders import results
+
+    results.record(tmp_path / "a" / "results.json", results.Result(id="cu132-cp312-linux-x86_64", status="built",
+                                                                   engine="container"))
+    results.record(tmp_path / "b" / "results.json", results.Result(id="cpu-cp313-macos-arm64", status="failed",
+                                                                   engine="cibw", stage="smoke", reason="x"))
+    proc = builders("report", "--results", str(tmp_path / "a/results.json"), "--results", str(tmp_path / "b/results.json"),
+                    "--output", str(tmp_path / "out"), cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    cells = {c["id"]: c for c in json.loads((tmp_path / "out/compatibility.json").read_text())["cells"]}
+    assert cells["cu132-cp312-linux-x86_64"]["status"] == "built"
+    assert cells["cpu-cp313-macos-arm64"]["status"] == "failed"
+    assert "--results" in (root / "ci/report.sh").read_text()
