@@ -14,6 +14,7 @@ import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ def build_all(targets: Sequence[Target], config: RunConfig, console: Console) ->
             console.progress(index, len(targets), target.id, "skipped", note=reason)
         else:
             with console.group(f"[{index}/{len(targets)}] {target.id}"):
-                result = build_one(target, config, lambda stage, secs: console.progress(index, len(targets), target.id, stage, secs))
+                result = build_one(target, config, partial(console.progress, index, len(targets), target.id))
         results.record(config.results_path, result)
         out.append(result)
         if result.status == "interrupted":
@@ -207,10 +208,16 @@ def summarize(outcomes: Sequence[Result], console: Console) -> None:
     """The final table on the console and, in GitHub Actions, the job summary."""
     headers = ("target", "status", "stage / reason", "size", "sha256", "time")
     rows = [(r.id, r.status, (f"{r.stage}: " if r.stage else "") + r.reason[:90],
-             f"{r.size / 2**20:.1f} MiB" if r.size else "", r.sha256[:12], f"{sum(r.durations.values()):.0f}s")
+             _size(r.size), r.sha256[:12], f"{sum(r.durations.values()):.0f}s")
             for r in outcomes]
     console.line()
     console.table(headers, rows)
     counts = {s: sum(r.status == s for r in outcomes) for s in results.STATUSES}
     console.line(", ".join(f"{n} {s}" for s, n in counts.items() if n) or "nothing selected")
     console.job_summary(markdown_table(headers, rows))
+
+
+def _size(size: int) -> str:
+    if not size:
+        return ""
+    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 1024:.1f} KiB"
