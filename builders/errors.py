@@ -45,9 +45,6 @@ class BuildersError(Exception):
 
     exit_code = 10
 
-    def __str__(self) -> str:
-        return super().__str__()
-
 
 class TargetsFailed(BuildersError):
     """At least one selected target failed to build, verify or smoke-test."""

@@ -40,13 +40,6 @@ class Result:
     duration: float
 
 
-def base_env(**overrides: str) -> dict[str, str]:
-    """A copy of this process's environment plus ``overrides``: the explicit starting point."""
-    env = dict(os.environ)
-    env.update(overrides)
-    return env
-
-
 def resolve(executable: str, env: Mapping[str, str]) -> str:
     """``executable`` as found on ``env['PATH']`` (an absolute path is kept)."""
     if os.sep in executable:

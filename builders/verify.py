@@ -18,6 +18,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from .model import Dropped
@@ -85,8 +86,6 @@ def check_metadata(wheel: Wheel, expect: Expectation) -> Iterator[Finding]:
     meta, where = wheel.metadata, f"{wheel.dist_info}/METADATA"
     if meta.get("Version") != str(expect.wanted_version):
         yield Finding(code="version-mismatch", message=f"METADATA Version {meta.get('Version')} != {expect.wanted_version}", file=where)
-    from packaging.specifiers import SpecifierSet
-
     requires = SpecifierSet(meta.get("Requires-Python", ""))
     if not meta.get("Requires-Python"):
         yield Finding(code="requires-python-missing", message="no Requires-Python", file=where)
