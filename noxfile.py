@@ -58,6 +58,7 @@ def workflow(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Run the whole test suite, slow integration tests included (what CI runs)."""
     _install(session, "test")
+    session.run("bash", "scripts/setup-test-host.sh", external=True)
     session.run("python", "-m", "pytest", "--run-slow", *session.posargs)
 
 

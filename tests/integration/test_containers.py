@@ -140,7 +140,7 @@ def test_containerfiles_and_scripts_lint_clean(root: Path) -> None:
                           text=True, capture_output=True, timeout=120)
     assert lint.returncode == 0, lint.stdout + lint.stderr
     scripts = [str(p) for p in [*(root / "docker").glob("*.sh"), *(root / "ci").glob("*.sh")]]
-    scripts += [str(root / "scripts/podman-base.sh"), str(root / ".ci/run")]
+    scripts += [str(root / "scripts/podman-base.sh"), str(root / "scripts/setup-test-host.sh"), str(root / ".ci/run")]
     check = subprocess.run([str(bindir / "shellcheck"), *scripts], text=True, capture_output=True, timeout=120)
     assert check.returncode == 0, check.stdout
 
