@@ -86,8 +86,8 @@ def promote(matrix: Matrix, wheel: Wheel, dest_dir: Path, *, epoch: int | None =
     wheel twice gives the same bytes.
     """
     target = target_of(matrix, wheel)
-    default = matrix.channels.pypi_label(target.platform.name)
-    if target.variant.label != default:
+    if not target.on_pypi:
+        default = matrix.channels.pypi_label(target.platform.name)
         wanted = f"the PyPI default there is {default!r}" if default else "nothing is published to PyPI for it"
         raise PromoteError(f"{wheel.path.name}: label {target.variant.label!r} is not the PyPI default for "
                            f"{target.platform.name} ({wanted}); only default-variant wheels are promoted")

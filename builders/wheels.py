@@ -15,6 +15,7 @@ import email.policy
 import hashlib
 import io
 import os
+import shutil
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -223,7 +224,5 @@ def label(wheel: Wheel, version: Version, requirements: tuple[Requirement, ...],
     dest_dir.mkdir(parents=True, exist_ok=True)
     same_reqs = sorted(map(str, wheel.requires_dist)) == sorted(map(str, requirements))
     if wheel.version == version and same_reqs:
-        dest = dest_dir / wheel.path.name
-        dest.write_bytes(wheel.path.read_bytes())
-        return dest
+        return Path(shutil.copy2(wheel.path, dest_dir / wheel.path.name))
     return rewrite(wheel, dest_dir, version=version, requirements=requirements, epoch=epoch)

@@ -45,7 +45,6 @@ def defaults_under(m: Matrix, folder: Path) -> list[Wheel]:
         wheel = Wheel(path)
         if not wheel.version.local:
             continue
-        target = target_of(m, wheel)
-        if m.channels.pypi_label(target.platform.name) == target.variant.label:
+        if target_of(m, wheel).on_pypi:
             found.append(wheel)
     return found

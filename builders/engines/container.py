@@ -14,7 +14,7 @@ import os
 import tomllib
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import images
@@ -107,6 +107,7 @@ class ContainerEngine:
     host_env: Mapping[str, str]
     base_image: str | None = None
     name: str = "container"
+    _ready: set[str] = field(default_factory=set, compare=False, repr=False)
 
     @property
     def ca_bundle(self) -> Path | None:
@@ -116,8 +117,12 @@ class ContainerEngine:
         return images.image_spec(target, self.pythons, self.host_env, self.base_image)
 
     def image(self, target: Target, log: Path | None) -> str:
-        """The target's image tag, built first if no image has that tag."""
-        return images.ensure(self.exe, self.image_spec(target), self.host_env, log, self.ca_bundle)
+        """The target's image tag, built first if no image has that tag (checked once per run)."""
+        tag = self.image_spec(target).tag
+        if tag not in self._ready:
+            images.ensure(self.exe, self.image_spec(target), self.host_env, log, self.ca_bundle)
+            self._ready.add(tag)
+        return tag
 
     def provision(self, target: Target, env: Mapping[str, str], log: Path) -> dict[str, str]:
         """The image is the toolchain: build (or reuse) it; the toolkit root is inside it."""
