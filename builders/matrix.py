@@ -18,10 +18,12 @@ from typing import Any
 import jsonschema
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from . import yamlmarks
 from .errors import MatrixError, Problem, raise_problems
+from .policy import dropped_admitted_by
 from .model import (
     OS,
     Accelerator,
@@ -168,28 +170,51 @@ class _Builder:
 
     def project(self, dropped: tuple[Dropped, ...]) -> Project:
         raw = self.data["project"]
-        version = self._version(raw["version"])
         requires = self._specifier(raw["requires_python"])
-        for d in dropped:
-            # A free-threaded build cannot be excluded by Requires-Python; only plain releases.
-            if d.kind is DroppedKind.PYTHON and not d.value.endswith("t") and requires.contains(d.value, prereleases=True):
-                self.problem(("project", "requires_python"), f"Requires-Python {requires} admits Python {d.value}: {d.describe()}",
-                             hint=f"exclude it, e.g. '>{d.value}'", dropped=True)
-            if d.kind is DroppedKind.CXX_STANDARD and raw["cxx_standard"] <= int(d.value):
-                self.problem(("project", "cxx_standard"), f"C++{raw['cxx_standard']} is not allowed: {d.describe()}", dropped=True)
-        build = raw["build"]
+        self._check_dropped_project(raw, requires, dropped)
+        self._requirements(raw.get("dependencies", []), ("project", "dependencies"))
+        for extra, reqs in raw.get("optional_dependencies", {}).items():
+            self._requirements(reqs, ("project", "optional_dependencies", extra))
+        build, smoke = raw["build"], raw.get("smoke", {})
         return Project(
             name=raw["name"],
             import_name=raw["import_name"],
-            version=version,
+            version=self._version(raw["version"]),
             released=raw.get("released"),
             source=(self.path.parent / raw["source"]),
             requires_python=requires,
-            cxx_standard=raw["cxx_standard"],
+            cxx_standard=raw.get("cxx_standard"),
             wheel_size_budget_mb=float(raw["wheel_size_budget_mb"]) if "wheel_size_budget_mb" in raw else None,
             build_command=tuple(build["command"]),
-            build_env=tuple(sorted(build["env"].items())),
+            build_env=tuple(sorted(build.get("env", {}).items())),
+            dependencies=tuple(raw.get("dependencies", ())),
+            optional_dependencies=tuple((extra, tuple(reqs)) for extra, reqs in raw.get("optional_dependencies", {}).items()),
+            extension_modules=tuple(raw.get("extension_modules", ())),
+            smoke_script=self._smoke_script(smoke.get("script")),
+            smoke_timeout=float(smoke.get("timeout", 300)),
         )
+
+    def _check_dropped_project(self, raw: Mapping[str, Any], requires: SpecifierSet, dropped: tuple[Dropped, ...]) -> None:
+        for d in dropped_admitted_by(requires, dropped):
+            self.problem(("project", "requires_python"), f"Requires-Python {requires} admits Python {d.value}: {d.describe()}",
+                         hint=f"exclude it, e.g. '>={_next_minor(d.value)}'", dropped=True)
+        cxx = raw.get("cxx_standard")
+        for d in dropped:
+            if d.kind is DroppedKind.CXX_STANDARD and cxx is not None and cxx <= int(d.value):
+                self.problem(("project", "cxx_standard"), f"C++{cxx} is not allowed: {d.describe()}", dropped=True)
+
+    def _smoke_script(self, text: str | None) -> Path | None:
+        if text is None:
+            return None
+        path = (self.path.parent / text).resolve()
+        if not path.is_file():
+            self.problem(("project", "smoke", "script"), f"smoke script {text!r} does not exist (looked for {path})",
+                         hint="the path is relative to the matrix file")
+        return path
+
+    def _requirements(self, texts: list[str], key: tuple[str | int, ...]) -> None:
+        for i, text in enumerate(texts):
+            self._requirement(text, (*key, i))
 
     def _version(self, text: str) -> Version:
         try:
@@ -280,12 +305,10 @@ class _Builder:
     def _variant(self, accel: Accelerator, version: str | None, raw: dict[str, Any], key: tuple[str, ...],
                  platforms: set[str]) -> Variant:
         arch_lists = self._arch_lists(accel, raw.get("arch_list"), (*key, "arch_list"), platforms)
-        for field_name in ("runtime_requirements",):
-            for i, text in enumerate(raw.get(field_name, [])):
-                self._requirement(text, (*key, field_name, i))
+        self._requirements(raw.get("runtime_requirements", []), (*key, "runtime_requirements"))
         toolkit = raw.get("toolkit", {})
-        for i, text in enumerate(toolkit.get("requirements", [])):
-            self._requirement(text, (*key, "toolkit", "requirements", i))
+        self._requirements(toolkit.get("requirements", []), (*key, "toolkit", "requirements"))
+        providers = self._providers(raw.get("exclude_libs", {}), raw.get("runtime_requirements", []), key)
         for i, entry in enumerate(raw.get("rpath", [])):
             if not entry.startswith("$ORIGIN"):
                 self.problem((*key, "rpath", i), f"RPATH entry {entry!r} is not relative to $ORIGIN",
@@ -301,11 +324,23 @@ class _Builder:
                             system_packages=tuple(toolkit.get("system_packages", ())),
                             system_repository_key=toolkit.get("system_repository_key"), max_gcc=toolkit.get("max_gcc")),
             runtime_requirements=tuple(raw.get("runtime_requirements", ())),
-            exclude_libs=frozenset(raw.get("exclude_libs", ())),
+            lib_providers=providers,
             rpath=tuple(raw.get("rpath", ())),
             smoke_runners=tuple(sorted((k, tuple(v)) for k, v in raw.get("smoke_runners", {}).items())),
             location=self.marks.at(key),
         )
+
+    def _providers(self, raw: Mapping[str, str], runtime: list[str], key: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+        """Excluded library -> providing requirement; the provider must be a runtime requirement."""
+        declared = {_req_name(r) for r in runtime} - {None}
+        for lib, text in raw.items():
+            name = _req_name(text)
+            if name is None:
+                self.problem((*key, "exclude_libs", lib), f"{text!r} is not a requirement name (with optional extras)")
+            elif name not in declared:
+                self.problem((*key, "exclude_libs", lib), f"{lib} is provided by {text!r}, which is not among the "
+                             "variant's runtime_requirements", hint="add it to runtime_requirements, or stop excluding the library")
+        return tuple(sorted(raw.items()))
 
     def _arch_lists(self, accel: Accelerator, raw: str | dict[str, str] | None, key: tuple[str, ...],
                     platforms: set[str]) -> tuple[tuple[str, str], ...]:
@@ -351,6 +386,18 @@ class _Builder:
             if not fnmatch.filter(ids, excl.pattern):
                 self.problem(("exclude", i, "targets"), f"exclusion {excl.pattern!r} matches no target",
                              hint="target ids look like cu132-cp312-linux-x86_64")
+
+
+def _req_name(text: str) -> str | None:
+    try:
+        return canonicalize_name(Requirement(text).name)
+    except InvalidRequirement:
+        return None
+
+
+def _next_minor(release: str) -> str:
+    major, minor = release.split(".")[:2]
+    return f"{major}.{int(minor) + 1}"
 
 
 def _merge(defaults: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

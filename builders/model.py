@@ -7,11 +7,13 @@ dicts. Every value is frozen and hashable so that targets can be set members and
 from __future__ import annotations
 
 import enum
+import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
+from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from .errors import Location
@@ -105,7 +107,7 @@ class Variant:
     arch_lists: Pairs = ()
     toolkit: Toolkit = Toolkit()
     runtime_requirements: tuple[str, ...] = ()
-    exclude_libs: frozenset[str] = frozenset()
+    lib_providers: Pairs = ()
     rpath: tuple[str, ...] = ()
     smoke_runners: tuple[tuple[str, tuple[str, ...]], ...] = ()
     location: Location = field(compare=False, repr=False)
@@ -120,7 +122,20 @@ class Variant:
 
     @property
     def requirements(self) -> tuple[Requirement, ...]:
+        """The variant's own runtime requirements (the accelerator's runtime wheels)."""
         return tuple(Requirement(r) for r in self.runtime_requirements)
+
+    @property
+    def exclude_libs(self) -> frozenset[str]:
+        """Library names (or globs) that are never bundled: a runtime requirement provides them."""
+        return frozenset(lib for lib, _ in self.lib_providers)
+
+    def provider_for(self, library: str) -> Requirement | None:
+        """The requirement declared to provide ``library`` (first matching glob)."""
+        for pattern, requirement in self.lib_providers:
+            if fnmatch.fnmatchcase(library, pattern):
+                return Requirement(requirement)
+        return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,10 +192,41 @@ class Project:
     released: str | None
     source: Path
     requires_python: SpecifierSet
-    cxx_standard: int
+    cxx_standard: int | None
     wheel_size_budget_mb: float | None
     build_command: tuple[str, ...]
     build_env: Pairs
+    dependencies: tuple[str, ...] = ()
+    optional_dependencies: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    extension_modules: tuple[str, ...] = ()
+    smoke_script: Path | None = None
+    smoke_timeout: float = 300.0
+
+    @property
+    def canonical_name(self) -> NormalizedName:
+        """The PEP 503 form every comparison of distribution names uses."""
+        return canonicalize_name(self.name)
+
+    @property
+    def build_env_names(self) -> frozenset[str]:
+        """The environment variables through which the project receives build settings."""
+        return frozenset(var for _, var in self.build_env)
+
+    @property
+    def requirements(self) -> tuple[Requirement, ...]:
+        """Requires-Dist common to every variant: dependencies, then each extra's, marked."""
+        base = [Requirement(r) for r in self.dependencies]
+        extras = [with_extra(Requirement(r), extra) for extra, reqs in self.optional_dependencies for r in reqs]
+        return (*base, *extras)
+
+
+def with_extra(req: Requirement, extra: str) -> Requirement:
+    """``req`` guarded by ``extra == "<extra>"``, keeping any marker it already has."""
+    guard = f'extra == "{extra}"'
+    marker = f"({req.marker}) and {guard}" if req.marker else guard
+    req = Requirement(str(req))
+    req.marker = None
+    return Requirement(f"{req}; {marker}")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -34,7 +34,7 @@ class PromoteError(BuildersError):
 
 def pypi_requirements(matrix: Matrix) -> tuple[Requirement, ...]:
     """The Requires-Dist every PyPI wheel of the release carries (order-stable, deduplicated)."""
-    seen: dict[str, Requirement] = {}
+    seen: dict[str, Requirement] = {str(r): r for r in matrix.project.requirements}
     labels = list(dict.fromkeys(label for _platform, label in matrix.channels.pypi))
     for label in labels:
         for req in matrix.variant(label).requirements:

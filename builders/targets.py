@@ -61,7 +61,8 @@ class Target:
 
     @property
     def requirements(self) -> tuple[Requirement, ...]:
-        return self.variant.requirements
+        """The wheel's whole Requires-Dist: the project's (extras marked), then the variant's."""
+        return (*self.project.requirements, *self.variant.requirements)
 
     @property
     def arch_list(self) -> str | None:

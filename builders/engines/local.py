@@ -8,9 +8,12 @@ from pathlib import Path
 from ..errors import EngineError
 from ..host import Host
 from ..process import run
+from ..repair import tool_env
+from ..rpath import interpreter_rpaths, strip_rpaths
 from ..smoke import SmokeOutcome, smoke
 from ..targets import Target
 from ..toolchains import toolchain_for
+from ..wheels import source_date_epoch
 
 
 class LocalEngine:
@@ -32,12 +35,15 @@ class LocalEngine:
 
     def build(self, target: Target, source: Path, out_dir: Path, env: Mapping[str, str], log: Path) -> Path:
         """Run the project's build command (isolated build env) with the target's interpreter."""
-        values = {"python": str(self.interpreter(target)), "source": str(source), "outdir": str(out_dir)}
+        python = str(self.interpreter(target))
+        values = {"python": python, "source": str(source), "outdir": str(out_dir)}
         argv = [part.format(**values) for part in target.project.build_command]
         run(argv, env=env, cwd=source, log=log, timeout=3600)
         wheels = sorted(out_dir.glob("*.whl"))
         if len(wheels) != 1:
             raise EngineError(f"build of {target.id} produced {len(wheels)} wheels in {out_dir}, expected one")
+        tools = tool_env(env)
+        strip_rpaths(wheels[0], interpreter_rpaths(python, tools, log), tools, log, source_date_epoch(env))
         return wheels[0]
 
     def smoke(self, wheel: Path, target: Target, env: Mapping[str, str], log: Path) -> SmokeOutcome:

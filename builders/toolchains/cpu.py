@@ -1,4 +1,4 @@
-"""CPU variant: the host C++ compiler, which must support C++20."""
+"""CPU variant: the host compiler; C++20 support is required only when the project declares it."""
 
 from __future__ import annotations
 
@@ -13,16 +13,22 @@ if TYPE_CHECKING:
     from ..targets import Target
 
 
+def cxx_unavailable(target: Target, host: Host) -> str | None:
+    """Why the host compiler cannot build the project's declared C++ standard (None: it can)."""
+    wants = target.project.cxx_standard
+    if wants is not None and wants >= 20 and host.cxx20 is None:
+        return f"project.cxx_standard is {wants} and there is no C++20 compiler: {host.cxx20_problem}"
+    return None
+
+
 class CpuToolchain:
     accelerator = Accelerator.CPU
 
     def unavailable(self, target: Target, host: Host) -> str | None:
-        if host.cxx20 is None:
-            return f"no C++20 compiler: {host.cxx20_problem}"
-        return None
+        return cxx_unavailable(target, host)
 
     def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: Path | None) -> dict[str, str]:
-        """The host compiler needs nothing installed; its C++20 support was probed."""
+        """The host compiler needs nothing installed; its C++ support was probed."""
         return {}
 
 

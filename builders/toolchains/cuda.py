@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ..errors import ToolchainError
 from ..model import OS, Accelerator
 from ..process import run
+from .cpu import cxx_unavailable
 from .provision import pip_prefix
 
 if TYPE_CHECKING:
@@ -31,9 +32,7 @@ class CudaToolchain:
             return "the local engine provisions CUDA toolkits from pip wheels on Linux only"
         if not target.variant.toolkit.requirements:
             return f"matrix declares no toolkit requirements for {target.variant.label}"
-        if host.cxx20 is None:
-            return f"no C++20 host compiler for nvcc: {host.cxx20_problem}"
-        return None
+        return cxx_unavailable(target, host)
 
     def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: Path | None) -> dict[str, str]:
         """Install the pinned toolkit (once per pin), check it against the matrix, return build env."""

@@ -23,7 +23,6 @@ from builders.wheels import Wheel
 
 pytestmark = pytest.mark.slow
 
-BASE = "localhost/builders-base:sid"
 IN_IMAGE = ("cp313", "cp314", "cp315")
 
 
@@ -38,13 +37,6 @@ def podman(*args: str) -> subprocess.CompletedProcess[str]:
 def builders(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "builders", *args], cwd=cwd, env=env(), text=True,
                           capture_output=True, timeout=3600)
-
-
-@pytest.fixture(scope="session")
-def base_image(root: Path) -> str:
-    if podman("image", "exists", BASE).returncode != 0:
-        subprocess.run([str(root / "scripts/podman-base.sh"), BASE], check=True, env=env(), timeout=1800)
-    return BASE
 
 
 @pytest.fixture(scope="session")

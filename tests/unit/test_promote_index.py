@@ -13,6 +13,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from builders import matrix
+from tests import expected
 from builders.cli import main
 from builders.errors import VerifyError
 from builders.index import IndexBuildError, build_index, find_wheels
@@ -50,9 +51,24 @@ def m(shipped_text: str):
     return matrix.loads(shipped_text)
 
 
-def test_pypi_requirements_of_the_shipped_matrix(m) -> None:
-    assert pypi_requirements(m) == (Requirement(CU132_REQ),)
-    assert [str(r) for r in pypi_requirements(m)] == [str(Requirement(CU132_REQ))]
+def _cu132_reqs(m) -> tuple[str, ...]:
+    """What a labelled cu132 wheel declares: the project's requirements, then the runtime's."""
+    return (*map(str, m.project.requirements), CU132_REQ)
+
+
+def _project_reqs(data: dict) -> list[str]:
+    project = data["project"]
+    extras = [f'{r}; extra == "{x}"' for x, rs in project.get("optional_dependencies", {}).items() for r in rs]
+    return [str(Requirement(r)) for r in [*project.get("dependencies", []), *extras]]
+
+
+def test_pypi_requirements_of_the_shipped_matrix(m, shipped_text: str) -> None:
+    data = expected.raw(shipped_text)
+    runtime: list[str] = []
+    for label in dict.fromkeys(data["channels"]["pypi"].values()):
+        variant = next(v for v in m.variants if v.label == label)
+        runtime += [str(Requirement(r)) for r in variant.runtime_requirements if str(Requirement(r)) not in runtime]
+    assert [str(r) for r in pypi_requirements(m)] == _project_reqs(data) + runtime
 
 
 def test_pypi_requirements_is_a_stable_deduplicated_union(m) -> None:
@@ -61,7 +77,8 @@ def test_pypi_requirements_is_a_stable_deduplicated_union(m) -> None:
     channels = dataclasses.replace(m.channels, pypi=(("linux-x86_64", "cu132"), ("linux-aarch64", "xpu"),
                                                      ("windows-x86_64", "cu132"), ("macos-arm64", "cpu")))
     reqs = pypi_requirements(dataclasses.replace(m, channels=channels))
-    assert [str(r) for r in reqs] == [str(Requirement(CU132_REQ)), *[str(r) for r in m.variant("xpu").requirements]]
+    project = [str(r) for r in m.project.requirements]
+    assert [str(r) for r in reqs] == [*project, str(Requirement(CU132_REQ)), *[str(r) for r in m.variant("xpu").requirements]]
 
 
 def test_target_of_a_labelled_wheel(tmp_path: Path, m) -> None:
@@ -75,7 +92,7 @@ def _members(path: Path) -> dict[str, bytes]:
 
 
 def test_promote_renames_and_keeps_the_payload(tmp_path: Path, m) -> None:
-    src = make_wheel(tmp_path / "in", version="2.15.0+cu132", requires=(CU132_REQ,))
+    src = make_wheel(tmp_path / "in", version="2.15.0+cu132", requires=_cu132_reqs(m))
     result = promote(m, src, tmp_path / "out")
     out = Wheel(result.path)
     assert result.target.id == "cu132-cp312-linux-x86_64"
@@ -83,7 +100,7 @@ def test_promote_renames_and_keeps_the_payload(tmp_path: Path, m) -> None:
     assert out.dist_info == "minifw-2.15.0.dist-info"
     assert out.version == Version("2.15.0")
     assert out.metadata["Version"] == "2.15.0"
-    assert [str(r) for r in out.requires_dist] == [str(Requirement(CU132_REQ))]
+    assert [str(r) for r in out.requires_dist] == [str(Requirement(r)) for r in _cu132_reqs(m)]
     assert out.metadata.get_payload() == "The long description.\n"
 
     before, after = _members(src.path), _members(out.path)
@@ -102,7 +119,7 @@ def test_promote_renames_and_keeps_the_payload(tmp_path: Path, m) -> None:
 
 
 def test_promote_is_reproducible(tmp_path: Path, m) -> None:
-    src = make_wheel(tmp_path / "in", version="2.15.0+cu132", requires=(CU132_REQ,))
+    src = make_wheel(tmp_path / "in", version="2.15.0+cu132", requires=_cu132_reqs(m))
     a = promote(m, src, tmp_path / "a").path.read_bytes()
     b = promote(m, src, tmp_path / "b").path.read_bytes()
     assert a == b
@@ -146,11 +163,11 @@ def test_promote_command_exit_code(tmp_path: Path, root: Path) -> None:
 
 
 @pytest.fixture
-def wheelhouse(tmp_path: Path) -> Path:
+def wheelhouse(tmp_path: Path, m) -> Path:
     house = tmp_path / "house"
     make_wheel(house / "whl" / "cpu", version="2.15.0+cpu", requires_python=">=3.11,<3.16")
     make_wheel(house / "whl" / "cpu", version="2.15.0+cpu", tag="cp313-cp313-manylinux_2_28_x86_64")
-    make_wheel(house / "whl" / "cu132", version="2.15.0+cu132", requires=(CU132_REQ,))
+    make_wheel(house / "whl" / "cu132", version="2.15.0+cu132", requires=_cu132_reqs(m))
     make_wheel(house / "pypi", version="2.15.0")
     return house
 

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from builders.images import engine_env
+
+BASE = "localhost/builders-base:sid"
+
+
+@pytest.fixture(scope="session")
+def base_image(root: Path) -> str:
+    """The local Debian unstable base (debootstrap; nothing is pulled), made once if missing."""
+    env = engine_env(os.environ)
+    exists = subprocess.run(["podman", "image", "exists", BASE], env=env, capture_output=True, timeout=600)
+    if exists.returncode != 0:
+        subprocess.run([str(root / "scripts/podman-base.sh"), BASE], check=True, env=env, timeout=1800)
+    return BASE
