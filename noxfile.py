@@ -67,3 +67,10 @@ def unit(session: nox.Session) -> None:
     """Run only the fast unit tests (seconds; no builds, no subprocess-heavy tests)."""
     _install(session, "test")
     session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
+def bench(session: nox.Session) -> None:
+    """Time and peak memory of verify on a large real wheel (torch CPU, downloaded once; budget 15 s, 300 MiB)."""
+    _install(session)
+    session.run("python", "benchmarks/bench_verify.py", *session.posargs)

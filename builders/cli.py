@@ -1,10 +1,20 @@
-"""``python -m builders``: a thin argparse front over one module per subcommand."""
+"""``python -m builders``: a thin argparse front over one module per subcommand.
+
+Every path argument says what it must be through its argparse ``type``: :func:`input_file`
+(a plain ``type=Path`` means the same), :func:`input_dir`, :func:`input_path` (a file or a
+folder) or :func:`output_dir`. ``main`` checks them all before the command runs, so a
+missing file, a folder where a file is meant or an output folder that cannot be written is
+one clear line and exit 19, never a traceback half-way through a run.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Sequence
+import tempfile
+import textwrap
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import __version__
@@ -13,11 +23,113 @@ from .errors import BuildersError
 
 COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "workflow")
 
-EPILOG = """\
-exit codes: 0 ok, 1 a target failed, 2 usage, 3 invalid matrix, 4 dropped item asked for,
-5 bad selection, 6 toolchain, 7 verify, 8 smoke, 9 engine, 11 wheel, 12 subprocess, 13 results, 14 repair,
-15 not promotable, 16 index, 17 workflow drift, 18 not buildable in image, 130 interrupted
-"""
+PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
+
+# Every code the tool can return (a unit test proves this list, the README's table and the
+# error classes agree).
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (0, "ok"), (1, "a target failed"), (2, "usage"), (3, "invalid matrix"), (4, "dropped item asked for"),
+    (5, "bad selection"), (6, "toolchain"), (7, "verify"), (8, "smoke"), (9, "engine"), (11, "wheel"),
+    (12, "subprocess"), (13, "bad results file"), (14, "repair"), (15, "not promotable, or nothing to promote"),
+    (16, "index, or nothing to index"), (17, "workflow drift"), (18, "not buildable in image"),
+    (19, "bad path argument"), (20, "unreadable input file"), (130, "interrupted"), (141, "stdout closed early"),
+)
+
+EPILOG = textwrap.fill("exit codes: " + ", ".join(f"{code} {what}" for code, what in EXIT_CODES), width=100) + "\n"
+
+
+class PathError(BuildersError):
+    """A path argument is missing, the wrong kind (file or folder) or cannot be written."""
+
+    exit_code = 19
+
+
+def input_file(text: str) -> Path:
+    """argparse type: an existing, readable regular file."""
+    return Path(text)
+
+
+def input_dir(text: str) -> Path:
+    """argparse type: an existing, readable folder."""
+    return Path(text)
+
+
+def input_path(text: str) -> Path:
+    """argparse type: an existing file or folder."""
+    return Path(text)
+
+
+def output_dir(text: str) -> Path:
+    """argparse type: a folder that exists or can be created, and can be written."""
+    return Path(text)
+
+
+def check_input_file(path: Path) -> None:
+    if not path.exists():
+        raise PathError(f"{path}: no such file")
+    if path.is_dir():
+        raise PathError(f"{path}: is a folder, a file is expected here")
+    if not path.is_file():
+        raise PathError(f"{path}: not a regular file")
+    with path.open("rb"):
+        pass
+
+
+def check_input_dir(path: Path) -> None:
+    if not path.exists():
+        raise PathError(f"{path}: no such folder")
+    if not path.is_dir():
+        raise PathError(f"{path}: is a file, a folder is expected here")
+    with os.scandir(path):
+        pass
+
+
+def check_input_path(path: Path) -> None:
+    if not path.exists():
+        raise PathError(f"{path}: no such file or folder")
+
+
+def check_output_dir(path: Path) -> None:
+    """``path`` is (or can be made) a folder we can write; tried for real, since root ignores modes."""
+    if path.exists() and not path.is_dir():
+        raise PathError(f"{path}: is a file, an output folder is expected here")
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        raise PathError(f"{path}: cannot create this folder: {existing} is a file")
+    try:
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=".builders-write-test-")
+    except OSError as exc:
+        raise PathError(f"{path}: cannot write in {existing}: {exc.strerror}") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+CHECKS: dict[Callable[[str], Path], Callable[[Path], None]] = {
+    Path: check_input_file, input_file: check_input_file, input_dir: check_input_dir,
+    input_path: check_input_path, output_dir: check_output_dir,
+}
+
+
+def path_arguments(parser: argparse.ArgumentParser) -> tuple[tuple[str, str, Callable[[Path], None]], ...]:
+    """(dest, name for messages, check) of every path argument of ``parser``."""
+    return tuple((a.dest, a.option_strings[0] if a.option_strings else str(a.metavar or a.dest), CHECKS[a.type])
+                 for a in parser._actions if a.type in CHECKS)
+
+
+def check_paths(args: argparse.Namespace) -> None:
+    """Check every path argument given (or defaulted) before the command runs."""
+    for dest, name, check in getattr(args, "path_arguments", ()):
+        value = getattr(args, dest, None)
+        for path in value if isinstance(value, list) else [value]:
+            if path is None:
+                continue
+            try:
+                check(Path(path))
+            except PathError as exc:
+                raise PathError(f"{name} {exc}") from None
+            except (OSError, ValueError) as exc:
+                reason = getattr(exc, "strerror", None) or str(exc)
+                raise PathError(f"{name} {path}: {reason}") from None
 
 
 def default_matrix() -> Path:
@@ -26,7 +138,7 @@ def default_matrix() -> Path:
 
 
 def add_matrix_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--matrix", type=Path, default=default_matrix(), metavar="PATH",
+    parser.add_argument("--matrix", type=input_file, default=default_matrix(), metavar="PATH",
                         help="the release matrix (default: ./matrix.yaml)")
 
 
@@ -55,13 +167,25 @@ def parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         module = importlib.import_module(f"builders.commands.{name}")
         module.configure_parser(sub)
+        command = sub.choices[name]
+        command.set_defaults(path_arguments=path_arguments(command))
     return root
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    """Run one command; a closed stdout (``plan | head``) ends quietly with :data:`PIPE_CLOSED`."""
+    try:
+        return _run(argv)
+    except BrokenPipeError:
+        _discard_stdout()
+        return PIPE_CLOSED
+
+
+def _run(argv: Sequence[str] | None) -> int:
     console = Console()
     try:
+        args = parser().parse_args(argv)
+        check_paths(args)
         return args.execute(args, console)
     except BuildersError as exc:
         console.error(f"{type(exc).__name__}: {exc}")
@@ -69,6 +193,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.error("interrupted")
         return 130
+    finally:
+        sys.stdout.flush()  # inside the try: a reader that went away is seen here, not at exit
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
 
 
 if __name__ == "__main__":

@@ -55,9 +55,13 @@ class Console:
 
     def job_summary(self, markdown: str) -> None:
         """Append ``markdown`` to the GitHub job summary, if there is one."""
-        if self.summary_path is not None:
+        if self.summary_path is None:
+            return
+        try:
             with self.summary_path.open("a", encoding="utf-8") as fh:
                 fh.write(markdown + "\n")
+        except OSError as exc:
+            self.warning(f"cannot write the job summary {self.summary_path}: {exc.strerror or exc}")
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -52,14 +52,26 @@ class TargetsFailed(BuildersError):
     exit_code = 1
 
 
+SHOWN_PROBLEMS = 50
+
+
+def format_problems(problems: Sequence[Problem], limit: int = SHOWN_PROBLEMS) -> str:
+    """One problem per paragraph, the first ``limit`` of them, then how many more there are."""
+    lines = [str(p) for p in problems[:limit]]
+    if len(problems) > limit:
+        lines.append(f"... and {len(problems) - limit} more problems (fix the ones above first)")
+    return "\n".join(lines)
+
+
 class MatrixError(BuildersError):
-    """``matrix.yaml`` is invalid; carries every problem found, not just the first."""
+    """``matrix.yaml`` is invalid; carries every problem found, not just the first (the message
+    shows the first :data:`SHOWN_PROBLEMS`)."""
 
     exit_code = 3
 
     def __init__(self, problems: Sequence[Problem]) -> None:
         self.problems = tuple(problems)
-        super().__init__("\n".join(str(p) for p in self.problems))
+        super().__init__(format_problems(self.problems))
 
 
 class DroppedError(MatrixError):
@@ -102,6 +114,18 @@ class WheelError(BuildersError):
     """A wheel file cannot be read or rewritten."""
 
     exit_code = 11
+
+
+class InputError(BuildersError):
+    """An untrusted input file cannot be read safely: unreadable, too large, not UTF-8, or
+    malformed (see :mod:`builders.untrusted`); carries its problems, each with a location.
+    Callers with their own error (a matrix: :class:`MatrixError`) re-raise its problems."""
+
+    exit_code = 20
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__(format_problems(self.problems))
 
 
 class Interrupted(BuildersError):

@@ -156,9 +156,10 @@ def _verify(path: Path, target: Target, config: RunConfig, progress: _Progress) 
 
 
 def _smoke(path: Path, target: Target, config: RunConfig, env: Mapping[str, str], log: Path, progress: _Progress) -> None:
-    smoke_env = {k: v for k, v in env.items() if not k.startswith("MINIFW_")}
+    """Smoke-test without the project's build settings: an installed wheel must not need them."""
+    smoke_env = {k: v for k, v in env.items() if k not in target.project.build_env_names}
     outcome = config.engine.smoke(path, target, smoke_env, log)
-    progress.facts["smoke"] = outcome.record
+    progress.facts["smoke"] = outcome.summary
     if not outcome.ok:
         raise SmokeError("; ".join(outcome.problems))
 
@@ -193,8 +194,7 @@ def _result(target: Target, config: RunConfig, progress: _Progress, *, status: s
         reason=reason, wheel=str(wheel.relative_to(config.output)) if wheel else "", channels=target.channels,
         sha256=file_sha256(wheel) if wheel else "", size=wheel.stat().st_size if wheel else 0,
         policy=progress.facts.get("policy", ""), durations=progress.durations,
-        smoke={k: smoke_record.get(k) for k in ("version", "cuda", "cuda_runtime_version", "cudart_path", "gil_enabled",
-                                                "extension_loaded", "op_ok") if k in smoke_record},
+        smoke=smoke_record,
         findings=progress.facts.get("findings", ()), log=str(config.log_path(target).relative_to(config.output)),
     )
 

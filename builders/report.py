@@ -105,7 +105,7 @@ def to_markdown(matrix: Matrix, results: Mapping[str, Mapping[str, Any]]) -> str
             row = [c for c in mine if c.python == str(python)]
             rows.append([str(python)] + [_md_cell(c, notes) for c in row])
         out += [markdown_table(["Python"] + [v.label for v in matrix.variants], rows), ""]
-    out += ["## Notes", ""] + [f"{n}. {text}" for text, n in notes.items()] + [""]
+    out += ["## Notes", ""] + [f"{n}. {_md(text)}" for text, n in notes.items()] + [""]
     out += ["## Install", ""] + [f"- {k}: `{cmd}`" for k, cmd in install_commands(matrix).items()] + [""]
     return "\n".join(out)
 
@@ -114,23 +114,39 @@ def _md_cell(cell: Cell, notes: dict[str, int]) -> str:
     if cell.status in ("excluded", "dropped") or cell.reason:
         n = notes.setdefault(cell.reason, len(notes) + 1)
         label = {"excluded": "—", "dropped": "dropped"}.get(cell.status, MARK.get(cell.status, cell.status))
-        return f"{label} [{n}]"
+        return f"{_md(label)} [{n}]"
     engine = f" ({cell.engine})" if cell.engine else ""
-    return MARK.get(cell.status, cell.status) + engine
+    return _md(MARK.get(cell.status, cell.status) + engine)
 
 
 def to_html(matrix: Matrix, results: Mapping[str, Mapping[str, Any]]) -> str:
-    """A standalone page: one table per platform, reasons as tooltips."""
+    """A standalone page: one table per platform, reasons as tooltips.
+
+    Every value that comes from the matrix or a results file is escaped (``_e``); only the
+    page's own markup is written raw.
+    """
     all_cells = cells(matrix, results)
-    parts = [f"<!doctype html><meta charset=utf-8><title>{html.escape(matrix.project.name)} "
-             f"{matrix.project.version}</title><h1>{html.escape(matrix.project.name)} {matrix.project.version}</h1>"]
+    title = f"{_e(matrix.project.name)} {_e(matrix.project.version)}"
+    parts = [f"<!doctype html><meta charset=utf-8><title>{title}</title><h1>{title}</h1>"]
     for platform in matrix.platforms:
-        parts.append(f"<h2>{platform.name}</h2><table border=1><tr><th>Python</th>"
-                     + "".join(f"<th>{v.label}</th>" for v in matrix.variants) + "</tr>")
+        parts.append(f"<h2>{_e(platform.name)}</h2><table border=1><tr><th>Python</th>"
+                     + "".join(f"<th>{_e(v.label)}</th>" for v in matrix.variants) + "</tr>")
         for python, _ in _rows(matrix):
             row = [c for c in all_cells if c.platform == platform.name and c.python == str(python)]
-            parts.append(f"<tr><th>{python}</th>" + "".join(
-                f'<td class="{c.status}" title="{html.escape(c.reason)}">{html.escape(MARK.get(c.status, c.status))}</td>'
-                for c in row) + "</tr>")
+            parts.append(f"<tr><th>{_e(python)}</th>" + "".join(map(_html_cell, row)) + "</tr>")
         parts.append("</table>")
     return "\n".join(parts) + "\n"
+
+
+def _html_cell(cell: Cell) -> str:
+    return f'<td class="{_e(cell.status)}" title="{_e(cell.reason)}">{_e(MARK.get(cell.status, cell.status))}</td>'
+
+
+def _e(value: object) -> str:
+    """``value`` as HTML text or attribute value (quotes escaped too)."""
+    return html.escape(str(value), quote=True)
+
+
+def _md(text: str) -> str:
+    """``text`` safe in a Markdown table cell: no raw HTML (``<`` starts every tag), no line break."""
+    return " ".join(str(text).replace("<", "&lt;").split())

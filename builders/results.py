@@ -2,6 +2,10 @@
 
 ``build`` appends to it as targets finish (so an interrupted run keeps what finished);
 ``report`` reads it. One JSON file per output folder: ``results.json``.
+
+A results file is untrusted input (the report job downloads one per build artifact): it is
+read with a size and a nesting cap, checked against ``schema/results.schema.json`` shipped
+in the package, and refused with the place and the reason, never half-used.
 """
 
 from __future__ import annotations
@@ -9,14 +13,23 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Collection, Iterator
 from dataclasses import asdict, dataclass, field
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import BuildersError
+import jsonschema
+
+from . import untrusted
+from .errors import BuildersError, InputError
 
 SCHEMA = 1
 STATUSES = ("built", "failed", "skipped", "interrupted")
+MAX_BYTES = 4 * untrusted.MIB  # a release of ~1,000 targets writes well under 2 MiB
+MAX_DEPTH = 32
+MAX_SHOWN = 5  # schema errors / unknown ids listed in one message
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,20 +55,83 @@ class Result:
 
 
 class ResultsError(BuildersError):
+    """A results file is unreadable, malformed, or describes targets the matrix does not have."""
+
     exit_code = 13
 
 
+@cache
+def schema() -> dict[str, Any]:
+    """The JSON Schema of a results file, shipped in the package."""
+    return json.loads(resources.files("builders").joinpath("schema/results.schema.json").read_text(encoding="utf-8"))
+
+
 def read(path: Path) -> dict[str, dict[str, Any]]:
-    """Results by target id; an absent file is an empty record."""
+    """Results by target id; an absent file is an empty record, anything else must be valid."""
     if not path.exists():
         return {}
+    data = load_json(path)
+    problems = list(schema_problems(data))
+    if problems:
+        more = f"\n  ... and {len(problems) - MAX_SHOWN} more" if len(problems) > MAX_SHOWN else ""
+        raise ResultsError(f"{path}: not a results file (schema {SCHEMA}):\n  "
+                           + "\n  ".join(problems[:MAX_SHOWN]) + more)
+    by_id: dict[str, dict[str, Any]] = {}
+    for i, entry in enumerate(data["targets"]):
+        if entry["id"] in by_id:
+            raise ResultsError(f"{path}: targets[{i}]: target {entry['id']!r} is listed twice")
+        by_id[entry["id"]] = entry
+    return by_id
+
+
+def check_known(path: Path, found: Collection[str], known: Collection[str], matrix: Path | str) -> None:
+    """Refuse results for ids ``matrix`` does not have (a file from another matrix or release)."""
+    unknown = sorted(set(found) - set(known))
+    if not unknown:
+        return
+    shown = ", ".join(unknown[:MAX_SHOWN]) + (f" and {len(unknown) - MAX_SHOWN} more" if len(unknown) > MAX_SHOWN else "")
+    raise ResultsError(f"{path}: {len(unknown)} target id(s) that {matrix} does not have: {shown} "
+                       "(results of another matrix or release?)")
+
+
+def load_json(path: Path) -> Any:
+    """``path`` parsed as JSON by the one untrusted-input reader, within the caps above."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ResultsError(f"{path}: cannot read results: {exc}") from exc
-    if data.get("schema") != SCHEMA:
-        raise ResultsError(f"{path}: unknown results schema {data.get('schema')!r} (expected {SCHEMA})")
-    return {r["id"]: r for r in data.get("targets", [])}
+        return untrusted.load_json(path, limit=MAX_BYTES, max_depth=MAX_DEPTH, what="results file")
+    except InputError as exc:
+        raise ResultsError(str(exc)) from None
+
+
+def schema_problems(data: Any) -> Iterator[str]:
+    """One line per schema violation, with its JSON path (``targets[3].status``)."""
+    validator = jsonschema.Draft202012Validator(schema())
+    for error in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path]):
+        yield f"{_json_path(error.absolute_path)}: {_explain(error)}"
+
+
+def _explain(error: jsonschema.ValidationError) -> str:
+    if error.validator == "type":
+        return f"must be {'/'.join(_as_list(error.validator_value))}, not {_json_type(error.instance)}"
+    return _shorten(error.message)
+
+
+def _as_list(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+def _json_type(value: Any) -> str:
+    names = ((bool, "a boolean"), (int, "a number"), (float, "a number"), (str, "a string"), (list, "an array"),
+             (dict, "an object"))
+    return next((name for kind, name in names if isinstance(value, kind)), "null")
+
+
+def _json_path(parts: Any) -> str:
+    out = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
+    return out or "(top level)"
+
+
+def _shorten(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def record(path: Path, result: Result) -> None:

@@ -17,12 +17,15 @@ import io
 import os
 import shutil
 import zipfile
-from collections.abc import Iterable, Mapping
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import BinaryIO
 
-from packaging.requirements import Requirement
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag, parse_tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
@@ -32,6 +35,13 @@ from .targets import wheel_filename
 
 # 1980-01-01 is the earliest time a zip can hold; used when SOURCE_DATE_EPOCH is unset.
 ZIP_EPOCH = 315532800
+
+# Streamed members are read this much at a time: memory stays flat whatever a member's size.
+CHUNK_SIZE = 1 << 20
+
+# What zipfile raises on a damaged or unsupported archive (bad CRC, bad deflate stream,
+# unknown compression method, encrypted member): each becomes one WheelError.
+ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, RuntimeError, ValueError)
 
 
 @dataclass(frozen=True)
@@ -43,7 +53,12 @@ class RecordEntry:
 
 @dataclass(frozen=True)
 class Wheel:
-    """A wheel file on disk, read lazily."""
+    """A wheel file on disk, read lazily.
+
+    Each property below opens the archive once for itself; a caller that reads many members
+    (verify) opens one :class:`WheelReader` with :meth:`open` instead, since every
+    ``zipfile.ZipFile`` construction parses the whole central directory again.
+    """
 
     path: Path
 
@@ -67,55 +82,161 @@ class Wheel:
     def tags(self) -> frozenset[Tag]:
         return self.parsed[2]
 
+    @contextmanager
+    def open(self) -> Iterator[WheelReader]:
+        """One open archive that every read of a whole-wheel pass goes through."""
+        try:
+            fh = self.path.open("rb")
+        except OSError as exc:
+            raise WheelError(f"{self.path}: not a readable wheel: {exc}") from exc
+        with fh, self._zip(fh) as zf:
+            yield WheelReader(self, zf, size=os.fstat(fh.fileno()).st_size)
+
     @cached_property
     def dist_info(self) -> str:
         """The ``.dist-info`` folder actually present in the archive."""
-        with self._zip() as zf:
-            dirs = {n.split("/", 1)[0] for n in zf.namelist() if n.split("/", 1)[0].endswith(".dist-info")}
-        if len(dirs) != 1:
-            raise WheelError(f"{self.path.name}: expected one .dist-info folder, found {sorted(dirs) or 'none'}")
-        return dirs.pop()
+        with self.open() as reader:
+            return reader.dist_info
 
     def read(self, member: str) -> bytes:
-        with self._zip() as zf:
-            try:
-                return zf.read(member)
-            except KeyError as exc:
-                raise WheelError(f"{self.path.name}: missing {member}") from exc
+        with self.open() as reader:
+            return reader.read(member)
 
     def names(self) -> list[str]:
-        with self._zip() as zf:
-            return zf.namelist()
+        with self.open() as reader:
+            return reader.names()
 
     @cached_property
     def metadata(self) -> email.message.Message:
-        return email.parser.BytesParser(policy=email.policy.compat32).parsebytes(self.read(f"{self.dist_info}/METADATA"))
+        with self.open() as reader:
+            return reader.metadata
 
     @cached_property
     def wheel_tags(self) -> frozenset[Tag]:
         """The ``Tag:`` lines of the WHEEL file."""
-        info = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(self.read(f"{self.dist_info}/WHEEL"))
+        with self.open() as reader:
+            return reader.wheel_tags
+
+    @property
+    def requires_dist(self) -> tuple[Requirement, ...]:
+        return _requires_dist(self.metadata)
+
+    def record(self) -> list[RecordEntry]:
+        with self.open() as reader:
+            return reader.record()
+
+    def _zip(self, source: BinaryIO | None = None) -> zipfile.ZipFile:
+        try:
+            return zipfile.ZipFile(source or self.path)
+        except ZIP_ERRORS as exc:
+            raise WheelError(f"{self.path}: not a readable wheel: {exc}") from exc
+
+
+class WheelReader:
+    """A wheel's archive held open: names, small reads and chunked streams from one ZipFile.
+
+    Cost is linear in the member count (the central directory is parsed once) and memory is
+    bounded by the chunk size for streamed members. Parsed dist-info files are cached here.
+    """
+
+    def __init__(self, wheel: Wheel, zf: zipfile.ZipFile, *, size: int) -> None:
+        self.wheel = wheel
+        self.size = size  # of the file that was opened, whatever happens to the path since
+        self._zf = zf
+
+    @property
+    def path(self) -> Path:
+        return self.wheel.path
+
+    @property
+    def name(self) -> str:
+        return self.wheel.name
+
+    @property
+    def version(self) -> Version:
+        return self.wheel.version
+
+    @property
+    def tags(self) -> frozenset[Tag]:
+        return self.wheel.tags
+
+    @cached_property
+    def infos(self) -> tuple[zipfile.ZipInfo, ...]:
+        """Every file entry (folders left out), in archive order."""
+        return tuple(i for i in self._zf.infolist() if not i.is_dir())
+
+    def names(self) -> list[str]:
+        return self._zf.namelist()
+
+    def read(self, member: str) -> bytes:
+        """A whole member; for the small dist-info files (stream anything that may be large)."""
+        try:
+            return self._zf.read(member)
+        except KeyError as exc:
+            raise WheelError(f"{self.path.name}: missing {member}") from exc
+        except ZIP_ERRORS as exc:
+            raise WheelError(f"{self.path.name}: cannot read {member}: {exc}") from exc
+
+    def stream(self, member: zipfile.ZipInfo, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
+        """The member's bytes in chunks of at most ``chunk_size``; its CRC is checked at the end."""
+        try:
+            with self._zf.open(member) as fh:
+                yield from iter(lambda: fh.read(chunk_size), b"")
+        except ZIP_ERRORS as exc:
+            raise WheelError(f"{self.path.name}: cannot read {member.filename}: {exc}") from exc
+
+    @cached_property
+    def dist_info(self) -> str:
+        """The ``.dist-info`` folder actually present in the archive."""
+        tops = {n.split("/", 1)[0] for n in self._zf.namelist()}
+        dirs = {t for t in tops if t.endswith(".dist-info")}
+        if len(dirs) != 1:
+            raise WheelError(f"{self.path.name}: expected one .dist-info folder, found {sorted(dirs) or 'none'}")
+        return dirs.pop()
+
+    @cached_property
+    def metadata(self) -> email.message.Message:
+        return _parse_headers(self.read(f"{self.dist_info}/METADATA"))
+
+    @cached_property
+    def wheel_tags(self) -> frozenset[Tag]:
+        """The ``Tag:`` lines of the WHEEL file."""
+        info = _parse_headers(self.read(f"{self.dist_info}/WHEEL"))
         return frozenset(t for line in info.get_all("Tag", []) for t in parse_tag(line))
 
     @property
     def requires_dist(self) -> tuple[Requirement, ...]:
-        return tuple(Requirement(r) for r in self.metadata.get_all("Requires-Dist", []))
+        return _requires_dist(self.metadata)
 
     def record(self) -> list[RecordEntry]:
-        text = self.read(f"{self.dist_info}/RECORD").decode()
-        return [RecordEntry(*(row + ["", ""])[:3]) for row in csv.reader(io.StringIO(text)) if row]
-
-    def _zip(self) -> zipfile.ZipFile:
+        name = f"{self.dist_info}/RECORD"
         try:
-            return zipfile.ZipFile(self.path)
-        except (OSError, zipfile.BadZipFile) as exc:
-            raise WheelError(f"{self.path}: not a readable wheel: {exc}") from exc
+            rows = list(csv.reader(io.StringIO(self.read(name).decode("utf-8"))))
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise WheelError(f"{self.path.name}: {name} is not a UTF-8 CSV file: {exc}") from exc
+        return [RecordEntry(*(row + ["", ""])[:3]) for row in rows if row]
+
+
+def _parse_headers(data: bytes) -> email.message.Message:
+    return email.parser.BytesParser(policy=email.policy.compat32).parsebytes(data)
+
+
+def _requires_dist(metadata: email.message.Message) -> tuple[Requirement, ...]:
+    try:
+        return tuple(Requirement(r) for r in metadata.get_all("Requires-Dist", []))
+    except InvalidRequirement as exc:
+        raise WheelError(f"METADATA has an invalid Requires-Dist: {exc}") from exc
 
 
 def record_hash(data: bytes) -> str:
     """The RECORD form of a sha256: ``sha256=<urlsafe b64, no padding>``."""
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"sha256={digest}"
+    return record_digest(hashlib.sha256(data))
+
+
+def record_digest(h: hashlib._Hash) -> str:
+    """A finished hash in RECORD form (``<algorithm>=<urlsafe b64, no padding>``), for streamed members."""
+    digest = base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode()
+    return f"{h.name}={digest}"
 
 
 def file_sha256(path: Path) -> str:

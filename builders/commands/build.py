@@ -9,7 +9,8 @@ import signal
 from pathlib import Path
 
 from .. import matrix as matrix_mod
-from ..cli import add_container_options, add_matrix_option, add_selection_options
+from ..cli import (PathError, add_container_options, add_matrix_option, add_selection_options, check_input_dir,
+                   input_dir, output_dir)
 from ..console import Console
 from ..engines import Engine
 from ..engines.cibw import CibwEngine
@@ -20,9 +21,8 @@ from ..host import Host, detect
 from ..images import base_image, engine_env, image_pythons
 from ..model import Matrix
 from ..pipeline import RunConfig, build_all, summarize
-from ..targets import select
 from ..toolchains.provision import default_cache
-from .plan import selection_of
+from .plan import selected
 
 
 def configure_parser(sub: argparse._SubParsersAction) -> None:
@@ -33,9 +33,9 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                                    "the exit code is 1 if any failed.")
     add_matrix_option(p)
     add_selection_options(p)
-    p.add_argument("--output", type=Path, default=Path("wheelhouse"), metavar="DIR",
+    p.add_argument("--output", type=output_dir, default=Path("wheelhouse"), metavar="DIR",
                    help="wheels by channel (whl/<label>/), logs/<id>.log and results.json (default: wheelhouse/)")
-    p.add_argument("--source", type=Path, default=None, metavar="DIR",
+    p.add_argument("--source", type=input_dir, default=None, metavar="DIR",
                    help="framework source tree (default: project.source in the matrix)")
     p.add_argument("--engine", choices=("local", "container", "cibw", "auto"), default="local",
                    help="local: this host; container: the variant's image with docker/podman; cibw: cibuildwheel "
@@ -44,7 +44,7 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="print what each selected target would run (cibw: the CIBW_* options), build nothing")
     add_container_options(p)
-    p.add_argument("--cache", type=Path, default=None, metavar="DIR",
+    p.add_argument("--cache", type=output_dir, default=None, metavar="DIR",
                    help="toolchain cache (default: $BUILDERS_CACHE or ~/.cache/builders/toolchains)")
     p.add_argument("--no-smoke", dest="smoke", action="store_false", help="skip the smoke stage")
     p.set_defaults(execute=execute)
@@ -52,11 +52,14 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
 
 def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix)
-    targets = select(m, selection_of(args))
+    targets = selected(m, args)
     env = engine_env(os.environ)
     host = detect(m.pythons, env)
     engine, why = choose_engine(args, m, host, env)
-    config = RunConfig(matrix=m, source=(args.source or m.project.source).resolve(), output=args.output.resolve(),
+    source = args.source or m.project.source
+    if args.source is None:
+        check_project_source(source, args.matrix)
+    config = RunConfig(matrix=m, source=source.resolve(), output=args.output.resolve(),
                        engine=engine, host=host, env=env, run_smoke=args.smoke)
     console.line(f"{len(targets)} targets selected; engine {engine.name} ({why}) on {host.platform}; output {config.output}")
     if args.dry_run:
@@ -68,6 +71,14 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     if failed:
         raise TargetsFailed(f"{len(failed)} target(s) failed: {', '.join(failed)} (see {config.output / 'logs'})")
     return 0
+
+
+def check_project_source(source: Path, matrix: Path) -> None:
+    """``project.source`` from the matrix is a path argument too: check it before anything runs."""
+    try:
+        check_input_dir(source)
+    except (PathError, OSError) as exc:
+        raise PathError(f"project.source of {matrix}: {exc}; pass --source DIR") from None
 
 
 def choose_engine(args: argparse.Namespace, m: Matrix, host: Host, env: dict[str, str]) -> tuple[Engine, str]:

@@ -12,8 +12,7 @@ from ..cli import add_container_options, add_matrix_option, add_selection_option
 from ..console import Console
 from ..engines.container import find_engine
 from ..errors import EngineError
-from ..targets import select
-from .plan import selection_of
+from .plan import selected
 
 
 def configure_parser(sub: argparse._SubParsersAction) -> None:
@@ -34,7 +33,7 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     base = images.base_image(args.base_image, env)
     pythons = images.image_pythons(m)
     specs = {}
-    for target in select(m, selection_of(args)):
+    for target in selected(m, args):
         if target.containerfile is not None:
             spec = images.image_spec(target, pythons, env, base)
             specs.setdefault(spec.tag, spec)

@@ -6,13 +6,17 @@ import argparse
 import json
 import os
 
+import shlex
+
+from .. import ci
 from .. import matrix as matrix_mod
-from ..images import engine_env
 from ..cli import add_matrix_option, add_selection_options
 from ..console import Console
+from ..errors import SelectionError
 from ..host import detect, unbuildable
-from ..targets import Selection, expand, select
-from .. import ci
+from ..images import engine_env
+from ..model import Matrix
+from ..targets import Selection, Target, expand, select
 
 
 def configure_parser(sub: argparse._SubParsersAction) -> None:
@@ -33,9 +37,22 @@ def selection_of(args: argparse.Namespace) -> Selection:
     return Selection(targets=tuple(args.target), select=tuple(args.select), skip=tuple(args.skip))
 
 
+def selected(m: Matrix, args: argparse.Namespace) -> tuple[Target, ...]:
+    """The targets the command line selects; an empty selection is an error, never a run of nothing."""
+    selection = selection_of(args)
+    targets = select(m, selection)
+    if targets:
+        return targets
+    given = [f"--{flag} {shlex.quote(value)}" for flag in ("target", "select", "skip")
+             for value in getattr(selection, "targets" if flag == "target" else flag)]
+    hint = ("; --target takes an exact id, --select a glob" if any(set(t) & set("*?[") for t in selection.targets)
+            else "")
+    raise SelectionError(f"nothing selected by {' '.join(given)}{hint}")
+
+
 def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix)
-    targets = select(m, selection_of(args))
+    targets = selected(m, args)
     if args.format == "github":
         print(json.dumps(ci.github_matrix(targets), indent=None, sort_keys=True))
         return 0

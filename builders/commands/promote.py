@@ -6,11 +6,11 @@ import argparse
 from pathlib import Path
 
 from .. import matrix as matrix_mod
-from ..cli import add_matrix_option
+from ..cli import add_matrix_option, input_path, output_dir
 from ..console import Console
 from ..index import find_wheels
 from ..model import Matrix
-from ..promote import promote, target_of
+from ..promote import PromoteError, promote, target_of
 from ..wheels import Wheel
 
 
@@ -19,12 +19,12 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                        description="Write the PyPI wheel for WHEEL (e.g. 2.15.0+cu132 -> 2.15.0): version and "
                                    "dist-info renamed, METADATA Version and Requires-Dist set for the PyPI channel, "
                                    "RECORD regenerated, every other member byte-identical; then verify it. Only the "
-                                   "PyPI default variant of the wheel's platform is accepted (exit 15 otherwise; "
-                                   "exit 7 if the result fails verify).")
+                                   "PyPI default variant of the wheel's platform is accepted (exit 15 otherwise, "
+                                   "and for a folder without one; exit 7 if the result fails verify).")
     add_matrix_option(p)
-    p.add_argument("wheel", type=Path, metavar="WHEEL",
+    p.add_argument("wheel", type=input_path, metavar="WHEEL",
                    help="a wheel, or a folder: every PyPI-default wheel under it (others are left alone)")
-    p.add_argument("--output", type=Path, default=Path("wheelhouse/pypi"), metavar="DIR",
+    p.add_argument("--output", type=output_dir, default=Path("wheelhouse/pypi"), metavar="DIR",
                    help="where the PyPI wheel is written (default: wheelhouse/pypi/)")
     p.set_defaults(execute=execute)
 
@@ -39,12 +39,17 @@ def execute(args: argparse.Namespace, console: Console) -> int:
 
 
 def defaults_under(m: Matrix, folder: Path) -> list[Wheel]:
-    """The labelled wheels under ``folder`` whose variant is the PyPI default of their platform."""
+    """The labelled wheels under ``folder`` whose variant is the PyPI default of their platform (at least one)."""
+    paths = find_wheels(folder)
+    if not paths:
+        raise PromoteError(f"{folder}: no wheels (*.whl) under this folder, nothing to promote")
     found = []
-    for path in find_wheels(folder):
+    for path in paths:
         wheel = Wheel(path)
-        if not wheel.version.local:
-            continue
-        if target_of(m, wheel).on_pypi:
+        if wheel.version.local and target_of(m, wheel).on_pypi:
             found.append(wheel)
+    if not found:
+        defaults = ", ".join(f"{label} on {platform}" for platform, label in m.channels.pypi)
+        raise PromoteError(f"{folder}: none of its {len(paths)} wheel(s) is a labelled wheel of a PyPI default "
+                           f"variant ({defaults}), nothing to promote")
     return found

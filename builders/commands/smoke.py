@@ -19,9 +19,12 @@ from ..wheels import Wheel
 
 def configure_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("smoke", help="smoke-test a wheel in a fresh venv",
-                       description="Create a venv with the target's interpreter, install WHEEL with its runtime "
-                                   "requirements, run scripts/smoke_test.py from an empty directory and compare its "
-                                   "JSON record with the target. Prints the record; exit 8 on a mismatch.")
+                       description="Create a venv with the target's interpreter, install WHEEL with its "
+                                   "requirements and run builders' smoke probe from an empty directory: the "
+                                   "distribution's version, extension modules and accelerator runtime libraries "
+                                   "loaded from the venv, the GIL on free-threaded builds, then the project's "
+                                   "smoke script (project.smoke.script). Prints the probe's record and the failed "
+                                   "checks; exit 8 when a check failed.")
     add_matrix_option(p)
     p.add_argument("wheel", type=Path, metavar="WHEEL")
     p.add_argument("--target", required=True, metavar="ID")

@@ -6,15 +6,14 @@ import argparse
 import json
 from pathlib import Path
 
-from packaging.version import Version
-
 from .. import matrix as matrix_mod
 from ..cli import add_matrix_option
 from ..console import Console
 from ..errors import VerifyError
-from ..promote import pypi_requirements
-from ..targets import Selection, select
-from ..verify import Expectation, verify
+from ..model import Matrix
+from ..promote import check_promoted
+from ..targets import Selection, Target, select
+from ..verify import Expectation, Finding, verify
 from ..wheels import Wheel
 
 
@@ -25,8 +24,9 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     add_matrix_option(p)
     p.add_argument("wheel", type=Path, metavar="WHEEL")
     p.add_argument("--target", required=True, metavar="ID", help="the target the wheel claims to be")
-    p.add_argument("--channel", choices=("index", "pypi"), default="index",
-                   help="expect the labelled index wheel (default) or the promoted PyPI wheel")
+    p.add_argument("--channel", choices=("auto", "index", "pypi"), default="auto",
+                   help="expect the labelled index wheel or the promoted PyPI wheel; auto (default): the PyPI "
+                        "wheel when WHEEL has no local label and the target is published to PyPI")
     p.add_argument("--json", action="store_true", help="print findings as JSON")
     p.set_defaults(execute=execute)
 
@@ -34,11 +34,7 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
 def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix)
     (target,) = select(m, Selection(targets=(args.target,)))
-    expect = Expectation(target=target, dropped=m.dropped)
-    if args.channel == "pypi":
-        expect = Expectation(target=target, dropped=m.dropped, version=Version(m.project.version.public),
-                             requirements=pypi_requirements(m))
-    findings = verify(Wheel(args.wheel), expect)
+    findings = check(m, target, Wheel(args.wheel), args.channel)
     if args.json:
         print(json.dumps({"wheel": str(args.wheel), "target": target.id, "findings": [f.to_json() for f in findings]}, indent=2))
     for f in findings:
@@ -47,3 +43,17 @@ def execute(args: argparse.Namespace, console: Console) -> int:
         raise VerifyError(f"{args.wheel.name}: {len(findings)} finding(s)")
     console.line(f"{args.wheel.name}: ok for {target.id}")
     return 0
+
+
+def channel_of(target: Target, wheel: Wheel, channel: str = "auto") -> str:
+    """Which wheel ``wheel`` should be: an unlabelled wheel of a PyPI target is the promoted one."""
+    if channel != "auto":
+        return channel
+    return "pypi" if target.on_pypi and not wheel.version.local else "index"
+
+
+def check(m: Matrix, target: Target, wheel: Wheel, channel: str = "auto") -> list[Finding]:
+    """Findings for ``wheel`` as ``target``'s index wheel, or as its PyPI wheel (promote's own check)."""
+    if channel_of(target, wheel, channel) == "pypi":
+        return check_promoted(m, wheel, target)
+    return verify(wheel, Expectation(target=target, dropped=m.dropped))

@@ -3,33 +3,83 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from .. import matrix as matrix_mod
-from ..cli import add_matrix_option
+from .. import untrusted
+from ..cli import add_matrix_option, input_file
 from ..console import Console
-from ..errors import MatrixError, Problem
+from ..errors import InputError, MatrixError, Problem
 from ..workflow import drift
+
+MAX_BYTES = untrusted.MIB
 
 
 class WorkflowDrift(MatrixError):
+    """The release workflow no longer consumes what the plan emits, or is not a workflow at all."""
+
     exit_code = 17
 
 
 def configure_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("workflow", help="check the release workflow against the plan",
                        description="Check that .github/workflows/release.yml still consumes what the plan emits "
-                                   "(exit 17 on drift). The workflow is not generated: adding a Python or a variant "
-                                   "to matrix.yaml needs no workflow edit.")
+                                   "(exit 17 on drift, or when the file is not a workflow). The workflow is not "
+                                   "generated: adding a Python or a variant to matrix.yaml needs no workflow edit.")
     add_matrix_option(p)
-    p.add_argument("--workflow", type=Path, default=Path(".github/workflows/release.yml"), metavar="PATH")
+    p.add_argument("--workflow", type=input_file, default=Path(".github/workflows/release.yml"), metavar="PATH")
     p.add_argument("--check", action="store_true", help="check for drift (the only mode)")
     p.set_defaults(execute=execute)
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
-    problems = drift(matrix_mod.load(args.matrix), args.workflow)
+    m = matrix_mod.load(args.matrix)
+    check_shape(args.workflow)
+    problems = drift(m, args.workflow)
     if problems:
         raise WorkflowDrift([Problem(message=p) for p in problems])
     console.line(f"{args.workflow}: in step with {args.matrix}")
     return 0
+
+
+def check_shape(path: Path) -> None:
+    """Refuse a file ``drift`` cannot read as a workflow: not UTF-8 YAML, or jobs and steps of the wrong kind."""
+    try:
+        text = untrusted.read_text(path, what="workflow", limit=MAX_BYTES)
+    except InputError as exc:
+        raise WorkflowDrift(exc.problems) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}: " if mark else f"{path}: "
+        raise WorkflowDrift([Problem(message=f"{where}not valid YAML: {getattr(exc, 'problem', None) or exc}")]) from None
+    wrong = list(_shape_problems(data))
+    if wrong:
+        raise WorkflowDrift([Problem(message=f"{path}: {w}") for w in wrong])
+
+
+def _shape_problems(data: Any) -> Iterator[str]:
+    if not isinstance(data, dict):
+        yield f"not a workflow: the top level is {type(data).__name__}, not a mapping"
+        return
+    jobs = data.get("jobs", {})
+    if not isinstance(jobs, dict):
+        yield "jobs: not a mapping"
+        return
+    for name, job in jobs.items():
+        if not isinstance(job, dict):
+            yield f"jobs.{name}: not a mapping"
+            continue
+        steps = job.get("steps", [])
+        if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+            yield f"jobs.{name}.steps: not a list of mappings"
+        elif any(not isinstance(s.get("run", ""), str) for s in steps):
+            yield f"jobs.{name}.steps: a run: that is not a string"
+        strategy = job.get("strategy", {})
+        if not isinstance(strategy, dict):
+            yield f"jobs.{name}.strategy: not a mapping"

@@ -2,9 +2,10 @@
 
 Options are computed from the matrix for a group of targets that share a variant and a
 platform: the build selector, the variant's image as the manylinux image, the variant's
-environment, the repair command with the variant's excludes, and our smoke test as the test
-command. This is the route for macOS and Windows runners in CI and an alternative on Linux;
-``build --engine cibw --dry-run`` prints the options without running anything.
+environment, the repair command with the variant's excludes, and builders' smoke probe (with
+the project's script, staged as test sources) as the test command. This is the route for macOS
+and Windows runners in CI and an alternative on Linux; ``build --engine cibw --dry-run`` prints
+the options without running anything.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from ..errors import EngineError
 from ..model import OS
 from ..process import run
-from ..smoke import SCRIPT, SmokeOutcome
+from ..smoke import SmokeOutcome, probe_argv, stage
 from ..targets import Target
 from .container import CONTAINER_CA, ContainerEngine, container_env
 
@@ -57,7 +58,7 @@ def cibw_options(targets: Sequence[Target], *, image: str | None, engine: str, e
         "CIBW_BUILD_FRONTEND": "pip",
         "CIBW_REPAIR_WHEEL_COMMAND": repair_command(first),
         "CIBW_TEST_SOURCES": SMOKE_DIR,
-        "CIBW_TEST_COMMAND": f"python {SMOKE_DIR}/{SCRIPT.name}",
+        "CIBW_TEST_COMMAND": shlex.join(probe_argv("python", SMOKE_DIR, strict=True)),
     }
     if plat.os is OS.LINUX:
         options |= {"CIBW_ARCHS_LINUX": plat.arch, f"CIBW_MANYLINUX_{plat.arch.upper()}_IMAGE": image or "",
@@ -87,12 +88,11 @@ class CibwEngine:
         return cibw_options([target], image=image, engine=self.container.exe, env=env, ca_bundle=self.container.ca_bundle)
 
     def build(self, target: Target, source: Path, out_dir: Path, env: Mapping[str, str], log: Path) -> Path:
-        """Build from a staging copy of ``source`` that also holds the smoke script (test-sources)."""
+        """Build from a staging copy of ``source`` that also holds the staged smoke probe (test-sources)."""
         staging = out_dir.parent / "cibw-project"
         shutil.rmtree(staging, ignore_errors=True)
         shutil.copytree(source, staging, ignore=shutil.ignore_patterns("build", "dist", ".git"))
-        (staging / SMOKE_DIR).mkdir()
-        shutil.copy2(SCRIPT, staging / SMOKE_DIR / SCRIPT.name)
+        stage(staging / SMOKE_DIR, [target])
         tool_path = f"{Path(sys.executable).parent}:{self.container.host_env.get('PATH', '')}"
         cibw_env = {**self.container.host_env, **self.options(target, env, log), "PATH": tool_path}
         platform = {OS.LINUX: "linux", OS.MACOS: "macos", OS.WINDOWS: "windows"}[target.platform.os]

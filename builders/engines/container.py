@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 import tomllib
 import uuid
 from collections.abc import Mapping, Sequence
@@ -22,12 +23,13 @@ from ..errors import EngineError
 from ..interpreters import find_in
 from ..model import Accelerator
 from ..process import Result, run
-from ..smoke import SCRIPT, SmokeOutcome, smoke_with
+from ..smoke import SmokeOutcome, smoke_with, stage
 from ..targets import Target
 from ..toolchains.cuda import check_nvcc
 from ..toolchains.provision import pip_download
 
 CONTAINER_CA = "/run/builders/ca.crt"
+SMOKE_MOUNT = "/run/builders/smoke"  # the staged probe, project script and facts
 OWNER_LABEL = "builders.owner-pid"
 MAX_LIFETIME = 4 * 3600  # seconds; longer than any build's timeout
 # CMake (>= 3.17) reads the launcher from the environment; set only where the image has ccache.
@@ -160,18 +162,26 @@ class ContainerEngine:
         return path
 
     def smoke(self, wheel: Path, target: Target, env: Mapping[str, str], log: Path) -> SmokeOutcome:
-        mounts = [Mount(wheel.parent, "/wheel"), Mount(SCRIPT.parent, "/smoke")]
+        """Install and probe in a fresh container of the image; the staged probe folder is mounted read-only."""
+        with tempfile.TemporaryDirectory(prefix="builders-smoke-") as tmp:
+            stage(Path(tmp), [target])
+            mounts = [Mount(wheel.parent, "/wheel"), Mount(Path(tmp), SMOKE_MOUNT)]
+            with Container(self.exe, self.image(target, log), host_env=self.host_env, log=log,
+                           mounts=[*mounts, *self._ca_mounts()], env=self._smoke_env(), network=True) as c:
+                return smoke_with(c.call, python=self.interpreter_in(c, target), wheel=f"/wheel/{wheel.name}",
+                                  staged=SMOKE_MOUNT, scratch="/tmp/smoke", target=target)
+
+    def _ca_mounts(self) -> list[Mount]:
+        return [] if self.ca_bundle is None else [Mount(self.ca_bundle, CONTAINER_CA)]
+
+    def _smoke_env(self) -> dict[str, str]:
+        """pip inside the smoke container: the host's index and CA bundle, nothing else of the host."""
         inner = {"HOME": "/tmp", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
         if self.ca_bundle is not None:
-            mounts.append(Mount(self.ca_bundle, CONTAINER_CA))
             inner |= {"PIP_CERT": CONTAINER_CA, "SSL_CERT_FILE": CONTAINER_CA}
         if self.host_env.get("PIP_INDEX_URL"):
             inner["PIP_INDEX_URL"] = self.host_env["PIP_INDEX_URL"]
-        with Container(self.exe, self.image(target, log), host_env=self.host_env, log=log, mounts=mounts,
-                       env=inner, network=True) as c:
-            python = self.interpreter_in(c, target)
-            return smoke_with(c.call, python=python, wheel=f"/wheel/{wheel.name}", script=f"/smoke/{SCRIPT.name}",
-                              scratch="/tmp/smoke", target=target)
+        return inner
 
     def interpreter_in(self, c: Container, target: Target) -> str:
         python = find_in(c.call, target.python)

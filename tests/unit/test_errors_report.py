@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from builders import errors, matrix, report
+from builders import errors, matrix, report, results
 from tests import expected
 from builders.process import ProcessError
 from builders.results import ResultsError
@@ -55,3 +55,154 @@ def test_report_shows_results(m) -> None:
     assert statuses["cu132-cp312-linux-x86_64"] == "built"
     assert data["install"]["cu134"].endswith("--index-url https://download.minifw.invalid/whl/cu134/")
     assert "<table" in report.to_html(m, results)
+
+
+# --- every exit code is documented ------------------------------------------------------
+
+
+def every_exit_code() -> set[int]:
+    """Every code the tool can return: each BuildersError subclass's (all modules imported),
+    plus argparse's usage error, the interrupt and the closed pipe."""
+    import importlib
+    import pkgutil
+
+    import builders
+
+    for info in pkgutil.walk_packages(builders.__path__, "builders."):
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+    classes = [c for c in all_subclasses(errors.BuildersError) if c.__module__.startswith("builders.")]
+    return {c.exit_code for c in classes} | {0, 2, 130, 141}
+
+
+def readme_exit_codes(root) -> set[int]:
+    import re
+
+    text = (root / "README.md").read_text(encoding="utf-8")
+    table = text[text.index("Exit codes"):]
+    table = table[: table.index("\n\n", table.index("| code |"))]
+    return {int(n) for n in re.findall(r"^\| (\d+) \|", table, re.MULTILINE)}
+
+
+def test_every_exit_code_is_in_the_readme_table_and_the_help(root, capsys) -> None:
+    import re
+
+    from builders import cli
+
+    codes = every_exit_code()
+    assert {12, 13, 16, 17, 18, 19} <= codes  # subclasses from several modules were found
+    assert readme_exit_codes(root) == codes
+    assert {code for code, _ in cli.EXIT_CODES} == codes
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    listed = help_text[help_text.index("exit codes:"):]
+    assert {int(n) for n in re.findall(r"(?:: |, )(\d+) ", listed)} == codes
+
+
+def test_no_error_leaves_with_the_base_class_code(root) -> None:
+    """``raise BuildersError(...)`` would exit 10, which no table lists: raise a subclass."""
+    for path in (root / "builders").rglob("*.py"):
+        assert "raise BuildersError(" not in path.read_text(encoding="utf-8"), path
+
+
+def test_index_errors_exit_16() -> None:
+    from builders.index import IndexBuildError
+
+    assert IndexBuildError.exit_code == 16
+
+
+# --- results files are untrusted: schema, caps, known ids ---------------------------------
+
+
+def write(path, data) -> object:
+    path.write_bytes(data if isinstance(data, bytes) else json.dumps(data).encode())
+    return path
+
+
+GOOD_ID = "cu132-cp312-linux-x86_64"
+
+
+@pytest.mark.parametrize(("data", "phrase"), [
+    ([], "(top level): must be object, not an array"),
+    ({"schema": 1, "targets": [{"status": "built"}]}, "targets[0]: 'id' is a required property"),
+    ({"schema": 2, "targets": []}, "schema: 1 was expected"),
+    ({"schema": 1, "targets": [{"id": GOOD_ID, "status": "<script>"}]}, "targets[0].status: '<script>' is not one of"),
+    ({"schema": 1, "targets": [{"id": GOOD_ID, "status": "built", "size": -1}]}, "targets[0].size"),
+    ({"schema": 1, "targets": [{"id": GOOD_ID, "status": "built", "extra": 1}]}, "'extra' was unexpected"),
+    ({"schema": 1, "targets": [{"id": GOOD_ID, "status": "built"}] * 2}, "listed twice"),
+    ({"schema": 1, "targets": {"id": GOOD_ID}}, "targets: must be array, not an object"),
+    (b"[" * 100_000 + b"]" * 100_000, ":1:33: results file nests deeper than 32 levels"),
+    (b'{"schema": 1, "targets": [\xff]}', ":1:27: results file is not UTF-8"),
+    (b'{"schema": 1,\n "targets": [}', ":2:14: not valid JSON"),
+    (b'{"schema": NaN, "targets": []}', "NaN is not a JSON number"),
+    (b" " * (results.MAX_BYTES + 1), "larger than 4 MiB"),
+])
+def test_a_bad_results_file_is_refused(tmp_path, data, phrase: str) -> None:
+    with pytest.raises(ResultsError) as err:
+        results.read(write(tmp_path / "r.json", data))
+    assert phrase in str(err.value)
+
+
+def test_what_build_records_is_a_valid_results_file(tmp_path) -> None:
+    full = results.Result(id=GOOD_ID, status="failed", engine="container", stage="verify", reason="bad tag",
+                          wheel="whl/cu132/x.whl", channels=("index", "pypi"), sha256="0" * 64, size=12, policy="p",
+                          durations={"build": 1.5}, smoke={"version": "2.15.0", "gil_enabled": None},
+                          findings=({"code": "c", "message": "m", "file": ""},), log="logs/x.log")
+    path = tmp_path / "results.json"
+    results.record(path, full)
+    results.record(path, results.Result(id="cpu-cp312-linux-x86_64", status="built"))
+    assert set(results.read(path)) == {GOOD_ID, "cpu-cp312-linux-x86_64"}
+    assert results.read(tmp_path / "absent.json") == {}
+
+
+def test_ids_the_matrix_does_not_have_are_listed(m, tmp_path) -> None:
+    known = {t.id for t in matrix_targets(m)}
+    results.check_known(tmp_path / "r.json", {GOOD_ID}, known, "matrix.yaml")
+    with pytest.raises(ResultsError, match=r"2 target id\(s\) that matrix.yaml does not have: a-cp1-x-y, b-cp1-x-y"):
+        results.check_known(tmp_path / "r.json", {GOOD_ID, "a-cp1-x-y", "b-cp1-x-y"}, known, "matrix.yaml")
+
+
+def matrix_targets(m):
+    from builders.targets import expand
+
+    return expand(m)[0]
+
+
+# --- the HTML report escapes everything it did not write itself ---------------------------
+
+
+EVIL = '<script>alert("x")</script>'
+
+
+def test_html_report_escapes_status_and_every_result_value(m) -> None:
+    hostile = {GOOD_ID: {"id": GOOD_ID, "status": EVIL, "reason": f'" onmouseover="{EVIL}', "engine": EVIL,
+                         "wheel": EVIL}}
+    page = report.to_html(m, hostile)
+    assert "<script" not in page and "onmouseover=\"" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+    assert 'title="&quot; onmouseover=&quot;' in page
+
+
+def test_markdown_report_has_no_raw_html_from_results(m) -> None:
+    hostile = {GOOD_ID: {"id": GOOD_ID, "status": "failed", "stage": "smoke", "reason": f"{EVIL}\nsecond line",
+                         "engine": EVIL}}
+    md = report.to_markdown(m, hostile)
+    assert "<script" not in md and "&lt;script>" in md
+    assert "second line" in md and f"{EVIL}\n" not in md
+
+
+def test_report_command_escapes_a_results_file(m, root, tmp_path, monkeypatch) -> None:
+    from builders.cli import main
+
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    good = {"schema": 1, "targets": [{"id": GOOD_ID, "status": "failed", "reason": EVIL, "engine": EVIL}]}
+    out = tmp_path / "out"
+    assert main(["report", "--matrix", str(root / "matrix.yaml"), "--results", str(write(tmp_path / "r.json", good)),
+                 "--output", str(out)]) == 0
+    page = (out / "compatibility.html").read_text()
+    assert "<script" not in page and "&lt;script&gt;" in page
+    bad = {"schema": 1, "targets": [{"id": GOOD_ID, "status": EVIL}]}
+    assert main(["report", "--matrix", str(root / "matrix.yaml"), "--results", str(write(tmp_path / "b.json", bad)),
+                 "--output", str(tmp_path / "out2")]) == 13
+    assert not (tmp_path / "out2").exists()

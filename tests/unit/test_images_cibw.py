@@ -94,7 +94,7 @@ def test_cibw_options_for_a_group(m) -> None:
     assert "--exclude libcudart.so.13" in opts["CIBW_REPAIR_WHEEL_COMMAND"]
     assert "--plat manylinux_2_28_x86_64 --only-plat" in opts["CIBW_REPAIR_WHEEL_COMMAND"]
     assert "MINIFW_GPU_ARCHS='7.5;8.0;8.6;9.0;10.0;10.7;12.0+PTX'" in opts["CIBW_ENVIRONMENT"]
-    assert opts["CIBW_TEST_COMMAND"] == "python _builders_smoke/smoke_test.py"
+    assert opts["CIBW_TEST_COMMAND"] == "python -I _builders_smoke/smoke_probe.py --strict _builders_smoke/facts.json"
 
 
 def test_cibw_macos_uses_delocate_and_deployment_target(m) -> None:
