@@ -54,6 +54,14 @@ def workflow(session: nox.Session) -> None:
     session.run("python", "-m", "builders", "workflow", *session.posargs)
 
 
+@nox.session(python=PYTHON, default=False)
+def lint(session: nox.Session) -> None:
+    """mypy and ruff with the project's config (the tests session runs them too, as tests)."""
+    _install(session, "test")
+    session.run("mypy")
+    session.run("ruff", "check", "builders", "benchmarks")
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run the whole test suite, slow integration tests included (what CI runs)."""
@@ -71,6 +79,7 @@ def unit(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, default=False)
 def bench(session: nox.Session) -> None:
-    """Time and peak memory of verify on a large real wheel (torch CPU, downloaded once; budget 15 s, 300 MiB)."""
+    """verify on a large real wheel (budget 15 s, 300 MiB); cold vs no-op vs --jobs 2 builds of the local targets."""
     _install(session)
     session.run("python", "benchmarks/bench_verify.py", *session.posargs)
+    session.run("python", "benchmarks/bench_build.py")

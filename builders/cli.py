@@ -10,6 +10,7 @@ one clear line and exit 19, never a traceback half-way through a run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -202,10 +203,8 @@ def _discard_stdout() -> None:
     try:
         sys.stdout.flush()
     except (BrokenPipeError, ValueError):
-        try:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError, AttributeError):
-            pass
 
 
 if __name__ == "__main__":

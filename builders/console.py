@@ -1,7 +1,10 @@
 """The only module that prints.
 
 Progress lines (``[3/9] cu132-cp312-linux-x86_64 build 41s``), a summary table, and, when
-running in GitHub Actions, log groups, annotations and the job summary.
+running in GitHub Actions, log groups, annotations and the job summary. Safe to call from
+several threads (targets build in parallel). On a terminal, the targets that are running
+each keep one status line at the bottom, redrawn in place; elsewhere (CI, a pipe) every
+stage that ends prints one line.
 """
 
 from __future__ import annotations
@@ -9,10 +12,13 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
+
+CLEAR_BELOW = "\x1b[J"
 
 
 class Console:
@@ -23,14 +29,54 @@ class Console:
         env = os.environ if env is None else env
         self.github = env.get("GITHUB_ACTIONS") == "true"
         self.summary_path = Path(env["GITHUB_STEP_SUMMARY"]) if env.get("GITHUB_STEP_SUMMARY") else None
+        self.live = _is_tty(self.stream) and not self.github and env.get("TERM") != "dumb"
+        self._lock = threading.RLock()
+        self._running: dict[str, str] = {}
+        self._drawn = 0
 
     def line(self, text: str = "") -> None:
-        print(text, file=self.stream, flush=True)
+        with self._lock:
+            self._erase()
+            print(text, file=self.stream, flush=True)
+            self._draw()
 
-    def progress(self, index: int, total: int, target: str, stage: str, seconds: float | None = None, note: str = "") -> None:
+    def progress(self, index: int, total: int, target: str, stage: str, seconds: float | None = None,
+                 note: str = "") -> None:
+        """A stage of ``target`` ended (or its outcome is known): one line, and its status line updated."""
         took = f" {seconds:.0f}s" if seconds is not None else ""
         tail = f"  {note}" if note else ""
-        self.line(f"[{index}/{total}] {target} {stage}{took}{tail}")
+        text = f"[{index}/{total}] {target} {stage}{took}{tail}"
+        with self._lock:
+            if self.live and target in self._running:
+                self._running[target] = text
+                self._erase()
+                self._draw()
+            else:
+                self.line(text)
+
+    def running(self, target: str, text: str) -> None:
+        """``target`` started: it holds a status line until :meth:`finished`."""
+        with self._lock:
+            self._running[target] = text
+            if self.live:
+                self._erase()
+                self._draw()
+
+    def finished(self, target: str, text: str) -> None:
+        """``target`` is done: its status line goes, ``text`` stays."""
+        with self._lock:
+            self._running.pop(target, None)
+            self.line(text)
+
+    def mirror(self, target: str, text: str) -> None:
+        """A line of a target's log, shown as it is written (``build -v``)."""
+        self.line(f"  {target} | {text}")
+
+    def block(self, title: str, body: str) -> None:
+        """A titled block (a failed target's log tail), folded on GitHub."""
+        with self._lock, self.group(title):
+            for text in body.splitlines():
+                self.line(f"  | {text}")
 
     def warning(self, text: str) -> None:
         self.line(f"::warning::{text}" if self.github else f"warning: {text}")
@@ -62,6 +108,33 @@ class Console:
                 fh.write(markdown + "\n")
         except OSError as exc:
             self.warning(f"cannot write the job summary {self.summary_path}: {exc.strerror or exc}")
+
+    def _erase(self) -> None:
+        if self.live and self._drawn:
+            self.stream.write(f"\x1b[{self._drawn}F{CLEAR_BELOW}")
+            self._drawn = 0
+
+    def _draw(self) -> None:
+        if not self.live or not self._running:
+            return
+        for text in self._running.values():
+            self.stream.write(f"{text[:_width()]}\n")
+        self.stream.flush()
+        self._drawn = len(self._running)
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _width() -> int:
+    try:
+        return max(os.get_terminal_size(sys.stderr.fileno()).columns - 1, 20)
+    except (OSError, ValueError):
+        return 120
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -10,6 +10,7 @@ import platform as _platform
 import shutil
 import sys
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,7 @@ class Host:
     cxx20: str | None = None
     cxx20_problem: str = "no C++ compiler probed"
     hipcc_version: str | None = None
+    hipcc: str | None = None
     icpx: str | None = None
 
     @property
@@ -40,6 +42,9 @@ class Host:
         return Path(found) if found else None
 
 
+CONTAINER_ENGINES = ("podman", "docker")
+
+
 def normalize_arch(machine: str) -> str:
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine.lower())
 
@@ -49,20 +54,22 @@ def platform_arch(target_arch: str) -> str:
     return normalize_arch(target_arch)
 
 
-def detect(pythons: Iterable[PythonVersion], env: Mapping[str, str]) -> Host:
-    """Probe this machine: interpreters, container engines, compilers."""
+def detect(pythons: Iterable[PythonVersion], env: Mapping[str, str], *, engines: bool = True) -> Host:
+    """Probe this machine: interpreters, compilers and (with ``engines``) container engines, in parallel."""
     from .toolchains import probe_compilers
 
     os_ = {"linux": OS.LINUX, "darwin": OS.MACOS, "win32": OS.WINDOWS}[sys.platform]
-    found = interpreters.discover(pythons, env)
-    compilers = probe_compilers(env)
-    return Host(
-        os=os_,
-        arch=normalize_arch(_platform.machine()),
-        interpreters=tuple(sorted((abi, str(p)) for abi, p in found.items())),
-        container_engines=tuple(e for e in ("podman", "docker") if engine_works(e, env)),
-        **compilers,
-    )
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        found = pool.submit(interpreters.discover, pythons, env)
+        compilers = pool.submit(probe_compilers, env)
+        working = [(e, pool.submit(engine_works, e, env)) for e in (CONTAINER_ENGINES if engines else ())]
+        return Host(
+            os=os_,
+            arch=normalize_arch(_platform.machine()),
+            interpreters=tuple(sorted((abi, str(p)) for abi, p in found.result().items())),
+            container_engines=tuple(e for e, ok in working if ok.result()),
+            **compilers.result(),
+        )
 
 
 def engine_works(name: str, env: Mapping[str, str]) -> bool:

@@ -12,11 +12,12 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from .errors import EngineError
 from .model import Accelerator, Matrix, Toolkit
-from .process import ProcessError, run
+from .process import LogLike, run
 from .targets import Target
 
 DOCKER_DIR = Path(__file__).resolve().parent.parent / "docker"
@@ -30,7 +31,7 @@ class ImageSpec:
     containerfile: Path
     args: tuple[tuple[str, str], ...]
 
-    @property
+    @cached_property
     def tag(self) -> str:
         h = hashlib.sha256(self.containerfile.read_bytes())
         for script in sorted(copied_files(self.containerfile)):
@@ -103,15 +104,13 @@ def build_argv(engine: str, spec: ImageSpec, ca_bundle: Path | None) -> list[str
     return [*argv, str(spec.containerfile.parent)]
 
 
-def ensure(engine: str, spec: ImageSpec, env: Mapping[str, str], log: Path | None, ca_bundle: Path | None) -> str:
+def ensure(engine: str, spec: ImageSpec, env: Mapping[str, str], log: LogLike, ca_bundle: Path | None,
+           *, timeout: float = 3600) -> str:
     """Build the image unless an image with its content-addressed tag exists; return the tag."""
-    try:
-        run([engine, "image", "exists", spec.tag], env=env, log=log)
+    if run([engine, "image", "inspect", "--format", "{{.Id}}", spec.tag], env=env, log=log, check=False).returncode == 0:
         return spec.tag
-    except ProcessError:
-        pass
     build_env = {**env, "BUILDAH_LAYERS": "true"}
-    run(build_argv(engine, spec, ca_bundle), env=build_env, log=log, timeout=3600)
+    run(build_argv(engine, spec, ca_bundle), env=build_env, log=log, timeout=timeout)
     return spec.tag
 
 

@@ -12,6 +12,10 @@ Layout, for each label (``index_path`` comes from the matrix, ``whl/{label}/`` b
 
 Any static file server (or a ``file://`` URL) serves it to ``pip install --index-url``. The
 output is a function of the wheels alone: everything is sorted, nothing carries a time.
+
+Every wheel is checked before anything is written (by default its archive and RECORD; the
+``index`` command verifies each against its target in the matrix), and every path written is
+resolved and must lie inside the output folder.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import html
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -29,13 +33,17 @@ from urllib.parse import quote
 from packaging.utils import canonicalize_name
 
 from .errors import BuildersError
-from .wheels import Wheel, file_sha256
+from .model import Matrix
+from .promote import PromoteError, target_of
+from .verify import Expectation, Finding, integrity, verify
+from .wheels import Wheel, file_sha256, header, printable
 
 API_VERSION = "1.1"
 
 
 class IndexBuildError(BuildersError):
-    """The wheels cannot be laid out as an index (clashing files, unknown label)."""
+    """The wheels cannot be laid out as an index (clashing files, unknown label, a wheel that
+    does not verify, a path that would leave the output folder)."""
 
     exit_code = 16
 
@@ -80,32 +88,44 @@ def find_wheels(wheelhouse: Path) -> list[Path]:
     return sorted(p for p in wheelhouse.rglob("*.whl") if p.is_file() and not p.name.startswith("."))
 
 
+# What a wheel is checked with before it is indexed: findings, empty when it may be indexed.
+Checker = Callable[[Wheel], Sequence[Finding]]
+
+
+def matrix_checker(matrix: Matrix) -> Checker:
+    """Full verification of each wheel as the target its label and tags name in ``matrix``."""
+    def check(wheel: Wheel) -> Sequence[Finding]:
+        try:
+            target = target_of(matrix, wheel)
+        except PromoteError as exc:
+            return [Finding(code="no-target", message=str(exc))]
+        return verify(wheel, Expectation(target=target, dropped=matrix.dropped))
+    return check
+
+
 def describe(path: Path, label: str) -> IndexedFile:
     wheel = Wheel(path)
-    metadata = wheel.read(f"{wheel.dist_info}/METADATA")
-    requires_python = wheel.metadata.get("Requires-Python")
+    with wheel.open() as reader:
+        metadata = reader.read(f"{reader.dist_info}/METADATA")
+        requires_python = header(reader.metadata, "Requires-Python")
     return IndexedFile(filename=path.name, project=canonicalize_name(wheel.name), label=label,
                        sha256=file_sha256(path), size=path.stat().st_size, version=str(wheel.version),
-                       requires_python=str(requires_python).strip() if requires_python else None, metadata=metadata)
+                       requires_python=requires_python.strip() if requires_python else None, metadata=metadata)
 
 
 def build_index(wheels: Iterable[Path], output: Path, *, layout: Callable[[str], str] = default_layout,
-                labels: Iterable[str] | None = None) -> IndexResult:
+                labels: Iterable[str] | None = None, check: Checker = integrity) -> IndexResult:
     """Lay out ``wheels`` as one static index per local version label under ``output``.
 
     Unlabelled wheels are skipped (returned in ``skipped``); with ``labels`` given, a label
-    outside it is an error. Two different files with the same name are an error.
+    outside it is an error. Two different files with the same name are an error, and so is a
+    wheel ``check`` finds anything in: every wheel is checked before anything is written.
     """
     known = set(labels) if labels is not None else None
+    labelled, skipped = _labelled(wheels, known)
+    _refuse_findings(labelled, check)
     chosen: dict[tuple[str, str], tuple[Path, IndexedFile]] = {}
-    skipped: list[Path] = []
-    for path in sorted(wheels):
-        label = Wheel(path).version.local
-        if not label:
-            skipped.append(path)
-            continue
-        if known is not None and label not in known:
-            raise IndexBuildError(f"{path}: label {label!r} is not a variant of the matrix ({', '.join(sorted(known))})")
+    for path, label in labelled:
         info = describe(path, label)
         key = (label, path.name)
         if key in chosen:
@@ -118,22 +138,61 @@ def build_index(wheels: Iterable[Path], output: Path, *, layout: Callable[[str],
     for key in sorted(chosen):
         path, info = chosen[key]
         by_label.setdefault(info.label, {}).setdefault(info.project, []).append((path, info))
-
+    for label in by_label:  # every label's folder is checked before the first write
+        _inside(output, output / layout(label))
     for label, projects in sorted(by_label.items()):
-        base = output / layout(label)
-        for project, entries in sorted(projects.items()):
-            folder = base / project
-            folder.mkdir(parents=True, exist_ok=True)
-            files = [info for _path, info in entries]
-            for path, info in entries:
-                _copy(path, folder / info.filename)
-                _write(folder / f"{info.filename}.metadata", info.metadata)
-            _write(folder / "index.html", project_html(project, files).encode())
-            _write(folder / "index.json", _dumps(project_json(project, files)))
-        _write(base / "index.html", root_html(sorted(projects)).encode())
-        _write(base / "index.json", _dumps(root_json(sorted(projects))))
+        _write_label(output, layout(label), projects)
     files = tuple(info for key in sorted(chosen) for _path, info in [chosen[key]])
     return IndexResult(root=output, files=files, skipped=tuple(skipped))
+
+
+def _labelled(wheels: Iterable[Path], known: set[str] | None) -> tuple[list[tuple[Path, str]], list[Path]]:
+    """(path, label) of each labelled wheel, and the unlabelled ones; a label outside ``known`` is an error."""
+    labelled: list[tuple[Path, str]] = []
+    skipped: list[Path] = []
+    for path in sorted(wheels):
+        label = Wheel(path).version.local
+        if not label:
+            skipped.append(path)
+        elif known is not None and label not in known:
+            raise IndexBuildError(f"{path}: label {label!r} is not a variant of the matrix ({', '.join(sorted(known))})")
+        else:
+            labelled.append((path, label))
+    return labelled, skipped
+
+
+def _refuse_findings(labelled: Iterable[tuple[Path, str]], check: Checker) -> None:
+    """Check every wheel; one error names each refused wheel with its findings."""
+    refused = [(path, findings) for path, _label in labelled if (findings := check(Wheel(path)))]
+    if refused:
+        lines = [f"{printable(str(path))}: " + "; ".join(map(str, findings)) for path, findings in refused]
+        raise IndexBuildError(f"{len(refused)} wheel(s) refused, nothing was written:\n  " + "\n  ".join(lines))
+
+
+def _write_label(output: Path, relative: str, projects: dict[str, list[tuple[Path, IndexedFile]]]) -> None:
+    """One label's index: each project's folder, files and pages, then the label's root pages."""
+    base = _inside(output, output / relative)
+    for project, entries in sorted(projects.items()):
+        folder = _inside(output, base / project)
+        folder.mkdir(parents=True, exist_ok=True)
+        files = [info for _path, info in entries]
+        for path, info in entries:
+            _copy(path, _inside(output, folder / info.filename))
+            _write(_inside(output, folder / f"{info.filename}.metadata"), info.metadata)
+        _write(_inside(output, folder / "index.html"), project_html(project, files).encode())
+        _write(_inside(output, folder / "index.json"), _dumps(project_json(project, files)))
+    _write(_inside(output, base / "index.html"), root_html(sorted(projects)).encode())
+    _write(_inside(output, base / "index.json"), _dumps(root_json(sorted(projects))))
+
+
+def _inside(output: Path, path: Path) -> Path:
+    """``path``, refused unless it (and its temporary sibling), resolved, lies inside ``output``."""
+    root = output.resolve()
+    for candidate in (path, path.with_name(f".{path.name}.partial")):
+        if not candidate.resolve().is_relative_to(root):
+            raise IndexBuildError(f"{printable(str(path))}: resolves to {printable(str(candidate.resolve()))}, outside "
+                                  f"--output {root}; refused (check the matrix's index layout and links in {output})")
+    return path
 
 
 def root_html(projects: Iterable[str]) -> str:

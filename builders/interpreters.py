@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .model import PythonVersion
-from .process import HostRunner, ProcessError, Runner
+from .process import Call, HostRunner, ProcessError
 
 _PROBE = (
     "import json, sys, sysconfig;"
@@ -41,7 +42,7 @@ def candidates(python: PythonVersion, dirs: Iterable[Path]) -> Iterator[Path]:
             yield exe
 
 
-def identify(exe: str, call: Runner) -> PythonVersion | None:
+def identify(exe: str, call: Call) -> PythonVersion | None:
     """What ``exe`` really is (asked through ``call``), or None if it is not a working CPython."""
     try:
         out = call([exe, "-c", _PROBE], timeout=30, separate_stderr=True).stdout
@@ -54,24 +55,22 @@ def identify(exe: str, call: Runner) -> PythonVersion | None:
 
 
 def discover(wanted: Iterable[PythonVersion], env: Mapping[str, str]) -> dict[str, Path]:
-    """Map each wanted ABI (``cp312``) to a working interpreter, when one exists."""
+    """Map each wanted ABI (``cp312``) to a working interpreter, when one exists (asked in parallel)."""
     dirs = search_dirs(env)
-    found: dict[str, Path] = {}
-    for python in wanted:
-        for exe in candidates(python, dirs):
-            if identify(str(exe), HostRunner(env)) == python:
-                found[python.abi] = exe
-                break
-    return found
+    pythons = list(wanted)
+    with ThreadPoolExecutor(max_workers=max(len(pythons), 1)) as pool:
+        found = pool.map(lambda python: _first_working(python, dirs, env), pythons)
+        return {python.abi: exe for python, exe in zip(pythons, found) if exe is not None}
 
 
-def image_candidates(python: PythonVersion) -> list[str]:
-    """Where build images keep interpreters: manylinux's /opt/python, then distro paths."""
-    t = "t" if python.free_threaded else ""
-    name = f"python{python.release}{t}"
-    return [f"/opt/python/{python.interpreter}-{python.abi}/bin/python", f"/usr/local/bin/{name}", f"/usr/bin/{name}"]
+def _first_working(python: PythonVersion, dirs: Iterable[Path], env: Mapping[str, str]) -> Path | None:
+    return next((exe for exe in candidates(python, dirs) if identify(str(exe), HostRunner(env)) == python), None)
 
 
-def find_in(call: Runner, python: PythonVersion) -> str | None:
-    """The first image interpreter that really is ``python``."""
-    return next((exe for exe in image_candidates(python) if identify(exe, call) == python), None)
+def image_interpreter(python: PythonVersion) -> str:
+    """Where build images keep an interpreter: the manylinux layout, ``/opt/python/cp314-cp314t/bin/python``.
+
+    manylinux images ship it; builders' images on a distribution base make it (venvs of the
+    distribution's CPythons, see docker/install-build-deps.sh).
+    """
+    return f"/opt/python/{python.interpreter}-{python.abi}/bin/python"

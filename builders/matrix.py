@@ -180,9 +180,10 @@ def check_schema(data: Any, marks: Marks, invalid: Iterable[KeyPath] = ()) -> tu
     ``invalid`` are values the YAML reader already refused (``!!int abc``): not reported again.
     """
     report = _SchemaReport(marks)
-    report.bad.update(invalid)
+    refused = set(invalid)
+    report.bad.update(refused)
     for error in jsonschema.Draft202012Validator(schema()).iter_errors(data):
-        if tuple(error.absolute_path) not in report.bad:
+        if tuple(error.absolute_path) not in refused:
             report.add(error)
     return report.problems, report.bad
 
@@ -195,16 +196,18 @@ class _SchemaReport:
 
     def add(self, error: jsonschema.ValidationError) -> None:
         path = tuple(error.absolute_path)
+        schema_: Any = error.schema
         if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            allowed = sorted(error.schema.get("properties", {}))
+            allowed = sorted(schema_.get("properties", {}))
             for key in [k for k in error.instance if k not in allowed]:
                 self.bad.add((*path, key))
                 self.problem((*path, key), f"unknown key {key!r}", allowed, key)
-        elif error.validator == "propertyNames":
+        elif list(error.schema_path)[-2:-1] == ["propertyNames"]:
             name = str(error.instance)
             self.bad.add((*path, name))
-            self.problem((*path, name), f"{name!r} is not allowed here ({_cause(error)})",
-                         error.schema.get("propertyNames", {}).get("enum", []), name)
+            choices = schema_.get("enum", []) if isinstance(schema_, dict) else []
+            self.problem((*path, name), f"{name!r} is not allowed here ({_short(error.message)})", choices, name,
+                         hint=_schema_hint(error))
         elif error.validator != "required":
             self.bad.add(path)
             self.problem(path, _message(error), hint=_schema_hint(error))
@@ -212,28 +215,40 @@ class _SchemaReport:
             self.problem(path, error.message)
 
     def problem(self, path: KeyPath, message: str, choices: Iterable[str] = (), word: str = "", hint: str = "") -> None:
-        if word and len(self.problems) < SHOWN_PROBLEMS:  # difflib only for what is shown
+        if word and choices and len(self.problems) < SHOWN_PROBLEMS:  # difflib only for what is shown
             hint = _suggest(word, list(choices))
         self.problems.append(Problem(message=message, location=self.marks.at(path), hint=hint))
 
 
 def _message(error: jsonschema.ValidationError) -> str:
-    instance = error.instance
+    instance: Any = error.instance
+    value: Any = error.validator_value
     if error.validator == "type":
-        return f"must be {_a(error.validator_value)}, not {_kind(instance)}"
+        return f"must be {_a(value)}, not {_kind(instance)}"
     if error.validator in ("maxItems", "maxProperties"):
-        return f"has {len(instance)} entries, more than the {error.validator_value} allowed"
+        return f"has {len(instance)} entries, more than the {value} allowed"
     if error.validator == "uniqueItems":
-        return "lists the same entry more than once"
+        return f"lists {_short(repr(_first_repeat(instance)), 60)} more than once"
     if error.validator == "oneOf":
         return f"does not match any allowed form: {', '.join(sorted({_short(_cause(e)) for e in error.context}))}"
     return _short(error.message)
 
 
+def _first_repeat(items: list[Any]) -> Any:
+    seen: list[Any] = []
+    for item in items:
+        if item in seen:
+            return item
+        seen.append(item)
+    return None
+
+
 def _schema_hint(error: jsonschema.ValidationError) -> str:
+    value: Any = error.validator_value
     if error.validator == "enum":
-        return _suggest(str(error.instance), [str(v) for v in error.validator_value])
-    return str(error.schema.get("description", "")) if isinstance(error.schema, dict) else ""
+        return _suggest(str(error.instance), [str(v) for v in value])
+    schema_: Any = error.schema
+    return str(schema_.get("description", "")) if isinstance(schema_, dict) else ""
 
 
 def _a(types: str | list[str]) -> str:
@@ -353,11 +368,12 @@ def path_problem(base: Path, text: str, *, folder: bool) -> Finding | None:
         return Finding(f"{what} {text!r} leads outside the matrix's folder ({root})",
                        hint="keep it inside the repository" + ("; give a tree elsewhere with --source DIR" if folder else ""))
     try:
-        present = target.is_dir() if folder else target.is_file()
+        exists, right_kind = target.exists(), (target.is_dir() if folder else target.is_file())
     except OSError:
-        present = False
-    if not present:
-        return Finding(f"{what} {text!r} does not exist (looked for {target})",
+        exists = right_kind = False
+    if not right_kind:
+        problem = f"is not a {'folder' if folder else 'file'}" if exists else "does not exist"
+        return Finding(f"{what} {text!r} {problem} (looked for {target})",
                        hint="the path is relative to the matrix file" + ("; --source DIR overrides it" if folder else ""))
     return None
 
@@ -600,7 +616,7 @@ class _Rules:
             self.problems.append(Problem(message=finding.message, location=self.marks.at(key), hint=finding.hint,
                                          dropped=finding.dropped))
 
-    def check(self, key: KeyPath, kind: type, rule: Any, *args: Any, **kwargs: Any) -> None:
+    def check(self, key: KeyPath, kind: type | tuple[type, ...], rule: Any, *args: Any, **kwargs: Any) -> None:
         """Apply ``rule(value, *args)`` to the value at ``key`` when it is there and a ``kind``."""
         value = self.get(key, kind)
         if value is not None:
@@ -626,9 +642,10 @@ class _Rules:
     def dropped(self) -> tuple[Dropped, ...]:
         out = []
         for i, entry in self.entries(("dropped",), dict):
-            since, reason = entry.get("since"), entry.get("reason")
-            kind, value = _dropped_kind(entry)
-            if kind is not None and isinstance(since, str) and isinstance(reason, str):
+            key = ("dropped", i)
+            since, reason = self.get((*key, "since"), str), self.get((*key, "reason"), str)
+            kind, value = _dropped_kind({k: v for k, v in entry.items() if self.get((*key, k)) is not None})
+            if kind is not None and since is not None and reason is not None:
                 out.append(Dropped(kind=kind, value=value, since=since, reason=reason, location=self.marks.at(("dropped", i))))
         return tuple(out)
 
@@ -809,9 +826,9 @@ class _Rules:
 
     def exclusions(self) -> list[tuple[int, Exclusion]]:
         out = []
-        for i, entry in self.entries(("exclude",), dict):
-            targets, reason = entry.get("targets"), entry.get("reason")
-            if isinstance(targets, str) and isinstance(reason, str) and ("exclude", i) not in self.bad:
+        for i, _ in self.entries(("exclude",), dict):
+            targets, reason = self.get(("exclude", i, "targets"), str), self.get(("exclude", i, "reason"), str)
+            if targets is not None and reason is not None:
                 out.append((i, Exclusion(pattern=targets, reason=reason, location=self.marks.at(("exclude", i)))))
         return out
 

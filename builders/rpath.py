@@ -16,7 +16,7 @@ import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from .process import run
+from .process import Call, LogLike, run
 from .wheels import Wheel, write_wheel
 
 ELF_MAGIC = b"\x7fELF"
@@ -35,13 +35,13 @@ def rpaths_in_flags(flags: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def interpreter_rpaths(interpreter: str, env: Mapping[str, str], log: Path | None) -> frozenset[str]:
-    """The absolute RPATHs ``interpreter``'s sysconfig link flags add to every extension."""
-    flags = run([interpreter, "-c", _PROBE], env=env, log=log, separate_stderr=True, timeout=60).stdout
+def interpreter_rpaths(interpreter: str, call: Call) -> frozenset[str]:
+    """The absolute RPATHs ``interpreter``'s sysconfig link flags add to every extension (asked where it runs)."""
+    flags = call([interpreter, "-c", _PROBE], separate_stderr=True, timeout=60).stdout
     return frozenset(p for p in rpaths_in_flags(flags) if p.startswith("/"))
 
 
-def strip_rpaths(wheel: Path, unwanted: frozenset[str], env: Mapping[str, str], log: Path | None,
+def strip_rpaths(wheel: Path, unwanted: frozenset[str], env: Mapping[str, str], log: LogLike,
                  epoch: int) -> bool:
     """Drop ``unwanted`` RPATH/RUNPATH entries from every ELF member of ``wheel``, in place.
 
@@ -68,7 +68,7 @@ def strip_rpaths(wheel: Path, unwanted: frozenset[str], env: Mapping[str, str], 
 
 
 def _strip_one(data: bytes, unwanted: frozenset[str], tmp: Path, env: Mapping[str, str],
-               log: Path | None) -> tuple[bytes, bool]:
+               log: LogLike) -> tuple[bytes, bool]:
     """``data`` with ``unwanted`` RPATH entries removed (patchelf), and whether it changed."""
     path = tmp / "elf"
     path.write_bytes(data)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .model import OS, Accelerator, Variant
-from .process import HostRunner, ProcessError, Runner
+from .process import Call, HostRunner, LogLike, ProcessError
 from .targets import Target
 from .toolchains.cuda import runtime_version
 
@@ -40,7 +40,7 @@ RUNTIME_PROBES: dict[Accelerator, dict[str, Any]] = {
     Accelerator.CUDA: {"libraries": ["libcudart.so*", "cudart64_*.dll", "libcudart*.dylib"],
                        "symbol": "cudaRuntimeGetVersion"},
 }
-_HIDDEN_ENV = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+HIDDEN_ENV = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")  # never passed to a smoke test
 
 
 def probe_resource() -> resources.abc.Traversable:
@@ -120,29 +120,50 @@ def venv_python(venv: str, os: OS) -> str:
     return f"{venv}/Scripts/python.exe" if os is OS.WINDOWS else f"{venv}/bin/python"
 
 
-def smoke(wheel: Path, target: Target, interpreter: Path, env: Mapping[str, str], log: Path | None,
+def smoke(wheel: Path, target: Target, interpreter: Path, env: Mapping[str, str], log: LogLike,
           dist_version: str | None = None) -> SmokeOutcome:
     """Smoke-test ``wheel`` on this host with ``interpreter`` (a fresh venv in a temp dir)."""
-    clean = {k: v for k, v in env.items() if k not in _HIDDEN_ENV}
+    clean = {k: v for k, v in env.items() if k not in HIDDEN_ENV}
     with tempfile.TemporaryDirectory(prefix="builders-smoke-") as tmp:
         staged = stage(Path(tmp) / "probe", [target], dist_version=dist_version)
         return smoke_with(HostRunner(clean, log), python=str(interpreter), wheel=str(wheel), staged=str(staged),
                           scratch=tmp, target=target)
 
 
-def smoke_with(call: Runner, *, python: str, wheel: str, staged: str, scratch: str, target: Target) -> SmokeOutcome:
-    """The smoke steps through any :class:`Runner`; paths are in that runner's filesystem.
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    """One command of the smoke test, in the filesystem of the runner it runs in."""
+
+    argv: tuple[str, ...]
+    cwd: str | None = None
+    timeout: float = 1800.0
+    record: bool = False  # its stdout is the probe's JSON record
+
+
+def smoke_steps(*, python: str, wheel: str, staged: str, scratch: str, target: Target) -> tuple[Step, ...]:
+    """The smoke test's commands, in order: the same list a build plan shows and :func:`smoke_with` runs."""
+    venv, empty = f"{scratch}/venv", f"{scratch}/cwd"
+    py = venv_python(venv, target.platform.os)
+    install = target.project.timeouts.install
+    return (
+        Step(argv=(python, "-c", "import os, sys; os.makedirs(sys.argv[1], exist_ok=True)", empty), timeout=60),
+        Step(argv=(python, "-m", "venv", venv), timeout=min(300.0, install)),
+        Step(argv=(py, "-m", "pip", "install", "--no-input", wheel), timeout=install),
+        Step(argv=tuple(probe_argv(py, staged)), cwd=empty, timeout=target.project.smoke_timeout + PROBE_MARGIN,
+             record=True),
+    )
+
+
+def smoke_with(call: Call, *, python: str, wheel: str, staged: str, scratch: str, target: Target) -> SmokeOutcome:
+    """The smoke steps through any runner; paths are in that runner's filesystem.
 
     ``staged`` is a folder written by :func:`stage`.
     """
-    venv, empty = f"{scratch}/venv", f"{scratch}/cwd"
-    call([python, "-c", "import os, sys; os.makedirs(sys.argv[1], exist_ok=True)", empty], timeout=60)
-    call([python, "-m", "venv", venv], timeout=300)
-    py = venv_python(venv, target.platform.os)
-    call([py, "-m", "pip", "install", "--no-input", wheel], timeout=1800)
-    timeout = target.project.smoke_timeout + PROBE_MARGIN
+    *setup, probe = smoke_steps(python=python, wheel=wheel, staged=staged, scratch=scratch, target=target)
+    for step in setup:
+        call(list(step.argv), timeout=step.timeout)
     try:
-        out = call(probe_argv(py, staged), cwd=empty, separate_stderr=True, timeout=timeout).stdout
+        out = call(list(probe.argv), cwd=probe.cwd, separate_stderr=True, timeout=probe.timeout).stdout
     except ProcessError as exc:
         return crashed(exc)
     return outcome(out)

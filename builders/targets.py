@@ -193,6 +193,9 @@ def select(matrix: Matrix, selection: Selection) -> tuple[Target, ...]:
     """The targets ``selection`` picks; every selector must pick something real."""
     targets, excluded = expand(matrix)
     ids = [t.id for t in targets]
+    for tid in selection.targets:
+        if any(c in tid for c in "*?["):
+            raise SelectionError(f"--target takes an exact id, not the glob {tid!r}; use --select {tid!r}")
     for selector in (*selection.targets, *selection.select):
         _check_selector(matrix, selector, ids, excluded)
     return tuple(t for t in targets if selection.matches(t.id))
@@ -201,14 +204,14 @@ def select(matrix: Matrix, selection: Selection) -> tuple[Target, ...]:
 def _check_selector(matrix: Matrix, selector: str, ids: Sequence[str], excluded: Sequence[Excluded]) -> None:
     if fnmatch.filter(ids, selector):
         return
-    dropped = _dropped_matches(matrix, selector)
-    if dropped:
-        raise DroppedError([Problem(message=f"selector {selector!r} only names dropped targets: {d.describe()}",
-                                    location=d.location, dropped=True) for d in dropped])
     hits = [e for e in excluded if fnmatch.fnmatchcase(e.id, selector)]
     if hits:
         reasons = sorted({f"{e.reason} ({e.where})" for e in hits})
         raise SelectionError(f"selector {selector!r} only matches excluded targets:\n  " + "\n  ".join(reasons))
+    dropped = _dropped_matches(matrix, selector)
+    if dropped:
+        raise DroppedError([Problem(message=f"selector {selector!r} only names dropped targets: {d.describe()}",
+                                    location=d.location, dropped=True) for d in dropped])
     close = difflib.get_close_matches(selector, ids, n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else "; ids look like cu132-cp312-linux-x86_64 (see `nox -s plan`)"
     raise SelectionError(f"selector {selector!r} matches no target{hint}")

@@ -7,6 +7,12 @@ finding fails the target.
 A wheel is opened once and every member is read once, in one streaming pass that hashes it
 for RECORD and, when it starts with the ELF magic, spools it to a bounded temporary file for
 the ELF checks. That keeps a 700 MB torch wheel to seconds and a flat memory profile.
+
+The archive is read defensively (:mod:`builders.wheels`): unsafe member names, links,
+encryption, unknown compression, sizes past the caps, a bad CRC are findings of
+:func:`check_archive`, and a member unsafe to inflate is never inflated. A dist-info file that
+cannot be read becomes a ``wheel-unreadable`` finding; only a file that is not a zip archive at
+all raises :class:`~builders.errors.WheelError`.
 """
 
 from __future__ import annotations
@@ -23,16 +29,17 @@ from functools import cache, cached_property
 from typing import IO
 
 from packaging.requirements import Requirement
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import canonicalize_name
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from . import elf
+from .errors import WheelError
 from .model import OS, Dropped, Variant
 from .policy import dropped_admitted_by
 from .targets import Target
-from .wheels import RecordEntry, Wheel, WheelReader, record_digest
+from .wheels import Finding, RecordEntry, Wheel, WheelReader, header, record_digest
 
 # Driver-side libraries come with the GPU driver on the user's machine, never in a wheel.
 DRIVER_LIBS = ("libcuda.so*", "libnvidia-*.so*", "libhsakmt.so*", "libdrm_amdgpu.so*", "libze_intel_gpu.so*",
@@ -46,20 +53,6 @@ RECORD_ALGORITHMS = frozenset({"sha256", "sha384", "sha512", "sha3_256", "sha3_3
 
 # Signature files sit next to RECORD and cannot list themselves in it (PEP 427).
 RECORD_SIGNATURES = ("RECORD.jws", "RECORD.p7s")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Finding:
-    code: str
-    message: str
-    file: str = ""
-
-    def __str__(self) -> str:
-        where = f" [{self.file}]" if self.file else ""
-        return f"{self.code}: {self.message}{where}"
-
-    def to_json(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message, "file": self.file}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,10 +78,12 @@ class Member:
     """One file of the wheel after its single streaming pass."""
 
     name: str
-    size: int
-    hash: str
+    size: int = 0
+    hash: str = ""
     elf: elf.ElfInfo | None = None
     elf_error: str = ""
+    problem: Finding | None = None  # refused (never inflated) or damaged (see check_archive)
+    inflated: bool = True  # False: refused from the central directory, nothing was read
 
     @property
     def is_elf(self) -> bool:
@@ -107,8 +102,12 @@ class Contents:
 
     @cached_property
     def members(self) -> dict[str, Member]:
-        """Every file, hashed with the algorithm its RECORD entry names (sha256 if unlisted)."""
-        algorithms = {path: _algorithm(e.hash) for path, e in self.record.items()}
+        """Every file, hashed with the algorithm its RECORD entry names (sha256 if unlisted or
+        if RECORD is unreadable: check_record reports that)."""
+        try:
+            algorithms = {path: _algorithm(e.hash) for path, e in self.record.items()}
+        except WheelError:
+            algorithms = {}
         return {i.filename: scan_member(self.reader, i, algorithms.get(i.filename, "sha256")) for i in self.reader.infos}
 
     @property
@@ -124,20 +123,41 @@ Check = Callable[[Contents, Expectation], Iterator[Finding]]
 
 
 def verify(wheel: Wheel, expect: Expectation) -> list[Finding]:
-    """All findings for ``wheel``; an empty list means it is what the matrix promised."""
+    """All findings for ``wheel``; an empty list means it is what the matrix promised.
+
+    Raises :class:`WheelError` only for a file that is not a readable zip archive.
+    """
     with wheel.open() as reader:
-        contents = Contents(reader)
-        return [f for check in CHECKS for f in check(contents, expect)]
+        return run_checks(Contents(reader), expect, CHECKS)
+
+
+def run_checks(contents: Contents, expect: Expectation, checks: Iterable[Check]) -> list[Finding]:
+    """Every check's findings, in order; a check that cannot read the dist-info file it needs
+    adds one ``wheel-unreadable`` finding (once per distinct reason) and the others go on."""
+    findings: list[Finding] = []
+    for check in checks:
+        try:
+            findings.extend(check(contents, expect))
+        except WheelError as exc:
+            unreadable = Finding(code="wheel-unreadable", message=str(exc))
+            if unreadable not in findings:
+                findings.append(unreadable)
+    return findings
 
 
 def scan_member(reader: WheelReader, info: zipfile.ZipInfo, algorithm: str) -> Member:
-    """Hash one member in chunks; an ELF member is spooled in the same pass and parsed after."""
+    """Hash one member in chunks; an ELF member is spooled in the same pass and parsed after.
+    A member refused from the central directory is not read at all."""
     digest = hashlib.new(algorithm)
-    chunks = reader.stream(info)
+    stream = reader.member_stream(info)
+    if stream.refusal is not None:
+        return Member(name=info.filename, problem=stream.refusal, inflated=False)
+    chunks = iter(stream)
     first = next(chunks, b"")
     rest = itertools.chain([first], chunks)
     if not first.startswith(elf.MAGIC):
-        return Member(name=info.filename, size=_consume(rest, digest), hash=record_digest(digest))
+        size = _consume(rest, digest)
+        return Member(name=info.filename, size=size, hash=record_digest(digest), problem=stream.problem)
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_MAX) as spool:
         size = _consume(rest, digest, spool)
         spool.seek(0)
@@ -145,6 +165,8 @@ def scan_member(reader: WheelReader, info: zipfile.ZipInfo, algorithm: str) -> M
             parsed, error = elf.parse(spool), ""
         except elf.ElfParseError as exc:
             parsed, error = None, str(exc)
+    if stream.problem is not None:  # a damaged member's ELF headers mean nothing
+        return Member(name=info.filename, size=size, hash=record_digest(digest), problem=stream.problem)
     return Member(name=info.filename, size=size, hash=record_digest(digest), elf=parsed, elf_error=error)
 
 
@@ -164,6 +186,24 @@ def _algorithm(record_hash: str) -> str:
     return name if name in RECORD_ALGORITHMS else "sha256"
 
 
+# --- the archive itself --------------------------------------------------------------------------
+
+
+def check_archive(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    """What the central directory shows (names, links, flags, compression, declared sizes), then
+    what inflating showed (bad CRC, corrupt stream, a size that lied)."""
+    yield from wheel.reader.problems
+    for member in wheel.members.values():
+        if member.problem is not None and member.inflated:
+            yield member.problem
+
+
+def integrity(wheel: Wheel) -> list[Finding]:
+    """The checks that need no target: the archive, and every member against RECORD."""
+    with wheel.open() as reader:
+        return run_checks(Contents(reader), None, (check_archive, check_record))  # type: ignore[arg-type]
+
+
 # --- name, tags, version ---------------------------------------------------------------------
 
 
@@ -177,6 +217,22 @@ def check_name_and_tags(wheel: Contents, expect: Expectation) -> Iterator[Findin
         yield Finding(code="version-mismatch", message=f"version {r.version} != expected {expect.wanted_version}")
     if canonicalize_name(r.name) != t.project.canonical_name:
         yield Finding(code="name-mismatch", message=f"distribution {r.name!r} != {t.project.name!r} (PEP 503-normalised)")
+    yield from _dist_info_findings(r)
+
+
+def _dist_info_findings(r: WheelReader) -> Iterator[Finding]:
+    """The .dist-info folder names the distribution and version the file name does (a renamed file does not)."""
+    name, _, version = r.dist_info.removesuffix(".dist-info").partition("-")
+    if canonicalize_name(name) != canonicalize_name(r.name) or not _same_version(version, r.version):
+        yield Finding(code="dist-info-mismatch", message=f"folder {r.dist_info!r} is not {r.name}-{r.version}.dist-info: "
+                      "the file was renamed after it was built", file=r.dist_info)
+
+
+def _same_version(text: str, version: Version) -> bool:
+    try:
+        return Version(text) == version
+    except InvalidVersion:
+        return False
 
 
 def _filename_tag_findings(tags: frozenset[Tag], want: Tag) -> Iterator[Finding]:
@@ -209,18 +265,28 @@ def platform_kind(platform: str) -> tuple[str, str]:
 
 def check_metadata(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
     meta, where = wheel.reader.metadata, f"{wheel.reader.dist_info}/METADATA"
-    if meta.get("Version") != str(expect.wanted_version):
-        yield Finding(code="version-mismatch", message=f"METADATA Version {meta.get('Version')} != {expect.wanted_version}", file=where)
-    if canonicalize_name(meta.get("Name") or "") != expect.target.project.canonical_name:
-        yield Finding(code="name-mismatch", message=f"METADATA Name {meta.get('Name')!r} != {expect.target.project.name!r}",
+    version, name = header(meta, "Version"), header(meta, "Name") or ""
+    if version != str(expect.wanted_version):
+        yield Finding(code="version-mismatch", message=f"METADATA Version {version} != {expect.wanted_version}", file=where)
+    if canonicalize_name(name) != expect.target.project.canonical_name:
+        yield Finding(code="name-mismatch", message=f"METADATA Name {name!r} != {expect.target.project.name!r}",
                       file=where)
-    requires = SpecifierSet(meta.get("Requires-Python", ""))
-    if not meta.get("Requires-Python"):
+    yield from _requires_python_findings(header(meta, "Requires-Python"), expect, where)
+    yield from _requirement_findings(wheel.reader.requires_dist, expect.wanted_requirements, where)
+
+
+def _requires_python_findings(text: str | None, expect: Expectation, where: str) -> Iterator[Finding]:
+    if not text:
         yield Finding(code="requires-python-missing", message="no Requires-Python", file=where)
+    try:
+        requires = SpecifierSet(text or "")
+    except InvalidSpecifier:
+        yield Finding(code="requires-python-invalid", message=f"Requires-Python {text!r} is not a version specifier",
+                      file=where)
+        return
     for d in dropped_admitted_by(requires, expect.dropped):
         yield Finding(code="requires-python-admits-dropped",
                       message=f"Requires-Python {requires} admits Python {d.value}: {d.describe()}", file=where)
-    yield from _requirement_findings(wheel.reader.requires_dist, expect.wanted_requirements, where)
 
 
 def _requirement_findings(have: Iterable[Requirement], want: Iterable[Requirement], where: str) -> Iterator[Finding]:
@@ -235,6 +301,8 @@ def check_record(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
     dist_info = wheel.reader.dist_info
     unlisted_ok = {f"{dist_info}/{s}" for s in RECORD_SIGNATURES}
     for name, member in wheel.members.items():
+        if member.problem is not None:  # refused or damaged: check_archive says so
+            continue
         entry = wheel.record.get(name)
         if entry is None:
             if name not in unlisted_ok:
@@ -342,6 +410,21 @@ def _is_system(lib: str, info: elf.ElfInfo) -> bool:
     return own_loader or elf.is_loader(lib) or _matches(lib, DRIVER_LIBS) or lib.startswith("libpython")
 
 
+# --- the variant label ------------------------------------------------------------------------
+
+
+def check_label(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    """An accelerator label the contents back: some ELF file needs one of the variant's runtime
+    libraries. A CPU build renamed ``+cu132`` needs none of them and is refused."""
+    variant = expect.target.variant
+    if not variant.exclude_libs or any(m.problem for m in wheel.members.values()):
+        return  # a member left unread (check_archive says why) could be the one that needs them
+    needed = {lib for m in wheel.elves if m.elf for lib in m.elf.needed}
+    if not any(_matches(lib, variant.exclude_libs) for lib in needed):
+        yield Finding(code="label-contradicted", message=f"labelled {variant.label!r} but no ELF file needs any of its "
+                      f"runtime libraries ({', '.join(variant.exclude_libs)}): a build for another variant")
+
+
 # --- excluded libraries and their providers ----------------------------------------------------
 
 
@@ -377,7 +460,15 @@ def _provides(declared: Requirement, provider: Requirement) -> bool:
 def installed_requirements(requirements: Iterable[Requirement], target: Target) -> list[Requirement]:
     """The requirements pip installs with the wheel on ``target`` (markers true, no extra asked for)."""
     env = marker_environment(target)
-    return [r for r in requirements if r.marker is None or r.marker.evaluate(env)]
+    return [r for r in requirements if r.marker is None or _evaluate(r, env)]
+
+
+def _evaluate(requirement: Requirement, env: dict[str, str]) -> bool:
+    """A marker that cannot be evaluated (``python_version ~= "x"``) installs nothing."""
+    try:
+        return bool(requirement.marker and requirement.marker.evaluate(env))
+    except ValueError:  # packaging's UndefinedComparison, InvalidVersion
+        return False
 
 
 def marker_environment(target: Target) -> dict[str, str]:
@@ -406,8 +497,8 @@ def check_size(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
         yield Finding(code="size-budget", message=f"{size / 2**20:.1f} MiB exceeds the budget of {budget} MiB")
 
 
-CHECKS: tuple[Check, ...] = (check_name_and_tags, check_metadata, check_record, check_extension_modules,
-                             check_libraries, check_providers, check_size)
+CHECKS: tuple[Check, ...] = (check_archive, check_name_and_tags, check_metadata, check_record, check_extension_modules,
+                             check_libraries, check_label, check_providers, check_size)
 
 
 @cache

@@ -146,7 +146,7 @@ def _fail(file: str, mark: yaml.Mark | None, message: str, hint: str = "") -> No
 
 def _text_mark(text: str, index: int) -> yaml.Mark:
     line = text.count("\n", 0, index)
-    return yaml.Mark("", index, line, index - (text.rfind("\n", 0, index) + 1), None, None)
+    return yaml.Mark("", index, line, index - (text.rfind("\n", 0, index) + 1), None, 0)
 
 
 def _describe(exc: yaml.MarkedYAMLError) -> str:
@@ -158,7 +158,7 @@ def _describe(exc: yaml.MarkedYAMLError) -> str:
 class _Refused(yaml.MarkedYAMLError):
     """A document this loader will not compose (a cap or a tag), at the event's mark."""
 
-    def __init__(self, mark: yaml.Mark, problem: str) -> None:
+    def __init__(self, mark: Any, problem: str) -> None:
         super().__init__(problem=problem, problem_mark=mark)
 
 
@@ -166,7 +166,7 @@ class _Refused(yaml.MarkedYAMLError):
 class _Open:
     """A collection being composed: its start event and the nodes composed so far."""
 
-    start: ev.CollectionStartEvent
+    start: Any  # a SequenceStartEvent or MappingStartEvent
     items: list[Node] = field(default_factory=list)
 
 
@@ -192,7 +192,7 @@ class _Composer:
             raise _Refused(self.parser.peek_event().start_mark, "expected one YAML document, found another (---)")
         return root
 
-    def _expect(self, kind: type[ev.Event]) -> ev.Event:
+    def _expect(self, kind: type[ev.Event]) -> Any:
         event = self.parser.get_event()
         if not isinstance(event, kind):
             raise _Refused(event.start_mark, f"unexpected {type(event).__name__}")
@@ -212,7 +212,7 @@ class _Composer:
                 return node
             stack[-1].items.append(node)
 
-    def _leaf(self, event: ev.Event) -> Node:
+    def _leaf(self, event: Any) -> Node:
         if isinstance(event, ev.AliasEvent):
             return self._alias(event)
         if not isinstance(event, ev.ScalarEvent):
@@ -221,10 +221,12 @@ class _Composer:
         if tag is None or tag == "!":
             tag = _RESOLVER.resolve(ScalarNode, event.value, event.implicit)
         _check_tag(tag, _SCALAR_TAGS, event)
-        node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+        start: Any = event.start_mark  # libyaml's marks are a Mark of their own
+        end: Any = event.end_mark
+        node = ScalarNode(tag, event.value, start, end, style=event.style)
         return self._done(node, event, 1)
 
-    def _close(self, open_: _Open, end: ev.Event) -> Node:
+    def _close(self, open_: _Open, end: Any) -> Node:
         start = open_.start
         kind = SequenceNode if isinstance(start, ev.SequenceStartEvent) else MappingNode
         tag = _KIND_TAG[kind] if start.tag in (None, "!") else start.tag
@@ -233,7 +235,7 @@ class _Composer:
         node.value = open_.items if kind is SequenceNode else list(zip(open_.items[::2], open_.items[1::2]))
         return self._done(node, start, 1 + sum(self.sizes[id(item)] for item in open_.items))
 
-    def _alias(self, event: ev.AliasEvent) -> Node:
+    def _alias(self, event: Any) -> Node:
         node = self.anchors.get(event.anchor)
         if node is None:
             raise _Refused(event.start_mark, f"alias *{event.anchor} names no anchor defined before it")
@@ -243,21 +245,21 @@ class _Composer:
         self._count(self.sizes[id(node)], event)
         return node
 
-    def _done(self, node: Node, event: ev.NodeEvent, size: int) -> Node:
+    def _done(self, node: Node, event: Any, size: int) -> Node:
         self.sizes[id(node)] = size
         self._count(1, event)
         if event.anchor is not None:
             self.anchors[event.anchor] = node
         return node
 
-    def _count(self, values: int, event: ev.Event) -> None:
+    def _count(self, values: int, event: Any) -> None:
         self.values += values
         if self.values > MAX_VALUES:
             why = "aliases repeating aliases: an alias bomb?" if self.aliases else "a release matrix has a few hundred"
             raise _Refused(event.start_mark, f"the document expands to more than {MAX_VALUES:,} values ({why})")
 
 
-def _check_tag(tag: str, allowed: set[str] | frozenset[str], event: ev.NodeEvent) -> None:
+def _check_tag(tag: str, allowed: set[str] | frozenset[str], event: Any) -> None:
     if tag in allowed:
         return
     if tag == CORE + "merge":
@@ -284,7 +286,7 @@ class _Walker:
             return [self.walk(item, (*path, i)) for i, item in enumerate(node.value)]
         return self._scalar(node, path)
 
-    def _scalar(self, node: ScalarNode, path: Path) -> Any:
+    def _scalar(self, node: Node, path: Path) -> Any:
         try:
             return scalar_value(node)
         except ValueError as exc:
@@ -296,7 +298,9 @@ class _Walker:
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
             if not isinstance(key_node, ScalarNode):
-                self.problems.append(Problem(message="keys must be plain scalars", location=self.marks.at(path),
+                mark = key_node.start_mark
+                where = Location(file=self.marks.file, line=mark.line + 1, column=mark.column + 1, key=key_path(path))
+                self.problems.append(Problem(message="keys must be plain scalars", location=where,
                                              hint="a list or mapping cannot be a key"))
                 continue
             key = str(key_node.value)
@@ -311,7 +315,7 @@ class _Walker:
         return out
 
 
-def scalar_value(node: ScalarNode) -> Any:
+def scalar_value(node: Node) -> Any:
     """The value of a core-schema scalar; :class:`ValueError` says why one is not valid."""
     kind = node.tag.removeprefix(CORE)
     if kind == "str":

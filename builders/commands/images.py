@@ -32,7 +32,7 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     env = images.engine_env(os.environ)
     base = images.base_image(args.base_image, env)
     pythons = images.image_pythons(m)
-    specs = {}
+    specs: dict[str, images.ImageSpec] = {}
     for target in selected(m, args):
         if target.containerfile is not None:
             spec = images.image_spec(target, pythons, env, base)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-
 import shlex
 
 from .. import ci
@@ -48,6 +47,11 @@ def selected(m: Matrix, args: argparse.Namespace) -> tuple[Target, ...]:
     hint = ("; --target takes an exact id, --select a glob" if any(set(t) & set("*?[") for t in selection.targets)
             else "")
     raise SelectionError(f"nothing selected by {' '.join(given)}{hint}")
+
+
+def one_target(m: Matrix, target_id: str) -> Target:
+    """The target ``--target ID`` names: an exact id (a glob is refused with a hint, never unpacked to nothing)."""
+    return selected(m, argparse.Namespace(target=[target_id], select=[], skip=[]))[0]
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:

@@ -10,7 +10,7 @@ from ..cli import add_matrix_option, input_path, output_dir
 from ..console import Console
 from ..index import find_wheels
 from ..model import Matrix
-from ..promote import PromoteError, promote, target_of
+from ..promote import PromoteError, promotable, promote, target_of
 from ..wheels import Wheel
 
 
@@ -19,8 +19,9 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                        description="Write the PyPI wheel for WHEEL (e.g. 2.15.0+cu132 -> 2.15.0): version and "
                                    "dist-info renamed, METADATA Version and Requires-Dist set for the PyPI channel, "
                                    "RECORD regenerated, every other member byte-identical; then verify it. Only the "
-                                   "PyPI default variant of the wheel's platform is accepted (exit 15 otherwise, "
-                                   "and for a folder without one; exit 7 if the result fails verify).")
+                                   "PyPI default variant of the wheel's platform is accepted, and only once WHEEL "
+                                   "verifies as its labelled target (exit 15 otherwise, and for a folder without "
+                                   "one; exit 7 if the result fails verify).")
     add_matrix_option(p)
     p.add_argument("wheel", type=input_path, metavar="WHEEL",
                    help="a wheel, or a folder: every PyPI-default wheel under it (others are left alone)")
@@ -32,8 +33,9 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
 def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix)
     wheels = [Wheel(args.wheel)] if args.wheel.is_file() else defaults_under(m, args.wheel)
-    for wheel in wheels:
-        result = promote(m, wheel, args.output)
+    checked = [(wheel, promotable(m, wheel)) for wheel in wheels]  # every input verified before any write
+    for wheel, target in checked:
+        result = promote(m, wheel, args.output, checked=target)
         console.line(f"{wheel.path.name} -> {result.path} (verified for {result.target.id}, channel pypi)")
     return 0
 

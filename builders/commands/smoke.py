@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import matrix as matrix_mod
 from ..cli import add_matrix_option
 from ..console import Console
-from ..errors import SmokeError
+from ..errors import SmokeError, WheelError
 from ..host import detect
 from ..smoke import smoke
 from ..targets import Selection, select
@@ -35,6 +35,9 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
 def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix)
     (target,) = select(m, Selection(targets=(args.target,)))
+    problems = Wheel(args.wheel).problems()
+    if problems:  # never install an archive that is unsafe to unpack
+        raise WheelError(f"{args.wheel}: not installed, the archive is unsafe:\n  " + "\n  ".join(map(str, problems)))
     env = dict(os.environ)
     python = args.python or detect((target.python,), env).interpreter(target.python.abi)
     if python is None:

@@ -1,27 +1,87 @@
-"""Build engines: where a target's build command runs (this host, a container, cibuildwheel).
+"""Build engines: where a target's commands run (this host, a container, cibuildwheel).
 
-An engine supplies only "build this target's raw wheel into this folder"; label, repair,
-verify and smoke are written once, in :mod:`builders.pipeline`.
+An engine is a recipe (how a target's build looks on it: runners, interpreter, toolchain,
+paths; pure), provisioning (toolchains or images, each made once per run behind a lock) and
+a :class:`~builders.process.Runner` per plan (:func:`open_runner`). Build, label, repair,
+verify and smoke are written once, in :mod:`builders.pipeline`, against the runner.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Protocol
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
-from ..smoke import SmokeOutcome
+from ..buildplan import BuildPlan, Context, Resolved, RunnerSpec
+from ..errors import BuildersError, EngineError
+from ..process import HostRunner, Log, Runner
 from ..targets import Target
+
+T = TypeVar("T")
+
+
+class NotBuildableHere(EngineError):
+    """The target cannot be built with this engine here (e.g. no such interpreter in the image)."""
+
+    exit_code = 18
 
 
 class Engine(Protocol):
     name: str
 
-    def provision(self, target: Target, env: Mapping[str, str], log: Path) -> dict[str, str]:
-        """Make the target's toolchain ready; return build settings (``toolkit_root``)."""
+    def plan(self, target: Target, ctx: Context) -> Resolved:
+        """The target's build plan with this engine (pure), or why it cannot be built here."""
+        ...
 
-    def build(self, target: Target, source: Path, out_dir: Path, env: Mapping[str, str], log: Path) -> Path:
-        """Build the raw wheel of ``target`` from ``source`` into ``out_dir``; return it."""
+    def provision(self, plan: BuildPlan, log: Log) -> None:
+        """Make what the plan needs (toolkit, image, offline wheelhouse), each once per run."""
+        ...
 
-    def smoke(self, wheel: Path, target: Target, env: Mapping[str, str], log: Path) -> SmokeOutcome:
-        """Install ``wheel`` into a fresh environment where the engine builds, and run the smoke test."""
+
+@dataclass
+class _Entry:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    done: bool = False
+    error: BuildersError | None = None
+
+
+class Once:
+    """Runs an action once per key, whichever thread asks first; the others wait and share its outcome.
+
+    A failure is remembered too (nine targets do not download a broken toolkit nine times),
+    except an interruption, which the next caller meets again anyway.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, _Entry] = {}
+
+    def __call__(self, key: str, action: Callable[[], object]) -> None:
+        with self._lock:
+            entry = self._entries.setdefault(key, _Entry())
+        with entry.lock:
+            if entry.error is not None:
+                raise entry.error
+            if entry.done:
+                return
+            try:
+                action()
+            except BuildersError as exc:
+                entry.error = exc
+                raise
+            entry.done = True
+
+
+@contextlib.contextmanager
+def open_runner(spec: RunnerSpec, host_env: Mapping[str, str], log: Log) -> Iterator[Runner]:
+    """A runner for ``spec``: this host, or a fresh container removed on exit (always)."""
+    if spec.kind == "host":
+        env = {k: v for k, v in host_env.items() if k not in spec.unset}
+        yield HostRunner({**env, **dict(spec.env)}, log)
+        return
+    from .container import Container
+
+    with Container(spec, host_env=host_env, log=log) as container:
+        yield container

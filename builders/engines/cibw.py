@@ -1,30 +1,31 @@
 """The cibuildwheel engine: the Python x platform loop delegated to cibuildwheel.
 
-Options are computed from the matrix for a group of targets that share a variant and a
-platform: the build selector, the variant's image as the manylinux image, the variant's
-environment, the repair command with the variant's excludes, and builders' smoke probe (with
-the project's script, staged as test sources) as the test command. This is the route for macOS
-and Windows runners in CI and an alternative on Linux; ``build --engine cibw --dry-run`` prints
-the options without running anything.
+cibuildwheel builds and repairs (with builders' one repair command); the pipeline then
+labels, verifies and smoke-tests, once each, as for every engine. Options are computed from
+the matrix for a group of targets that share a variant and a platform: the build selector,
+the variant's image as the manylinux image, the variant's environment and the repair
+command. This is the route for macOS and Windows runners in CI and an alternative on Linux;
+``build --engine cibw --dry-run`` prints the cibuildwheel command with its options.
 """
 
 from __future__ import annotations
 
 import shlex
-import shutil
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..buildplan import BuildPlan, Command, Context, Recipe, Resolved, RunnerSpec, Skipped, assemble, pairs
 from ..errors import EngineError
+from ..host import unbuildable
 from ..model import OS
-from ..process import run
-from ..smoke import SmokeOutcome, probe_argv, stage
+from ..process import LogLike
+from ..repair import repair_command
 from ..targets import Target
-from .container import CONTAINER_CA, ContainerEngine, container_env
+from .container import CONTAINER_CA, ContainerEngine, container_env, image_settings
+from .local import host_smoke_runner
 
-SMOKE_DIR = "_builders_smoke"
+PLATFORMS = {OS.LINUX: "linux", OS.MACOS: "macos", OS.WINDOWS: "windows"}
 
 
 def identifier(target: Target) -> str:
@@ -32,17 +33,6 @@ def identifier(target: Target) -> str:
     plat = target.platform
     suffix = {OS.LINUX: f"manylinux_{plat.arch}", OS.MACOS: f"macosx_{plat.arch}", OS.WINDOWS: "win_amd64"}[plat.os]
     return f"{target.python.abi}-{suffix}"
-
-
-def repair_command(target: Target) -> str:
-    """The variant's repair, with cibuildwheel's ``{dest_dir}`` and ``{wheel}`` placeholders."""
-    excludes = " ".join(f"--exclude {shlex.quote(lib)}" for lib in sorted(target.variant.exclude_libs))
-    plat = target.platform
-    if plat.os is OS.LINUX:
-        return f"auditwheel repair --plat {plat.wheel_platform} --only-plat {excludes} -w {{dest_dir}} {{wheel}}".replace("  ", " ")
-    if plat.os is OS.MACOS:
-        return f"delocate-wheel --require-archs {plat.arch} {excludes} -w {{dest_dir}} {{wheel}}".replace("  ", " ")
-    return ""
 
 
 def cibw_options(targets: Sequence[Target], *, image: str | None, engine: str, env: Mapping[str, str],
@@ -53,13 +43,8 @@ def cibw_options(targets: Sequence[Target], *, image: str | None, engine: str, e
         raise EngineError("a cibuildwheel group must share one variant and one platform")
     plat = first.platform
     settings = {**container_env(first, env), **dict(first.env)}
-    options = {
-        "CIBW_BUILD": " ".join(identifier(t) for t in targets),
-        "CIBW_BUILD_FRONTEND": "pip",
-        "CIBW_REPAIR_WHEEL_COMMAND": repair_command(first),
-        "CIBW_TEST_SOURCES": SMOKE_DIR,
-        "CIBW_TEST_COMMAND": shlex.join(probe_argv("python", SMOKE_DIR, strict=True)),
-    }
+    options = {"CIBW_BUILD": " ".join(identifier(t) for t in targets), "CIBW_BUILD_FRONTEND": "pip",
+               "CIBW_REPAIR_WHEEL_COMMAND": repair_command(first)}
     if plat.os is OS.LINUX:
         options |= {"CIBW_ARCHS_LINUX": plat.arch, f"CIBW_MANYLINUX_{plat.arch.upper()}_IMAGE": image or "",
                     "CIBW_CONTAINER_ENGINE": engine}
@@ -70,38 +55,42 @@ def cibw_options(targets: Sequence[Target], *, image: str | None, engine: str, e
     return options
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass
 class CibwEngine:
     """Runs cibuildwheel on this host; on Linux inside the variant's image (built by the container engine)."""
 
     container: ContainerEngine
     name: str = "cibw"
 
-    def provision(self, target: Target, env: Mapping[str, str], log: Path) -> dict[str, str]:
-        return self.container.provision(target, env, log)
+    def plan(self, target: Target, ctx: Context) -> Resolved:
+        reason = unbuildable(target, ctx.host, self.name)
+        if reason:
+            return Skipped(id=target.id, reason=reason)
+        return assemble(target, ctx, self.recipe(target, ctx))
 
-    def options(self, target: Target, env: Mapping[str, str], log: Path | None, *, build_image: bool = True) -> dict[str, str]:
-        """The CIBW_* options for ``target``; with ``build_image=False`` the image tag is only computed."""
-        image = None
-        if target.platform.os is OS.LINUX:
-            image = self.container.image(target, log) if build_image else self.container.image_spec(target).tag
-        return cibw_options([target], image=image, engine=self.container.exe, env=env, ca_bundle=self.container.ca_bundle)
+    def recipe(self, target: Target, ctx: Context) -> Recipe:
+        linux = target.platform.os is OS.LINUX
+        work = str(ctx.work(target))
+        if linux:
+            smoke_runner, smoke_python = self.container.smoke_runner(target), self.container.recipe(target, ctx).interpreter
+        else:
+            smoke_runner, smoke_python = host_smoke_runner(target), str(ctx.host.interpreter(target.python.abi))
+        return Recipe(engine=self.name, runner=RunnerSpec(kind="host", inherits=ctx.inherits()),
+                      smoke_runner=smoke_runner, interpreter=identifier(target), smoke_interpreter=smoke_python,
+                      toolchain=self.container.toolchain(target), source=str(ctx.source), work=work,
+                      build_cwd=str(ctx.source), smoke_scratch="/tmp/smoke" if linux else f"{work}/smoke",
+                      smoke_inbox="/tmp" if linux else "", build=self.command(target, ctx, work))
 
-    def build(self, target: Target, source: Path, out_dir: Path, env: Mapping[str, str], log: Path) -> Path:
-        """Build from a staging copy of ``source`` that also holds the staged smoke probe (test-sources)."""
-        staging = out_dir.parent / "cibw-project"
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(source, staging, ignore=shutil.ignore_patterns("build", "dist", ".git"))
-        stage(staging / SMOKE_DIR, [target])
-        tool_path = f"{Path(sys.executable).parent}:{self.container.host_env.get('PATH', '')}"
-        cibw_env = {**self.container.host_env, **self.options(target, env, log), "PATH": tool_path}
-        platform = {OS.LINUX: "linux", OS.MACOS: "macos", OS.WINDOWS: "windows"}[target.platform.os]
-        run([sys.executable, "-m", "cibuildwheel", "--platform", platform, "--output-dir", str(out_dir), "."],
-            env=cibw_env, cwd=staging, log=log, timeout=3600)
-        built = sorted(out_dir.glob("*.whl"))
-        if len(built) != 1:
-            raise EngineError(f"cibuildwheel produced {len(built)} wheels for {target.id}, expected one")
-        return built[0]
+    def command(self, target: Target, ctx: Context, work: str) -> Command:
+        """cibuildwheel for exactly this target, into ``<work>/raw``."""
+        image = self.container.image_spec(target).tag if target.platform.os is OS.LINUX else None
+        options = cibw_options([target], image=image, engine=self.container.exe,
+                               env=image_settings(target, ctx.epoch), ca_bundle=self.container.ca_bundle)
+        argv = (ctx.tools_python, "-m", "cibuildwheel", "--platform", PLATFORMS[target.platform.os],
+                "--output-dir", f"{work}/raw", str(ctx.source))
+        env = {**options, "PATH": ctx.tools_path, "SOURCE_DATE_EPOCH": str(ctx.epoch)}
+        return Command(argv=argv, env=pairs(env), cwd=str(ctx.source), timeout=target.project.timeouts.build)
 
-    def smoke(self, wheel: Path, target: Target, env: Mapping[str, str], log: Path) -> SmokeOutcome:
-        return self.container.smoke(wheel, target, env, log)
+    def provision(self, plan: BuildPlan, log: LogLike) -> None:
+        if plan.target.platform.os is OS.LINUX:
+            self.container.image(plan.target, log)

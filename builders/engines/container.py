@@ -1,105 +1,114 @@
 """The container engine: the same build recipe inside a docker/podman image of the variant.
 
-The build step runs with networking off: the source is mounted read-only, the build
-requirements are resolved on the host into a wheelhouse mounted read-only, and the output
-folder is the only writable mount. Label, repair and verify run on the host as for every
-engine; the smoke test runs in a fresh container of the same image (with network, for the
-runtime requirements). Containers are always removed, also on failure or interrupt.
+The build runs with networking off: the source is mounted read-only, the build
+requirements are resolved on the host into a wheelhouse mounted read-only, and the
+target's work folder is the only writable mount. Repair runs in the same container with the
+image's auditwheel; the smoke test runs in a fresh container of the same image (with
+network, for the runtime requirements), the wheel and the probe copied in. Containers are
+always removed, also on failure or interrupt.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import tomllib
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 
 from .. import images
-from ..errors import EngineError
-from ..interpreters import find_in
+from ..buildplan import (
+    BuildPlan,
+    Context,
+    Mount,
+    Recipe,
+    Resolved,
+    RunnerSpec,
+    Skipped,
+    ToolchainPin,
+    assemble,
+    pairs,
+    settings,
+)
+from ..host import unbuildable
+from ..interpreters import image_interpreter
 from ..model import Accelerator
-from ..process import Result, run
-from ..smoke import SmokeOutcome, smoke_with, stage
+from ..process import LogLike, Result, run
+from ..repair import Tools
 from ..targets import Target
-from ..toolchains.cuda import check_nvcc
 from ..toolchains.provision import pip_download
+from . import NotBuildableHere, Once
+
+__all__ = ["Container", "ContainerEngine", "NotBuildableHere", "container_env", "find_engine", "reap_stale"]
 
 CONTAINER_CA = "/run/builders/ca.crt"
-SMOKE_MOUNT = "/run/builders/smoke"  # the staged probe, project script and facts
 OWNER_LABEL = "builders.owner-pid"
 MAX_LIFETIME = 4 * 3600  # seconds; longer than any build's timeout
-# CMake (>= 3.17) reads the launcher from the environment; set only where the image has ccache.
+INBOX = "/tmp"  # where the smoke container receives the wheel and the probe
+# CMake (>= 3.17) reads the launcher from the environment; every builders image has ccache
+# (a pass-through stand-in where the base has no package; docker/install-build-deps.sh).
 CCACHE_ENV = {"CCACHE_DIR": "/ccache", "CCACHE_BASEDIR": "/src", "CMAKE_C_COMPILER_LAUNCHER": "ccache",
               "CMAKE_CXX_COMPILER_LAUNCHER": "ccache"}
-
-
-class NotBuildableHere(EngineError):
-    """The target cannot be built with this engine here (e.g. no such interpreter in the image)."""
-
-    exit_code = 18
-
-
-@dataclass(frozen=True)
-class Mount:
-    source: Path
-    target: str
-    read_only: bool = True
-
-    def argv(self) -> list[str]:
-        return ["--volume", f"{self.source}:{self.target}:{'ro' if self.read_only else 'rw'}"]
+OFFLINE_PIP = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "/wheels"}
+BASE_ENV = {"HOME": "/tmp", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
 
 class Container:
-    """A running container with ``call``, ``copy_into`` and ``copy_out``; removed on exit, always."""
+    """A running container of ``spec``: a :class:`~builders.process.Runner`; removed on exit, always."""
 
-    def __init__(self, engine: str, image: str, *, host_env: Mapping[str, str], log: Path | None,
-                 mounts: Sequence[Mount] = (), env: Mapping[str, str] | None = None, network: bool = False) -> None:
-        self.engine, self.image, self.host_env, self.log = engine, image, host_env, log
-        self.mounts, self.env, self.network = tuple(mounts), dict(env or {}), network
+    def __init__(self, spec: RunnerSpec, *, host_env: Mapping[str, str], log: LogLike) -> None:
+        self.spec, self.host_env, self.log = spec, host_env, log
+        self.image = spec.image
         self.name = f"builders-{uuid.uuid4().hex[:12]}"
 
     def __enter__(self) -> Container:
         # --rm and a bounded sleep: even if this process is SIGKILLed the container ends by
         # itself, and the next run reaps it earlier (reap_stale) by its owner label.
-        argv = [self.engine, "run", "--rm", "--detach", "--name", self.name, "--label", f"{OWNER_LABEL}={os.getpid()}",
-                *([] if self.network else ["--network", "none"])]
-        for mount in self.mounts:
+        argv = [self.spec.engine, "run", "--rm", "--detach", "--name", self.name, "--label",
+                f"{OWNER_LABEL}={os.getpid()}", *([] if self.spec.network else ["--network", "none"])]
+        for mount in self.spec.mounts:
             argv += mount.argv()
         try:
-            run([*argv, "--entrypoint", "sleep", self.image, str(MAX_LIFETIME)], env=self.host_env, log=self.log, timeout=300)
+            run([*argv, "--entrypoint", "sleep", self.image, str(MAX_LIFETIME)], env=self.host_env, log=self.log,
+                timeout=300)
         except BaseException:
             self._remove()
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self._remove()
 
     def _remove(self) -> None:
-        run([self.engine, "rm", "--force", "--time", "0", self.name], env=self.host_env, log=self.log, check=False, timeout=120)
+        run([self.spec.engine, "rm", "--force", "--time", "0", self.name], env=self.host_env, log=self.log,
+            check=False, timeout=120, cancellable=False)
 
-    def call(self, argv: Sequence[str], *, cwd: str | None = None, separate_stderr: bool = False,
-             timeout: float | None = 1800) -> Result:
-        """Run ``argv`` inside the container with the container's environment."""
-        cmd = [self.engine, "exec"]
-        for key, value in sorted(self.env.items()):
+    def __call__(self, argv: Sequence[str], *, cwd: str | None = None, separate_stderr: bool = False,
+                 timeout: float | None = 1800) -> Result:
+        return self.run(argv, env={}, cwd=cwd, separate_stderr=separate_stderr, timeout=timeout)
+
+    def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
+            separate_stderr: bool = False, timeout: float | None = None) -> Result:
+        """``argv`` inside the container with its environment plus ``env`` (shown in the log)."""
+        cmd = [self.spec.engine, "exec"]
+        for key, value in sorted({**dict(self.spec.env), **env}.items()):
             cmd += ["--env", f"{key}={value}"]
         if cwd:
             cmd += ["--workdir", cwd]
-        return run([*cmd, self.name, *argv], env=self.host_env, log=self.log, separate_stderr=separate_stderr, timeout=timeout)
+        return run([*cmd, self.name, *argv], env=self.host_env, log=self.log, separate_stderr=separate_stderr,
+                   timeout=timeout, shown_env=env or None)
 
-    def copy_into(self, source: Path, dest: str) -> None:
-        run([self.engine, "cp", str(source), f"{self.name}:{dest}"], env=self.host_env, log=self.log)
+    def copy_in(self, source: Path, dest: str) -> None:
+        run([self.spec.engine, "cp", str(source), f"{self.name}:{dest}"], env=self.host_env, log=self.log)
 
     def copy_out(self, source: str, dest: Path) -> None:
-        run([self.engine, "cp", f"{self.name}:{source}", str(dest)], env=self.host_env, log=self.log)
+        run([self.spec.engine, "cp", f"{self.name}:{source}", str(dest)], env=self.host_env, log=self.log)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass
 class ContainerEngine:
     """Builds in the variant's image with ``exe`` (podman or docker)."""
 
@@ -109,7 +118,7 @@ class ContainerEngine:
     host_env: Mapping[str, str]
     base_image: str | None = None
     name: str = "container"
-    _ready: set[str] = field(default_factory=set, compare=False, repr=False)
+    _once: Once = field(default_factory=Once, repr=False)
 
     @property
     def ca_bundle(self) -> Path | None:
@@ -118,94 +127,99 @@ class ContainerEngine:
     def image_spec(self, target: Target) -> images.ImageSpec:
         return images.image_spec(target, self.pythons, self.host_env, self.base_image)
 
-    def image(self, target: Target, log: Path | None) -> str:
+    def plan(self, target: Target, ctx: Context) -> Resolved:
+        reason = unbuildable(target, ctx.host, self.name)
+        if reason:
+            return Skipped(id=target.id, reason=reason)
+        return assemble(target, ctx, self.recipe(target, ctx))
+
+    def recipe(self, target: Target, ctx: Context) -> Recipe:
+        work = ctx.work(target)
+        python = image_interpreter(target.python)
+        mounts = (Mount(source=str(ctx.source), target="/src"), Mount(source=str(work), target="/work", writable=True),
+                  Mount(source=str(self.build_requirements(ctx.source)), target="/wheels"),
+                  Mount(source=str(self.compiler_cache(target)), target="/ccache", writable=True))
+        return Recipe(engine=self.name, runner=self.runner(target, mounts, network=False),
+                      smoke_runner=self.smoke_runner(target), interpreter=python, smoke_interpreter=python,
+                      toolchain=self.toolchain(target), source="/src", work="/work", build_cwd="/tmp",
+                      smoke_scratch="/tmp/smoke", smoke_inbox=INBOX, build_env=pairs({**OFFLINE_PIP, **CCACHE_ENV}),
+                      repair_tools=Tools())
+
+    def runner(self, target: Target, mounts: tuple[Mount, ...], *, network: bool,
+               env: Mapping[str, str] = BASE_ENV) -> RunnerSpec:
+        return RunnerSpec(kind="container", image=self.image_spec(target).tag, engine=self.exe, mounts=mounts,
+                          base=self.base_image or target.platform.base_image or "", network=network, env=pairs(env))
+
+    def smoke_runner(self, target: Target) -> RunnerSpec:
+        """A fresh container of the image, with network: pip gets the host's index and CA bundle, nothing else."""
+        env = dict(BASE_ENV)
+        mounts: tuple[Mount, ...] = ()
+        if self.ca_bundle is not None:
+            env |= {"PIP_CERT": CONTAINER_CA, "SSL_CERT_FILE": CONTAINER_CA}
+            mounts = (Mount(source=str(self.ca_bundle), target=CONTAINER_CA),)
+        if self.host_env.get("PIP_INDEX_URL"):
+            env["PIP_INDEX_URL"] = self.host_env["PIP_INDEX_URL"]
+        return self.runner(target, mounts, network=True, env=env)
+
+    def toolchain(self, target: Target) -> ToolchainPin:
+        """The image is the toolchain: its tag covers the pins; the toolkit root is inside it."""
+        variant = target.variant
+        root = None if variant.accelerator is Accelerator.CPU else images.toolkit_root(variant.toolkit)
+        return ToolchainPin(accelerator=variant.accelerator.value, version=variant.version,
+                            pins=variant.toolkit.requirements, index_url=variant.toolkit.index_url, root=root,
+                            provider=f"image {self.image_spec(target).tag}")
+
+    def provision(self, plan: BuildPlan, log: LogLike) -> None:
+        """The image (built if no image has its tag), the offline wheelhouse and the compiler cache, once each."""
+        self.image(plan.target, log)
+        source, timeout = Path(plan.source), plan.target.project.timeouts.provision
+        self._once(f"wheels:{source}", lambda: self.download_requirements(source, log, timeout))
+        self.compiler_cache(plan.target).mkdir(parents=True, exist_ok=True)
+
+    def image(self, target: Target, log: LogLike) -> str:
         """The target's image tag, built first if no image has that tag (checked once per run)."""
-        tag = self.image_spec(target).tag
-        if tag not in self._ready:
-            images.ensure(self.exe, self.image_spec(target), self.host_env, log, self.ca_bundle)
-            self._ready.add(tag)
-        return tag
-
-    def provision(self, target: Target, env: Mapping[str, str], log: Path) -> dict[str, str]:
-        """The image is the toolchain: build (or reuse) it; the toolkit root is inside it."""
-        self.image(target, log)
-        if target.variant.accelerator is Accelerator.CPU:
-            return {}
-        return {"toolkit_root": images.toolkit_root(target.variant.toolkit)}
-
-    def build(self, target: Target, source: Path, out_dir: Path, env: Mapping[str, str], log: Path) -> Path:
-        wheels = self.build_requirements(source, log)
-        ccache = self.compiler_cache(target)
-        mounts = [Mount(source, "/src"), Mount(out_dir, "/out", read_only=False), Mount(wheels, "/wheels"),
-                  Mount(ccache, "/ccache", read_only=False)]
-        inner = {**container_env(target, env), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "/wheels",
-                 "PIP_DISABLE_PIP_VERSION_CHECK": "1", "HOME": "/tmp"}
-        with Container(self.exe, self.image(target, log), host_env=self.host_env, log=log, mounts=mounts, env=inner) as c:
-            python = self.interpreter_in(c, target)
-            if c.call(["sh", "-c", "command -v ccache || true"]).stdout.strip():
-                c.env.update(CCACHE_ENV)
-            if target.variant.accelerator is Accelerator.CUDA:
-                self._check_cuda(c, target)
-            # Distribution interpreters may lack pip; a venv has it (from ensurepip, offline).
-            c.call([python, "-m", "venv", "/tmp/buildenv"], timeout=300)
-            values = {"python": "/tmp/buildenv/bin/python", "source": "/src", "outdir": "/out"}
-            c.call([part.format(**values) for part in target.project.build_command], cwd="/tmp", timeout=3600)
-        built = sorted(out_dir.glob("*.whl"))
-        if len(built) != 1:
-            raise EngineError(f"container build of {target.id} produced {len(built)} wheels, expected one")
-        return built[0]
+        spec, timeout = self.image_spec(target), target.project.timeouts.provision
+        self._once(f"image:{spec.tag}", lambda: images.ensure(self.exe, spec, self.host_env, log, self.ca_bundle,
+                                                               timeout=timeout))
+        return spec.tag
 
     def compiler_cache(self, target: Target) -> Path:
         """A ccache folder per image: same compilers, same cache; kept across runs."""
-        path = self.cache.parent / "ccache" / self.image_spec(target).tag.rsplit(":", 1)[-1]
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        return self.cache.parent / "ccache" / self.image_spec(target).tag.rsplit(":", 1)[-1]
 
-    def smoke(self, wheel: Path, target: Target, env: Mapping[str, str], log: Path) -> SmokeOutcome:
-        """Install and probe in a fresh container of the image; the staged probe folder is mounted read-only."""
-        with tempfile.TemporaryDirectory(prefix="builders-smoke-") as tmp:
-            stage(Path(tmp), [target])
-            mounts = [Mount(wheel.parent, "/wheel"), Mount(Path(tmp), SMOKE_MOUNT)]
-            with Container(self.exe, self.image(target, log), host_env=self.host_env, log=log,
-                           mounts=[*mounts, *self._ca_mounts()], env=self._smoke_env(), network=True) as c:
-                return smoke_with(c.call, python=self.interpreter_in(c, target), wheel=f"/wheel/{wheel.name}",
-                                  staged=SMOKE_MOUNT, scratch="/tmp/smoke", target=target)
+    def build_requirements(self, source: Path) -> Path:
+        """Where the source's build requirements are downloaded as wheels (the build is offline)."""
+        return self.cache / f"build-requirements-{_key(_requirements(source))}"
 
-    def _ca_mounts(self) -> list[Mount]:
-        return [] if self.ca_bundle is None else [Mount(self.ca_bundle, CONTAINER_CA)]
+    def download_requirements(self, source: Path, log: LogLike, timeout: float = 3600) -> Path:
+        wanted = _requirements(source)
+        return pip_download(f"build-requirements-{_key(wanted)}", wanted, self.cache, self.host_env, log,
+                            timeout=timeout)
 
-    def _smoke_env(self) -> dict[str, str]:
-        """pip inside the smoke container: the host's index and CA bundle, nothing else of the host."""
-        inner = {"HOME": "/tmp", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-        if self.ca_bundle is not None:
-            inner |= {"PIP_CERT": CONTAINER_CA, "SSL_CERT_FILE": CONTAINER_CA}
-        if self.host_env.get("PIP_INDEX_URL"):
-            inner["PIP_INDEX_URL"] = self.host_env["PIP_INDEX_URL"]
-        return inner
 
-    def interpreter_in(self, c: Container, target: Target) -> str:
-        python = find_in(c.call, target.python)
-        if python is None:
-            kind = "free-threaded CPython" if target.python.free_threaded else "CPython"
-            raise NotBuildableHere(f"no {kind} {target.python} in image {c.image} (base {self.base_image or target.platform.base_image})")
-        return python
+def _requirements(source: Path) -> list[str]:
+    try:
+        system = tomllib.loads((source / "pyproject.toml").read_text()).get("build-system", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        system = {}
+    requires = system.get("requires", ["setuptools>=40.8.0"])  # pip's default for a project without one
+    return [*requires, "cmake>=3.24", "ninja>=1.10"]  # the last two only where the image's are too old
 
-    def _check_cuda(self, c: Container, target: Target) -> None:
-        nvcc = f"{images.toolkit_root(target.variant.toolkit)}/bin/nvcc"
-        check_nvcc(target, c.call([nvcc, "--version"]).stdout, c.call([nvcc, "--list-gpu-arch"]).stdout)
 
-    def build_requirements(self, source: Path, log: Path) -> Path:
-        """The source's build requirements as wheels, resolved on the host (the build is offline)."""
-        requires = tomllib.loads((source / "pyproject.toml").read_text())["build-system"]["requires"]
-        extra = ["cmake>=3.24", "ninja>=1.10"]  # used only when the image's own are too old
-        key = hashlib.sha256("\n".join([*requires, *extra]).encode()).hexdigest()[:12]
-        return pip_download(f"build-requirements-{key}", [*requires, *extra], self.cache, self.host_env, log)
+def _key(requirements: list[str]) -> str:
+    return hashlib.sha256("\n".join(requirements).encode()).hexdigest()[:12]
 
 
 def container_env(target: Target, env: Mapping[str, str]) -> dict[str, str]:
     """Only the target's declared settings cross into the container, never the host's environment."""
     names = set(dict(target.env)) | {var for _, var in target.project.build_env} | {"SOURCE_DATE_EPOCH"}
     return {k: v for k, v in env.items() if k in names}
+
+
+def image_settings(target: Target, epoch: int) -> dict[str, str]:
+    """The build variables of ``target`` in its image (the toolkit root is the image's)."""
+    root = None if target.variant.accelerator is Accelerator.CPU else images.toolkit_root(target.variant.toolkit)
+    return settings(target, root, epoch)
 
 
 def find_engine(env: Mapping[str, str], preferred: str | None = None) -> str | None:
@@ -218,8 +232,7 @@ def find_engine(env: Mapping[str, str], preferred: str | None = None) -> str | N
     return None
 
 
-
-def reap_stale(engine: str, env: Mapping[str, str], log: Path | None = None) -> list[str]:
+def reap_stale(engine: str, env: Mapping[str, str], log: LogLike = None) -> list[str]:
     """Remove containers left by a pipeline process that no longer exists (e.g. SIGKILLed)."""
     listed = run([engine, "ps", "--all", "--filter", f"label={OWNER_LABEL}", "--format",
                   f'{{{{.Names}}}} {{{{index .Labels "{OWNER_LABEL}"}}}}'], env=env, log=log, check=False).stdout

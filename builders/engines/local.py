@@ -3,48 +3,59 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..errors import EngineError
-from ..host import Host
-from ..process import run
-from ..repair import tool_env
-from ..rpath import interpreter_rpaths, strip_rpaths
-from ..smoke import SmokeOutcome, smoke
+from ..buildplan import BuildPlan, Context, Recipe, Resolved, RunnerSpec, Skipped, ToolchainPin, assemble, pairs
+from ..host import unbuildable
+from ..model import Accelerator
+from ..process import Log
+from ..repair import Tools
+from ..smoke import HIDDEN_ENV
 from ..targets import Target
 from ..toolchains import toolchain_for
-from ..wheels import source_date_epoch
+from . import Once
 
 
+def host_toolchain(target: Target, ctx: Context) -> ToolchainPin:
+    """The variant's toolkit on this host: pinned pip wheels in the cache, or the host's compilers."""
+    variant = target.variant
+    root = toolchain_for(variant.accelerator).toolkit_root(target, ctx.cache, ctx.host)
+    pin = ToolchainPin(accelerator=variant.accelerator.value, version=variant.version, root=root)
+    if variant.accelerator is Accelerator.CUDA:
+        return replace(pin, pins=variant.toolkit.requirements, index_url=variant.toolkit.index_url,
+                       provider="pip install --target (cached per pin)")
+    return replace(pin, provider=f"installed at {root}") if root else pin
+
+
+def host_smoke_runner(target: Target) -> RunnerSpec:
+    """The host without the project's build variables: an installed wheel must not need them."""
+    return RunnerSpec(kind="host", unset=tuple(sorted({*target.project.build_env_names, *HIDDEN_ENV})))
+
+
+@dataclass
 class LocalEngine:
-    name = "local"
+    cache: Path
+    env: Mapping[str, str]
+    name: str = "local"
+    _once: Once = field(default_factory=Once, repr=False)
 
-    def __init__(self, host: Host, cache: Path) -> None:
-        self.host = host
-        self.cache = cache
+    def plan(self, target: Target, ctx: Context) -> Resolved:
+        reason = unbuildable(target, ctx.host, self.name)
+        if reason:
+            return Skipped(id=target.id, reason=reason)
+        python = str(ctx.host.interpreter(target.python.abi))
+        work = str(ctx.work(target))
+        recipe = Recipe(
+            engine=self.name, runner=RunnerSpec(kind="host", inherits=ctx.inherits()),
+            smoke_runner=host_smoke_runner(target), interpreter=python, smoke_interpreter=python,
+            toolchain=host_toolchain(target, ctx), source=str(ctx.source), work=work, build_cwd=str(ctx.source),
+            smoke_scratch=f"{work}/smoke", smoke_inbox="", repair_tools=Tools.of(ctx.tools_python),
+            repair_env=pairs({"PATH": ctx.tools_path}))
+        return assemble(target, ctx, recipe)
 
-    def provision(self, target: Target, env: Mapping[str, str], log: Path) -> dict[str, str]:
-        """The variant's toolchain on this host (pinned toolkits cached under ``cache``)."""
-        return toolchain_for(target.variant.accelerator).provision(target, self.cache, env, log)
-
-    def interpreter(self, target: Target) -> Path:
-        exe = self.host.interpreter(target.python.abi)
-        if exe is None:
-            raise EngineError(f"no interpreter for {target.python.abi} on this host")
-        return exe
-
-    def build(self, target: Target, source: Path, out_dir: Path, env: Mapping[str, str], log: Path) -> Path:
-        """Run the project's build command (isolated build env) with the target's interpreter."""
-        python = str(self.interpreter(target))
-        values = {"python": python, "source": str(source), "outdir": str(out_dir)}
-        argv = [part.format(**values) for part in target.project.build_command]
-        run(argv, env=env, cwd=source, log=log, timeout=3600)
-        wheels = sorted(out_dir.glob("*.whl"))
-        if len(wheels) != 1:
-            raise EngineError(f"build of {target.id} produced {len(wheels)} wheels in {out_dir}, expected one")
-        tools = tool_env(env)
-        strip_rpaths(wheels[0], interpreter_rpaths(python, tools, log), tools, log, source_date_epoch(env))
-        return wheels[0]
-
-    def smoke(self, wheel: Path, target: Target, env: Mapping[str, str], log: Path) -> SmokeOutcome:
-        return smoke(wheel, target, self.interpreter(target), env, log)
+    def provision(self, plan: BuildPlan, log: Log) -> None:
+        """The variant's toolchain on this host (pinned toolkits cached under ``cache``), once per root."""
+        target = plan.target
+        key = f"toolchain:{plan.toolchain.accelerator}:{plan.toolchain.root}"
+        self._once(key, lambda: toolchain_for(target.variant.accelerator).provision(target, self.cache, self.env, log))

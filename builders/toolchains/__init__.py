@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..model import Accelerator
-from ..process import ProcessError, run
+from ..process import Call, LogLike, ProcessError, run
 
 if TYPE_CHECKING:
     from ..host import Host
@@ -27,8 +27,14 @@ class Toolchain(Protocol):
     def unavailable(self, target: Target, host: Host) -> str | None:
         """Why this host cannot provide the target's toolchain, or None."""
 
-    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: Path | None) -> dict[str, str]:
-        """Make the toolchain ready; return build settings (``toolkit_root``) for the target."""
+    def toolkit_root(self, target: Target, cache: Path, host: Host) -> str | None:
+        """Where the target's toolkit is (or will be, once provisioned) on this host; pure."""
+
+    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
+        """Make the toolchain ready on this host (pinned toolkits installed once into ``cache``)."""
+
+    def check(self, target: Target, root: str | None, call: Call) -> None:
+        """The toolkit at ``root``, asked through ``call`` where the build runs, is what the matrix says."""
 
 
 def toolchain_for(accelerator: Accelerator) -> Toolchain:
@@ -40,14 +46,16 @@ def toolchain_for(accelerator: Accelerator) -> Toolchain:
     return registry[accelerator]
 
 
-CXX20_PROBE = "#include <concepts>\n#include <span>\ntemplate <std::integral T> T twice(T v) { return v * 2; }\nint main() { int a[2]{1, 2}; std::span<int> s{a}; return twice(s[0]) - 2; }\n"
+CXX20_PROBE = ("#include <concepts>\n#include <span>\ntemplate <std::integral T> T twice(T v) { return v * 2; }\n"
+               "int main() { int a[2]{1, 2}; std::span<int> s{a}; return twice(s[0]) - 2; }\n")
 
 
 def probe_compilers(env: Mapping[str, str]) -> dict[str, Any]:
     """Host compiler facts for :class:`builders.host.Host`."""
     cxx, problem = probe_cxx20(env)
+    hipcc, icpx = (shutil.which(name, path=env.get("PATH")) for name in ("hipcc", "icpx"))
     return {"cxx20": cxx, "cxx20_problem": problem, "hipcc_version": _hipcc_version(env),
-            "icpx": shutil.which("icpx", path=env.get("PATH"))}
+            "hipcc": str(Path(hipcc).resolve()) if hipcc else None, "icpx": str(Path(icpx).resolve()) if icpx else None}
 
 
 def probe_cxx20(env: Mapping[str, str]) -> tuple[str | None, str]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..model import Accelerator
+from ..process import Call, LogLike
 
 if TYPE_CHECKING:
     from ..host import Host
@@ -27,9 +28,14 @@ class CpuToolchain:
     def unavailable(self, target: Target, host: Host) -> str | None:
         return cxx_unavailable(target, host)
 
-    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: Path | None) -> dict[str, str]:
+    def toolkit_root(self, target: Target, cache: Path, host: Host) -> str | None:
+        return None
+
+    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
         """The host compiler needs nothing installed; its C++ support was probed."""
-        return {}
+
+    def check(self, target: Target, root: str | None, call: Call) -> None:
+        """Nothing to ask: the compiler was probed with the host."""
 
 
 CPU = CpuToolchain()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ToolchainError
 from ..model import OS, Accelerator
-from ..process import run
+from ..process import Call, LogLike
 from .cpu import cxx_unavailable
 from .provision import pip_prefix
 
@@ -34,19 +34,28 @@ class CudaToolchain:
             return f"matrix declares no toolkit requirements for {target.variant.label}"
         return cxx_unavailable(target, host)
 
-    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: Path | None) -> dict[str, str]:
-        """Install the pinned toolkit (once per pin), check it against the matrix, return build env."""
-        variant = target.variant
-        pins = variant.toolkit.requirements
-        prefix = pip_prefix(f"cuda-{_pin(pins)}", pins, cache, env, log, variant.toolkit.index_url)
-        root = prefix / (variant.toolkit.root or "")
-        nvcc = root / "bin" / "nvcc"
+    def toolkit_root(self, target: Target, cache: Path, host: Host) -> str | None:
+        """``<cache>/cuda-<pin>/<toolkit.root>``: one folder per pinned release."""
+        return str(self.prefix(target, cache) / (target.variant.toolkit.root or ""))
+
+    @staticmethod
+    def prefix(target: Target, cache: Path) -> Path:
+        return cache / f"cuda-{_pin(target.variant.toolkit.requirements)}"
+
+    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
+        """Install the pinned toolkit (once per pin; a finished install is reused)."""
+        toolkit = target.variant.toolkit
+        prefix = pip_prefix(self.prefix(target, cache).name, toolkit.requirements, cache, env, log, toolkit.index_url,
+                            timeout=target.project.timeouts.provision)
+        nvcc = prefix / (toolkit.root or "") / "bin" / "nvcc"
         if not nvcc.exists():
-            raise ToolchainError(f"{variant.location}: toolkit installed to {prefix} has no {nvcc.relative_to(prefix)} "
-                                 f"(check accelerators.cuda toolkit.root)")
-        check_nvcc(target, run([str(nvcc), "--version"], env=env, log=log).stdout,
-                   run([str(nvcc), "--list-gpu-arch"], env=env, log=log).stdout)
-        return {"toolkit_root": str(root)}
+            raise ToolchainError(f"{target.variant.location}: toolkit installed to {prefix} has no "
+                                 f"{nvcc.relative_to(prefix)} (check accelerators.cuda toolkit.root)")
+
+    def check(self, target: Target, root: str | None, call: Call) -> None:
+        """``nvcc`` where the build runs reports the matrix's release and lists every declared arch."""
+        nvcc = f"{root}/bin/nvcc"
+        check_nvcc(target, call([nvcc, "--version"]).stdout, call([nvcc, "--list-gpu-arch"]).stdout)
 
 
 def _pin(requirements: tuple[str, ...]) -> str:

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..process import run
+from ..process import LogLike, run
 
 
 def default_cache(env: Mapping[str, str]) -> Path:
@@ -23,18 +23,19 @@ def default_cache(env: Mapping[str, str]) -> Path:
 
 
 def pip_prefix(name: str, requirements: Sequence[str], cache: Path, env: Mapping[str, str],
-               log: Path | None, index_url: str | None = None) -> Path:
+               log: LogLike, index_url: str | None = None, *, timeout: float = 3600) -> Path:
     """A folder holding ``requirements`` installed with ``pip install --target``."""
-    return _cached(name, ["install", "--target"], requirements, cache, env, log, index_url)
+    return _cached(name, ["install", "--target"], requirements, cache, env, log, index_url, timeout)
 
 
-def pip_download(name: str, requirements: Sequence[str], cache: Path, env: Mapping[str, str], log: Path | None) -> Path:
+def pip_download(name: str, requirements: Sequence[str], cache: Path, env: Mapping[str, str], log: LogLike,
+                 *, timeout: float = 3600) -> Path:
     """A folder of wheels for ``requirements`` and their dependencies (an offline wheelhouse)."""
-    return _cached(name, ["download", "--only-binary", ":all:", "--dest"], requirements, cache, env, log, None)
+    return _cached(name, ["download", "--only-binary", ":all:", "--dest"], requirements, cache, env, log, None, timeout)
 
 
 def _cached(name: str, verb: list[str], requirements: Sequence[str], cache: Path, env: Mapping[str, str],
-            log: Path | None, index_url: str | None) -> Path:
+            log: LogLike, index_url: str | None, timeout: float) -> Path:
     final = cache / name
     stamp = final / ".builders-stamp.json"
     want = {"requirements": list(requirements), "index_url": index_url}
@@ -48,7 +49,7 @@ def _cached(name: str, verb: list[str], requirements: Sequence[str], cache: Path
     if index_url:
         argv += ["--index-url", index_url]
     try:
-        run(argv, env=env, log=log, timeout=3600)
+        run(argv, env=env, log=log, timeout=timeout)
         (tmp / ".builders-stamp.json").write_text(json.dumps(want))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)

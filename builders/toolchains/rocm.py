@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ToolchainError
-
 from ..model import Accelerator
+from ..process import Call, LogLike
 
 if TYPE_CHECKING:
     from ..host import Host
@@ -33,12 +33,17 @@ class RocmToolchain:
         return (f"TheRock ROCm {want} toolkit is not installed on this host ({found}); the local engine does not "
                 f"fetch TheRock packages: use the container engine ({target.containerfile}) or CI")
 
-    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: Path | None) -> dict[str, str]:
-        """Use the installed toolkit (never fetched here): its root is above ``bin/hipcc``."""
-        found = shutil.which("hipcc", path=env.get("PATH"))
-        if found is None:
+    def toolkit_root(self, target: Target, cache: Path, host: Host) -> str | None:
+        """The installed toolkit (never fetched here): the folder above ``bin/hipcc``."""
+        return str(Path(host.hipcc).parent.parent) if host.hipcc else None
+
+    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
+        """Nothing is installed: the toolkit must already be on PATH."""
+        if shutil.which("hipcc", path=env.get("PATH")) is None:
             raise ToolchainError(f"hipcc not found on PATH for {target.id}")
-        return {"toolkit_root": str(Path(found).resolve().parent.parent)}
+
+    def check(self, target: Target, root: str | None, call: Call) -> None:
+        """Its release was checked against the matrix when the host was probed."""
 
 
 ROCM = RocmToolchain()

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ToolchainError
-
 from ..model import Accelerator
+from ..process import Call, LogLike
 
 if TYPE_CHECKING:
     from ..host import Host
@@ -25,12 +25,17 @@ class XpuToolchain:
                     f"use the container engine ({target.containerfile}) or CI")
         return None
 
-    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: Path | None) -> dict[str, str]:
-        """Use the installed toolkit (never fetched here): its root is above ``bin/icpx``."""
-        found = shutil.which("icpx", path=env.get("PATH"))
-        if found is None:
+    def toolkit_root(self, target: Target, cache: Path, host: Host) -> str | None:
+        """The installed toolkit (never fetched here): the folder above ``bin/icpx``."""
+        return str(Path(host.icpx).parent.parent) if host.icpx else None
+
+    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
+        """Nothing is installed: the toolkit must already be on PATH."""
+        if shutil.which("icpx", path=env.get("PATH")) is None:
             raise ToolchainError(f"icpx not found on PATH for {target.id}")
-        return {"toolkit_root": str(Path(found).resolve().parent.parent)}
+
+    def check(self, target: Target, root: str | None, call: Call) -> None:
+        """Its release was checked against the matrix when the host was probed."""
 
 
 XPU = XpuToolchain()

@@ -11,11 +11,23 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
+
 from builders.wheels import write_wheel
 from tests.hostile.corpus import Case, Content
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-MATRIX = (ROOT / "matrix.yaml").read_text(encoding="utf-8")
+TEXT = (ROOT / "matrix.yaml").read_text(encoding="utf-8")
+
+
+def MATRIX(folder: Path) -> None:  # noqa: N802 (a file's content, like the other entries)
+    """The shipped matrix as ``m.yaml``, with the source folder and smoke script its paths name."""
+    (folder / "m.yaml").write_text(TEXT, encoding="utf-8")
+    project = yaml.safe_load(TEXT)["project"]
+    (folder / project["source"]).mkdir(parents=True, exist_ok=True)
+    if project.get("smoke", {}).get("script"):
+        (folder / project["smoke"]["script"]).write_text("")
+
 M = ("--matrix", "{dir}/m.yaml")
 GOOD_ID = "cu132-cp312-linux-x86_64"
 MIB = 2**20
@@ -110,7 +122,7 @@ RESULTS = [
     results_case("nan", '{"schema": NaN, "targets": []}', message="NaN is not a JSON number"),
     results_case("huge-float", results({"id": GOOD_ID, "status": "built", "size": 1}).replace("1}", "1e400}"),
                  message="too large for a float"),
-    results_case("huge-int", results({"id": GOOD_ID, "status": "built", "size": 10 ** 4000}),
+    results_case("huge-int", results({"id": GOOD_ID, "status": "built", "size": 1}).replace("1}", "9" * 5000 + "}"),
                  message="not valid JSON"),
     results_case("negative-size", results({"id": GOOD_ID, "status": "built", "size": -1}), message="size"),
     results_case("million-empty-arrays", "[" + "[]," * 1_000_000 + "[]]", message="must be object"),
@@ -146,8 +158,6 @@ PATHS = [
               "no such folder"),
     path_case("build-source-a-file", ("build", *M, "--dry-run", "--target", GOOD_ID, "--source", "{dir}/afile"),
               "a folder is expected"),
-    path_case("build-project-source-missing", ("build", *M, "--dry-run", "--target", GOOD_ID),
-              "project.source of"),
     path_case("promote-output-under-a-file", ("promote", *M, "{dir}/adir", "--output", "{dir}/afile/pypi"),
               "--output"),
     path_case("index-output-a-file", ("index", *M, "{dir}/adir", "--output", "{dir}/afile"), "--output"),
@@ -186,7 +196,7 @@ SELECTORS = [
         ("select-nothing", ("--select", "cu999-*"), 5, "matches no target"),
         ("target-empty", ("--target", ""), 5, "matches no target"),
         ("select-open-bracket", ("--select", "["), 5, "matches no target"),
-        ("select-only-excluded", ("--select", "cu132-*-macos-arm64"), 5, "only matches excluded"),
+        ("select-only-excluded", ("--select", "cu132-cp312-macos-arm64"), 5, "only matches excluded"),
         ("target-dropped-python", ("--target", "cpu-cp310-linux-x86_64"), 4, "dropped"),
         ("select-skip-cancel", ("--select", "cpu-*", "--skip", "cpu-*"), 5, "nothing selected"),
         ("unknown-format", ("--format", "yaml"), 2, "invalid choice"),

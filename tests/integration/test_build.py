@@ -8,9 +8,12 @@ numbers) are written out here from the issue, not computed by the code under tes
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -19,7 +22,7 @@ import pytest
 from builders import matrix as matrix_mod
 from builders.targets import Selection, select
 from builders.verify import Expectation, verify
-from builders.wheels import Wheel, write_wheel
+from builders.wheels import Wheel, file_sha256, write_wheel
 
 pytestmark = pytest.mark.slow
 
@@ -27,8 +30,9 @@ HOST_PYTHONS = ("cp311", "cp312", "cp313")
 BUILDABLE = {f"{v}-{py}-linux-x86_64" for v in ("cpu", "cu132", "cu134") for py in HOST_PYTHONS}
 
 
-def builders(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "builders", *args], cwd=cwd, text=True, capture_output=True, timeout=3600)
+def builders(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "builders", *args], cwd=cwd, text=True, capture_output=True,
+                          timeout=3600, env=None if env is None else {**os.environ, **env})
 
 
 @pytest.fixture(scope="session")
@@ -187,7 +191,8 @@ def test_one_target_rebuild_and_failed_build_leaves_nothing(root: Path, tmp_path
     source = tmp_path / "src"
     shutil.copytree(root / "examples/minifw", source, ignore=shutil.ignore_patterns("build", "dist"))
     matrix_text = (root / "matrix.yaml").read_text()
-    (tmp_path / "matrix.yaml").write_text(matrix_text.replace("source: examples/minifw", "source: src"))
+    (tmp_path / "matrix.yaml").write_text(matrix_text.replace("source: examples/minifw", "source: src")
+                                          .replace("script: examples/minifw/smoke.py", "script: src/smoke.py"))
     cuda_src = source / "csrc/cuda/saxpy.cu"
     cuda_src.write_text(cuda_src.read_text() + "\nthis is not C++;\n")
     out = tmp_path / "out"
@@ -199,4 +204,93 @@ def test_one_target_rebuild_and_failed_build_leaves_nothing(root: Path, tmp_path
     assert recorded["cu132-cp312-linux-x86_64"]["status"] == "failed"
     assert recorded["cu132-cp312-linux-x86_64"]["stage"] == "build"
     assert recorded["cpu-cp312-linux-x86_64"]["status"] == "built"
-    assert [p.name for p in out.rglob("*.whl")] == ["minifw-2.15.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl"]
+    assert [p.name for p in out.glob("whl/*/*.whl")] == ["minifw-2.15.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl"]
+    assert not [p for p in out.rglob("*.whl") if "cu132" in p.name]  # nothing of the failed build, anywhere
+    assert "FAILED at build" in (out / recorded["cu132-cp312-linux-x86_64"]["log"]).read_text()
+    assert "last lines of" in proc.stderr and "FAILED at build" in proc.stderr  # the log's tail, on the console
+
+
+# ---- plan, then apply: the dry run is what the build ran; reuse by plan digest ----------------
+
+
+def dry_run_plans(root: Path, *args: str) -> dict[str, dict]:
+    proc = builders("build", "--dry-run", "--json", *args, cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {p["id"]: p for p in json.loads(proc.stdout)["plans"]}
+
+
+def logged_commands(log: str) -> list[tuple[list[str], str | None, dict[str, str]]]:
+    """Every command a log recorded: argv, cwd and the variables the plan set."""
+    out: list[tuple[list[str], str | None, dict[str, str]]] = []
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("$ "):
+            continue
+        cwd, env = None, {}
+        for extra in lines[i + 1:i + 3]:
+            if extra.startswith("# cwd: "):
+                cwd = extra.removeprefix("# cwd: ")
+            elif extra.startswith("# env: "):
+                env = dict(pair.split("=", 1) for pair in shlex.split(extra.removeprefix("# env: ")))
+        out.append((shlex.split(line[2:]), cwd, env))
+    return out
+
+
+def test_the_dry_run_plan_is_exactly_what_the_build_ran(wheelhouse: Path, results: dict[str, dict], root: Path) -> None:
+    plans = dry_run_plans(root, "--output", str(wheelhouse))
+    assert set(plans) == BUILDABLE
+    for tid, plan in plans.items():
+        ran = logged_commands((wheelhouse / results[tid]["log"]).read_text())
+        for command in [plan["build"], plan["repair"], *plan["smoke"]]:
+            assert (command["argv"], command["cwd"], command["env"]) in ran, (tid, command["argv"])
+
+
+def test_a_rebuild_with_nothing_changed_reuses_every_wheel(wheelhouse: Path, results: dict[str, dict], root: Path,
+                                                           tmp_path: Path) -> None:
+    copy = tmp_path / "house"
+    shutil.copytree(wheelhouse, copy)
+    start = time.monotonic()
+    proc = builders("build", "--output", str(copy), cwd=root)
+    took = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    again = json.loads((copy / "results.json").read_text())["targets"]
+    reused = {r["id"]: r for r in again if r["status"] == "reused"}
+    assert set(reused) == BUILDABLE and not [r for r in again if r["status"] == "built"]
+    assert all(file_sha256(copy / r["wheel"]) == results[tid]["sha256"] == r["sha256"] for tid, r in reused.items())
+    assert took < 15, f"a no-op rebuild took {took:.1f}s"
+    assert "reused" in proc.stderr
+
+
+def statuses(out: Path) -> dict[str, str]:
+    return {r["id"]: r["status"] for r in json.loads((out / "results.json").read_text())["targets"]
+            if r["status"] != "skipped"}
+
+
+def test_a_rebuild_builds_exactly_the_targets_a_change_touches(wheelhouse: Path, results: dict[str, dict],
+                                                                root: Path, tmp_path: Path) -> None:
+    """Elsewhere, with a copied source and matrix: nothing changed reuses all; a pin, a value, a byte rebuild what they touch."""
+    source, out, matrix = tmp_path / "src", tmp_path / "house", tmp_path / "matrix.yaml"
+    shutil.copytree(root / "examples/minifw", source, ignore=shutil.ignore_patterns("build", "dist", "__pycache__"))
+    shutil.copytree(wheelhouse, out)
+    # The copy is outside git: give it the commit time the original was built with (same bytes, same plan).
+    epoch = {"SOURCE_DATE_EPOCH": str(next(iter(dry_run_plans(root, "--output", str(wheelhouse)).values()))["epoch"])}
+    text = (root / "matrix.yaml").read_text().replace("source: examples/minifw", "source: src")
+    matrix.write_text(text.replace("script: examples/minifw/smoke.py", "script: src/smoke.py"))
+
+    def rebuild() -> dict[str, str]:
+        proc = builders("build", "--matrix", str(matrix), "--output", str(out), "--no-smoke", "--jobs", "2", cwd=root,
+                        env=epoch)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return statuses(out)
+
+    assert set(rebuild().values()) == {"reused"}  # the same content in another place is the same plan
+    pin = "cuda-toolkit[nvcc,cudart,cccl,crt,nvvm]==13.4.3"
+    matrix.write_text(matrix.read_text().replace(pin, pin.replace("13.4.3", "13.4.2")))
+    assert {t for t, s in rebuild().items() if s == "built"} == {t for t in BUILDABLE if t.startswith("cu134-")}
+    archs = 'linux-x86_64: "7.5;8.0;8.6;9.0;10.0;12.0+PTX"'
+    matrix.write_text(matrix.read_text().replace(archs, 'linux-x86_64: "8.0;9.0;12.0+PTX"'))
+    assert {t for t, s in rebuild().items() if s == "built"} == {t for t in BUILDABLE if t.startswith("cu132-")}
+    init = source / "src/minifw/__init__.py"
+    init.write_text(init.read_text() + "\n# one more line\n")
+    assert set(rebuild().values()) == {"built"}
+

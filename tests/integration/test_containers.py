@@ -125,6 +125,31 @@ def test_interrupted_container_build_leaves_nothing(container_house: Path, root:
     assert r["status"] == "interrupted"
 
 
+def test_sigterm_during_parallel_builds_stops_every_target(container_house: Path, root: Path, base_image: str,
+                                                           tmp_path: Path) -> None:
+    """--jobs 2, SIGTERM while both build containers run: both stop, nothing is left, both are 'interrupted'."""
+    tids = ["cpu-cp314-linux-x86_64", "cu132-cp315-linux-x86_64"]
+    argv = [sys.executable, "-m", "builders", "build", "--engine", "container", "--base-image", base_image,
+            "--jobs", "2", "--output", str(tmp_path), *(a for t in tids for a in ("--target", t))]
+    proc = subprocess.Popen(argv, cwd=root, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    names: list[str] = []
+    while time.monotonic() < deadline and len(names) < 2:
+        names = podman("ps", "--filter", "name=builders-", "--format", "{{.Names}}").stdout.split()
+        time.sleep(0.2)
+    assert len(names) == 2, "the two build containers never ran at once"
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err[-3000:]
+    assert podman("ps", "--all", "--filter", "name=builders-", "--format", "{{.Names}}").stdout.strip() == ""
+    assert not list(tmp_path.rglob("*.whl")) and not list(tmp_path.rglob("*.partial"))
+    assert not list((tmp_path / ".work").glob("*"))
+    found = results(tmp_path)
+    assert {t: found[t]["status"] for t in tids} == dict.fromkeys(tids, "interrupted")
+    assert all((tmp_path / found[t]["log"]).is_file() for t in tids)
+
+
 def test_containerfiles_and_scripts_lint_clean(root: Path) -> None:
     bindir = Path(sys.executable).parent
     files = sorted(str(p) for p in (root / "docker").glob("*.Containerfile"))

@@ -162,8 +162,12 @@ def test_a_runtime_library_loaded_from_outside_the_venv_fails(m, tmp_path: Path)
 
 def test_the_container_engine_runs_the_same_probe(m, tmp_path: Path, base_image: str) -> None:
     """The staged probe folder mounted into a fresh container of the cpu image (Debian's CPython 3.13)."""
+    from builders.engines import open_runner
     from builders.engines.container import ContainerEngine
     from builders.images import engine_env, image_pythons
+    from builders.interpreters import image_interpreter
+    from builders.process import Log
+    from builders.smoke import smoke_with, stage
 
     subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--python-version",
                     "3.13", "--platform", "manylinux_2_28_x86_64", "--dest", str(tmp_path), "markupsafe==3.0.3"],
@@ -176,7 +180,14 @@ def test_the_container_engine_runs_the_same_probe(m, tmp_path: Path, base_image:
     host = engine_env(dict(os.environ))
     engine = ContainerEngine(exe="podman", pythons=image_pythons(m), cache=tmp_path / "cache", host_env=host,
                              base_image=base_image)
-    out = engine.smoke(wheel, target, host, tmp_path / "smoke.log")
+    log = Log(tmp_path / "smoke.log")
+    engine.image(target, log)
+    staged = stage(tmp_path / "probe", [target])
+    with open_runner(engine.smoke_runner(target), host, log) as runner:
+        runner.copy_in(wheel, f"/tmp/{wheel.name}")
+        runner.copy_in(staged, "/tmp/probe")
+        out = smoke_with(runner, python=image_interpreter(target.python), wheel=f"/tmp/{wheel.name}",
+                         staged="/tmp/probe", scratch="/tmp/smoke", target=target)
     # The wheel says 3.0.3, the target 3.0.3+cpu: exactly one problem, the version, named as such.
     assert [p.split(":")[0] for p in out.problems] == ["smoke check 'version' failed"]
     (ext,) = [c for c in out.record["checks"] if c["name"] == "extension markupsafe._speedups"]

@@ -56,7 +56,7 @@ def build(tid: str, source: Path, out: Path, *extra: str) -> dict:
 
 
 def check_wheel(record: dict, out: Path) -> None:
-    assert record["status"] == "built" and record["findings"] == []
+    assert record["status"] == "built" and not record.get("findings")
     wheel = Wheel(out / record["wheel"])
     assert wheel.name == "markupsafe" and wheel.version.local == "cpu"
     assert wheel.metadata["Name"] == "MarkupSafe"

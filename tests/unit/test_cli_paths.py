@@ -137,7 +137,7 @@ def test_an_empty_selection_is_an_error(capsys: pytest.CaptureFixture[str]) -> N
     code, err = run(["plan", "--matrix", MATRIX, "--format", "github", "--skip", "*"], capsys)
     assert code == 5 and "nothing selected by --skip '*'" in err
     code, err = run(["build", "--matrix", MATRIX, "--dry-run", "--target", "cpu-*"], capsys)
-    assert code == 5 and "--target takes an exact id, --select a glob" in err
+    assert code == 5 and "--target takes an exact id" in err
 
 
 def test_promote_and_index_of_an_empty_folder_are_errors(place: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -163,3 +163,16 @@ def test_report_refuses_results_of_another_matrix(place: Path, capsys: pytest.Ca
                     capsys)
     assert code == 13 and "7 target id(s)" in err and "cu999-cp312-linux-x86_64-0" in err and "2 more" in err
     assert not (place / "o").exists()
+
+
+def test_one_target_is_an_exact_id(capsys: pytest.CaptureFixture[str]) -> None:
+    from builders import matrix
+    from builders.commands.plan import one_target
+    from builders.errors import SelectionError
+
+    m = matrix.load(MATRIX)
+    first = next(iter(m.variants)).label
+    with pytest.raises(SelectionError, match="--target takes an exact id"):
+        one_target(m, f"{first}-*")
+    target = one_target(m, f"{first}-cp312-linux-x86_64")
+    assert target.id == f"{first}-cp312-linux-x86_64"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from builders import images, matrix
-from builders.engines.cibw import cibw_options, identifier, repair_command
+from builders.engines.cibw import cibw_options, identifier
 from builders.engines.container import container_env
 from builders.errors import EngineError
+from builders.repair import repair_argv, repair_command
 from builders.model import Accelerator
 from builders.targets import Selection, select
 
@@ -94,7 +97,15 @@ def test_cibw_options_for_a_group(m) -> None:
     assert "--exclude libcudart.so.13" in opts["CIBW_REPAIR_WHEEL_COMMAND"]
     assert "--plat manylinux_2_28_x86_64 --only-plat" in opts["CIBW_REPAIR_WHEEL_COMMAND"]
     assert "MINIFW_GPU_ARCHS='7.5;8.0;8.6;9.0;10.0;10.7;12.0+PTX'" in opts["CIBW_ENVIRONMENT"]
-    assert opts["CIBW_TEST_COMMAND"] == "python -I _builders_smoke/smoke_probe.py --strict _builders_smoke/facts.json"
+    # cibuildwheel builds and repairs; the pipeline verifies and smoke-tests (once each).
+    assert not [k for k in opts if k.startswith("CIBW_TEST")]
+
+
+def test_cibw_repairs_with_the_one_repair_command(m) -> None:
+    t = one(m, "cu134-cp314-linux-x86_64")
+    argv = repair_argv(t, "{wheel}", "{dest_dir}")
+    assert argv is not None and shlex.split(repair_command(t)) == list(argv)
+    assert argv[:2] == ("auditwheel", "repair") and argv[-3:] == ("-w", "{dest_dir}", "{wheel}")
 
 
 def test_cibw_macos_uses_delocate_and_deployment_target(m) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import struct
 import zipfile
 from pathlib import Path
 
@@ -13,37 +12,51 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from builders import matrix
-from tests import expected
 from builders.cli import main
 from builders.errors import VerifyError
-from builders.index import IndexBuildError, build_index, find_wheels
+from builders.index import IndexBuildError, build_index, find_wheels, matrix_checker
+from builders.model import Matrix
 from builders.promote import PromoteError, promote, pypi_requirements, target_of
 from builders.wheels import Wheel, record_hash, write_wheel
+from tests import expected
+from tests.hostile import make_wheels as mw
+from tests.hostile.make_wheels import make_elf
 
 LINUX = "cp312-cp312-manylinux_2_28_x86_64"
 CU132_REQ = 'cuda-toolkit[cudart]==13.2.2; platform_system == "Linux"'
-# The smallest ELF64 x86-64 shared object pyelftools reads: a header, no sections, no deps.
-TINY_ELF = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8) + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, 0, 0, 64, 56, 0, 64, 0, 0)
 
 
 def make_wheel(tmp: Path, *, version: str, tag: str = LINUX, requires_python: str = ">=3.11",
-               requires: tuple[str, ...] = (), name: str = "minifw") -> Wheel:
-    """A wheel with a (fake) extension, so the static checks have something to look at."""
+               requires: tuple[str, ...] = (), name: str = "minifw", m: Matrix | None = None) -> Wheel:
+    """A wheel with an extension for its tag's Python. Given the matrix, the extension needs the
+    label's runtime library through its RPATH, as the variant's real build does."""
     tmp.mkdir(parents=True, exist_ok=True)
     dist_info = f"{name}-{version}.dist-info"
     meta = f"Metadata-Version: 2.4\nName: {name}\nVersion: {version}\nRequires-Python: {requires_python}\n"
     meta += "".join(f"Requires-Dist: {r}\n" for r in requires)
     meta += "\nThe long description.\n"
+    python = tag.split("-", 1)[0].removeprefix("cp")
     members = {
         f"{name}/__init__.py": b"__version__ = '2.15.0'\n",
         f"{name}/data.bin": bytes(range(256)) * 4,
-        f"{name}/_C.cpython-312-x86_64-linux-gnu.so": TINY_ELF,
+        f"{name}/_C.cpython-{python}-x86_64-linux-gnu.so": _extension(m, Version(version).local),
         f"{dist_info}/METADATA": meta.encode(),
         f"{dist_info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: {tag}\n".encode(),
     }
     path = tmp / f"{name}-{version}-{tag}.whl"
     write_wheel(path, members, dist_info, {f"{name}/data.bin": 0o755 << 16}, 1700000000)
     return Wheel(path)
+
+
+def _extension(m: Matrix | None, label: str | None) -> bytes:
+    variant = next((v for v in m.variants if v.label == label), None) if m is not None else None
+    libs = tuple(lib for lib, _provider in variant.lib_providers[:1]) if variant else ()
+    return make_elf(("libc.so.6", *libs), ":".join(variant.rpath) if libs and variant else None)
+
+
+def _reqs(m: Matrix, label: str) -> tuple[str, ...]:
+    """What a labelled wheel declares: the project's requirements, then its variant's runtime ones."""
+    return (*map(str, m.project.requirements), *map(str, m.variant(label).requirements))
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +105,7 @@ def _members(path: Path) -> dict[str, bytes]:
 
 
 def test_promote_renames_and_keeps_the_payload(tmp_path: Path, m) -> None:
-    src = make_wheel(tmp_path / "in", version="2.15.0+cu132", requires=_cu132_reqs(m))
+    src = make_wheel(tmp_path / "in", version="2.15.0+cu132", requires=_cu132_reqs(m), m=m)
     result = promote(m, src, tmp_path / "out")
     out = Wheel(result.path)
     assert result.target.id == "cu132-cp312-linux-x86_64"
@@ -119,7 +132,7 @@ def test_promote_renames_and_keeps_the_payload(tmp_path: Path, m) -> None:
 
 
 def test_promote_is_reproducible(tmp_path: Path, m) -> None:
-    src = make_wheel(tmp_path / "in", version="2.15.0+cu132", requires=_cu132_reqs(m))
+    src = make_wheel(tmp_path / "in", version="2.15.0+cu132", requires=_cu132_reqs(m), m=m)
     a = promote(m, src, tmp_path / "a").path.read_bytes()
     b = promote(m, src, tmp_path / "b").path.read_bytes()
     assert a == b
@@ -147,9 +160,21 @@ def test_promote_refuses_an_unknown_label_or_tag(tmp_path: Path, m) -> None:
                 tmp_path / "out")
 
 
-def test_promote_fails_when_the_result_does_not_verify(tmp_path: Path, m) -> None:
-    src = make_wheel(tmp_path, version="2.15.0+cu132", requires_python=">=3.10")
-    with pytest.raises(VerifyError, match="requires-python-admits-dropped"):
+def test_promote_refuses_an_input_that_does_not_verify(tmp_path: Path, m) -> None:
+    src = make_wheel(tmp_path, version="2.15.0+cu132", requires_python=">=3.10", requires=_cu132_reqs(m), m=m)
+    with pytest.raises(PromoteError, match="requires-python-admits-dropped"):
+        promote(m, src, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_promote_fails_when_the_result_does_not_verify(tmp_path: Path, m, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rewrite that went wrong (here: Requires-Dist emptied) is caught by the check after it."""
+    import builders.promote as promote_mod
+
+    real = promote_mod.rewrite
+    monkeypatch.setattr(promote_mod, "rewrite", lambda wheel, dest, **kw: real(wheel, dest, **{**kw, "requirements": ()}))
+    src = make_wheel(tmp_path, version="2.15.0+cu132", requires=_cu132_reqs(m), m=m)
+    with pytest.raises(VerifyError, match="requirements-mismatch"):
         promote(m, src, tmp_path / "out")
     assert list((tmp_path / "out").glob("*.whl")) == []
 
@@ -165,9 +190,10 @@ def test_promote_command_exit_code(tmp_path: Path, root: Path) -> None:
 @pytest.fixture
 def wheelhouse(tmp_path: Path, m) -> Path:
     house = tmp_path / "house"
-    make_wheel(house / "whl" / "cpu", version="2.15.0+cpu", requires_python=">=3.11,<3.16")
-    make_wheel(house / "whl" / "cpu", version="2.15.0+cpu", tag="cp313-cp313-manylinux_2_28_x86_64")
-    make_wheel(house / "whl" / "cu132", version="2.15.0+cu132", requires=_cu132_reqs(m))
+    make_wheel(house / "whl" / "cpu", version="2.15.0+cpu", requires_python=">=3.11,<3.16", requires=_reqs(m, "cpu"), m=m)
+    make_wheel(house / "whl" / "cpu", version="2.15.0+cpu", tag="cp313-cp313-manylinux_2_28_x86_64",
+               requires=_reqs(m, "cpu"), m=m)
+    make_wheel(house / "whl" / "cu132", version="2.15.0+cu132", requires=_cu132_reqs(m), m=m)
     make_wheel(house / "pypi", version="2.15.0")
     return house
 
@@ -245,3 +271,83 @@ def test_index_command(tmp_path: Path, wheelhouse: Path, root: Path) -> None:
     out = tmp_path / "index"
     assert main(["index", str(wheelhouse), "--output", str(out), "--matrix", str(root / "matrix.yaml")]) == 0
     assert (out / "whl" / "cu132" / "minifw" / "index.html").is_file()
+
+
+# --- nothing unverified is laundered into a release (issue 9) ----------------------------------
+
+# One hostile wheel per way a release could be poisoned, and the finding that refuses it.
+REFUSED = {"tampered": "record-mismatch", "relabelled": "label-contradicted", "zip_slip": "member-traversal"}
+
+
+def hostile(tmp: Path, name: str) -> Path:
+    getattr(mw, name)(tmp)
+    (path,) = (tmp / "house").glob("*.whl")
+    return path
+
+
+@pytest.mark.parametrize("name, code", sorted(REFUSED.items()))
+def test_promote_verifies_its_input_before_writing(tmp_path: Path, name: str, code: str) -> None:
+    src = hostile(tmp_path / "in", name)
+    with pytest.raises(PromoteError, match=code) as err:
+        promote(mw.shipped(), Wheel(src), tmp_path / "out")
+    assert "nothing was written" in str(err.value) and mw.target().id in str(err.value)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name, code", sorted(REFUSED.items()))
+def test_index_verifies_every_wheel_before_writing(tmp_path: Path, name: str, code: str) -> None:
+    mw.good(tmp_path / "ok")
+    house = [*find_wheels(tmp_path / "ok"), hostile(tmp_path / "bad", name)]
+    with pytest.raises(IndexBuildError, match=code) as err:
+        build_index(house, tmp_path / "out", check=matrix_checker(mw.shipped()))
+    assert "1 wheel(s) refused" in str(err.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_index_checks_archive_and_record_even_without_a_matrix(tmp_path: Path) -> None:
+    for name in ("tampered", "zip_slip"):
+        with pytest.raises(IndexBuildError, match=REFUSED[name]):
+            build_index([hostile(tmp_path / name, name)], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_index_of_a_good_wheel_under_the_matrix_check(tmp_path: Path) -> None:
+    mw.good(tmp_path)
+    result = build_index(find_wheels(tmp_path / "house"), tmp_path / "out", check=matrix_checker(mw.shipped()))
+    assert [f.filename for f in result.files] == [mw.facts().filename]
+
+
+def test_a_wheel_of_no_target_is_refused_by_the_matrix_check(tmp_path: Path, m) -> None:
+    src = make_wheel(tmp_path, version="2.15.0+cu132", tag="cp39-cp39-manylinux_2_28_x86_64")
+    assert [f.code for f in matrix_checker(m)(src)] == ["no-target"]
+
+
+@pytest.mark.parametrize("layout", ["../{label}/", "whl/../../{label}/", "/tmp/{label}/"])
+def test_index_never_writes_outside_output(tmp_path: Path, wheelhouse: Path, layout: str) -> None:
+    out = tmp_path / "deep" / "out"
+    with pytest.raises(IndexBuildError, match="outside --output"):
+        build_index(find_wheels(wheelhouse), out, layout=lambda label: layout.format(label=label))
+    assert not (tmp_path / "deep").exists() or not any((tmp_path / "deep").iterdir())
+    assert not (tmp_path / "cpu").exists() and not (tmp_path / "deep" / "cpu").exists()
+
+
+def test_index_refuses_a_link_inside_output_that_leads_out(tmp_path: Path, wheelhouse: Path) -> None:
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    (out / "whl").mkdir(parents=True)
+    elsewhere.mkdir()
+    (out / "whl" / "cpu").symlink_to(elsewhere)
+    with pytest.raises(IndexBuildError, match="outside --output"):
+        build_index(find_wheels(wheelhouse), out)
+    assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_promote_and_index_commands_refuse_with_their_exit_codes(tmp_path: Path, name: str,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    src = hostile(tmp_path / "case", name)
+    matrix_arg = ["--matrix", str(mw.MATRIX)]
+    assert main(["promote", str(src), "--output", str(tmp_path / "p"), *matrix_arg]) == 15
+    assert main(["index", str(src.parent), "--output", str(tmp_path / "i"), *matrix_arg]) == 16
+    err = capsys.readouterr().err
+    assert err.count(REFUSED[name]) >= 2 and "Traceback" not in err
+    assert not list((tmp_path / "p").glob("*.whl")) and not list((tmp_path / "i").rglob("*.whl"))

@@ -402,24 +402,18 @@ def test_smoke_with_turns_a_probe_crash_into_a_problem(m) -> None:
     assert out.record == {} and "code 124" in out.problems[0] and "timed out" in out.problems[0]
 
 
-def test_pipeline_smoke_strips_the_projects_build_variables(m) -> None:
-    from builders import pipeline
+def test_the_smoke_runner_drops_the_projects_build_variables(m, tmp_path: Path) -> None:
+    """An installed wheel must not need its build settings: the plan's smoke runner unsets them."""
+    from builders.engines import open_runner
+    from builders.engines.local import host_smoke_runner
+    from builders.process import HostRunner, Log
 
     t = one(m, "cu132-cp313-linux-x86_64")
-    seen: dict[str, Any] = {}
-
-    def engine_smoke(wheel, target, env, log):
-        seen.update(env)
-        return smoke_mod.outcome(json.dumps(RECORD))
-
-    config = SimpleNamespace(engine=SimpleNamespace(smoke=engine_smoke))
     build_vars = {var for _, var in t.project.build_env}
-    env = {"PATH": "/usr/bin", "PIP_INDEX_URL": "https://i", **{v: "x" for v in build_vars}}
-    progress = pipeline._Progress()
-    with pytest.raises(SmokeError, match="'runtime version' failed"):
-        pipeline._smoke(Path("w.whl"), t, config, env, Path("log"), progress)  # type: ignore[arg-type]
-    assert seen == {"PATH": "/usr/bin", "PIP_INDEX_URL": "https://i"} and build_vars
-    assert progress.facts["smoke"]["cuda_runtime_version"] == 13040
+    env = {"PATH": "/usr/bin", "PIP_INDEX_URL": "https://i", "PYTHONPATH": "/x", **{v: "x" for v in build_vars}}
+    with open_runner(host_smoke_runner(t), env, Log(tmp_path / "log")) as runner:
+        assert isinstance(runner, HostRunner)
+        assert dict(runner.env) == {"PATH": "/usr/bin", "PIP_INDEX_URL": "https://i"}
 
 
 # ---- no framework named where builders runs -----------------------------------------------

