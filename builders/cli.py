@@ -22,7 +22,7 @@ from . import __version__
 from .console import Console
 from .errors import BuildersError
 
-COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "workflow")
+COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "workflow", "audit")
 
 PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
 
@@ -33,7 +33,8 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (5, "bad selection"), (6, "toolchain"), (7, "verify"), (8, "smoke"), (9, "engine"), (11, "wheel"),
     (12, "subprocess"), (13, "bad results file"), (14, "repair"), (15, "not promotable, or nothing to promote"),
     (16, "index, or nothing to index"), (17, "workflow drift"), (18, "not buildable in image"),
-    (19, "bad path argument"), (20, "unreadable input file"), (130, "interrupted"), (141, "stdout closed early"),
+    (19, "bad path argument"), (20, "unreadable input file"), (21, "audit: the index drifted from the matrix"),
+    (130, "interrupted"), (141, "stdout closed early"),
 )
 
 EPILOG = textwrap.fill("exit codes: " + ", ".join(f"{code} {what}" for code, what in EXIT_CODES), width=100) + "\n"

@@ -141,3 +141,10 @@ def raise_problems(problems: Sequence[Problem]) -> None:
     if all(p.dropped for p in problems):
         raise DroppedError(problems)
     raise MatrixError(problems)
+
+
+class AuditError(BuildersError):
+    """A published index drifted from the matrix (missing, unexpected or yanked files, wrong tags
+    or metadata), or it cannot be read."""
+
+    exit_code = 21

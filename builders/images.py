@@ -22,6 +22,8 @@ from .targets import Target
 
 DOCKER_DIR = Path(__file__).resolve().parent.parent / "docker"
 TOOLKIT_PREFIX = "/opt/toolkit"
+# Where the rocm image takes its toolkit from ($BUILDERS_ROCM_SOURCE; the first is the default).
+ROCM_SOURCES = ("therock", "debian")
 _ENV_REF = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
 
 
@@ -88,11 +90,33 @@ def image_spec(target: Target, pythons: tuple[str, ...], env: Mapping[str, str],
         args["TOOLKIT_INDEX_URL"] = expand_env(toolkit.index_url, env, what)
     if family is Accelerator.CUDA:
         args["MAX_GCC"] = str(toolkit.max_gcc or "")
+    if family is Accelerator.ROCM:
+        args |= rocm_source_args(target, env)
     if family is Accelerator.XPU:
         args["TOOLKIT_SYSTEM_REPOSITORY"] = expand_env(toolkit.system_repository, env, what)
         args["TOOLKIT_SYSTEM_REPOSITORY_KEY"] = expand_env(toolkit.system_repository_key, env, what)
         args["TOOLKIT_SYSTEM_PACKAGES"] = "\n".join(toolkit.system_packages)
     return ImageSpec(family=family, containerfile=DOCKER_DIR / f"{family.value}.Containerfile", args=tuple(sorted(args.items())))
+
+
+def rocm_source_args(target: Target, env: Mapping[str, str]) -> dict[str, str]:
+    """``ROCM_SOURCE`` from ``$BUILDERS_ROCM_SOURCE`` (TheRock unless it says otherwise) and its packages.
+
+    ``debian`` installs the matrix's ``toolkit.system_packages`` from the base's Debian mirror
+    (docker/install-rocm.sh): a stand-in for TheRock where its index cannot be reached.
+    """
+    variant, source = target.variant, env.get("BUILDERS_ROCM_SOURCE") or "therock"
+    if source not in ROCM_SOURCES:
+        raise EngineError(f"BUILDERS_ROCM_SOURCE={source!r} is not a ROCm source; use one of {', '.join(ROCM_SOURCES)}")
+    toolkit, where = variant.toolkit, f"{variant.label} ({variant.location})"
+    if source == "debian" and not toolkit.system_packages:
+        raise EngineError(f"BUILDERS_ROCM_SOURCE=debian installs the matrix's toolkit.system_packages, and {where} "
+                          "names none: use a matrix that declares Debian's HIP packages, or unset BUILDERS_ROCM_SOURCE")
+    if source == "therock" and not toolkit.requirements:
+        raise EngineError(f"{where} names no toolkit.requirements to install from TheRock; a matrix of Debian's HIP "
+                          "packages (toolkit.system_packages) builds with BUILDERS_ROCM_SOURCE=debian")
+    packages = "\n".join(toolkit.system_packages) if source == "debian" else ""
+    return {"ROCM_SOURCE": source, "TOOLKIT_SYSTEM_PACKAGES": packages}
 
 
 def build_argv(engine: str, spec: ImageSpec, ca_bundle: Path | None) -> list[str]:

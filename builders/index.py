@@ -9,6 +9,8 @@ Layout, for each label (``index_path`` comes from the matrix, ``whl/{label}/`` b
     DIR/whl/<label>/<project>/index.json  PEP 691 v1.1 project detail
     DIR/whl/<label>/<project>/<wheel>     the wheel itself
     DIR/whl/<label>/<project>/<wheel>.metadata   its METADATA bytes (PEP 658)
+    DIR/whl/<label>/<requirement>/...     with ``requirements``: the wheels the label's wheels
+                                          need, mirrored (builders.mirror), laid out the same way
 
 Any static file server (or a ``file://`` URL) serves it to ``pip install --index-url``. The
 output is a function of the wheels alone: everything is sorted, nothing carries a time.
@@ -33,6 +35,7 @@ from urllib.parse import quote
 from packaging.utils import canonicalize_name
 
 from .errors import BuildersError
+from .mirror import MirrorError
 from .model import Matrix
 from .promote import PromoteError, target_of
 from .verify import Expectation, Finding, integrity, verify
@@ -73,6 +76,7 @@ class IndexResult:
     root: Path
     files: tuple[IndexedFile, ...]
     skipped: tuple[Path, ...]
+    mirrored: tuple[IndexedFile, ...] = ()  # requirement wheels added next to the labels' own
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -90,6 +94,10 @@ def find_wheels(wheelhouse: Path) -> list[Path]:
 
 # What a wheel is checked with before it is indexed: findings, empty when it may be indexed.
 Checker = Callable[[Wheel], Sequence[Finding]]
+
+# What gives the requirement wheels of one label's wheels (a builders.mirror.Mirror): resolved
+# for each wheel's target, hash-checked, so that the label's index installs with --index-url alone.
+Requirements = Callable[[str, Sequence[Path]], Sequence[Path]]
 
 
 def matrix_checker(matrix: Matrix) -> Checker:
@@ -114,12 +122,15 @@ def describe(path: Path, label: str) -> IndexedFile:
 
 
 def build_index(wheels: Iterable[Path], output: Path, *, layout: Callable[[str], str] = default_layout,
-                labels: Iterable[str] | None = None, check: Checker = integrity) -> IndexResult:
+                labels: Iterable[str] | None = None, check: Checker = integrity,
+                requirements: Requirements | None = None) -> IndexResult:
     """Lay out ``wheels`` as one static index per local version label under ``output``.
 
     Unlabelled wheels are skipped (returned in ``skipped``); with ``labels`` given, a label
     outside it is an error. Two different files with the same name are an error, and so is a
     wheel ``check`` finds anything in: every wheel is checked before anything is written.
+    With ``requirements``, each label's index also holds the requirement wheels it returns
+    for that label's wheels (returned in ``mirrored``).
     """
     known = set(labels) if labels is not None else None
     labelled, skipped = _labelled(wheels, known)
@@ -138,12 +149,33 @@ def build_index(wheels: Iterable[Path], output: Path, *, layout: Callable[[str],
     for key in sorted(chosen):
         path, info = chosen[key]
         by_label.setdefault(info.label, {}).setdefault(info.project, []).append((path, info))
+    mirrored = _add_requirements(by_label, requirements) if requirements is not None else ()
     for label in by_label:  # every label's folder is checked before the first write
         _inside(output, output / layout(label))
     for label, projects in sorted(by_label.items()):
         _write_label(output, layout(label), projects)
     files = tuple(info for key in sorted(chosen) for _path, info in [chosen[key]])
-    return IndexResult(root=output, files=files, skipped=tuple(skipped))
+    return IndexResult(root=output, files=files, skipped=tuple(skipped), mirrored=mirrored)
+
+
+def _add_requirements(by_label: dict[str, dict[str, list[tuple[Path, IndexedFile]]]],
+                      requirements: Requirements) -> tuple[IndexedFile, ...]:
+    """Each label's requirement wheels, added to its projects before anything is written."""
+    added: list[IndexedFile] = []
+    for label, projects in sorted(by_label.items()):
+        own = [path for entries in projects.values() for path, _info in entries]
+        try:
+            extra = requirements(label, own)
+        except MirrorError as exc:
+            raise IndexBuildError(f"label {label}: cannot mirror its wheels' requirements, nothing was written: "
+                                  f"{exc}") from None
+        for path in sorted(extra):
+            info = describe(path, label)
+            entries = projects.setdefault(info.project, [])
+            if not any(known.filename == info.filename for _path, known in entries):
+                entries.append((path, info))
+                added.append(info)
+    return tuple(added)
 
 
 def _labelled(wheels: Iterable[Path], known: set[str] | None) -> tuple[list[tuple[Path, str]], list[Path]]:

@@ -993,6 +993,7 @@ class _Model:
                             system_repository_key=toolkit.get("system_repository_key"), max_gcc=toolkit.get("max_gcc")),
             runtime_requirements=tuple(raw.get("runtime_requirements", ())),
             lib_providers=tuple(sorted(raw.get("exclude_libs", {}).items())),
+            system_libs=tuple(sorted(raw.get("system_libs", {}).items())),
             rpath=tuple(raw.get("rpath", ())),
             smoke_runners=tuple(sorted((k, tuple(v)) for k, v in raw.get("smoke_runners", {}).items())),
             location=self.marks.at(key),

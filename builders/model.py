@@ -108,6 +108,7 @@ class Variant:
     toolkit: Toolkit = Toolkit()
     runtime_requirements: tuple[str, ...] = ()
     lib_providers: Pairs = ()
+    system_libs: Pairs = ()  # library -> the system package that provides it (no pip requirement)
     rpath: tuple[str, ...] = ()
     smoke_runners: tuple[tuple[str, tuple[str, ...]], ...] = ()
     location: Location = field(compare=False, repr=False)
@@ -127,8 +128,12 @@ class Variant:
 
     @property
     def exclude_libs(self) -> frozenset[str]:
-        """Library names (or globs) that are never bundled: a runtime requirement provides them."""
-        return frozenset(lib for lib, _ in self.lib_providers)
+        """Library names (or globs) that are never bundled: a runtime requirement or a system package provides them."""
+        return frozenset(lib for lib, _ in (*self.lib_providers, *self.system_libs))
+
+    def system_package_for(self, library: str) -> str | None:
+        """The system package declared to provide ``library`` (first matching glob of ``system_libs``)."""
+        return next((package for pattern, package in self.system_libs if fnmatch.fnmatchcase(library, pattern)), None)
 
     def provider_for(self, library: str) -> Requirement | None:
         """The requirement declared to provide ``library`` (first matching glob)."""

@@ -18,7 +18,7 @@ import html
 import itertools
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -35,18 +35,21 @@ from .targets import expand, target_id
 MARK = {"planned": "planned", "built": "✅ built", "reused": "✅ reused", "failed": "❌ failed",
         "skipped": "⏭ skipped", "interrupted": "⚠ interrupted", "excluded": "—", "dropped": "dropped"}
 
-# status: (symbol, word, what it means), in the order the legend lists them.
+# status: (symbol, word, what it means), in the order the legend lists them. The symbols are in
+# every common text font (no emoji font needed); the word is always written next to them.
 LEGEND: dict[str, tuple[str, str, str]] = {
     "planned": ("○", "planned", "in the release plan; no build result was given for it"),
-    "built": ("✅", "built", "built, verified and smoke-tested in this run"),
-    "reused": ("✅", "reused", "a verified wheel from an earlier run of the same build plan"),
-    "failed": ("❌", "failed", "the build failed; its note names the stage and the reason"),
-    "skipped": ("⏭", "skipped", "not built in this run; its note says why"),
+    "built": ("✓", "built", "built, verified and smoke-tested in this run"),
+    "reused": ("✓", "reused", "a verified wheel from an earlier run of the same build plan"),
+    "failed": ("✗", "failed", "the build failed; its note names the stage and the reason"),
+    "skipped": ("»", "skipped", "not built in this run; its note says why"),
     "interrupted": ("⚠", "interrupted", "the run was stopped before this build finished"),
     "excluded": ("—", "not available", "the matrix excludes this combination; its note says why"),
     "dropped": ("⊘", "dropped", "no longer supported; its note names the release that dropped it"),
 }
 NOTED = ("excluded", "dropped")  # statuses whose reason is what the cell means
+NOTE_GROUPS = (("dropped", "Dropped in this release"), ("excluded", "Excluded combinations"),
+               ("build", "Build results"))
 FAMILY = {Accelerator.CPU: "CPU", Accelerator.CUDA: "CUDA", Accelerator.ROCM: "ROCm", Accelerator.XPU: "XPU"}
 OS_NAME = {OS.LINUX: "Linux", OS.WINDOWS: "Windows", OS.MACOS: "macOS"}
 MANAGERS = ("pip", "uv")
@@ -177,8 +180,13 @@ class Notes:
     def ref(self, kind: str, text: str) -> Note:
         return self.by_text.setdefault(text, Note(number=len(self.by_text) + 1, kind=kind, text=text))
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Note]:
         return iter(self.by_text.values())
+
+    def grouped(self) -> list[tuple[str, str, list[Note]]]:
+        """(kind, heading, notes) for each kind that has notes, in :data:`NOTE_GROUPS` order."""
+        groups = [(kind, title, [n for n in self if n.kind == kind]) for kind, title in NOTE_GROUPS]
+        return [g for g in groups if g[2]]
 
 
 def note_kind(status: str) -> str:
@@ -368,6 +376,8 @@ def to_html(matrix: Matrix, results: Mapping[str, Mapping[str, Any]]) -> str:
     """
     by_key = {(c.platform, c.python, c.variant): c for c in cells(matrix, results)}
     notes = Notes()
+    for d in matrix.dropped:  # every dropped item is a note, numbered first
+        notes.ref("dropped", d.describe())
     tables = [html_table(matrix, p, by_key, notes) for p in matrix.platforms]
     page = {
         "matrix": matrix, "project": matrix.project, "tables": tables, "notes": notes,
@@ -375,7 +385,7 @@ def to_html(matrix: Matrix, results: Mapping[str, Mapping[str, Any]]) -> str:
         "pythons": [py for py, _ in _rows(matrix)], "variants": [(v, variant_name(v)) for v in matrix.variants],
         "platforms": [(p, platform_name(p)) for p in matrix.platforms],
         "answers": answers(matrix, by_key, notes), "defaults": selector_defaults(matrix),
-        "toolkits": [toolkit_row(matrix, v) for v in matrix.variants], "dropped": matrix.dropped,
+        "toolkits": [toolkit_row(matrix, v) for v in matrix.variants], "note_groups": notes.grouped(),
         "has_results": bool(results), "variant_name": variant_name,
     }
     return template().render(**page)

@@ -28,6 +28,7 @@ from .model import OS, Accelerator, Variant
 from .process import Call, HostRunner, LogLike, ProcessError
 from .targets import Target
 from .toolchains.cuda import runtime_version
+from .toolchains.rocm import runtime_release
 
 PROBE = "smoke_probe.py"
 PROJECT_SCRIPT = "project_smoke.py"
@@ -35,10 +36,13 @@ FACTS = "facts.json"
 # Seconds the probe may take on top of the project's script (imports, library checks).
 PROBE_MARGIN = 120.0
 # How an accelerator's runtime reports its version without a device: a symbol ``int f(int *)``
-# in the loaded library matching one of the globs. Accelerators not listed have no such probe.
+# in the loaded library matching one of the globs; the number divided by ``divisor`` (default 1)
+# is what expected_runtime_version promises. Accelerators not listed have no such probe.
 RUNTIME_PROBES: dict[Accelerator, dict[str, Any]] = {
     Accelerator.CUDA: {"libraries": ["libcudart.so*", "cudart64_*.dll", "libcudart*.dylib"],
                        "symbol": "cudaRuntimeGetVersion"},
+    # HIP_VERSION = major * 10**7 + minor * 10**5 + build (70253211 for HIP 7.2): the release is // 10**5.
+    Accelerator.ROCM: {"libraries": ["libamdhip64.so*"], "symbol": "hipRuntimeGetVersion", "divisor": 100_000},
 }
 HIDDEN_ENV = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")  # never passed to a smoke test
 
@@ -66,9 +70,12 @@ class SmokeOutcome:
 
 
 def expected_runtime_version(variant: Variant) -> int | None:
-    """The number the variant's runtime must report (``13020`` for CUDA 13.2), if it has a probe."""
+    """The number the variant's runtime must report (``13020`` for CUDA 13.2; ``702`` for ROCm 7.2,
+    after the probe's divisor), if it has a probe."""
     if variant.accelerator is Accelerator.CUDA and variant.version:
         return runtime_version(variant.version)
+    if variant.accelerator is Accelerator.ROCM and variant.version:
+        return runtime_release(variant.version)
     return None
 
 
@@ -84,7 +91,8 @@ def facts(target: Target, *, dist_version: str | None = None) -> dict[str, Any]:
         "accelerator_version": variant.version,
         "expected_runtime_version": expected_runtime_version(variant),
         "runtime_probe": RUNTIME_PROBES.get(variant.accelerator),
-        "runtime_libraries": sorted(variant.exclude_libs),
+        "runtime_libraries": sorted(lib for lib, _ in variant.lib_providers),
+        "system_libraries": sorted(lib for lib, _ in variant.system_libs),
         "python_abi": target.python.abi,
         "free_threaded": target.python.free_threaded,
         "extension_modules": list(project.extension_modules),
@@ -214,6 +222,7 @@ def summarize(record: Mapping[str, Any]) -> dict[str, Any]:
         "version": seen.get("version"),
         "runtime_version": seen.get("runtime_version"),
         "runtime_libraries": seen.get("runtime_libraries", []),
+        "system_libraries": seen.get("system_libraries", []),
         "cuda_runtime_version": seen.get("runtime_version") if cuda else None,
         "cudart_path": seen.get("runtime_library") if cuda else None,
         "gil_enabled": seen.get("gil_enabled"),

@@ -58,10 +58,23 @@ def tree_digest(root: Path) -> str:
     return h.hexdigest()
 
 
+# Modules that only read what builds produced (results, wheels), and the schemas (the matrix's
+# meaning reaches a plan through the target's record): they never change a wheel's bytes.
+DOWNSTREAM = frozenset({"report.py", "ci.py", "workflow.py", "promote.py", "index.py", "audit.py"})
+
+
 @cache
 def builders_version() -> str:
-    """The package version and a digest of its own files: a changed pipeline is a new pipeline."""
-    return f"{__version__}+{tree_digest(Path(__file__).resolve().parent)[:16]}"
+    """The package version and a digest of the code that builds: a changed pipeline is a new pipeline."""
+    package = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in _source_files(package):
+        relative = path.relative_to(package)
+        if relative.name in DOWNSTREAM or relative.parts[0] == "schema" or (
+                relative.parts[0] == "commands" and relative.name != "build.py"):
+            continue
+        h.update(relative.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return f"{__version__}+{h.hexdigest()[:16]}"
 
 
 def canonical(data: Any) -> str:

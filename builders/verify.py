@@ -429,10 +429,13 @@ def check_label(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
 
 
 def check_providers(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
-    """An excluded library an ELF file needs must come from a requirement the wheel declares."""
+    """An excluded library an ELF file needs must come from a requirement the wheel declares
+    (or from the system package the matrix names for it in ``system_libs``)."""
     target = expect.target
     declared = installed_requirements(wheel.reader.requires_dist, target)
     for lib, users in sorted(_excluded_needs(wheel, target.variant).items()):
+        if target.variant.system_package_for(lib):
+            continue
         provider = target.variant.provider_for(lib)
         where = f"needed by {len(users)} ELF file(s)"
         if provider is None:

@@ -1,18 +1,34 @@
 #!/usr/bin/env bash
 # What the slow tests need on a Debian host, installed if missing: podman with runc (crun fails
 # on these hosts' cgroup layout; see docker/containers.conf), debootstrap, and the local base
-# image the container tests build on. Run by `nox -s tests` (and so by .ci/run); needs root
-# only when something is missing.
+# image the container tests build on; Debian's headless Chromium and its WebDriver, and
+# axe-core from the npm registry, for the compatibility page's browser test. Run by
+# `nox -s tests` (and so by .ci/run); needs root only when something is missing. Idempotent
+# and quiet: a second run installs nothing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+# Where the browser test finds axe-core (tests/integration/test_report_browser.py reads the same).
+axe_dir=${BUILDERS_AXE_DIR:-$HOME/.cache/builders/axe}
 
+# command -> the Debian package that provides it
+declare -A package=(
+  [podman]=podman [runc]=runc [debootstrap]=debootstrap
+  [chromium]=chromium [chromedriver]=chromium-driver [npm]=npm
+)
 missing=()
-for tool in podman runc debootstrap; do
-  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+for tool in podman runc debootstrap chromium chromedriver npm; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("${package[$tool]}")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "installing ${missing[*]} (apt)"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc debootstrap >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+if [ ! -f "$axe_dir/node_modules/axe-core/axe.min.js" ]; then
+  echo "installing axe-core (npm) into $axe_dir"
+  mkdir -p "$axe_dir"
+  npm install --prefix "$axe_dir" --no-audit --no-fund --no-save --silent axe-core@4 >/dev/null
+fi
+
 "$here/scripts/podman-base.sh" localhost/builders-base:sid

@@ -115,11 +115,13 @@ def context(args: argparse.Namespace, m: Matrix, host: Host, env: dict[str, str]
 
 
 def commit_epoch(source: Path, env: dict[str, str]) -> int:
-    """The source's last commit time (or $SOURCE_DATE_EPOCH): builds of one commit get one timestamp."""
+    """The time of the last commit that changed the source tree (or $SOURCE_DATE_EPOCH): one source,
+    one timestamp, whatever else the repository's later commits touched."""
     if env.get("SOURCE_DATE_EPOCH"):
         return source_date_epoch(env)
     try:
-        out = run(["git", "-C", str(source), "log", "-1", "--format=%ct"], env=env, separate_stderr=True).stdout
+        argv = ["git", "-C", str(source), "log", "-1", "--format=%ct", "--", "."]
+        out = run(argv, env=env, separate_stderr=True).stdout
         return source_date_epoch({"SOURCE_DATE_EPOCH": out.strip()})
     except (ProcessError, ValueError):
         return source_date_epoch({})

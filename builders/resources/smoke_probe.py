@@ -10,7 +10,7 @@ FACTS.json is one JSON object describing the target (see ``builders.smoke.facts`
     {"distribution": "minifw", "import_name": "minifw", "version": "2.15.0+cu132",
      "variant": "cu132", "accelerator": "cuda", "accelerator_version": "13.2",
      "python_abi": "cp314t", "free_threaded": true, "extension_modules": ["minifw._C"],
-     "runtime_libraries": ["libcudart.so.13", ...],
+     "runtime_libraries": ["libcudart.so.13", ...], "system_libraries": [],
      "runtime_probe": {"libraries": ["libcudart.so*"], "symbol": "cudaRuntimeGetVersion"},
      "expected_runtime_version": 13020, "script": "project_smoke.py", "script_timeout": 300}
 
@@ -200,12 +200,16 @@ def check_extension(name: str, file: str | None, loaded: list[str] | None, prefi
 
 
 def matching_libraries(patterns: Iterable[str], loaded: list[str]) -> list[tuple[str, str]]:
-    """(pattern, path) for each loaded library whose file name matches one of the globs."""
+    """(pattern, path) for each loaded library whose file name matches one of the globs.
+
+    Paths are real paths: a soname such as ``libamdhip64.so.7`` is often a link to the file
+    ``libamdhip64.so.7.2.53211``, which matches too.
+    """
     pats = list(patterns)
     hits = []
     for path in loaded:
         base = os.path.basename(path)
-        pattern = next((p for p in pats if fnmatch.fnmatch(base, p)), None)
+        pattern = next((p for p in pats if fnmatch.fnmatch(base, p) or fnmatch.fnmatch(base, p + ".*")), None)
         if pattern is not None:
             hits.append((pattern, path))
     return hits
@@ -219,6 +223,23 @@ def check_runtime_libraries(patterns: list[str], loaded: list[str] | None, prefi
         return [check("runtime libraries", True, f"no loaded-library list on {sys.platform}", skipped=True)]
     checks = [_runtime_library(path, prefix) for _, path in matching_libraries(patterns, loaded)]
     return checks or [check("runtime libraries", True, "none of " + ", ".join(patterns) + " is loaded")]
+
+
+def check_system_libraries(patterns: list[str], loaded: list[str] | None, prefix: str) -> list[Check]:
+    """Libraries the matrix says the system provides are loaded from the system, never from the venv."""
+    if not patterns:
+        return []
+    if loaded is None:
+        return [check("system libraries", True, f"no loaded-library list on {sys.platform}", skipped=True)]
+    checks = [_system_library(path, prefix) for _, path in matching_libraries(patterns, loaded)]
+    return checks or [check("system libraries", True, "none of " + ", ".join(patterns) + " is loaded")]
+
+
+def _system_library(path: str, prefix: str) -> Check:
+    name = f"system library {os.path.basename(path)}"
+    if inside(path, prefix):
+        return check(name, False, f"{path} is loaded from the venv {prefix}, not from the system's package")
+    return check(name, True, path)
 
 
 def _runtime_library(path: str, prefix: str) -> Check:
@@ -248,8 +269,10 @@ def check_runtime_version(facts: dict[str, Any], loaded: list[str] | None,
         got = (query or _query_version)(path, probe["symbol"])
     except (OSError, AttributeError) as exc:
         return check("runtime version", False, f"{probe['symbol']} in {path}: {exc}"), path, None
-    want = facts.get("expected_runtime_version")
-    return check("runtime version", got == want, f"{probe['symbol']}() = {got}, expected {want} ({path})"), path, got
+    want, divisor = facts.get("expected_runtime_version"), int(probe.get("divisor", 1))
+    shown = f"{got} (// {divisor} = {got // divisor})" if divisor != 1 else str(got)
+    return (check("runtime version", got // divisor == want, f"{probe['symbol']}() = {shown}, expected {want} ({path})"),
+            path, got)
 
 
 def _query_version(path: str, symbol: str) -> int:
@@ -406,6 +429,7 @@ def _import_checks(facts: dict[str, Any], prefix: str, observed: dict[str, Any])
         if modules[name] is not None:
             checks.append(check_extension(name, getattr(modules[name], "__file__", None), loaded, prefix))
     checks += check_runtime_libraries(list(facts.get("runtime_libraries", ())), loaded, prefix)
+    checks += check_system_libraries(list(facts.get("system_libraries", ())), loaded, prefix)
     version_check, runtime_path, runtime_version = check_runtime_version(facts, loaded)
     checks.append(version_check)
     observed |= _observed(facts, loaded, modules, runtime_path, runtime_version)
@@ -422,6 +446,7 @@ def _observed(facts: dict[str, Any], loaded: list[str] | None, modules: dict[str
         "extension_files": {n: getattr(m, "__file__", None) for n, m in modules.items()
                             if n in facts.get("extension_modules", ()) and m is not None},
         "runtime_libraries": [p for _, p in matching_libraries(facts.get("runtime_libraries", ()), loaded or [])],
+        "system_libraries": [p for _, p in matching_libraries(facts.get("system_libraries", ()), loaded or [])],
         "runtime_library": runtime_path,
         "runtime_version": runtime_version,
         "gil_enabled": gil_enabled(),

@@ -2,11 +2,16 @@
 
 The local engine never fetches TheRock: a ROCm target builds here only if a hipcc of the
 variant's release is already installed (``ROCM_PATH`` or PATH). Otherwise the reason says so
-and points at the container image, where the toolkit is installed from TheRock's index.
+and points at the container image, where the toolkit is installed from TheRock's index (or,
+with ``BUILDERS_ROCM_SOURCE=debian``, from Debian's HIP packages; see builders/images.py).
+
+Where the build runs, ``hipcc --version`` must report the matrix's HIP release, and the clang
+it drives must list every arch of the target's ``arch_list`` as an ``amdgcn`` processor.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -43,7 +48,44 @@ class RocmToolchain:
             raise ToolchainError(f"hipcc not found on PATH for {target.id}")
 
     def check(self, target: Target, root: str | None, call: Call) -> None:
-        """Its release was checked against the matrix when the host was probed."""
+        """``hipcc`` where the build runs is the matrix's release, and its clang can build every declared arch."""
+        if root is None:
+            raise ToolchainError(f"{target.variant.location}: no ROCm toolkit root for {target.id} (no hipcc found)")
+        version_out = call([f"{root}/bin/hipcc", "--version"]).stdout
+        clang = f"{installed_dir(version_out) or f'{root}/lib/llvm/bin'}/clang"
+        check_hipcc(target, version_out, call([clang, "--target=amdgcn-amd-amdhsa", "--print-supported-cpus"]).stdout)
+
+
+def runtime_release(version: str) -> int:
+    """``major * 100 + minor`` for ROCm ``7.2`` (702): ``hipRuntimeGetVersion() // 100000`` of that release."""
+    major, minor = (int(p) for p in version.split(".")[:2])
+    return major * 100 + minor
+
+
+def installed_dir(version_out: str) -> str | None:
+    """The folder of the clang hipcc drives (``InstalledDir:`` in ``hipcc --version``)."""
+    match = re.search(r"^InstalledDir:\s*(\S+)", version_out, re.M)
+    return match.group(1) if match else None
+
+
+def offload_archs(arch_list: str) -> list[str]:
+    """``gfx90a:xnack+;gfx942`` -> ``["gfx90a", "gfx942"]``: the processors, without target features."""
+    return [a.split(":")[0] for a in arch_list.split(";") if a]
+
+
+def check_hipcc(target: Target, version_out: str, cpus_out: str) -> None:
+    """The toolkit is the matrix's HIP release and its clang knows every declared ``--offload-arch``."""
+    variant = target.variant
+    match = re.search(r"HIP version:\s*(\d+\.\d+)", version_out)
+    if not match or match.group(1) != variant.version:
+        found = match.group(1) if match else "unknown"
+        raise ToolchainError(f"{variant.location}: hipcc reports HIP {found}, matrix says ROCm {variant.version}")
+    supported = {word for word in cpus_out.split() if word.startswith("gfx")}
+    missing = [a for a in offload_archs(target.arch_list or "") if a not in supported]
+    if missing:
+        known = " ".join(sorted(supported, key=lambda a: (len(a), a))) or "none"
+        raise ToolchainError(f"{variant.location}: arch_list for {target.platform.name} has {', '.join(missing)} "
+                             f"which hipcc {match.group(1)} cannot build (its clang lists: {known})")
 
 
 ROCM = RocmToolchain()

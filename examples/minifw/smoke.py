@@ -54,10 +54,15 @@ def op_checks(minifw: Any) -> list[Check]:
 
 
 def runtime_checks(minifw: Any, facts: dict[str, Any]) -> list[Check]:
-    """On CUDA builds minifw reports the runtime version the variant promises."""
-    if facts.get("accelerator") != "cuda":
-        return []
-    return [equal("cuda.runtime_version", minifw.cuda.runtime_version(), facts.get("expected_runtime_version"))]
+    """On CUDA and ROCm builds minifw reports the runtime version the variant promises."""
+    want = facts.get("expected_runtime_version")
+    if facts.get("accelerator") == "cuda":
+        return [equal("cuda.runtime_version", minifw.cuda.runtime_version(), want)]
+    if facts.get("accelerator") == "rocm":
+        # HIP_VERSION = major * 10**7 + minor * 10**5 + build; the variant promises major * 100 + minor.
+        got = minifw.hip.runtime_version()
+        return [check("hip.runtime_version", got // 100_000 == want, f"got {got} (release {got // 100_000}), expected {want}")]
+    return []
 
 
 def observed(minifw: Any) -> dict[str, Any]:
@@ -66,7 +71,8 @@ def observed(minifw: Any) -> dict[str, Any]:
         v = minifw.version
         return {"version": minifw.__version__, "accelerator": v.accelerator, "cuda": v.cuda,
                 "gpu_archs": v.gpu_archs, "device_count": minifw.device_count(),
-                "cuda_runtime_version": minifw.cuda.runtime_version()}
+                "cuda_runtime_version": minifw.cuda.runtime_version(), "hip": v.hip,
+                "hip_runtime_version": minifw.hip.runtime_version()}
     except Exception as exc:  # noqa: BLE001 - any failure is a failed check, never a lost record
         return {"error": f"{type(exc).__name__}: {exc}"}
 

@@ -269,7 +269,9 @@ def test_index_refuses_clashing_files_and_unknown_labels(tmp_path: Path) -> None
 
 def test_index_command(tmp_path: Path, wheelhouse: Path, root: Path) -> None:
     out = tmp_path / "index"
-    assert main(["index", str(wheelhouse), "--output", str(out), "--matrix", str(root / "matrix.yaml")]) == 0
+    # --no-mirror: a unit test runs no pip (mirroring is tests/unit/test_mirror.py and the slow index tests)
+    assert main(["index", str(wheelhouse), "--output", str(out), "--matrix", str(root / "matrix.yaml"),
+                 "--no-mirror"]) == 0
     assert (out / "whl" / "cu132" / "minifw" / "index.html").is_file()
 
 

@@ -298,8 +298,8 @@ def test_facts_of_a_free_threaded_cuda_target(m) -> None:
 
 
 def test_facts_without_a_runtime_probe_or_a_script(m) -> None:
-    rocm = smoke_mod.facts(with_script(one(m, "rocm7.14-cp313-linux-x86_64"), None))
-    assert rocm["runtime_probe"] is None and rocm["expected_runtime_version"] is None and rocm["script"] is None
+    xpu = smoke_mod.facts(with_script(one(m, "xpu-cp313-linux-x86_64"), None))
+    assert xpu["runtime_probe"] is None and xpu["expected_runtime_version"] is None and xpu["script"] is None
     cpu = smoke_mod.facts(one(m, "cpu-cp313-linux-x86_64"), dist_version="2.15.0+cpu.dev1")
     assert cpu["runtime_libraries"] == [] and cpu["version"] == "2.15.0+cpu.dev1"
 
@@ -477,4 +477,4 @@ def test_minifw_script_reports_wrong_numbers_and_runtime() -> None:
 
 
 def test_accelerators_with_runtime_probes_are_declared() -> None:
-    assert set(smoke_mod.RUNTIME_PROBES) == {Accelerator.CUDA}
+    assert set(smoke_mod.RUNTIME_PROBES) == {Accelerator.CUDA, Accelerator.ROCM}

@@ -57,11 +57,17 @@ function(minifw_add_rocm_backend target)
                         "'gfx908;gfx90a;gfx942'.")
   endif()
 
-  # The shared HIP runtime: libamdhip64.so.<major> in the toolkit's lib/ or,
-  # with TheRock's pip wheels (_rocm_sdk_devel), in the sibling runtime
-  # package _rocm_sdk_core/lib.  Linked by full path: DT_NEEDED is its SONAME.
+  # The shared HIP runtime: libamdhip64.so.<major> in the toolkit's lib/, in
+  # its multiarch lib/<triplet> (a distribution's packages under /usr, e.g.
+  # Debian's libamdhip64-7) or, with TheRock's pip wheels (_rocm_sdk_devel),
+  # in the sibling runtime package _rocm_sdk_core/lib.  Linked by full path:
+  # DT_NEEDED is its SONAME.
   set(amdhip "")
-  foreach(dir "${MINIFW_TOOLKIT_ROOT}/lib" "${MINIFW_TOOLKIT_ROOT}/lib64"
+  set(multiarch_dir "")
+  if(CMAKE_LIBRARY_ARCHITECTURE)
+    set(multiarch_dir "${MINIFW_TOOLKIT_ROOT}/lib/${CMAKE_LIBRARY_ARCHITECTURE}")
+  endif()
+  foreach(dir "${MINIFW_TOOLKIT_ROOT}/lib" "${MINIFW_TOOLKIT_ROOT}/lib64" ${multiarch_dir}
               "${MINIFW_TOOLKIT_ROOT}/../_rocm_sdk_core/lib")
     file(GLOB found "${dir}/libamdhip64.so.[0-9]" "${dir}/libamdhip64.so.[0-9][0-9]")
     if(NOT found AND EXISTS "${dir}/libamdhip64.so")
@@ -74,7 +80,8 @@ function(minifw_add_rocm_backend target)
   endforeach()
   if(NOT amdhip)
     message(FATAL_ERROR "libamdhip64.so not found in '${MINIFW_TOOLKIT_ROOT}/lib', "
-                        "'${MINIFW_TOOLKIT_ROOT}/lib64' or '${MINIFW_TOOLKIT_ROOT}/../_rocm_sdk_core/lib'.")
+                        "'${MINIFW_TOOLKIT_ROOT}/lib64', '${multiarch_dir}' or "
+                        "'${MINIFW_TOOLKIT_ROOT}/../_rocm_sdk_core/lib'.")
   endif()
   cmake_path(NORMAL_PATH amdhip)
   message(STATUS "minifw: HIP runtime ${amdhip}")

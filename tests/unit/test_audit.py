@@ -1,0 +1,156 @@
+"""The audit's pieces without a server: promises, page parsing, the comparison, the zip reader.
+
+Facts come from the matrix's YAML (tests/expected.py); the HTTP half is
+tests/integration/test_audit.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+
+import pytest
+
+from builders import audit, matrix
+from builders.errors import AuditError, SelectionError
+from tests import expected
+
+
+@pytest.fixture(scope="module")
+def data(shipped_text: str) -> dict:
+    return expected.raw(shipped_text)
+
+
+@pytest.fixture(scope="module")
+def m(shipped_text: str):
+    return matrix.loads(shipped_text)
+
+
+def cuda_label(data: dict) -> str:
+    return expected.label_of(data, "cuda", next(iter(data["accelerators"]["cuda"]["versions"])))
+
+
+def test_promises_per_channel(m, data: dict) -> None:
+    lbl = cuda_label(data)
+    mine = audit.promises(m, lbl)
+    assert {p.target.id for p in mine.values()} == {t for t in expected.live_ids(data) if t.startswith(f"{lbl}-")}
+    assert all(f"+{lbl}-" in name for name in mine)
+    pypi = audit.promises(m, "pypi")
+    defaults = data["channels"]["pypi"]
+    assert {p.target.id for p in pypi.values()} == {
+        t for t in expected.live_ids(data) if defaults.get(t.split("-", 2)[2]) == t.split("-")[0]}
+    assert not any("+" in name for name in pypi)
+    with pytest.raises(SelectionError, match="not a channel of the matrix"):
+        audit.promises(m, "cu999")
+
+
+def test_pip_configuration_listing() -> None:
+    listing = "global.extra-index-url='file:///x'\nglobal.index-url='https://mirror.invalid/simple'\n"
+    assert audit.configured_index_url(listing) == "https://mirror.invalid/simple"
+    assert audit.configured_index_url(listing + ":env:.index-url='http://env.invalid/'\n") == "http://env.invalid/"
+    assert audit.configured_index_url("global.find-links='/opt/wheels'\n:env:.index-url=''\n") is None
+
+
+def test_pep_503_and_691_pages_say_the_same() -> None:
+    html = ('<a href="../files/a-1.0-py3-none-any.whl#sha256=abc" data-requires-python="&gt;=3.11" '
+            'data-core-metadata="sha256=def" data-yanked="broken">a-1.0-py3-none-any.whl</a>'
+            '<a href="b-1.0.tar.gz">b-1.0.tar.gz</a>')
+    from_html = audit.files_from_html(html, "https://i.invalid/simple/a/")
+    page = {"files": [{"filename": "a-1.0-py3-none-any.whl", "url": "../files/a-1.0-py3-none-any.whl",
+                       "hashes": {"sha256": "abc"}, "requires-python": ">=3.11", "core-metadata": {"sha256": "def"},
+                       "yanked": "broken"},
+                      {"filename": "b-1.0.tar.gz", "url": "b-1.0.tar.gz", "hashes": {}}]}
+    from_json = audit.files_from_json(json.loads(json.dumps(page)), "https://i.invalid/simple/a/")
+    assert from_html == from_json
+    assert from_html[0].url == "https://i.invalid/simple/files/a-1.0-py3-none-any.whl"
+    assert from_html[0].yanked == "broken" and from_html[0].metadata and from_html[1].yanked is None
+    with pytest.raises(AuditError, match="not a PEP 691 project page"):
+        audit.files_from_json({"projects": []}, "https://i.invalid/simple/a/")
+
+
+def metadata_for(promise: audit.Promise, *, requires_python: str = ">=3.11", extra: str = "") -> bytes:
+    lines = [f"Name: {promise.target.project.name}", f"Version: {promise.version}", f"Requires-Python: {requires_python}"]
+    lines += [f"Requires-Dist: {r}" for r in promise.requirements]
+    return ("\n".join(lines) + "\n" + extra).encode()
+
+
+def test_compare_names_each_kind_of_drift(m, data: dict) -> None:
+    lbl = cuda_label(data)
+    promised = audit.promises(m, lbl)
+    names = sorted(promised)
+    files = [audit.IndexFile(filename=n, url=n, metadata=True) for n in names[3:]]
+    linux_x86 = next(n for n in names[:3] if "x86_64" in n)
+    files.append(audit.IndexFile(filename=linux_x86.replace("manylinux_2_28", "linux"), url="x"))  # wrong tag
+    files.append(audit.IndexFile(filename=names[3].replace(f"+{lbl}-", "+cpu-"), url="x"))  # another label
+    mac = names[3].replace(names[3].rsplit("-", 1)[1], data["platforms"]["macos-arm64"]["wheel_platform"] + ".whl")
+    files.append(audit.IndexFile(filename=mac, url="x"))  # an excluded combination
+    files.append(audit.IndexFile(filename="minifw-2.14.0-py3-none-any.whl", url="x"))  # another release
+    files.append(audit.IndexFile(filename=names[-1], url="y", yanked="", metadata=True))
+    files = [f for f in files if audit._this_release(f.filename, m)]
+    yanked = names[-1]
+    files = [f for f in files if not (f.filename == yanked and f.url == yanked)]
+
+    def meta(f: audit.IndexFile) -> bytes:
+        p = promised[f.filename]
+        return metadata_for(p, requires_python=">3.10" if f.filename == names[4] else ">=3.11")
+
+    drift = audit.compare(m, lbl, promised, files, meta)
+    codes = sorted((d.code, d.file) for d in drift)
+    wrong = linux_x86.replace("manylinux_2_28", "linux")
+    missing = sorted(set(names[:3]) - {linux_x86})
+    assert ("wrong-tag", wrong) in codes
+    assert [c for c in codes if c[0] == "missing"] == [("missing", n) for n in missing]
+    assert ("yanked", yanked) in codes
+    unexpected = {d.file: d.message for d in drift if d.code == "unexpected"}
+    assert "label 'cpu'" in unexpected[names[3].replace(f"+{lbl}-", "+cpu-")]
+    macos_reason = next(e["reason"] for e in data["exclude"] if e["targets"].startswith("cu") and "macos" in e["targets"])
+    assert macos_reason in unexpected[mac]
+    rp = [d.message for d in drift if d.code == "requires-python" and d.file == names[4]]
+    assert any("the matrix says" in msg for msg in rp) and any("admits Python 3.10" in msg for msg in rp)
+
+
+def zip_bytes(members: dict[str, bytes], comment: bytes = b"", method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=method) as zf:
+        for name, body in members.items():
+            zf.writestr(name, body)
+        zf.comment = comment
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED])
+@pytest.mark.parametrize("comment", [b"", b"x" * 20_000])
+def test_the_central_directory_reader_finds_metadata(tmp_path, method: int, comment: bytes) -> None:
+    body = b"Metadata-Version: 2.4\nName: a\n" * 50
+    members = {f"a/{i}.py": hashlib.shake_256(str(i).encode()).digest(1024) for i in range(300)} | {"a-1.0.dist-info/METADATA": body,
+                                                                     "a-1.0.dist-info/RECORD": b""}
+    path = tmp_path / "a-1.0-py3-none-any.whl"
+    path.write_bytes(zip_bytes(members, comment, method))
+    client = audit.Client()
+    assert audit.remote_member(client, path.as_uri(), audit.is_metadata) == body
+    if not comment:  # a long comment makes the reader fetch up to 64 KiB more to find the end record
+        assert client.read["ranges"] < path.stat().st_size / 4
+
+
+def test_the_reader_refuses_what_is_not_a_wheel(tmp_path) -> None:
+    path = tmp_path / "x.whl"
+    path.write_bytes(b"not a zip" * 100)
+    with pytest.raises(AuditError, match="no zip end record"):
+        audit.remote_member(audit.Client(), path.as_uri(), audit.is_metadata)
+    path.write_bytes(zip_bytes({"a/x.py": b""}))
+    with pytest.raises(AuditError, match="0 members match"):
+        audit.remote_member(audit.Client(), path.as_uri(), audit.is_metadata)
+    huge = zip_bytes({"a-1.0.dist-info/METADATA": b"\0" * (audit.MAX_METADATA + 1)})
+    path.write_bytes(huge)
+    with pytest.raises(AuditError, match="refused"):
+        audit.remote_member(audit.Client(), path.as_uri(), audit.is_metadata)
+
+
+def test_markdown_output_escapes_what_the_index_says() -> None:
+    result = audit.Audit(index_url="http://i.invalid/", channel="cu132", project="p", version="1", promised=1,
+                         listed=1, drift=(audit.Drift(code="unexpected", file="<b>|x`", message="<script>"),),
+                         bytes_read={"pages": 1}, requests=1)
+    md = audit.to_markdown(result)
+    assert "<script>" not in md and "<b>" not in md and "1 drift finding(s)" in md
