@@ -446,8 +446,10 @@ def compare(matrix: Matrix, channel: str, promised: Mapping[str, Promise], files
     missing = {name: p for name, p in promised.items() if name not in present}
     drift: list[Drift] = []
     for f in files:
-        if f.filename in promised:
-            drift += check_file(matrix, promised[f.filename], f, metadata)
+        fulfils = promised.get(f.filename) or _fulfils(f.filename, missing)
+        if fulfils is not None:
+            missing.pop(fulfils.filename, None)
+            drift += check_file(matrix, fulfils, f, metadata)
             continue
         replaced = _replaces(f.filename, missing)
         if replaced is not None:
@@ -477,6 +479,21 @@ def _tags_of(filename: str) -> str:
     if not filename.endswith(".whl"):
         return "(not a wheel)"
     return ".".join(sorted(str(t) for t in parse_wheel_filename(filename)[3]))
+
+
+def _fulfils(filename: str, missing: Mapping[str, Promise]) -> Promise | None:
+    """The missing promise ``filename`` keeps under a compressed tag set (PEP 425): its tags
+    include the promised one and add only siblings of it (same Python, ABI, OS, architecture),
+    as in ``...-manylinux2014_x86_64.manylinux_2_17_x86_64.manylinux_2_28_x86_64.whl``."""
+    if not filename.endswith(".whl"):
+        return None
+    _name, version, _build, tags = parse_wheel_filename(filename)
+    for p in missing.values():
+        kind = (p.tag.interpreter, p.tag.abi, os_arch(p.tag.platform))
+        if version == p.version and p.tag in tags and all((t.interpreter, t.abi, os_arch(t.platform)) == kind
+                                                          for t in tags):
+            return p
+    return None
 
 
 def _replaces(filename: str, missing: Mapping[str, Promise]) -> Promise | None:

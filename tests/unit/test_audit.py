@@ -154,3 +154,18 @@ def test_markdown_output_escapes_what_the_index_says() -> None:
                          bytes_read={"pages": 1}, requests=1)
     md = audit.to_markdown(result)
     assert "<script>" not in md and "<b>" not in md and "1 drift finding(s)" in md
+
+
+def test_a_compressed_tag_set_that_includes_the_promised_tag_is_that_file(m, data: dict) -> None:
+    lbl = cuda_label(data)
+    promised = audit.promises(m, lbl)
+    name = next(n for n in sorted(promised) if n.endswith("manylinux_2_28_x86_64.whl"))
+    compressed = name.replace("manylinux_2_28_x86_64", "manylinux2014_x86_64.manylinux_2_28_x86_64")
+    others = [audit.IndexFile(filename=n, url=n, metadata=True) for n in promised if n != name]
+    files = [*others, audit.IndexFile(filename=compressed, url=compressed, metadata=True)]
+    by_url = {f.url: promised.get(f.filename) or promised[name] for f in files}
+    assert audit.compare(m, lbl, promised, files, lambda f: metadata_for(by_url[f.url])) == []
+    aarch = compressed.replace("manylinux2014_x86_64", "manylinux2014_aarch64")  # a foreign sibling
+    files[-1] = audit.IndexFile(filename=aarch, url=aarch, metadata=True)
+    codes = [d.code for d in audit.compare(m, lbl, promised, files, lambda f: b"")]
+    assert "missing" in codes or "wrong-tag" in codes
