@@ -49,10 +49,10 @@ def builders(*args: str, check: bool = True) -> tuple[float, subprocess.Complete
     return took, proc
 
 
-def local_targets(selection: list[str], out: Path) -> list[str]:
-    """The targets this host builds: the plans (not the skipped ones) of a dry run."""
+def plans(selection: list[str], out: Path) -> dict[str, str]:
+    """The targets this host builds, with their plan digests: the plans (not the skipped ones) of a dry run."""
     _, proc = builders("build", "--dry-run", "--json", "--output", str(out), *selection)
-    return [plan["id"] for plan in json.loads(proc.stdout)["plans"]]
+    return {plan["id"]: plan["digest"] for plan in json.loads(proc.stdout)["plans"]}
 
 
 def results(out: Path) -> dict[str, dict[str, Any]]:
@@ -68,6 +68,11 @@ def commands(log: str, out: Path) -> list[str]:
     return re.sub(r"\[exit (-?\d+) after [0-9.]+s\]", r"[exit \1]", text).splitlines()
 
 
+def generic(value: Any, out: Path) -> str:
+    """``value`` as JSON with the output folder made generic (the smoke venv lives under it)."""
+    return json.dumps(value, sort_keys=True).replace(str(out), "{output}")
+
+
 def same_as_serial(serial: Path, parallel: Path) -> list[str]:
     """Where the parallel run's results and logs differ from the serial run's (timings and paths aside)."""
     problems = []
@@ -76,7 +81,7 @@ def same_as_serial(serial: Path, parallel: Path) -> list[str]:
         problems.append(f"targets differ: {sorted(a.keys() ^ b.keys())}")
     for tid in sorted(a.keys() & b.keys()):
         for key in ("status", "sha256", "wheel", "digest", "policy", "smoke"):
-            if a[tid].get(key) != b[tid].get(key):
+            if generic(a[tid].get(key), serial) != generic(b[tid].get(key), parallel):
                 problems.append(f"{tid}: {key} differs")
         if commands((serial / a[tid]["log"]).read_text(), serial) != commands((parallel / b[tid]["log"]).read_text(),
                                                                                 parallel):
@@ -86,18 +91,20 @@ def same_as_serial(serial: Path, parallel: Path) -> list[str]:
 
 def measure(selection: list[str], work: Path) -> dict[str, Any]:
     serial, parallel = work / "jobs1", work / "jobs2"
-    targets = local_targets(selection, serial)
+    targets = list(plans(selection, serial))
     if not targets:
         raise SystemExit("this host can build none of the selected targets")
     picked = [a for t in targets for a in ("--target", t)]
     cold, _ = builders("build", "--output", str(serial), "--jobs", "1", *picked)
+    # A commit to the source or an edit of builders' code while the cold build ran is a new plan.
+    changed = sorted(t for t, d in plans(picked, serial).items() if d != results(serial)[t].get("digest"))
     noop, proc = builders("build", "--output", str(serial), *picked)
     reused = sum(r["status"] == "reused" for r in results(serial).values())
     jobs2, _ = builders("build", "--output", str(parallel), "--jobs", "2", *picked)
     return {"targets": targets, "cores": os.cpu_count(), "cold_jobs1_s": round(cold, 2), "noop_s": round(noop, 2),
             "noop_reused": reused, "cold_jobs2_s": round(jobs2, 2), "noop_ratio": round(cold / noop, 1),
             "jobs2_vs_jobs1": round(jobs2 / cold, 3), "parallel_differences": same_as_serial(serial, parallel),
-            "noop_console_tail": proc.stderr.strip().splitlines()[-1]}
+            "noop_console_tail": proc.stderr.strip().splitlines()[-1], "plans_changed_during_cold_build": changed}
 
 
 def verdicts(m: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
@@ -139,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows))
     for problem in m["parallel_differences"]:
         print(f"  difference: {problem}")
+    if m["plans_changed_during_cold_build"]:
+        print(f"  note: plans changed while the cold build ran (a commit or an edit): "
+              f"{', '.join(m['plans_changed_during_cold_build'])}; the no-op rebuild was not one")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({**m, "ok": all(r[3] for r in rows)}, indent=2) + "\n")
     print(f"numbers written to {args.json}")

@@ -188,7 +188,7 @@ def run(
         code, output = _execute(argv, env, cwd, stdin, separate_stderr, put, timeout, cancellable)
         duration = time.monotonic() - start
         put(f"[exit {code} after {duration:.1f}s]\n\n")
-    if code == -signal.SIGTERM and cancellable and cancelled():
+    if cancellable and cancelled():  # stopped (or not): the run is ending, its outcome is "interrupted"
         raise Cancelled
     if check and code != 0:
         raise ProcessError(argv, code, "\n".join(line.rstrip("\n") for line in output.recent))

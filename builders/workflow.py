@@ -1,50 +1,195 @@
 """Drift check between the committed release workflow and what the matrix implies.
 
-Nothing in the workflow is generated: it takes its job matrix from the plan at run time.
-What can drift is the contract between the two, so that is what is checked: the plan job
-runs the plan command, the build and smoke jobs take their matrix from it and use only keys
-the plan emits, and each build runs the local one-target command.
+Nothing in the workflow is generated: it takes its job matrices from the plan at run time.
+What can drift is the contract between the two, and the release's gates, so that is what is
+checked, in the release workflow and the local reusable workflows it calls:
+
+- the plan job runs the plan command; a job runs the shard workflow once per shard of the
+  plan; there, the build and smoke jobs take their matrix from the shard, use only keys the
+  plan emits, and each build runs the local one-target command;
+- every job that runs steps has ``timeout-minutes``;
+- smoke jobs run whatever happened to the other builds (``!cancelled()``), never only when
+  every build succeeded;
+- no job publishes wheels (PyPI, the per-variant indexes) without build provenance: an
+  unconditional ``actions/attest`` step with its subjects before the publishing step, in the
+  job or in one it needs.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
 
-from .ci import github_matrix
+from .ci import entry, images, plan_outputs, shards
 from .model import Matrix
 from .targets import expand
 
 PLAN_COMMAND = "nox -s plan -- --format github"
 BUILD_COMMAND = 'nox -s build -- --target "$TARGET"'
-FROM_PLAN = "${{ fromJSON(needs.plan.outputs.matrix) }}"
+SHARD_COMMAND = "ci/plan.sh shard"
+SHARDS_FROM_PLAN = "${{ fromJSON(needs.plan.outputs.shards) }}"
+FROM_SHARD = "${{ fromJSON(needs.shard.outputs.include) }}"
+ATTEST_ACTIONS = ("actions/attest", "actions/attest-build-provenance")
+ATTEST_SUBJECTS = ("subject-path", "subject-checksums")
+PUBLISH_ACTIONS = ("pypa/gh-action-pypi-publish",)
+PUBLISH_COMMANDS = ("ci/deploy-index.sh",)
+LOCAL_PREFIXES = ("./", "$/")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workflow:
+    """One workflow file, read as a mapping (a malformed part reads as empty)."""
+
+    name: str
+    text: str
+    jobs: dict[str, dict[str, Any]]
+
+    @classmethod
+    def read(cls, path: Path) -> Workflow:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
+        jobs = data.get("jobs") if isinstance(data, dict) else None
+        jobs = {str(k): v for k, v in jobs.items() if isinstance(v, dict)} if isinstance(jobs, dict) else {}
+        return cls(name=path.name, text=text, jobs=jobs)
 
 
 def drift(matrix: Matrix, workflow: Path) -> list[str]:
-    """Every way ``workflow`` no longer matches the plan of ``matrix`` (empty: in step)."""
-    text = workflow.read_text(encoding="utf-8")
-    jobs: dict[str, Any] = (yaml.safe_load(text) or {}).get("jobs", {})
-    return list(_problems(matrix, text, jobs, workflow.name))
+    """Every way ``workflow`` (and the local workflows it calls) no longer matches the plan (empty: in step)."""
+    release = Workflow.read(workflow)
+    called, missing = _called(release, workflow.parent)
+    problems = [*missing, *_plan_problems(release), *_shard_problems(release, called)]
+    for wf in (release, *called):
+        problems += [*_timeout_problems(wf), *_smoke_problems(wf), *_provenance_problems(wf)]
+    problems += _key_problems(matrix, (release, *called))
+    return problems
 
 
-def _problems(matrix: Matrix, text: str, jobs: dict[str, Any], name: str) -> Iterator[str]:
-    if PLAN_COMMAND not in _runs(jobs.get("plan", {})):
-        yield f"{name}: the plan job does not run `{PLAN_COMMAND}`"
+def local_calls(wf: Workflow) -> dict[str, str]:
+    """``{job: file name}`` for the jobs that call a reusable workflow of this repository."""
+    return {name: PurePosixPath(uses[2:]).name for name, job in wf.jobs.items()
+            if isinstance(uses := job.get("uses"), str) and uses.startswith(LOCAL_PREFIXES)}
+
+
+def _called(release: Workflow, folder: Path) -> tuple[list[Workflow], list[str]]:
+    found, missing = [], []
+    for job, name in local_calls(release).items():
+        if (folder / name).is_file():
+            found.append(Workflow.read(folder / name))
+        else:
+            missing.append(f"{release.name}: job {job!r} calls {name}, which is not beside it")
+    return found, missing
+
+
+def _plan_problems(release: Workflow) -> Iterator[str]:
+    if PLAN_COMMAND not in _runs(release.jobs.get("plan", {})):
+        yield f"{release.name}: the plan job does not run `{PLAN_COMMAND}`"
+    if not any(_matrix(release.jobs[job]) == SHARDS_FROM_PLAN for job in local_calls(release)):
+        yield f"{release.name}: no job runs the shard workflow once per shard of the plan ({SHARDS_FROM_PLAN})"
+
+
+def _shard_problems(release: Workflow, called: list[Workflow]) -> Iterator[str]:
+    shard = next((wf for wf in called if {"build", "smoke"} <= wf.jobs.keys()), None)
+    if shard is None:
+        yield f"{release.name}: no workflow it calls has the build and smoke jobs"
+        return
+    if not any(SHARD_COMMAND in _runs(job) for job in shard.jobs.values()):
+        yield f"{shard.name}: no job extracts the shard's matrix (`{SHARD_COMMAND}`)"
     for job in ("build", "smoke"):
-        if jobs.get(job, {}).get("strategy", {}).get("matrix") != FROM_PLAN:
-            yield f"{name}: job {job!r} does not take its matrix from the plan ({FROM_PLAN})"
-    if BUILD_COMMAND not in _runs(jobs.get("build", {})):
-        yield f"{name}: the build job does not run `{BUILD_COMMAND}`"
+        if _matrix(shard.jobs[job]) != FROM_SHARD:
+            yield f"{shard.name}: job {job!r} does not take its matrix from the shard ({FROM_SHARD})"
+    if BUILD_COMMAND not in _runs(shard.jobs["build"]):
+        yield f"{shard.name}: the build job does not run `{BUILD_COMMAND}`"
+
+
+def _timeout_problems(wf: Workflow) -> Iterator[str]:
+    for name, job in wf.jobs.items():
+        if "uses" not in job and "timeout-minutes" not in job:
+            yield f"{wf.name}: job {name!r} has no timeout-minutes (GitHub's default is 6 hours)"
+
+
+def _smoke_problems(wf: Workflow) -> Iterator[str]:
+    smoke = wf.jobs.get("smoke")
+    if smoke is not None and "build" in _needs(smoke):
+        condition = str(smoke.get("if", ""))
+        if "!cancelled()" not in condition and "always()" not in condition:
+            yield (f"{wf.name}: the smoke jobs run only when every build succeeded (one failed build skips them "
+                   "all); give the smoke job `if: ${{ !cancelled() }}` and let it check for its own wheel")
+
+
+def _provenance_problems(wf: Workflow) -> Iterator[str]:
+    for name, job in wf.jobs.items():
+        publishing = _first(job, _publishes)
+        if publishing is None:
+            continue
+        attested = _first(job, _attests)
+        if (attested is not None and attested < publishing) or any(_attesting(wf, n) for n in _needs(job)):
+            continue
+        yield (f"{wf.name}: job {name!r} publishes wheels without build provenance (an actions/attest step with "
+               "subject-path or subject-checksums before it, in the job or in a job it needs)")
+
+
+def _attesting(wf: Workflow, name: str, seen: frozenset[str] = frozenset()) -> bool:
+    job = wf.jobs.get(name)
+    if job is None or name in seen:
+        return False
+    return _first(job, _attests) is not None or any(_attesting(wf, n, seen | {name}) for n in _needs(job))
+
+
+def _key_problems(matrix: Matrix, workflows: tuple[Workflow, ...]) -> Iterator[str]:
+    emitted = emitted_keys(matrix)
+    text = " ".join(wf.text for wf in workflows)
+    expressions = " ".join(re.findall(r"\$\{\{(.*?)\}\}", text, re.S))
+    for key in sorted(set(re.findall(r"(?<![\w.'\"/-])matrix\.([A-Za-z_][A-Za-z0-9_-]*)", expressions)) - emitted):
+        yield f"uses matrix.{key}, which the plan does not emit (it emits {', '.join(sorted(emitted))})"
+
+
+def emitted_keys(matrix: Matrix) -> set[str]:
+    """Every key of every job matrix the plan hands on: targets, the shard index, images."""
     targets, _ = expand(matrix)
-    emitted = set().union(*(entry.keys() for entry in github_matrix(targets[:1])["include"])) if targets else set()
-    expressions = " ".join(re.findall(r"\$\{\{(.*?)\}\}", text))
-    for key in sorted(set(re.findall(r"\bmatrix\.([A-Za-z_][A-Za-z0-9_-]*)", expressions)) - emitted):
-        yield f"{name}: uses matrix.{key}, which the plan does not emit (it emits {', '.join(sorted(emitted))})"
+    outputs = plan_outputs({"shards": shards(targets[:1]), "images": images(targets)})
+    rows = [*(entry(t) for t in targets[:1]), *outputs["shards"]["include"], *outputs["images"]["include"]]
+    return set().union(*(row.keys() for row in rows))
+
+
+def _steps(job: dict[str, Any]) -> list[dict[str, Any]]:
+    steps = job.get("steps", [])
+    return [s for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
+
+
+def _first(job: dict[str, Any], test: Any) -> int | None:
+    return next((i for i, step in enumerate(_steps(job)) if test(step)), None)
+
+
+def _action(step: dict[str, Any]) -> str:
+    return str(step.get("uses", "")).split("@", 1)[0]
+
+
+def _publishes(step: dict[str, Any]) -> bool:
+    return _action(step) in PUBLISH_ACTIONS or any(c in str(step.get("run", "")) for c in PUBLISH_COMMANDS)
+
+
+def _attests(step: dict[str, Any]) -> bool:
+    """An attestation step that always runs (a conditional one proves nothing) and names its subjects."""
+    given = step.get("with")
+    if not isinstance(given, dict) or "if" in step:
+        return False
+    return _action(step) in ATTEST_ACTIONS and any(given.get(k) for k in ATTEST_SUBJECTS)
+
+
+def _needs(job: dict[str, Any]) -> list[str]:
+    needs = job.get("needs", [])
+    return [needs] if isinstance(needs, str) else [str(n) for n in needs] if isinstance(needs, list) else []
+
+
+def _matrix(job: dict[str, Any]) -> Any:
+    strategy = job.get("strategy")
+    return strategy.get("matrix") if isinstance(strategy, dict) else None
 
 
 def _runs(job: dict[str, Any]) -> str:
-    return "\n".join(str(step.get("run", "")) for step in job.get("steps", []))
+    return "\n".join(str(step.get("run", "")) for step in _steps(job))

@@ -25,7 +25,7 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     add_matrix_option(p)
     add_selection_options(p)
     p.add_argument("--format", choices=("table", "json", "github"), default="table",
-                   help="table (default); json: full records; github: a strategy.matrix for GitHub Actions")
+                   help="table (default); json: full records; github: the shards of job matrices the release workflow consumes (<= 256 jobs each) and the images to build")
     p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
     p.add_argument("--engine", choices=("local", "container"), default="local",
                    help="which engine's host capability to report (default: local)")
@@ -58,7 +58,7 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix)
     targets = selected(m, args)
     if args.format == "github":
-        print(json.dumps(ci.github_matrix(targets), indent=None, sort_keys=True))
+        print(json.dumps(ci.github_plan(targets), indent=None, sort_keys=True))
         return 0
     host = detect(m.pythons, engine_env(os.environ))
     reasons = {t.id: unbuildable(t, host, args.engine) for t in targets}

@@ -14,7 +14,7 @@ from .. import untrusted
 from ..cli import add_matrix_option, input_file
 from ..console import Console
 from ..errors import InputError, MatrixError, Problem
-from ..workflow import drift
+from ..workflow import Workflow, drift, local_calls
 
 MAX_BYTES = untrusted.MIB
 
@@ -27,9 +27,12 @@ class WorkflowDrift(MatrixError):
 
 def configure_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("workflow", help="check the release workflow against the plan",
-                       description="Check that .github/workflows/release.yml still consumes what the plan emits "
-                                   "(exit 17 on drift, or when the file is not a workflow). The workflow is not "
-                                   "generated: adding a Python or a variant to matrix.yaml needs no workflow edit.")
+                       description="Check that .github/workflows/release.yml (and the local workflows it calls) still "
+                                   "consumes what the plan emits and keeps the release's gates: a timeout on every "
+                                   "job, smoke jobs that do not wait for every build to succeed, build provenance "
+                                   "before anything is published (exit 17 on drift, or when a file is not a "
+                                   "workflow). The workflow is not generated: adding a Python or a variant to "
+                                   "matrix.yaml needs no workflow edit.")
     add_matrix_option(p)
     p.add_argument("--workflow", type=input_file, default=Path(".github/workflows/release.yml"), metavar="PATH")
     p.add_argument("--check", action="store_true", help="check for drift (the only mode)")
@@ -39,6 +42,9 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
 def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix)
     check_shape(args.workflow)
+    for name in local_calls(Workflow.read(args.workflow)).values():
+        if (args.workflow.parent / name).is_file():
+            check_shape(args.workflow.parent / name)
     problems = drift(m, args.workflow)
     if problems:
         raise WorkflowDrift([Problem(message=p) for p in problems])

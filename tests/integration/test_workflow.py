@@ -1,20 +1,47 @@
-"""The release workflow: linted for real, and in step with the plan it consumes."""
+"""The release workflow: linted for real, pinned to real releases, in step with the plan it
+consumes, and its ci/ scripts run here the way the jobs run them."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import re
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from packaging.version import Version
 
-from builders import matrix
+from builders import ci, matrix
+from builders.targets import expand
 from builders.workflow import drift
+from tests.unit.test_ci_shards import synthetic
 
-WORKFLOW = Path(".github/workflows/release.yml")
+WORKFLOWS = Path(".github/workflows")
+WORKFLOW = WORKFLOWS / "release.yml"
+SHARD = WORKFLOWS / "release-shard.yml"
+FILES = (WORKFLOW, SHARD)
+
+# Node 24 majors of the actions/* we use (Node 20 runners are retired in 2026), and the releases
+# that first do what the release needs: free-threaded "3.14t" (setup-python 5.5.0), twine that
+# reads Metadata-Version 2.4 (gh-action-pypi-publish 1.14), attestations with only subject inputs.
+MINIMUMS = {
+    "actions/checkout": "5.0.0",
+    "actions/setup-python": "6.0.0",
+    "actions/upload-artifact": "6.0.0",
+    "actions/download-artifact": "6.0.0",
+    "actions/cache": "5.0.0",
+    "actions/attest": "4.0.0",
+    "astral-sh/setup-uv": "6.0.0",
+    "pypa/gh-action-pypi-publish": "1.14.0",
+}
+FREE_THREADED_SETUP_PYTHON = Version("5.5.0")
+USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(\S+)(.*)$", re.M)
 
 
 def tool(name: str) -> str:
@@ -27,25 +54,92 @@ def builders(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "builders", *args], cwd=cwd, text=True, capture_output=True, timeout=120)
 
 
+def script(root: Path, name: str, *args: str, env: dict[str, str] | None = None,
+           cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(root / "ci" / name), *args], cwd=cwd or root, text=True, capture_output=True,
+                          timeout=120, env={**os.environ, **(env or {})})
+
+
+def plan_ids(stdout: str) -> set[str]:
+    return {e["id"] for s in json.loads(stdout)["shards"] for e in s["include"]}
+
+
+# -- linters ---------------------------------------------------------------------------------
+
 def test_actionlint_has_no_findings(root: Path) -> None:
-    proc = subprocess.run([tool("actionlint"), str(WORKFLOW)], cwd=root, text=True, capture_output=True, timeout=120)
+    proc = subprocess.run([tool("actionlint"), *map(str, FILES)], cwd=root, text=True, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_zizmor_has_no_findings(root: Path) -> None:
-    proc = subprocess.run([tool("zizmor"), "--offline", str(WORKFLOW)], cwd=root, text=True, capture_output=True, timeout=120)
+    proc = subprocess.run([tool("zizmor"), "--offline", *map(str, FILES)], cwd=root, text=True, capture_output=True,
+                          timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "No findings" in proc.stdout + proc.stderr
 
 
-def test_plan_job_command_produces_the_build_matrix(root: Path) -> None:
+def test_ci_scripts_lint_clean(root: Path) -> None:
+    proc = subprocess.run([tool("shellcheck"), *map(str, sorted((root / "ci").glob("*.sh")))], text=True,
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout
+
+
+# -- pins ----------------------------------------------------------------------------------
+
+def pins(root: Path) -> list[tuple[str, str, str, str]]:
+    """(file, action, ref, comment) of every `uses:` in the release workflows."""
+    return [(f.name, m.group(1).split("@")[0], m.group(1).partition("@")[2], m.group(2).strip())
+            for f in FILES for m in USES.finditer((root / f).read_text())]
+
+
+def test_every_action_is_pinned_to_a_commit_with_its_release_in_a_comment(root: Path) -> None:
+    found = [p for p in pins(root) if not p[1].startswith(("./", "$/"))]
+    assert found
+    for name, action, ref, comment in found:
+        assert re.fullmatch(r"[0-9a-f]{40}", ref), f"{name}: {action}@{ref} is not a commit"
+        assert re.fullmatch(r"# v\d+\.\d+\.\d+", comment), f"{name}: {action}@{ref} has no `# vX.Y.Z` comment"
+
+
+def test_pinned_releases_meet_the_minimums(root: Path) -> None:
+    for name, action, _, comment in pins(root):
+        if action.startswith(("./", "$/")):
+            continue
+        assert action in MINIMUMS, f"{name}: {action} has no minimum release here; add it to MINIMUMS"
+        assert Version(comment[3:]) >= Version(MINIMUMS[action]), f"{name}: {action} {comment} < {MINIMUMS[action]}"
+
+
+def test_one_commit_per_action_and_release(root: Path) -> None:
+    seen: dict[str, set[tuple[str, str]]] = {}
+    for _, action, ref, comment in pins(root):
+        seen.setdefault(action, set()).add((ref, comment))
+    assert {a: len(s) for a, s in seen.items() if len(s) > 1} == {}
+
+
+def test_free_threaded_pythons_are_set_up_by_something_that_supports_them(root: Path) -> None:
+    """Whatever installs ``matrix.python`` (3.14t among them) must understand free-threaded versions."""
+    for f in FILES:
+        for job in yaml.safe_load((root / f).read_text())["jobs"].values():
+            for step in job.get("steps", []):
+                uses, given = step.get("uses", ""), json.dumps(step.get("with", {}))
+                if "matrix.python" in given and uses.startswith("actions/setup-python@"):
+                    version = re.search(r"setup-python@\S+ # v([\d.]+)", (root / f).read_text()).group(1)
+                    assert Version(version) >= FREE_THREADED_SETUP_PYTHON
+                if "PYTHON" in step.get("env", {}) and "matrix.python" in str(step["env"]["PYTHON"]):
+                    setup = [s.get("uses", "") for s in job["steps"]]
+                    assert any(u.startswith("astral-sh/setup-uv@") for u in setup), "uv installs matrix.python"
+
+
+# -- the plan, as the workflow consumes it ---------------------------------------------------
+
+def test_plan_job_command_produces_the_shards(root: Path) -> None:
     # The plan job's command, as the workflow runs it (nox forwards to this).
     proc = builders("plan", "--format", "github", "--select", "*", cwd=root)
     assert proc.returncode == 0, proc.stderr
-    include = json.loads(proc.stdout)["include"]
-    assert len(include) == 84
-    used = {"id", "runner", "engine", "python", "smoke_runner", "wheel"}
-    assert all(used <= entry.keys() for entry in include)
+    plan = json.loads(proc.stdout)
+    targets, _ = expand(matrix.load(root / "matrix.yaml"))
+    assert plan_ids(proc.stdout) == {t.id for t in targets}
+    used = {"id", "runner", "engine", "python", "smoke_runner", "wheel", "device", "variant"}
+    assert all(used <= entry.keys() for s in plan["shards"] for entry in s["include"])
     assert builders("workflow", "--check", cwd=root).returncode == 0
 
 
@@ -55,9 +149,8 @@ def test_adding_a_python_changes_the_plan_and_needs_no_workflow_edit(root: Path)
     copy = root / ".grown-plan-matrix.yaml"  # beside the original: its relative paths keep their meaning
     copy.write_text(text.replace(f'  - "{last}"\n', f'  - "{last}"\n  - "3.16"\n', 1))
     try:
-        before = {e["id"] for e in json.loads(builders("plan", "--format", "github", cwd=root).stdout)["include"]}
-        proc = builders("plan", "--format", "github", "--matrix", str(copy), cwd=root)
-        ids = {e["id"] for e in json.loads(proc.stdout)["include"]}
+        before = plan_ids(builders("plan", "--format", "github", cwd=root).stdout)
+        ids = plan_ids(builders("plan", "--format", "github", "--matrix", str(copy), cwd=root).stdout)
         added = {i.replace("-cp315-", "-cp316-") for i in before if "-cp315-" in i}
         assert ids == before | added and "cu132-cp316-linux-x86_64" in ids
         assert drift(matrix.load(copy), root / WORKFLOW) == []
@@ -66,24 +159,100 @@ def test_adding_a_python_changes_the_plan_and_needs_no_workflow_edit(root: Path)
         copy.unlink()
 
 
+def test_ci_plan_sh_hands_every_shard_of_a_1000_target_plan_to_its_job(root: Path, tmp_path: Path,
+                                                                        shipped_text: str) -> None:
+    targets, _ = expand(matrix.loads(synthetic(shipped_text), root / "matrix.yaml"))
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(ci.github_plan(targets), sort_keys=True))
+    out = tmp_path / "plan-job.out"
+    proc = script(root, "plan.sh", "outputs", str(plan), env={"GITHUB_OUTPUT": str(out)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
+    shards = json.loads(outputs["shards"])["include"]
+    assert int(outputs["image_count"]) == len(json.loads(outputs["images"])["include"])
+    seen: list[str] = []
+    for shard in shards:
+        out = tmp_path / f"shard-{shard['index']}.out"
+        proc = script(root, "plan.sh", "shard", str(plan), str(shard["index"]), env={"GITHUB_OUTPUT": str(out)})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        (line,) = out.read_text().splitlines()
+        include = json.loads(line.removeprefix("include="))["include"]
+        assert 0 < len(include) == shard["count"] <= 256
+        seen += [e["id"] for e in include]
+    assert sorted(seen) == sorted(t.id for t in targets)
+
+
+@pytest.mark.parametrize("content", ["", "not json", '{"include": []}', '{"shards": [], "images": []}'])
+def test_ci_plan_sh_refuses_what_is_not_a_plan(root: Path, tmp_path: Path, content: str) -> None:
+    (tmp_path / "plan.json").write_text(content)
+    out = tmp_path / "out"
+    proc = script(root, "plan.sh", "outputs", str(tmp_path / "plan.json"), env={"GITHUB_OUTPUT": str(out)})
+    assert proc.returncode != 0
+    assert not out.exists() or out.read_text() == ""
+
+
+# -- drift: the contract and the gates -----------------------------------------------------
+
+def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
+    for f in FILES:
+        shutil.copy(root / f, tmp_path / f.name)
+    text = (tmp_path / file.name).read_text()
+    assert old in text, old
+    (tmp_path / file.name).write_text(text.replace(old, new, 1))
+    return tmp_path / WORKFLOW.name
+
+
 @pytest.mark.parametrize(
-    ("old", "new", "expected"),
+    ("file", "old", "new", "expected"),
     [
-        ("ENGINE: ${{ matrix.engine }}", "ENGINE: ${{ matrix.builder }}", "matrix.builder"),
-        ("nox -s plan -- --format github --select", "nox -s plan -- --json --select", "plan job does not run"),
-        ('run: nox -s build -- --target "$TARGET" --engine "$ENGINE" --output wheelhouse', "run: make wheels",
+        (SHARD, "ENGINE: ${{ matrix.engine }}", "ENGINE: ${{ matrix.builder }}", "matrix.builder"),
+        (WORKFLOW, "nox -s plan -- --format github --select", "nox -s plan -- --json --select", "plan job does not run"),
+        (SHARD, 'run: nox -s build -- --target "$TARGET" --engine "$ENGINE" --output wheelhouse', "run: make wheels",
          "build job does not run"),
+        (WORKFLOW, "matrix: ${{ fromJSON(needs.plan.outputs.shards) }}", "matrix: {index: [0]}",
+         "once per shard of the plan"),
+        (SHARD, "bash ci/plan.sh shard", "bash ci/other.sh shard", "extracts the shard's matrix"),
+        (WORKFLOW, "uses: $/.github/workflows/release-shard.yml", "uses: $/.github/workflows/gone.yml",
+         "calls gone.yml, which is not beside it"),
+        # every job has a timeout
+        (WORKFLOW, "    runs-on: ubuntu-24.04\n    timeout-minutes: 15\n", "    runs-on: ubuntu-24.04\n",
+         "job 'plan' has no timeout-minutes"),
+        (SHARD, "    timeout-minutes: 240\n", "", "job 'build' has no timeout-minutes"),
+        # smoke jobs must not wait for every build to succeed
+        (SHARD, "    if: ${{ !cancelled() && needs.shard.result == 'success' }}\n    name: smoke", "    name: smoke",
+         "smoke jobs run only when every build succeeded"),
+        # no wheels published without provenance
+        (WORKFLOW, "      - uses: actions/attest@1e69f48acb82d1966a394da916b4c1698aa569d6 # v4.2.2\n"
+                   "        with:\n          subject-checksums: provenance/subjects-1.sha256\n", "",
+         "job 'publish' publishes wheels without build provenance"),
+        (WORKFLOW, "subject-checksums: provenance/subjects-1.sha256", "show-summary: false",
+         "job 'publish' publishes wheels without build provenance"),
+        (WORKFLOW, "    needs: publish\n", "    needs: release-files\n",
+         "job 'deploy' publishes wheels without build provenance"),
     ],
 )
-def test_drift_is_detected(root: Path, tmp_path: Path, old: str, new: str, expected: str) -> None:
-    text = (root / WORKFLOW).read_text()
-    assert old in text
-    edited = tmp_path / "release.yml"
-    edited.write_text(text.replace(old, new, 1))
-    problems = drift(matrix.load(root / "matrix.yaml"), edited)
+def test_drift_is_detected(root: Path, tmp_path: Path, file: Path, old: str, new: str, expected: str) -> None:
+    release = edited(root, tmp_path, file, old, new)
+    problems = drift(matrix.load(root / "matrix.yaml"), release)
     assert any(expected in p for p in problems), problems
-    proc = builders("workflow", "--check", "--workflow", str(edited), cwd=root)
-    assert proc.returncode == 17
+    proc = builders("workflow", "--check", "--workflow", str(release), cwd=root)
+    assert proc.returncode == 17, proc.stderr
+    assert expected in proc.stderr
+
+
+def test_the_committed_workflows_are_in_step(root: Path) -> None:
+    assert drift(matrix.load(root / "matrix.yaml"), root / WORKFLOW) == []
+
+
+def test_an_attestation_after_the_upload_is_no_provenance(root: Path, tmp_path: Path) -> None:
+    text = (root / WORKFLOW).read_text()
+    attest = ("      - uses: actions/attest@1e69f48acb82d1966a394da916b4c1698aa569d6 # v4.2.2\n"
+              "        with:\n          subject-checksums: provenance/subjects-1.sha256\n")
+    release = edited(root, tmp_path, WORKFLOW, attest, "")
+    release.write_text(release.read_text() + attest)  # now the last step of deploy, after the upload
+    assert text.rstrip().endswith("run: bash ci/deploy-index.sh site")
+    problems = drift(matrix.load(root / "matrix.yaml"), release)
+    assert any("job 'deploy' publishes wheels without build provenance" in p for p in problems), problems
 
 
 def test_report_merges_every_build_jobs_results(root: Path, tmp_path: Path) -> None:
@@ -101,3 +270,154 @@ def test_report_merges_every_build_jobs_results(root: Path, tmp_path: Path) -> N
     assert cells["cu132-cp312-linux-x86_64"]["status"] == "built"
     assert cells["cpu-cp313-macos-arm64"]["status"] == "failed"
     assert "--results" in (root / "ci/report.sh").read_text()
+
+
+# -- the ci/ scripts, run as the jobs run them ------------------------------------------------
+
+def fake_tools(folder: Path, **tools: str) -> dict[str, str]:
+    """Executables named after ``tools``, each a bash script body; the environment that finds them first."""
+    folder.mkdir(exist_ok=True)
+    for name, body in tools.items():
+        path = folder / name
+        path.write_text(f"#!/usr/bin/env bash\necho \"{name} $*\" >> {folder}/calls\n{body}\n")
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return {"PATH": f"{folder}:{os.environ['PATH']}"}
+
+
+DRY_RUN = ("echo \"podman build --file docker/cuda.Containerfile --tag localhost/builders-cuda:0123456789abcdef "
+           "--build-arg 'TOOLKIT_REQUIREMENTS=a\nb' docker\"")
+
+
+@pytest.mark.parametrize("in_registry", [True, False])
+def test_images_sh_pushes_a_tag_the_registry_lacks_and_only_then(root: Path, tmp_path: Path, in_registry: bool) -> None:
+    env = fake_tools(tmp_path / "bin", nox=f'[[ "$*" == *--dry-run* ]] && {DRY_RUN}; true', podman="true",
+                     skopeo="exit 0" if in_registry else "exit 1")
+    env |= {"GITHUB_REPOSITORY": "Org/Repo", "REGISTRY_USER": "me", "REGISTRY_TOKEN": "t"}
+    proc = script(root, "images.sh", "push", "cu132-cp312-linux-x86_64", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    calls = (tmp_path / "bin/calls").read_text()
+    remote = "ghcr.io/org/repo/builders-cuda:0123456789abcdef"
+    assert f"skopeo inspect --raw docker://{remote}" in calls
+    assert (f"podman push {remote}" in calls) is not in_registry
+    assert ("nox -s images -- --target cu132-cp312-linux-x86_64 --container-engine podman" in calls) is not in_registry
+
+
+def test_images_sh_pull_gives_the_local_tag_and_only_warns_when_missing(root: Path, tmp_path: Path) -> None:
+    env = fake_tools(tmp_path / "bin", nox=DRY_RUN, podman='[[ "$1" == pull ]] && exit 1; true')
+    env |= {"GITHUB_REPOSITORY": "org/repo"}
+    proc = script(root, "images.sh", "pull", "cu132-cp312-linux-x86_64", env=env)
+    assert proc.returncode == 0 and "::warning::" in proc.stdout
+    env = fake_tools(tmp_path / "bin2", nox=DRY_RUN, podman="true") | {"GITHUB_REPOSITORY": "org/repo"}
+    assert script(root, "images.sh", "pull", "cu132-cp312-linux-x86_64", env=env).returncode == 0
+    assert ("podman tag ghcr.io/org/repo/builders-cuda:0123456789abcdef localhost/builders-cuda:0123456789abcdef"
+            in (tmp_path / "bin2/calls").read_text())
+
+
+def site_with_wheels(folder: Path) -> list[Path]:
+    wheels = [folder / "whl/cu132/minifw/minifw-2.15.0+cu132-cp312-cp312-manylinux_2_28_x86_64.whl",
+              folder / "whl/cu132/cuda-toolkit/cuda_toolkit-13.2.2-py3-none-manylinux_2_28_x86_64.whl",
+              folder / "whl/cpu/minifw/minifw-2.15.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl"]
+    for i, w in enumerate(wheels):
+        w.parent.mkdir(parents=True, exist_ok=True)
+        w.write_bytes(b"wheel %d" % i)
+        (w.parent / "index.html").write_text("<a>")
+    return wheels
+
+
+def test_checksums_sh_writes_sha256sums_beside_each_index(root: Path, tmp_path: Path) -> None:
+    wheels = site_with_wheels(tmp_path / "site")
+    assert script(root, "checksums.sh", str(tmp_path / "site")).returncode == 0
+    for label in ("cu132", "cpu"):
+        index = tmp_path / "site/whl" / label
+        check = subprocess.run(["sha256sum", "--check", "--strict", "SHA256SUMS"], cwd=index, capture_output=True,
+                               text=True, timeout=60)
+        assert check.returncode == 0, check.stdout + check.stderr
+        listed = {line.split("  ", 1)[1] for line in (index / "SHA256SUMS").read_text().splitlines()}
+        assert listed == {str(w.relative_to(index)) for w in wheels if index in w.parents}
+
+
+def test_provenance_sh_lists_every_wheel_in_lists_attest_accepts(root: Path, tmp_path: Path) -> None:
+    for i in range(1030):
+        (tmp_path / "wheels").mkdir(exist_ok=True)
+        (tmp_path / "wheels" / f"w-{i}.whl").write_bytes(b"%d" % i)
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist/minifw-2.15.0.whl").write_bytes(b"pypi")
+    proc = script(root, "provenance.sh", str(tmp_path / "out"), str(tmp_path / "wheels"), str(tmp_path / "dist"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lists = sorted((tmp_path / "out").glob("subjects-*.sha256"))
+    assert [p.name for p in lists] == ["subjects-1.sha256", "subjects-2.sha256"]
+    lines = [line for p in lists for line in p.read_text().splitlines()]
+    assert all(len(p.read_text().splitlines()) <= 1024 for p in lists) and len(lines) == 1031
+    digest = hashlib.sha256(b"pypi").hexdigest()
+    assert f"{digest}  minifw-2.15.0.whl" in lines
+
+
+def test_provenance_sh_refuses_two_wheels_with_one_name(root: Path, tmp_path: Path) -> None:
+    for folder, content in (("a", b"1"), ("b", b"2")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "x.whl").write_bytes(content)
+    proc = script(root, "provenance.sh", str(tmp_path / "out"), str(tmp_path / "a"), str(tmp_path / "b"))
+    assert proc.returncode != 0 and "one name" in proc.stdout
+
+
+def test_smoke_sh_find_skips_a_target_whose_build_made_no_wheel(root: Path, tmp_path: Path) -> None:
+    (tmp_path / "wheelhouse/whl/cpu").mkdir(parents=True)
+    (tmp_path / "wheelhouse/whl/cpu/a.whl").write_bytes(b"a")
+    for wheel, expected in (("a.whl", f"path={tmp_path}/wheelhouse/whl/cpu/a.whl"), ("b.whl", "path=")):
+        out = tmp_path / f"{wheel}.out"
+        proc = script(root, "smoke.sh", "find", str(tmp_path / "wheelhouse"), wheel, env={"GITHUB_OUTPUT": str(out)})
+        assert proc.returncode == 0 and out.read_text().strip() == expected
+    out = tmp_path / "none.out"  # no artifact at all: the build job never uploaded
+    assert script(root, "smoke.sh", "find", str(tmp_path / "absent"), "a.whl", env={"GITHUB_OUTPUT": str(out)}).returncode == 0
+    assert out.read_text().strip() == "path="
+
+
+@pytest.mark.parametrize(("listing", "ok"), [("GPU 0: NVIDIA H200 (UUID: GPU-1)", True), ("", False)])
+def test_require_device_sh_fails_a_runner_without_the_gpu(root: Path, tmp_path: Path, listing: str, ok: bool) -> None:
+    env = fake_tools(tmp_path / "bin", **{"nvidia-smi": f"echo '{listing}'"})
+    assert (script(root, "require-device.sh", "cuda", env=env).returncode == 0) is ok
+
+
+def test_require_device_sh_fails_where_the_tool_is_missing(root: Path, tmp_path: Path) -> None:
+    env = {"PATH": str(fake_tools(tmp_path / "bin", true="true")["PATH"]).split(":", 1)[0] + ":/usr/bin:/bin"}
+    proc = script(root, "require-device.sh", "rocm", env=env)
+    assert proc.returncode != 0 and "no rocminfo" in proc.stdout
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, text=True, capture_output=True, check=True, timeout=60).stdout
+
+
+def test_deploy_index_sh_publishes_to_a_gh_pages_branch(root: Path, tmp_path: Path) -> None:
+    server = tmp_path / "server"
+    (server / "org").mkdir(parents=True)
+    git("init", "--quiet", "--bare", "repo.git", cwd=server / "org")
+    site_with_wheels(tmp_path / "site")
+    (tmp_path / "site/index.html").write_text("<a>")
+    env = {"GH_TOKEN": "token", "GITHUB_REPOSITORY": "org/repo", "GITHUB_SERVER_URL": f"file://{server}",
+           "INDEX_DEPLOY_COMMAND": ""}
+    for _ in range(2):  # the second run finds the branch and its indexes unchanged
+        proc = script(root, "deploy-index.sh", str(tmp_path / "site"), env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    files = set(git("ls-tree", "-r", "--name-only", "gh-pages", cwd=server / "org/repo.git").split())
+    assert {".nojekyll", "index.html", "whl/cpu/minifw/index.html"} <= files
+    assert len(git("log", "--oneline", "gh-pages", cwd=server / "org/repo.git").splitlines()) == 1
+
+
+def test_deploy_index_sh_refuses_what_pages_cannot_serve(root: Path, tmp_path: Path) -> None:
+    site_with_wheels(tmp_path / "site")
+    with open(tmp_path / "site/whl/cpu/minifw/big.whl", "wb") as f:
+        f.truncate(101 * 1000 * 1000)  # sparse: no disk used
+    proc = script(root, "deploy-index.sh", str(tmp_path / "site"),
+                  env={"GH_TOKEN": "t", "GITHUB_REPOSITORY": "o/r", "INDEX_DEPLOY_COMMAND": ""})
+    assert proc.returncode != 0 and "over 100 MB" in proc.stdout and "INDEX_DEPLOY_COMMAND" in proc.stdout
+
+
+def test_deploy_index_sh_runs_the_configured_command_for_another_host(root: Path, tmp_path: Path) -> None:
+    site_with_wheels(tmp_path / "site")
+    command = 'cp -R "$SITE" "$DEST" && echo "$INDEX_DEPLOY_TOKEN" > "$DEST/token"'
+    proc = script(root, "deploy-index.sh", str(tmp_path / "site"),
+                  env={"INDEX_DEPLOY_COMMAND": command, "INDEX_DEPLOY_TOKEN": "s3cret", "DEST": str(tmp_path / "host")})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "host/whl/cpu/minifw/index.html").is_file()
+    assert (tmp_path / "host/token").read_text().strip() == "s3cret"

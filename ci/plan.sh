@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The release workflow's hand-off of the plan (`nox -s plan -- --format github > plan.json`).
+#   ci/plan.sh outputs PLAN       the plan job: shards (the shard index), images, image_count
+#   ci/plan.sh shard PLAN INDEX   a shard's matrix job: include, that shard's {"include": [...]}
+# Values go to $GITHUB_OUTPUT only after they are checked: valid JSON, not empty, and within
+# GitHub's limits (256 jobs per job matrix, 1 MB of outputs per job, sized as UTF-16), so a
+# failing or malformed plan fails its job instead of handing on an empty matrix.
+set -euo pipefail
+
+MAX_JOBS=256
+MAX_OUTPUT_BYTES=1000000
+
+die() { echo "::error::ci/plan.sh: $*"; exit 1; }
+
+# The bytes GitHub counts for the outputs given (two per character: UTF-16).
+check_size() {
+  local total=0 value
+  for value in "$@"; do total=$((total + 2 * ${#value})); done
+  [ "$total" -le "$MAX_OUTPUT_BYTES" ] || die "outputs of $total bytes, more than GitHub's $MAX_OUTPUT_BYTES per job"
+}
+
+write() {
+  local dest=${GITHUB_OUTPUT:?ci/plan.sh writes to \$GITHUB_OUTPUT}
+  printf '%s=%s\n' "$@" >> "$dest"
+}
+
+outputs() {
+  local plan=$1 shards images count
+  jq -e 'type == "object" and (.shards | type == "array") and (.images | type == "array")' "$plan" >/dev/null \
+    || die "$plan is not a plan for GitHub (nox -s plan -- --format github)"
+  shards=$(jq -ce '{"include": [.shards[] | {index, name, count}]} | select(.include | length > 0)' "$plan") \
+    || die "$plan has no shards"
+  [ "$(jq '.include | length' <<<"$shards")" -le "$MAX_JOBS" ] || die "more than $MAX_JOBS shards"
+  images=$(jq -ce '{"include": .images}' "$plan")
+  count=$(jq '.images | length' "$plan")
+  [ "$count" -le "$MAX_JOBS" ] || die "more than $MAX_JOBS images"
+  check_size "$shards" "$images" "$count"
+  write shards "$shards" images "$images" image_count "$count"
+  echo "$(jq '.targets' "$plan") targets in $(jq '.include | length' <<<"$shards") shard(s), $count image(s)"
+}
+
+shard() {
+  local plan=$1 index=$2 include
+  [[ $index =~ ^[0-9]+$ ]] || die "shard index '$index' is not a number"
+  include=$(jq -ce --argjson i "$index" '.shards[] | select(.index == $i) | {"include": .include} | select(.include | length > 0)' \
+    "$plan") || die "$plan has no shard $index"
+  [ "$(jq '.include | length' <<<"$include")" -le "$MAX_JOBS" ] || die "shard $index has more than $MAX_JOBS jobs"
+  check_size "$include"
+  write include "$include"
+  echo "shard $index: $(jq -r --argjson i "$index" '.shards[] | select(.index == $i) | "\(.name), \(.count) targets"' "$plan")"
+}
+
+case ${1:-} in
+  outputs) [ $# -eq 2 ] || die "usage: ci/plan.sh outputs PLAN"; outputs "$2" ;;
+  shard) [ $# -eq 3 ] || die "usage: ci/plan.sh shard PLAN INDEX"; shard "$2" "$3" ;;
+  *) die "usage: ci/plan.sh outputs PLAN | ci/plan.sh shard PLAN INDEX" ;;
+esac
