@@ -174,6 +174,7 @@ class BuildPlan:
     work: str  # this target's scratch folder on this host
     places: Places  # output, source, cache, builders' interpreter: where they are is not part of the digest
     direct: bool  # the pipeline runs the project's build itself (False: cibuildwheel drives it)
+    prepare: tuple[Command, ...]
     build: Command
     repair: Command | None
     diagnose: Command | None
@@ -188,6 +189,7 @@ class BuildPlan:
                 "engine": self.engine, "runner": {"kind": self.runner.kind, "image": self.runner.image,
                                                   "inherits": dict(self.runner.inherits)},
                 "interpreter": self.interpreter, "toolchain": toolchain, "epoch": self.epoch,
+                "prepare": [c.key(self.places) for c in self.prepare],
                 "build": self.build.key(self.places), "repair": self.repair.key(self.places) if self.repair else None}
 
     @cached_property
@@ -196,7 +198,8 @@ class BuildPlan:
 
     def commands(self) -> list[tuple[str, Command]]:
         """Every command the plan runs, in order, named by its stage."""
-        out = [("build", self.build)] + ([("repair", self.repair)] if self.repair else [])
+        out = [("prepare", c) for c in self.prepare] + [("build", self.build)]
+        out += [("repair", self.repair)] if self.repair else []
         return out + [("smoke", c) for c in self.smoke.commands]
 
     def to_json(self) -> dict[str, Any]:
@@ -204,7 +207,8 @@ class BuildPlan:
                 "smoke_runner": self.smoke_runner.to_json(), "interpreter": self.interpreter,
                 "toolchain": self.toolchain.to_json(), "source": self.source, "source_digest": self.source_digest,
                 "epoch": self.epoch, "work": self.work, "builders_version": self.builders_version,
-                "build": self.build.to_json(), "repair": self.repair.to_json() if self.repair else None,
+                "prepare": [c.to_json() for c in self.prepare], "build": self.build.to_json(),
+                "repair": self.repair.to_json() if self.repair else None,
                 "smoke": [c.to_json() for c in self.smoke.commands], "smoke_python": self.smoke.python,
                 "outputs": {"labelled": self.outputs.labelled, "wheel": self.outputs.wheel,
                             "destination": self.outputs.destination}}
@@ -255,6 +259,7 @@ class Recipe:
     smoke_inbox: str  # where the smoke runner gets the wheel and the probe ("" = where they are)
     build_cwd: str
     build_env: Pairs = ()  # set for the build on top of the target's settings
+    prepare: tuple[Command, ...] = ()  # before the build (a container copies the read-only source)
     repair_tools: Tools | None = None  # None: the build command repairs too (cibuildwheel)
     repair_env: Pairs = ()
     build: Command | None = None  # an engine's own build command (cibuildwheel); None: the project's
@@ -309,7 +314,7 @@ def assemble(target: Target, ctx: Context, recipe: Recipe) -> BuildPlan:
         source=str(ctx.source), source_digest=ctx.source_digest, epoch=ctx.epoch, work=str(work),
         places=(("{output}", str(ctx.output)), ("{source}", str(ctx.source)), ("{cache}", str(ctx.cache)),
                 ("{builders-python}", ctx.tools_python)),
-        direct=recipe.build is None, build=build, repair=repair, diagnose=diagnose,
+        direct=recipe.build is None, prepare=recipe.prepare, build=build, repair=repair, diagnose=diagnose,
         smoke=smoke_plan(target, recipe, final, str(work)),
         outputs=Outputs(labelled=labelled_name(target, repair is not None), wheel=target.wheel_name,
                         destination=f"{target.index_path.rstrip('/')}/{target.wheel_name}"),

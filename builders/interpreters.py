@@ -58,7 +58,7 @@ def discover(wanted: Iterable[PythonVersion], env: Mapping[str, str]) -> dict[st
     """Map each wanted ABI (``cp312``) to a working interpreter, when one exists (asked in parallel)."""
     dirs = search_dirs(env)
     pythons = list(wanted)
-    with ThreadPoolExecutor(max_workers=max(len(pythons), 1)) as pool:
+    with ThreadPoolExecutor(max_workers=max(min(len(pythons), 4), 1)) as pool:
         found = pool.map(lambda python: _first_working(python, dirs, env), pythons)
         return {python.abi: exe for python, exe in zip(pythons, found) if exe is not None}
 

@@ -233,9 +233,9 @@ def check(plan: BuildPlan, runner: Runner) -> None:
 
 
 def build(plan: BuildPlan, runner: Runner, tools_env: Mapping[str, str], log: Log) -> Path:
-    """The plan's build command; then the interpreter's own absolute RPATHs go from the raw wheel."""
-    command = plan.build
-    runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
+    """The plan's build commands; then the interpreter's own absolute RPATHs go from the raw wheel."""
+    for command in (*plan.prepare, plan.build):
+        runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
     raw = only_wheel(Path(plan.work) / "raw", f"the build of {plan.id}")
     if plan.direct:
         strip_rpaths(raw, interpreter_rpaths(plan.interpreter, runner), tools_env, log, plan.epoch)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
+import selectors
 import shlex
 import shutil
 import signal
@@ -32,6 +33,7 @@ from .errors import BuildersError
 TAIL_LINES = 25
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL of a cancelled command's group
 POLL = 0.1
+PIPE_CHUNK = 1 << 16
 
 
 class ProcessError(BuildersError):
@@ -216,19 +218,14 @@ def _header(argv: Sequence[str], cwd: Path | None, shown_env: Mapping[str, str] 
 def _execute(argv: Sequence[str], env: Mapping[str, str], cwd: Path | None, stdin: str | None,
              separate_stderr: bool, put: Callable[[str], None], timeout: float | None,
              cancellable: bool) -> tuple[int, _Output]:
-    """Start ``argv`` in its own process group, pump its output, wait; (exit code, output)."""
+    """Start ``argv`` in its own process group, pump its output as it comes, wait; (exit code, output)."""
     output = _Output()
     proc = subprocess.Popen(argv, env=dict(env), cwd=cwd, start_new_session=True,
                             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE if separate_stderr else subprocess.STDOUT)
     with _registered(proc, cancellable):
-        pumps = [_pump(proc.stdout, put, output, keep=True)]
-        if separate_stderr:
-            pumps.append(_pump(proc.stderr, put, output, keep=False))
-        _feed(proc, stdin)
-        code = _wait(proc, timeout, cancellable)
-        for pump in pumps:
-            pump.join()
+        pump = _Pump(proc, put, output, (stdin or "").encode())
+        code = pump.run(timeout, cancellable)
     if code == 124 and timeout is not None:
         put(f"[timed out after {timeout}s]\n")
         output.recent.append(f"[timed out after {timeout}s]")
@@ -237,6 +234,7 @@ def _execute(argv: Sequence[str], env: Mapping[str, str], cwd: Path | None, stdi
 
 @contextlib.contextmanager
 def _registered(proc: subprocess.Popen[bytes], cancellable: bool) -> Iterator[None]:
+    """``proc`` known to :func:`cancel_all` while it runs; never left running behind an exception."""
     if cancellable:
         with _RUNNING_LOCK:
             _RUNNING.add(proc)
@@ -245,41 +243,79 @@ def _registered(proc: subprocess.Popen[bytes], cancellable: bool) -> Iterator[No
     finally:
         with _RUNNING_LOCK:
             _RUNNING.discard(proc)
-        if proc.poll() is None:  # an exception on our side: never leave the command running
+        if proc.poll() is None:
             _signal_group(proc, signal.SIGKILL)
             proc.wait()
 
 
-def _pump(stream: IO[bytes] | None, put: Callable[[str], None], output: _Output, *, keep: bool) -> threading.Thread:
-    """A thread copying ``stream`` line by line into the log as it arrives."""
+class _Pump:
+    """One selectors loop per command (no thread): its stdin fed, its output copied line by line."""
 
-    def copy() -> None:
-        assert stream is not None
-        for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", errors="replace")
-            put(line if line.endswith("\n") else line + "\n")
-            output.recent.append(line)
+    def __init__(self, proc: subprocess.Popen[bytes], put: Callable[[str], None], output: _Output,
+                 stdin: bytes) -> None:
+        self.proc, self.put, self.output, self.stdin = proc, put, output, stdin
+        self.selector = selectors.DefaultSelector()
+        self.partial: dict[int, bytes] = {}
+        self.streams: dict[int, IO[bytes]] = {}
+        for stream, event, keep in ((proc.stdout, selectors.EVENT_READ, True), (proc.stderr, selectors.EVENT_READ, False),
+                                    (proc.stdin, selectors.EVENT_WRITE, None)):
+            if stream is not None:
+                self.streams[stream.fileno()] = stream
+                self.selector.register(stream, event, keep)
+
+    def run(self, timeout: float | None, cancellable: bool) -> int:
+        """The exit code; 124 after ``timeout``; the group is stopped on timeout or cancellation."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while self.selector.get_map():
+                if deadline is not None and time.monotonic() > deadline:
+                    _stop(self.proc)
+                    return 124
+                if cancellable and cancelled():
+                    _stop(self.proc)
+                    return -signal.SIGTERM
+                for key, _ in self.selector.select(POLL):
+                    self._ready(key)
+        finally:
+            self.selector.close()
+            for stream in self.streams.values():
+                stream.close()
+        return _wait(self.proc, deadline, cancellable)
+
+    def _ready(self, key: selectors.SelectorKey) -> None:
+        stream = self.streams[key.fd]
+        if key.data is None:  # stdin: feed it, close it when all is written (or nobody reads)
+            try:
+                written = os.write(key.fd, self.stdin[:PIPE_CHUNK]) if self.stdin else 0
+            except BrokenPipeError:
+                written = len(self.stdin)
+            self.stdin = self.stdin[written:]
+            if not self.stdin:
+                self.selector.unregister(stream)
+                stream.close()
+            return
+        chunk = os.read(key.fd, PIPE_CHUNK)
+        self._lines(key.fd, chunk, key.data, final=not chunk)
+        if not chunk:
+            self.selector.unregister(stream)
+            stream.close()
+
+    def _lines(self, fd: int, chunk: bytes, keep: bool, *, final: bool) -> None:
+        data = self.partial.pop(fd, b"") + chunk
+        *complete, rest = data.split(b"\n")
+        if final and rest:
+            complete, rest = [*complete, rest], b""
+        self.partial[fd] = rest
+        for raw in complete:
+            line = raw.decode("utf-8", errors="replace") + "\n"
+            self.put(line)
+            self.output.recent.append(line)
             if keep:
-                output.stdout.append(line)
-        stream.close()
-
-    thread = threading.Thread(target=copy, daemon=True)
-    thread.start()
-    return thread
+                self.output.stdout.append(line)
 
 
-def _feed(proc: subprocess.Popen[bytes], stdin: str | None) -> None:
-    if stdin is None or proc.stdin is None:
-        return
-    with contextlib.suppress(BrokenPipeError):
-        proc.stdin.write(stdin.encode())
-    with contextlib.suppress(BrokenPipeError):
-        proc.stdin.close()
-
-
-def _wait(proc: subprocess.Popen[bytes], timeout: float | None, cancellable: bool) -> int:
-    """The exit code; 124 after ``timeout``; the group is killed on timeout or cancellation."""
-    deadline = None if timeout is None else time.monotonic() + timeout
+def _wait(proc: subprocess.Popen[bytes], deadline: float | None, cancellable: bool) -> int:
+    """The exit code once the output has ended; 124 after ``deadline``, and stopped when cancelled."""
     while True:
         try:
             return proc.wait(timeout=POLL)

@@ -25,7 +25,8 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     add_matrix_option(p)
     add_selection_options(p)
     p.add_argument("--format", choices=("table", "json", "github"), default="table",
-                   help="table (default); json: full records; github: the shards of job matrices the release workflow consumes (<= 256 jobs each) and the images to build")
+                   help="table (default); json: full records; github: the shards of job matrices the release "
+                        "workflow consumes (<= 256 jobs each) and the images to build")
     p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
     p.add_argument("--engine", choices=("local", "container"), default="local",
                    help="which engine's host capability to report (default: local)")

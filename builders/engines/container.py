@@ -22,6 +22,7 @@ from types import TracebackType
 from .. import images
 from ..buildplan import (
     BuildPlan,
+    Command,
     Context,
     Mount,
     Recipe,
@@ -50,8 +51,10 @@ MAX_LIFETIME = 4 * 3600  # seconds; longer than any build's timeout
 INBOX = "/tmp"  # where the smoke container receives the wheel and the probe
 # CMake (>= 3.17) reads the launcher from the environment; every builders image has ccache
 # (a pass-through stand-in where the base has no package; docker/install-build-deps.sh).
-CCACHE_ENV = {"CCACHE_DIR": "/ccache", "CCACHE_BASEDIR": "/src", "CMAKE_C_COMPILER_LAUNCHER": "ccache",
+CCACHE_ENV = {"CCACHE_DIR": "/ccache", "CCACHE_BASEDIR": "/tmp/src", "CMAKE_C_COMPILER_LAUNCHER": "ccache",
               "CMAKE_CXX_COMPILER_LAUNCHER": "ccache"}
+# The source is mounted read-only; builds that write into their tree (setuptools' egg-info) get a copy.
+COPY_SOURCE = Command(argv=("cp", "-a", "/src/.", "/tmp/src"), timeout=1800)
 OFFLINE_PIP = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "/wheels"}
 BASE_ENV = {"HOME": "/tmp", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
@@ -141,7 +144,8 @@ class ContainerEngine:
                   Mount(source=str(self.compiler_cache(target)), target="/ccache", writable=True))
         return Recipe(engine=self.name, runner=self.runner(target, mounts, network=False),
                       smoke_runner=self.smoke_runner(target), interpreter=python, smoke_interpreter=python,
-                      toolchain=self.toolchain(target), source="/src", work="/work", build_cwd="/tmp",
+                      toolchain=self.toolchain(target), source="/tmp/src", work="/work", build_cwd="/tmp",
+                      prepare=(COPY_SOURCE,),
                       smoke_scratch="/tmp/smoke", smoke_inbox=INBOX, build_env=pairs({**OFFLINE_PIP, **CCACHE_ENV}),
                       repair_tools=Tools())
 

@@ -241,7 +241,7 @@ def test_the_dry_run_plan_is_exactly_what_the_build_ran(wheelhouse: Path, result
     assert set(plans) == BUILDABLE
     for tid, plan in plans.items():
         ran = logged_commands((wheelhouse / results[tid]["log"]).read_text())
-        for command in [plan["build"], plan["repair"], *plan["smoke"]]:
+        for command in [*plan["prepare"], plan["build"], plan["repair"], *plan["smoke"]]:
             assert (command["argv"], command["cwd"], command["env"]) in ran, (tid, command["argv"])
 
 

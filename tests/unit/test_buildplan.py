@@ -170,7 +170,9 @@ def test_the_container_plan_runs_in_the_image(m) -> None:
     mounts = {m.target: m for m in plan.runner.mounts}
     assert mounts["/src"].source == str(SOURCE) and not mounts["/src"].writable
     assert mounts["/work"].source == plan.work and mounts["/work"].writable
-    assert plan.build.argv[-1] == "/src" and dict(plan.build.env)["PIP_NO_INDEX"] == "1"
+    # The read-only source is copied inside the container first (builds may write into their tree).
+    assert [c.argv for c in plan.prepare] == [("cp", "-a", "/src/.", "/tmp/src")]
+    assert plan.build.argv[-1] == "/tmp/src" and dict(plan.build.env)["PIP_NO_INDEX"] == "1"
     assert plan.repair is not None and plan.repair.argv[:2] == ("auditwheel", "repair")  # the image's own
     assert plan.smoke.wheel == f"/tmp/{plan.outputs.wheel}" and "/work" not in {m.target for m in plan.smoke_runner.mounts}
     assert dict(plan.build.env)["MINIFW_TOOLKIT_ROOT"] == plan.toolchain.root == "/opt/toolkit/nvidia/cu13"
