@@ -55,8 +55,8 @@ def plans(selection: list[str], out: Path) -> dict[str, str]:
     return {plan["id"]: plan["digest"] for plan in json.loads(proc.stdout)["plans"]}
 
 
-def results(out: Path) -> dict[str, dict[str, Any]]:
-    data = json.loads((out / "results.json").read_text())
+def results(out: Path, path: Path | None = None) -> dict[str, dict[str, Any]]:
+    data = json.loads((path or out / "results.json").read_text())
     return {r["id"]: r for r in data["targets"] if r["status"] != "skipped"}
 
 
@@ -73,10 +73,10 @@ def generic(value: Any, out: Path) -> str:
     return json.dumps(value, sort_keys=True).replace(str(out), "{output}")
 
 
-def same_as_serial(serial: Path, parallel: Path) -> list[str]:
+def same_as_serial(serial: Path, parallel: Path, serial_results: Path) -> list[str]:
     """Where the parallel run's results and logs differ from the serial run's (timings and paths aside)."""
     problems = []
-    a, b = results(serial), results(parallel)
+    a, b = results(serial, serial_results), results(parallel)
     if a.keys() != b.keys():
         problems.append(f"targets differ: {sorted(a.keys() ^ b.keys())}")
     for tid in sorted(a.keys() & b.keys()):
@@ -96,6 +96,7 @@ def measure(selection: list[str], work: Path) -> dict[str, Any]:
         raise SystemExit("this host can build none of the selected targets")
     picked = [a for t in targets for a in ("--target", t)]
     cold, _ = builders("build", "--output", str(serial), "--jobs", "1", *picked)
+    shutil.copyfile(serial / "results.json", work / "jobs1-results.json")  # before the no-op makes them 'reused'
     # A commit to the source or an edit of builders' code while the cold build ran is a new plan.
     changed = sorted(t for t, d in plans(picked, serial).items() if d != results(serial)[t].get("digest"))
     noop, proc = builders("build", "--output", str(serial), *picked)
@@ -103,7 +104,8 @@ def measure(selection: list[str], work: Path) -> dict[str, Any]:
     jobs2, _ = builders("build", "--output", str(parallel), "--jobs", "2", *picked)
     return {"targets": targets, "cores": os.cpu_count(), "cold_jobs1_s": round(cold, 2), "noop_s": round(noop, 2),
             "noop_reused": reused, "cold_jobs2_s": round(jobs2, 2), "noop_ratio": round(cold / noop, 1),
-            "jobs2_vs_jobs1": round(jobs2 / cold, 3), "parallel_differences": same_as_serial(serial, parallel),
+            "jobs2_vs_jobs1": round(jobs2 / cold, 3),
+            "parallel_differences": same_as_serial(serial, parallel, work / "jobs1-results.json"),
             "noop_console_tail": proc.stderr.strip().splitlines()[-1], "plans_changed_during_cold_build": changed}
 
 
@@ -137,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-build-"))
     for sub in ("jobs1", "jobs2"):
         shutil.rmtree(work / sub, ignore_errors=True)
+    work.mkdir(parents=True, exist_ok=True)
     try:
         m = measure([a for g in args.select for a in ("--select", g)], work)
     finally:

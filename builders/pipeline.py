@@ -96,7 +96,7 @@ def build_all(resolved: Sequence[Resolved], config: RunConfig, console: Console)
     outcomes = [_skip(s, config, console, position[s.id]) for s in resolved if isinstance(s, Skipped)]
     for skipped in outcomes:
         writer.record(skipped)
-    plans = [r for r in resolved if isinstance(r, BuildPlan)]
+    plans = longest_first([r for r in resolved if isinstance(r, BuildPlan)], writer.previous)
     with ThreadPoolExecutor(max_workers=max(config.jobs, 1), thread_name_prefix="target") as pool:
         futures = [pool.submit(run_plan, plan, config, console, position[plan.id]) for plan in plans]
         for future in as_completed(futures):
@@ -105,6 +105,17 @@ def build_all(resolved: Sequence[Resolved], config: RunConfig, console: Console)
                 writer.record(result)
                 outcomes.append(result)
     return sorted(outcomes, key=lambda r: position[r.id])
+
+
+def longest_first(plans: Sequence[BuildPlan], previous: Mapping[str, Mapping[str, Any]]) -> list[BuildPlan]:
+    """The plans in the order that finishes soonest on N workers: the longest first, by their last
+    recorded build time, else accelerator builds (device code for every arch) before CPU ones."""
+
+    def cost(plan: BuildPlan) -> float:
+        seconds = sum(previous.get(plan.id, {}).get("durations", {}).values())
+        return seconds or (60.0 if plan.toolchain.accelerator != "cpu" else 30.0)
+
+    return sorted(plans, key=cost, reverse=True)
 
 
 def _skip(skipped: Skipped, config: RunConfig, console: Console, position: tuple[int, int]) -> Result:

@@ -149,6 +149,7 @@ class Writer:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._current = read(path)
+        self.previous: dict[str, dict[str, Any]] = dict(self._current)  # as it was before this run
         self._lock = threading.Lock()
 
     def record(self, result: Result) -> None:

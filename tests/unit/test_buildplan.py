@@ -200,3 +200,14 @@ def test_shell_line_of_a_command(m) -> None:
     plan = built(plans(m))["cpu-cp312-linux-x86_64"]
     line = plan.build.shell()
     assert line.startswith(f"cd {SOURCE} && ") and shlex.split(line.split(" && ", 1)[1])[-len(plan.build.argv):] == list(plan.build.argv)
+
+
+def test_the_longest_builds_start_first(m) -> None:
+    from builders.pipeline import longest_first
+
+    found = list(built(plans(m)).values())
+    order = [p.id for p in longest_first(found, {})]
+    accelerated = [p.id for p in found if p.toolchain.accelerator != "cpu"]
+    assert order[:len(accelerated)] == accelerated  # no history: device code first, matrix order kept
+    cpu = next(p.id for p in found if p.toolchain.accelerator == "cpu")
+    assert longest_first(found, {cpu: {"durations": {"build": 500.0, "smoke": 10.0}}})[0].id == cpu
