@@ -71,6 +71,7 @@ from .model import (
     Platform,
     Project,
     PythonVersion,
+    Timeouts,
     Toolkit,
     Variant,
 )
@@ -958,6 +959,7 @@ class _Model:
             extension_modules=tuple(raw.get("extension_modules", ())),
             smoke_script=(self.path.parent / script).resolve() if script is not None else None,
             smoke_timeout=float(smoke.get("timeout", 300)),
+            timeouts=Timeouts(**{k: float(v) for k, v in raw.get("timeouts", {}).items()}),
         )
 
     def pythons(self, dropped: tuple[Dropped, ...]) -> tuple[PythonVersion, ...]:
