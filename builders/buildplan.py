@@ -13,7 +13,7 @@ recipe into commands is written once, here (:func:`assemble`).
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -22,7 +22,7 @@ from typing import Any
 from packaging.tags import Tag
 
 from . import smoke
-from .host import Host
+from .host import Host, unbuildable
 from .model import OS
 from .repair import Tools, diagnose_argv, repair_argv
 from .store import canonical, digest
@@ -288,6 +288,12 @@ def labelled_name(target: Target, repaired: bool) -> str:
         return target.wheel_name
     raw = Tag(target.python.interpreter, target.python.abi, f"linux_{plat.arch}")
     return wheel_filename(target.project.name, target.version, raw)
+
+
+def resolve_with(engine: str, target: Target, ctx: Context, recipe: Callable[[], Recipe]) -> Resolved:
+    """``target``'s plan from an engine's recipe, or why ``engine`` cannot build it on this host."""
+    reason = unbuildable(target, ctx.host, engine)
+    return Skipped(id=target.id, reason=reason) if reason else assemble(target, ctx, recipe())
 
 
 def assemble(target: Target, ctx: Context, recipe: Recipe) -> BuildPlan:

@@ -15,9 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..buildplan import BuildPlan, Command, Context, Recipe, Resolved, RunnerSpec, Skipped, assemble, pairs
+from ..buildplan import BuildPlan, Command, Context, Recipe, Resolved, RunnerSpec, pairs, resolve_with
 from ..errors import EngineError
-from ..host import unbuildable
 from ..model import OS
 from ..process import LogLike
 from ..repair import repair_command
@@ -63,10 +62,7 @@ class CibwEngine:
     name: str = "cibw"
 
     def plan(self, target: Target, ctx: Context) -> Resolved:
-        reason = unbuildable(target, ctx.host, self.name)
-        if reason:
-            return Skipped(id=target.id, reason=reason)
-        return assemble(target, ctx, self.recipe(target, ctx))
+        return resolve_with(self.name, target, ctx, lambda: self.recipe(target, ctx))
 
     def recipe(self, target: Target, ctx: Context) -> Recipe:
         linux = target.platform.os is OS.LINUX

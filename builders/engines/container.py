@@ -28,13 +28,11 @@ from ..buildplan import (
     Recipe,
     Resolved,
     RunnerSpec,
-    Skipped,
     ToolchainPin,
-    assemble,
     pairs,
+    resolve_with,
     settings,
 )
-from ..host import unbuildable
 from ..interpreters import image_interpreter
 from ..model import Accelerator
 from ..process import LogLike, Result, run
@@ -131,10 +129,7 @@ class ContainerEngine:
         return images.image_spec(target, self.pythons, self.host_env, self.base_image)
 
     def plan(self, target: Target, ctx: Context) -> Resolved:
-        reason = unbuildable(target, ctx.host, self.name)
-        if reason:
-            return Skipped(id=target.id, reason=reason)
-        return assemble(target, ctx, self.recipe(target, ctx))
+        return resolve_with(self.name, target, ctx, lambda: self.recipe(target, ctx))
 
     def recipe(self, target: Target, ctx: Context) -> Recipe:
         work = ctx.work(target)
