@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from importlib import resources
 from pathlib import Path
 
 from .errors import EngineError
@@ -20,7 +21,18 @@ from .model import Accelerator, Matrix, Toolkit
 from .process import LogLike, run
 from .targets import Target
 
-DOCKER_DIR = Path(__file__).resolve().parent.parent / "docker"
+def _containers_dir() -> Path:
+    """The Containerfiles and their scripts: package data, so an installed builders finds them.
+
+    A build context must be a real folder; setuptools installs package data as files.
+    """
+    folder = resources.files("builders").joinpath("resources", "containers")
+    if not isinstance(folder, Path):
+        raise EngineError(f"builders' Containerfiles are not on the file system ({folder}); install builders unzipped")
+    return folder
+
+
+CONTAINERS_DIR = _containers_dir()
 TOOLKIT_PREFIX = "/opt/toolkit"
 # Where the rocm image takes its toolkit from ($BUILDERS_ROCM_SOURCE; the first is the default).
 ROCM_SOURCES = ("therock", "debian")
@@ -96,14 +108,14 @@ def image_spec(target: Target, pythons: tuple[str, ...], env: Mapping[str, str],
         args["TOOLKIT_SYSTEM_REPOSITORY"] = expand_env(toolkit.system_repository, env, what)
         args["TOOLKIT_SYSTEM_REPOSITORY_KEY"] = expand_env(toolkit.system_repository_key, env, what)
         args["TOOLKIT_SYSTEM_PACKAGES"] = "\n".join(toolkit.system_packages)
-    return ImageSpec(family=family, containerfile=DOCKER_DIR / f"{family.value}.Containerfile", args=tuple(sorted(args.items())))
+    return ImageSpec(family=family, containerfile=CONTAINERS_DIR / f"{family.value}.Containerfile", args=tuple(sorted(args.items())))
 
 
 def rocm_source_args(target: Target, env: Mapping[str, str]) -> dict[str, str]:
     """``ROCM_SOURCE`` from ``$BUILDERS_ROCM_SOURCE`` (TheRock unless it says otherwise) and its packages.
 
     ``debian`` installs the matrix's ``toolkit.system_packages`` from the base's Debian mirror
-    (docker/install-rocm.sh): a stand-in for TheRock where its index cannot be reached.
+    (``resources/containers/install-rocm.sh``): a stand-in for TheRock where its index cannot be reached.
     """
     variant, source = target.variant, env.get("BUILDERS_ROCM_SOURCE") or "therock"
     if source not in ROCM_SOURCES:
@@ -149,7 +161,7 @@ def host_ca_bundle(env: Mapping[str, str]) -> Path | None:
 def engine_env(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` with the project's containers.conf for podman, unless the user chose one."""
     out = dict(env)
-    out.setdefault("CONTAINERS_CONF", str(DOCKER_DIR / "containers.conf"))
+    out.setdefault("CONTAINERS_CONF", str(CONTAINERS_DIR / "containers.conf"))
     return out
 
 

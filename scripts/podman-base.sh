@@ -6,7 +6,7 @@
 set -euo pipefail
 image=${1:-localhost/builders-base:sid}
 here=$(cd "$(dirname "$0")/.." && pwd)
-export CONTAINERS_CONF=${CONTAINERS_CONF:-$here/docker/containers.conf}
+export CONTAINERS_CONF=${CONTAINERS_CONF:-$here/builders/resources/containers/containers.conf}
 
 if podman image exists "$image"; then
   echo "base image $image exists"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the slow tests need on a Debian host, installed if missing: podman with runc (crun fails
-# on these hosts' cgroup layout; see docker/containers.conf), debootstrap, and the local base
+# on these hosts' cgroup layout; see builders/resources/containers/containers.conf), debootstrap, and the local base
 # image the container tests build on; Debian's headless Chromium and its WebDriver, and
 # axe-core from the npm registry, for the compatibility page's browser test. Run by
 # `nox -s tests` (and so by .ci/run); needs root only when something is missing. Idempotent

@@ -18,7 +18,7 @@ from .plan import selected
 def configure_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("images", help="build the container images a selection needs",
                        description="Build the content-addressed image of every (variant, platform) the selection "
-                                   "needs, from docker/<family>.Containerfile and build arguments computed from "
+                                   "needs, from builders/resources/containers/<family>.Containerfile and build arguments computed from "
                                    "the matrix. Existing images with the same tag are reused.")
     add_matrix_option(p)
     add_selection_options(p)

@@ -48,7 +48,7 @@ OWNER_LABEL = "builders.owner-pid"
 MAX_LIFETIME = 4 * 3600  # seconds; longer than any build's timeout
 INBOX = "/tmp"  # where the smoke container receives the wheel and the probe
 # CMake (>= 3.17) reads the launcher from the environment; every builders image has ccache
-# (a pass-through stand-in where the base has no package; docker/install-build-deps.sh).
+# (a pass-through stand-in where the base has no package; builders/resources/containers/install-build-deps.sh).
 CCACHE_ENV = {"CCACHE_DIR": "/ccache", "CCACHE_BASEDIR": "/tmp/src", "CMAKE_C_COMPILER_LAUNCHER": "ccache",
               "CMAKE_CXX_COMPILER_LAUNCHER": "ccache"}
 # The source is mounted read-only; builds that write into their tree (setuptools' egg-info) get a copy.

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from builders import images
 from builders.images import engine_env
+from builders.model import Accelerator
 from builders.wheels import Wheel
 
 pytestmark = pytest.mark.slow
@@ -152,11 +154,13 @@ def test_sigterm_during_parallel_builds_stops_every_target(container_house: Path
 
 def test_containerfiles_and_scripts_lint_clean(root: Path) -> None:
     bindir = Path(sys.executable).parent
-    files = sorted(str(p) for p in (root / "docker").glob("*.Containerfile"))
-    lint = subprocess.run([str(bindir / "hadolint"), "--config", str(root / "docker/.hadolint.yaml"), *files],
+    folder = images.CONTAINERS_DIR
+    files = sorted(str(p) for p in folder.glob("*.Containerfile"))
+    assert len(files) == len(Accelerator), files
+    lint = subprocess.run([str(bindir / "hadolint"), "--config", str(folder / ".hadolint.yaml"), *files],
                           text=True, capture_output=True, timeout=120)
     assert lint.returncode == 0, lint.stdout + lint.stderr
-    scripts = [str(p) for p in [*(root / "docker").glob("*.sh"), *(root / "ci").glob("*.sh")]]
+    scripts = [str(p) for p in [*folder.glob("*.sh"), *(root / "ci").glob("*.sh")]]
     scripts += [str(root / "scripts/podman-base.sh"), str(root / "scripts/setup-test-host.sh"), str(root / ".ci/run")]
     check = subprocess.run([str(bindir / "shellcheck"), *scripts], text=True, capture_output=True, timeout=120)
     assert check.returncode == 0, check.stdout

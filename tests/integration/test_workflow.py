@@ -284,7 +284,7 @@ def fake_tools(folder: Path, **tools: str) -> dict[str, str]:
     return {"PATH": f"{folder}:{os.environ['PATH']}"}
 
 
-DRY_RUN = ("echo \"podman build --file docker/cuda.Containerfile --tag localhost/builders-cuda:0123456789abcdef "
+DRY_RUN = ("echo \"podman build --file builders/resources/containers/cuda.Containerfile --tag localhost/builders-cuda:0123456789abcdef "
            "--build-arg 'TOOLKIT_REQUIREMENTS=a\nb' docker\"")
 
 

@@ -65,7 +65,7 @@ def test_build_argv_passes_every_arg_and_the_ca_bundle(m, tmp_path) -> None:
     spec = images.image_spec(one(m, "cu134-cp313-linux-x86_64"), PYTHONS, ENV)
     ca = tmp_path / "ca.crt"
     argv = images.build_argv("podman", spec, ca)
-    assert argv[:2] == ["podman", "build"] and argv[-1] == str(images.DOCKER_DIR)
+    assert argv[:2] == ["podman", "build"] and argv[-1] == str(images.CONTAINERS_DIR)
     assert "TOOLKIT_REQUIREMENTS=cuda-toolkit[nvcc,cudart,cccl,crt,nvvm]==13.4.3" in argv
     assert f"{ca}:/run/builders/ca.crt:ro" in argv
 
@@ -123,4 +123,4 @@ def test_cibw_group_must_share_variant_and_platform(m) -> None:
 
 def test_families_have_containerfiles() -> None:
     for family in Accelerator:
-        assert (images.DOCKER_DIR / f"{family.value}.Containerfile").is_file()
+        assert (images.CONTAINERS_DIR / f"{family.value}.Containerfile").is_file()
