@@ -21,6 +21,7 @@ from .model import Accelerator, Matrix, Toolkit
 from .process import LogLike, run
 from .targets import Target
 
+
 def _containers_dir() -> Path:
     """The Containerfiles and their scripts: package data, so an installed builders finds them.
 
