@@ -17,7 +17,8 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import EngineError
-from .model import Accelerator, Matrix, Toolkit
+from .matrix import ENV_REF, toolkit_url
+from .model import Accelerator, Matrix, Toolkit, Variant
 from .process import LogLike, run
 from .targets import Target
 
@@ -37,7 +38,6 @@ CONTAINERS_DIR = _containers_dir()
 TOOLKIT_PREFIX = "/opt/toolkit"
 # Where the rocm image takes its toolkit from ($BUILDERS_ROCM_SOURCE; the first is the default).
 ROCM_SOURCES = ("therock", "debian")
-_ENV_REF = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,39 +75,42 @@ def toolkit_root(toolkit: Toolkit) -> str:
     return root if root.startswith("/") else f"{TOOLKIT_PREFIX}/{root}".rstrip("/")
 
 
-def expand_env(value: str | None, env: Mapping[str, str], what: str) -> str:
-    """Resolve ``${VAR}`` references (registry addresses live in the environment)."""
-    if not value:
-        return ""
+def expand(variant: Variant, name: str, env: Mapping[str, str], unset: set[str] | None = None) -> str:
+    """``variant.toolkit.<name>`` with its ``${VAR}`` references filled from ``env``.
 
-    def one(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if not env.get(name):
-            raise EngineError(f"{what} needs ${{{name}}} from the environment, and it is not set")
-        return env[name]
+    With ``unset`` (a dry run), a variable that is not set stays as ``${VAR}`` in the result
+    and is added to ``unset`` instead of failing: the commands are shown, the gaps named.
+    """
+    value = getattr(variant.toolkit, name) or ""
+    if unset is None:
+        return toolkit_url(variant, name, env)
+    missing = {ref for ref in ENV_REF.findall(value) if not env.get(ref)}
+    unset.update(missing)
+    return ENV_REF.sub(lambda m: m.group(0) if m.group(1) in missing else env[m.group(1)], value)
 
-    return _ENV_REF.sub(one, value)
 
+def image_spec(target: Target, pythons: tuple[str, ...], env: Mapping[str, str], base_image: str | None = None,
+               *, unset: set[str] | None = None) -> ImageSpec:
+    """The image ``target`` builds in; ``base_image`` overrides the platform's (local bases in tests).
 
-def image_spec(target: Target, pythons: tuple[str, ...], env: Mapping[str, str], base_image: str | None = None) -> ImageSpec:
-    """The image ``target`` builds in; ``base_image`` overrides the platform's (local bases in tests)."""
+    ``unset`` collects the variables a dry run could not fill (see :func:`expand`).
+    """
     family = target.variant.accelerator
     toolkit = target.variant.toolkit
     base = base_image or target.platform.base_image
     if not base:
         raise EngineError(f"{target.platform.name} names no base_image; container builds are for Linux platforms")
     args = {"BASE_IMAGE": base, "PYTHONS": " ".join(pythons)}
-    what = f"the {target.variant.label} image"
     if family in (Accelerator.CUDA, Accelerator.ROCM):
         args["TOOLKIT_REQUIREMENTS"] = "\n".join(toolkit.requirements)
-        args["TOOLKIT_INDEX_URL"] = expand_env(toolkit.index_url, env, what)
+        args["TOOLKIT_INDEX_URL"] = expand(target.variant, "index_url", env, unset)
     if family is Accelerator.CUDA:
         args["MAX_GCC"] = str(toolkit.max_gcc or "")
     if family is Accelerator.ROCM:
         args |= rocm_source_args(target, env)
     if family is Accelerator.XPU:
-        args["TOOLKIT_SYSTEM_REPOSITORY"] = expand_env(toolkit.system_repository, env, what)
-        args["TOOLKIT_SYSTEM_REPOSITORY_KEY"] = expand_env(toolkit.system_repository_key, env, what)
+        args["TOOLKIT_SYSTEM_REPOSITORY"] = expand(target.variant, "system_repository", env, unset)
+        args["TOOLKIT_SYSTEM_REPOSITORY_KEY"] = expand(target.variant, "system_repository_key", env, unset)
         args["TOOLKIT_SYSTEM_PACKAGES"] = "\n".join(toolkit.system_packages)
     return ImageSpec(family=family, containerfile=CONTAINERS_DIR / f"{family.value}.Containerfile", args=tuple(sorted(args.items())))
 

@@ -33,9 +33,10 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     base = images.base_image(args.base_image, env)
     pythons = images.image_pythons(m)
     specs: dict[str, images.ImageSpec] = {}
+    unset: set[str] | None = set() if args.dry_run else None
     for target in selected(m, args):
         if target.containerfile is not None:
-            spec = images.image_spec(target, pythons, env, base)
+            spec = images.image_spec(target, pythons, env, base, unset=unset)
             specs.setdefault(spec.tag, spec)
     exe = args.container_engine or "podman"
     if not args.dry_run:
@@ -49,4 +50,7 @@ def execute(args: argparse.Namespace, console: Console) -> int:
         with console.group(f"image {tag}"):
             images.ensure(exe, spec, env, None, images.host_ca_bundle(env))
         console.line(f"{tag} ready ({spec.family.value}, base {dict(spec.args)['BASE_IMAGE']})")
+    if unset:
+        console.line(f"unset: {', '.join(sorted(unset))}: shown as ${{NAME}} above; building these images needs them "
+                     "set (registry addresses come from the environment, never the repository)")
     return 0

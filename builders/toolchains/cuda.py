@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ToolchainError
+from ..matrix import toolkit_url
 from ..model import OS, Accelerator
 from ..process import Call, LogLike
 from .cpu import cxx_unavailable
@@ -45,7 +46,8 @@ class CudaToolchain:
     def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
         """Install the pinned toolkit (once per pin; a finished install is reused)."""
         toolkit = target.variant.toolkit
-        prefix = pip_prefix(self.prefix(target, cache).name, toolkit.requirements, cache, env, log, toolkit.index_url,
+        index_url = toolkit_url(target.variant, "index_url", env) or None
+        prefix = pip_prefix(self.prefix(target, cache).name, toolkit.requirements, cache, env, log, index_url,
                             timeout=target.project.timeouts.provision)
         nvcc = prefix / (toolkit.root or "") / "bin" / "nvcc"
         if not nvcc.exists():

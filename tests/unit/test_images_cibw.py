@@ -124,3 +124,24 @@ def test_cibw_group_must_share_variant_and_platform(m) -> None:
 def test_families_have_containerfiles() -> None:
     for family in Accelerator:
         assert (images.CONTAINERS_DIR / f"{family.value}.Containerfile").is_file()
+
+
+def test_images_dry_run_names_unset_variables_instead_of_failing(root, monkeypatch, capsys) -> None:
+    """Every image's command is printed; the registry variables nobody set are named, not fatal."""
+    from builders import cli
+
+    wanted = {ref for v in matrix.load(root / "matrix.yaml").variants
+              for name in ("index_url", "system_repository", "system_repository_key")
+              for ref in matrix.ENV_REF.findall(getattr(v.toolkit, name) or "")}
+    assert wanted, "the shipped matrix takes some registry address from the environment"
+    for name in wanted:
+        monkeypatch.delenv(name, raising=False)
+    assert cli.main(["images", "--matrix", str(root / "matrix.yaml"), "--dry-run"]) == 0
+    out = capsys.readouterr()
+    printed = out.out + out.err
+    families = {v.accelerator for v in matrix.load(root / "matrix.yaml").variants}
+    assert sum(f"{f.value}.Containerfile" in printed for f in families) == len(families)
+    unset_line = next(line for line in printed.splitlines() if line.startswith("unset: "))
+    assert set(unset_line.split(":")[1].strip().split(", ")) == wanted
+    for name in wanted:
+        assert f"${{{name}}}" in printed
