@@ -12,6 +12,7 @@ recipe into commands is written once, here (:func:`assemble`).
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import Any
 from packaging.tags import Tag
 
 from . import smoke
+from .compilercache import STATS_LOG, cache_env
 from .host import Host, unbuildable
 from .model import OS
 from .repair import Tools, diagnose_argv, repair_argv
@@ -34,8 +36,11 @@ Pairs = tuple[tuple[str, str], ...]
 # a host plan (and so of its digest); everything else of the host's environment is not.
 BUILD_INPUT_VARS = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "CMAKE_ARGS", "CMAKE_GENERATOR",
                     "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONSTRAINT")
-# Never part of the digest: where tools are found, not what they make.
-LOCATION_VARS = frozenset({"PATH"})
+# Never part of the digest: where tools are found and how compilations are cached, not what they make.
+LOCATION_VARS = frozenset({"PATH", *cache_env("", "", "")})
+# The fields of a target's record that its variant's core depends on (not its Python).
+CORE_RECORD = ("variant", "accelerator", "accelerator_version", "platform", "version", "arch_list", "env", "rpath",
+               "base_image", "containerfile")
 
 
 # (placeholder, path): folders whose location does not decide a wheel's bytes.
@@ -134,13 +139,18 @@ class ToolchainPin:
 
 @dataclass(frozen=True, kw_only=True)
 class SmokePlan:
-    """The smoke test: its interpreter, where the wheel and the staged probe go, its commands."""
+    """The smoke test: its interpreter, where the wheel and the staged probe go, what installs, its commands.
+
+    The installer's settings (pip's index configuration translated for uv, uv's cache) are read where
+    the smoke runs, when it runs, as pip reads its own: the commands show none of them.
+    """
 
     python: str
     wheel: str
     staged: str
     scratch: str
     commands: tuple[Command, ...]
+    installer: smoke.Installer = field(default_factory=smoke.Installer)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,6 +158,26 @@ class Outputs:
     labelled: str  # the build's wheel once labelled, before repair
     wheel: str  # the finished wheel
     destination: str  # where it is published, relative to the output folder
+
+
+@dataclass(frozen=True, kw_only=True)
+class CorePlan:
+    """The project's ``build.core``: built once per (variant, platform), stored under its digest.
+
+    Every target of the variant gets the stored core copied into its work folder before its own
+    build and finds it through ``build.env.core_dir``. The digest covers what the core is made
+    from (source, toolchain, runner, the variant's settings, the commands), never a Python.
+    """
+
+    name: str  # "<variant>-<platform>"
+    commands: tuple[Command, ...]
+    scratch: str  # on this host: where the commands build ({builddir}) and install ({coredir}) it
+    installed: str  # on this host: where a target's build finds its copy (inside its work folder)
+    key_data: str = field(repr=False)  # canonical JSON of what the digest covers
+
+    @cached_property
+    def digest(self) -> str:
+        return digest(self.key_data)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,6 +211,7 @@ class BuildPlan:
     smoke: SmokePlan
     outputs: Outputs
     builders_version: str
+    core: CorePlan | None = None
 
     def key(self) -> dict[str, Any]:
         """What decides the wheel's bytes: the inputs the digest covers."""
@@ -190,7 +221,8 @@ class BuildPlan:
                                                   "inherits": dict(self.runner.inherits)},
                 "interpreter": self.interpreter, "toolchain": toolchain, "epoch": self.epoch,
                 "prepare": [c.key(self.places) for c in self.prepare],
-                "build": self.build.key(self.places), "repair": self.repair.key(self.places) if self.repair else None}
+                "build": self.build.key(self.places), "repair": self.repair.key(self.places) if self.repair else None,
+                "core": self.core.digest if self.core else None}
 
     @cached_property
     def digest(self) -> str:
@@ -198,7 +230,8 @@ class BuildPlan:
 
     def commands(self) -> list[tuple[str, Command]]:
         """Every command the plan runs, in order, named by its stage."""
-        out = [("prepare", c) for c in self.prepare] + [("build", self.build)]
+        out = [("prepare", c) for c in self.prepare] + [("core", c) for c in (self.core.commands if self.core else ())]
+        out += [("build", self.build)]
         out += [("repair", self.repair)] if self.repair else []
         return out + [("smoke", c) for c in self.smoke.commands]
 
@@ -208,6 +241,8 @@ class BuildPlan:
                 "toolchain": self.toolchain.to_json(), "source": self.source, "source_digest": self.source_digest,
                 "epoch": self.epoch, "work": self.work, "builders_version": self.builders_version,
                 "prepare": [c.to_json() for c in self.prepare], "build": self.build.to_json(),
+                "core": {"name": self.core.name, "digest": self.core.digest,
+                         "commands": [c.to_json() for c in self.core.commands]} if self.core else None,
                 "repair": self.repair.to_json() if self.repair else None,
                 "smoke": [c.to_json() for c in self.smoke.commands], "smoke_python": self.smoke.python,
                 "outputs": {"labelled": self.outputs.labelled, "wheel": self.outputs.wheel,
@@ -300,43 +335,94 @@ def assemble(target: Target, ctx: Context, recipe: Recipe) -> BuildPlan:
     """The plan of ``target`` from an engine's recipe: every command written once, here."""
     t = target.project.timeouts
     work = ctx.work(target)
+    env = build_env(target, ctx, recipe)
     build = recipe.build or Command(
         argv=fill(target.project.build_command, python=recipe.interpreter, source=recipe.source,
-                  outdir=f"{recipe.work}/raw"),
-        env=pairs({**settings(target, recipe.toolchain.root, ctx.epoch), **dict(recipe.build_env)}),
-        cwd=recipe.build_cwd, timeout=t.build)
+                  outdir=f"{recipe.work}/raw"), env=pairs(env), cwd=recipe.build_cwd, timeout=t.build)
     repair = diagnose = None
     if recipe.repair_tools is not None:
         labelled = f"{recipe.work}/labelled/{labelled_name(target, True)}"
         argv = repair_argv(target, labelled, f"{recipe.work}/repaired", recipe.repair_tools)
         show = diagnose_argv(target, labelled, recipe.repair_tools)
-        env = pairs({**dict(recipe.repair_env), "SOURCE_DATE_EPOCH": str(ctx.epoch)})
-        repair = Command(argv=argv, env=env, timeout=t.repair) if argv else None
-        diagnose = Command(argv=show, env=env, timeout=300) if show else None
+        repair_env = pairs({**dict(recipe.repair_env), "SOURCE_DATE_EPOCH": str(ctx.epoch)})
+        repair = Command(argv=argv, env=repair_env, timeout=t.repair) if argv else None
+        diagnose = Command(argv=show, env=repair_env, timeout=300) if show else None
     final = f"{work}/{'repaired' if repair else 'labelled'}/{target.wheel_name}"
     return BuildPlan(
         id=target.id, engine=recipe.engine, target=target, record=canonical(target.record()), runner=recipe.runner,
         smoke_runner=recipe.smoke_runner, interpreter=recipe.interpreter, toolchain=recipe.toolchain,
         source=str(ctx.source), source_digest=ctx.source_digest, epoch=ctx.epoch, work=str(work),
-        places=(("{output}", str(ctx.output)), ("{source}", str(ctx.source)), ("{cache}", str(ctx.cache)),
-                ("{builders-python}", ctx.tools_python)),
-        direct=recipe.build is None, prepare=recipe.prepare, build=build, repair=repair, diagnose=diagnose,
-        smoke=smoke_plan(target, recipe, final, str(work)),
+        places=(*places(ctx), ("{work}", str(work))), direct=recipe.build is None, prepare=recipe.prepare,
+        build=build, repair=repair, diagnose=diagnose, smoke=smoke_plan(target, recipe, final, str(work)),
         outputs=Outputs(labelled=labelled_name(target, repair is not None), wheel=target.wheel_name,
                         destination=f"{target.index_path.rstrip('/')}/{target.wheel_name}"),
-        builders_version=ctx.builders_version)
+        builders_version=ctx.builders_version, core=core_plan(target, ctx, recipe, env))
+
+
+def places(ctx: Context) -> Places:
+    """Output, source, cache, builders' interpreter: where they are is not part of a digest."""
+    return (("{output}", str(ctx.output)), ("{source}", str(ctx.source)), ("{cache}", str(ctx.cache)),
+            ("{builders-python}", ctx.tools_python))
+
+
+def build_env(target: Target, ctx: Context, recipe: Recipe) -> dict[str, str]:
+    """The project build's variables: ``build.environment_pass`` from this host, the target's settings, the
+    engine's, the compiler cache, the core's folder. All but the cache's are part of the plan's digest."""
+    passed = {name: ctx.env[name] for name in target.project.environment_pass if name in ctx.env}
+    env = {**passed, **settings(target, recipe.toolchain.root, ctx.epoch), **dict(recipe.build_env)}
+    env |= compiler_cache(ctx, recipe, env)
+    if target.project.core_dir_var and recipe.build is None:
+        env[target.project.core_dir_var] = f"{recipe.work}/core/install"
+    return env
+
+
+def compiler_cache(ctx: Context, recipe: Recipe, env: Mapping[str, str]) -> dict[str, str]:
+    """ccache for C, C++, CUDA and HIP: the engine's cache (an image's), else on this host ``$CCACHE_DIR`` or
+    one cache per toolchain."""
+    stats = f"{recipe.work}/{STATS_LOG}"
+    if "CCACHE_DIR" in env:
+        return cache_env(env["CCACHE_DIR"], env.get("CCACHE_BASEDIR", ""), stats)
+    if recipe.runner.kind != "host" or recipe.build is not None or not ctx.host.ccache:
+        return {}
+    toolchain = recipe.toolchain
+    default = ctx.cache.parent / "ccache" / f"host-{toolchain.accelerator}-{toolchain.version or 'default'}"
+    common = os.path.commonpath([ctx.source, ctx.output])
+    return cache_env(ctx.env.get("CCACHE_DIR") or str(default), "" if common == os.sep else common, stats)
+
+
+def core_plan(target: Target, ctx: Context, recipe: Recipe, env: Mapping[str, str]) -> CorePlan | None:
+    """``build.core`` for the target's (variant, platform), where this recipe builds; None without one."""
+    if not target.project.core_commands or recipe.build is not None:
+        return None
+    name = f"{target.variant.label}-{target.platform.name}"
+    on_host = recipe.runner.kind == "host"
+    seen = f"{ctx.output}/.work/core-{name}" if on_host else f"{recipe.work}/core"
+    values = {"source": recipe.source, "builddir": f"{seen}/build", "coredir": f"{seen}/install"}
+    core_env = pairs({k: v for k, v in env.items() if k != target.project.core_dir_var})
+    commands = tuple(Command(argv=tuple(part.format(**values) for part in argv), env=core_env, cwd=recipe.build_cwd,
+                             timeout=target.project.timeouts.build) for argv in target.project.core_commands)
+    where = (*places(ctx), ("{core}", seen))
+    key = {"builders": ctx.builders_version, "source": ctx.source_digest, "epoch": ctx.epoch,
+           "variant": {k: v for k, v in target.record().items() if k in CORE_RECORD},
+           "runner": {"kind": recipe.runner.kind, "image": recipe.runner.image, "inherits": dict(recipe.runner.inherits)},
+           "toolchain": {**recipe.toolchain.to_json(), "root": relocate(recipe.toolchain.root or "", where)},
+           "prepare": [c.key(where) for c in recipe.prepare], "commands": [c.key(where) for c in commands]}
+    work = ctx.work(target)
+    return CorePlan(name=name, commands=commands, scratch=seen if on_host else f"{work}/core",
+                    installed=f"{work}/core/install", key_data=canonical(key))
 
 
 def smoke_plan(target: Target, recipe: Recipe, final: str, work: str) -> SmokePlan:
-    """The smoke commands, with the wheel and the probe where the smoke runner sees them."""
+    """The smoke commands, with the wheel, the probe and uv (if builders has it) where the smoke runner sees them."""
     inbox = recipe.smoke_inbox
     wheel = f"{inbox}/{target.wheel_name}" if inbox else final
     staged = f"{inbox}/probe" if inbox else f"{work}/probe"
+    installer = smoke.chosen_installer(inbox=inbox)
     steps = smoke.smoke_steps(python=recipe.smoke_interpreter, wheel=wheel, staged=staged,
-                              scratch=recipe.smoke_scratch, target=target)
-    commands = tuple(Command(argv=s.argv, cwd=s.cwd, timeout=s.timeout) for s in steps)
+                              scratch=recipe.smoke_scratch, target=target, installer=installer)
+    commands = tuple(Command(argv=s.argv, env=s.env, cwd=s.cwd, timeout=s.timeout) for s in steps)
     return SmokePlan(python=recipe.smoke_interpreter, wheel=wheel, staged=staged, scratch=recipe.smoke_scratch,
-                     commands=commands)
+                     commands=commands, installer=installer)
 
 
 def describe(plans: Sequence[Resolved]) -> tuple[tuple[str, ...], list[tuple[str, str, str, str, str]]]:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .device import needed
 from .errors import SelectionError
 from .model import OS
 from .targets import Target
@@ -43,7 +44,8 @@ def engine_for(target: Target) -> str:
 
 def device_for(target: Target) -> str:
     """The accelerator whose device the smoke runner must show: only where the matrix names GPU runners."""
-    return target.variant.accelerator.value if target.variant.smoke_runner(target.platform.name) else ""
+    accelerator = needed(target)
+    return accelerator.value if accelerator else ""
 
 
 def entry(target: Target) -> dict[str, Any]:

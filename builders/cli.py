@@ -34,6 +34,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (12, "subprocess"), (13, "bad results file"), (14, "repair"), (15, "not promotable, or nothing to promote"),
     (16, "index, or nothing to index"), (17, "workflow drift"), (18, "not buildable in image"),
     (19, "bad path argument"), (20, "unreadable input file"), (21, "audit: the index drifted from the matrix"),
+    (22, "nothing to build here"), (23, "no accelerator device"), (24, "build.core installed nothing"),
     (130, "interrupted"), (141, "stdout closed early"),
 )
 

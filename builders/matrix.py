@@ -28,7 +28,8 @@ are the small ``*_problem`` functions below; what they accept:
 - URLs: ``https``; ``http`` only to this machine (127.0.0.0/8, localhost, ::1); ``file``;
   no credentials, quotes, spaces or HTML-special characters. ``${VAR}`` stands for a value
   from the environment, filled in by :func:`expand_env` where it is used.
-- placeholders: ``build.command`` takes ``{python}``, ``{source}``, ``{outdir}``;
+- placeholders: ``build.command`` takes ``{python}``, ``{source}``, ``{outdir}``; ``build.core``'s
+  commands take ``{source}``, ``{builddir}``, ``{coredir}``, and need ``build.env.core_dir``;
   ``channels.index.layout`` takes ``{label}`` and is a relative path without ``..``.
 - a size budget and a smoke timeout are finite and above 0; every arch list is a list of
   real GPU architectures of its family; a platform's PyPI default is built there.
@@ -84,6 +85,7 @@ MATRIX_LIMIT = untrusted.MIB
 MAX_TARGETS = 2_000
 FREE_THREADED_SINCE = (3, 13)
 BUILD_PLACEHOLDERS = ("python", "source", "outdir")
+CORE_PLACEHOLDERS = ("source", "builddir", "coredir")
 LAYOUT_PLACEHOLDERS = ("label",)
 GPU_FAMILIES = frozenset({Accelerator.CUDA, Accelerator.ROCM})
 URL_KEYS = ("index_url", "system_repository", "system_repository_key")
@@ -658,6 +660,7 @@ class _Rules:
         self.check((*key, "smoke", "timeout"), (int, str), positive_problem)
         for i, part in self.entries((*key, "build", "command")):
             self.report((*key, "build", "command", i), placeholder_problem(part, BUILD_PLACEHOLDERS))
+        self.core((*key, "build"))
         if not self.source_given:
             self.check((*key, "source"), str, lambda text: path_problem(self.base, text, folder=True))
         self.check((*key, "smoke", "script"), str, lambda text: path_problem(self.base, text, folder=False))
@@ -666,6 +669,20 @@ class _Rules:
             self.requirements((*key, "optional_dependencies", extra))
         self.check_cxx(dropped)
         return self.requires_python(dropped)
+
+    def core(self, key: KeyPath) -> None:
+        """``build.core``'s placeholders; the core and the variable that carries its folder come together."""
+        for n, _ in self.entries((*key, "core", "commands"), list):
+            for i, part in self.entries((*key, "core", "commands", n)):
+                self.report((*key, "core", "commands", n, i), placeholder_problem(part, CORE_PLACEHOLDERS))
+        has_core, has_var = self.get((*key, "core")) is not None, self.get((*key, "env", "core_dir")) is not None
+        if has_core and not has_var:
+            self.report((*key, "core"), Finding("build.core needs build.env.core_dir: the variable through which "
+                                                "each per-Python build finds the installed core",
+                                                hint="add e.g. `core_dir: MYPROJECT_CORE_DIR` under build.env"))
+        elif has_var and not has_core:
+            self.report((*key, "env", "core_dir"), Finding("build.env.core_dir names a variable for build.core, "
+                                                           "and there is no build.core", hint="add build.core, or remove core_dir"))
 
     def requires_python(self, dropped: tuple[Dropped, ...]) -> SpecifierSet | None:
         key = ("project", "requires_python")
@@ -954,6 +971,8 @@ class _Model:
             requires_python=SpecifierSet(raw["requires_python"]), cxx_standard=raw.get("cxx_standard"),
             wheel_size_budget_mb=float(raw["wheel_size_budget_mb"]) if "wheel_size_budget_mb" in raw else None,
             build_command=tuple(build["command"]), build_env=tuple(sorted(build.get("env", {}).items())),
+            core_commands=tuple(tuple(c) for c in build.get("core", {}).get("commands", ())),
+            environment_pass=tuple(build.get("environment_pass", ())),
             dependencies=tuple(raw.get("dependencies", ())),
             optional_dependencies=tuple((extra, tuple(reqs)) for extra, reqs in raw.get("optional_dependencies", {}).items()),
             extension_modules=tuple(raw.get("extension_modules", ())),

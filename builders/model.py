@@ -215,6 +215,10 @@ class Project:
     wheel_size_budget_mb: float | None
     build_command: tuple[str, ...]
     build_env: Pairs
+    # build.core: argv lists run once per (variant, platform); empty = no core step.
+    core_commands: tuple[tuple[str, ...], ...] = ()
+    # build.environment_pass: host variables every build (and core) gets, wherever it runs.
+    environment_pass: tuple[str, ...] = ()
     dependencies: tuple[str, ...] = ()
     optional_dependencies: tuple[tuple[str, tuple[str, ...]], ...] = ()
     extension_modules: tuple[str, ...] = ()
@@ -231,6 +235,11 @@ class Project:
     def build_env_names(self) -> frozenset[str]:
         """The environment variables through which the project receives build settings."""
         return frozenset(var for _, var in self.build_env)
+
+    @property
+    def core_dir_var(self) -> str | None:
+        """The variable through which the per-Python build finds the installed core (``build.env.core_dir``)."""
+        return dict(self.build_env).get("core_dir")
 
     @property
     def requirements(self) -> tuple[Requirement, ...]:

@@ -28,8 +28,10 @@ from packaging.utils import parse_wheel_filename
 
 from . import process, results
 from .buildplan import BuildPlan, Resolved, Skipped
+from .compilercache import STATS_LOG, parse_stats_log
 from .console import Console, markdown_table
-from .engines import Engine, NotBuildableHere, open_runner
+from .core import CoreStore, ensure_core
+from .engines import Engine, NotBuildableHere, Once, open_runner
 from .errors import BuildersError, SmokeError, VerifyError
 from .interpreters import identify
 from .model import Matrix
@@ -37,7 +39,7 @@ from .process import Log, ProcessError, Runner
 from .repair import RepairError, failed, only_wheel
 from .results import Result
 from .rpath import interpreter_rpaths, strip_rpaths
-from .smoke import smoke_with, stage
+from .smoke import ready, smoke_with, stage, uv_cache, uv_cache_folder
 from .store import Store, place
 from .toolchains import toolchain_for
 from .verify import Expectation, verify
@@ -57,6 +59,7 @@ class RunConfig:
     force: bool = False
     jobs: int = 1
     verbose: bool = False
+    cores: Once = field(default_factory=Once, compare=False, repr=False)  # build.core: once per digest per run
 
     @property
     def results_path(self) -> Path:
@@ -220,7 +223,7 @@ def _stages(plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress, t
     run_stage("provision", lambda: config.engine.provision(plan, log))
     with open_runner(plan.runner, config.env, log) as runner:
         run_stage("check", lambda: check(plan, runner))
-        raw = run_stage("build", lambda: build(plan, runner, _tools_env(config.env), log))
+        raw = run_stage("build", lambda: build(plan, runner, config, log, progress))
         final = run_stage("label", lambda: label_as_planned(plan, raw))
         if plan.repair is not None:
             final = run_stage("repair", lambda: repair(plan, runner))
@@ -243,13 +246,23 @@ def check(plan: BuildPlan, runner: Runner) -> None:
     toolchain_for(target.variant.accelerator).check(target, plan.toolchain.root, runner)
 
 
-def build(plan: BuildPlan, runner: Runner, tools_env: Mapping[str, str], log: Log) -> Path:
-    """The plan's build commands; then the interpreter's own absolute RPATHs go from the raw wheel."""
-    for command in (*plan.prepare, plan.build):
-        runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
+def build(plan: BuildPlan, runner: Runner, config: RunConfig, log: Log, progress: _Progress) -> Path:
+    """The plan's build commands (after its core, if any); then the interpreter's own absolute RPATHs go
+    from the raw wheel. The compiler cache's hits and misses for these compilations are recorded."""
+    try:
+        for command in plan.prepare:
+            runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
+        if plan.core is not None:
+            progress.facts["core"] = ensure_core(plan.core, runner, CoreStore(config.output / ".store" / "core"),
+                                                 config.cores, log, force=config.force)
+        runner.run(plan.build.argv, env=dict(plan.build.env), cwd=plan.build.cwd, timeout=plan.build.timeout)
+    finally:
+        stats = Path(plan.work) / STATS_LOG
+        if stats.is_file():
+            progress.facts["compiler_cache"] = parse_stats_log(stats.read_text(errors="replace")).to_json()
     raw = only_wheel(Path(plan.work) / "raw", f"the build of {plan.id}")
     if plan.direct:
-        strip_rpaths(raw, interpreter_rpaths(plan.interpreter, runner), tools_env, log, plan.epoch)
+        strip_rpaths(raw, interpreter_rpaths(plan.interpreter, runner), _tools_env(config.env), log, plan.epoch)
     return raw
 
 
@@ -290,13 +303,18 @@ def _verify(path: Path, plan: BuildPlan, config: RunConfig, progress: _Progress)
 
 
 def _smoke(path: Path, plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress) -> None:
-    """In a fresh runner of the plan's smoke kind: the wheel and the staged probe copied in, then probed."""
+    """In a fresh runner of the plan's smoke kind: the wheel and the staged probe copied in (and uv, where the
+    runner cannot see this host's), then probed; the installer that ran is part of the smoke facts."""
     staged = stage(Path(plan.work) / "probe", [plan.target])
-    with open_runner(plan.smoke_runner, config.env, log) as runner:
-        runner.copy_in(path, plan.smoke.wheel)
-        runner.copy_in(staged, plan.smoke.staged)
-        outcome = smoke_with(runner, python=plan.smoke.python, wheel=plan.smoke.wheel, staged=plan.smoke.staged,
-                             scratch=plan.smoke.scratch, target=plan.target)
+    spec, planned = plan.smoke_runner, plan.smoke
+    cache = uv_cache(spec, uv_cache_folder(plan.places, config.env))
+    with open_runner(spec, config.env, log) as runner:
+        runner.copy_in(path, planned.wheel)
+        runner.copy_in(staged, planned.staged)
+        installer = ready(planned.installer, runner, python=planned.python, cache=cache,
+                          key=(spec, planned.python, tuple(sorted(config.env.items()))))
+        outcome = smoke_with(runner, python=planned.python, wheel=planned.wheel, staged=planned.staged,
+                             scratch=planned.scratch, target=plan.target, installer=installer)
     progress.facts["smoke"] = outcome.summary
     if not outcome.ok:
         raise SmokeError("; ".join(outcome.problems))
@@ -320,6 +338,7 @@ def _result(plan: BuildPlan, config: RunConfig, progress: _Progress, *, status: 
         policy=progress.facts.get("policy", ""), durations=progress.durations,
         smoke=progress.facts.get("smoke", {}), findings=progress.facts.get("findings", ()),
         log=config.relative(config.log_path(plan.id)), digest=plan.digest if wheel else "",
+        core=progress.facts.get("core", {}), compiler_cache=progress.facts.get("compiler_cache", {}),
     )
 
 

@@ -52,6 +52,8 @@ class Result:
     findings: tuple[dict[str, str], ...] = ()
     log: str = ""
     digest: str = ""  # the build plan's digest: the key the wheel is stored under
+    core: dict[str, Any] = field(default_factory=dict)  # build.core: its digest, built or reused, seconds
+    compiler_cache: dict[str, Any] = field(default_factory=dict)  # ccache hits/misses of this target's compiles
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -7,6 +7,8 @@ checked, in the release workflow and the local reusable workflows it calls:
 - the plan job runs the plan command; a job runs the shard workflow once per shard of the
   plan; there, the build and smoke jobs take their matrix from the shard, use only keys the
   plan emits, and each build runs the local one-target command;
+- the smoke jobs run the smoke test with ``--require-device``, so a GPU job fails on a runner
+  that shows no device of its accelerator (builders decides from the matrix's smoke runners);
 - every job that runs steps has ``timeout-minutes``;
 - smoke jobs run whatever happened to the other builds (``!cancelled()``), never only when
   every build succeeded;
@@ -32,6 +34,7 @@ from .targets import expand
 PLAN_COMMAND = "nox -s plan -- --format github"
 BUILD_COMMAND = 'nox -s build -- --target "$TARGET"'
 SHARD_COMMAND = "ci/plan.sh shard"
+REQUIRE_DEVICE = "--require-device"
 SHARDS_FROM_PLAN = "${{ fromJSON(needs.plan.outputs.shards) }}"
 FROM_SHARD = "${{ fromJSON(needs.shard.outputs.include) }}"
 ATTEST_ACTIONS = ("actions/attest", "actions/attest-build-provenance")
@@ -104,6 +107,9 @@ def _shard_problems(release: Workflow, called: list[Workflow]) -> Iterator[str]:
             yield f"{shard.name}: job {job!r} does not take its matrix from the shard ({FROM_SHARD})"
     if BUILD_COMMAND not in _runs(shard.jobs["build"]):
         yield f"{shard.name}: the build job does not run `{BUILD_COMMAND}`"
+    if REQUIRE_DEVICE not in _runs(shard.jobs["smoke"]):
+        yield (f"{shard.name}: the smoke job does not smoke-test with {REQUIRE_DEVICE} (a GPU runner that shows no "
+               "GPU would pass with nothing exercised)")
 
 
 def _timeout_problems(wf: Workflow) -> Iterator[str]:

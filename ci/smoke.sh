@@ -3,9 +3,12 @@
 #   ci/smoke.sh find WHEELHOUSE WHEEL        path=<the wheel> to $GITHUB_OUTPUT, or path= (and a
 #                                            notice) when the build produced none: its build failed
 #                                            and failed the run already; there is nothing to smoke
-#   ci/smoke.sh run WHEEL TARGET PYTHON      builders installed from this checkout as a user would
+#   ci/smoke.sh run WHEEL TARGET PYTHON [OPTION...]
+#                                            builders installed from this checkout as a user would
 #                                            (not editable, by uv), then `builders smoke` with a
-#                                            managed CPython PYTHON (3.14t is free-threaded)
+#                                            managed CPython PYTHON (3.14t is free-threaded) and the
+#                                            OPTIONs (--require-device: a GPU job fails first, exit 23,
+#                                            on a runner that shows no device of its accelerator)
 set -euo pipefail
 
 BUILDERS_PYTHON=3.12
@@ -23,14 +26,15 @@ find_wheel() {
 
 run() {
   local wheel=$1 target=$2 python=$3 interpreter
+  shift 3
   uv python install "$python" "$BUILDERS_PYTHON"
   interpreter=$(uv python find "$python")
   echo "$target: $python at $interpreter"
-  uvx --python "$BUILDERS_PYTHON" --from . builders smoke "$wheel" --target "$target" --python "$interpreter"
+  uvx --python "$BUILDERS_PYTHON" --from . builders smoke "$wheel" --target "$target" --python "$interpreter" "$@"
 }
 
 case ${1:-} in
   find) [ $# -eq 3 ] || die "usage: ci/smoke.sh find WHEELHOUSE WHEEL"; find_wheel "$2" "$3" ;;
-  run) [ $# -eq 4 ] || die "usage: ci/smoke.sh run WHEEL TARGET PYTHON"; run "$2" "$3" "$4" ;;
-  *) die "usage: ci/smoke.sh find WHEELHOUSE WHEEL | run WHEEL TARGET PYTHON" ;;
+  run) [ $# -ge 4 ] || die "usage: ci/smoke.sh run WHEEL TARGET PYTHON [OPTION...]"; shift; run "$@" ;;
+  *) die "usage: ci/smoke.sh find WHEELHOUSE WHEEL | run WHEEL TARGET PYTHON [OPTION...]" ;;
 esac

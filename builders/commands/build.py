@@ -3,6 +3,11 @@
 Plan, then apply: each target resolves, purely, to a :class:`~builders.buildplan.BuildPlan`
 (``--dry-run`` prints them, ``--json`` as JSON); the plans then run ``--jobs`` at a time, a
 plan whose digest is already in the store is reused (``--force`` builds anyway).
+
+A run that leaves nothing to build fails, as cibuildwheel does on an empty selection: in CI
+a green job with no wheel hides a runner that cannot build its target. ``--allow-skip``
+accepts it (cibuildwheel's ``--allow-empty``). An engine asked for by name that cannot run
+here is an error naming what is missing, never silently another engine.
 """
 
 from __future__ import annotations
@@ -20,23 +25,30 @@ from types import FrameType
 
 from .. import matrix as matrix_mod
 from .. import process
-from ..buildplan import BuildPlan, Context, Resolved, describe
+from ..buildplan import BuildPlan, Context, Resolved, Skipped, describe
 from ..cli import add_container_options, add_matrix_option, add_selection_options, input_dir, output_dir
 from ..console import Console, render_table
-from ..engines import Engine
+from ..engines import Engine, missing_container_engine
 from ..engines.cibw import CibwEngine
 from ..engines.container import ContainerEngine, find_engine, reap_stale
 from ..engines.local import LocalEngine
-from ..errors import EngineError, Interrupted, TargetsFailed
+from ..errors import EngineError, Interrupted, SelectionError, TargetsFailed
 from ..host import Host, detect
 from ..images import base_image, engine_env, image_pythons
-from ..model import Matrix
+from ..model import OS, Matrix
 from ..pipeline import RunConfig, build_all, summarize
 from ..process import ProcessError, run
 from ..store import builders_version, tree_digest
+from ..targets import Target
 from ..toolchains.provision import default_cache
 from ..wheels import source_date_epoch
 from .plan import selected
+
+
+class NothingToBuild(SelectionError):
+    """Every selected target is skipped on this host with this engine (``--allow-skip`` accepts that)."""
+
+    exit_code = 22
 
 
 def configure_parser(sub: argparse._SubParsersAction) -> None:
@@ -45,7 +57,8 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                                    "run each plan through build, label, repair, verify and smoke. Targets this host "
                                    "cannot build are skipped with the reason; a plan whose digest is in the store "
                                    "(<output>/.store) is reused. A failed target does not stop the others; the exit "
-                                   "code is 1 if any failed.")
+                                   "code is 1 if any failed, 22 if every selected target was skipped (unless "
+                                   "--allow-skip), 9 if the engine asked for cannot run here.")
     add_matrix_option(p)
     add_selection_options(p)
     p.add_argument("--output", type=output_dir, default=Path("wheelhouse"), metavar="DIR",
@@ -54,9 +67,14 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--source", type=input_dir, default=None, metavar="DIR",
                    help="framework source tree (default: project.source in the matrix)")
     p.add_argument("--engine", choices=("local", "container", "cibw", "auto"), default="local",
-                   help="local: this host; container: the variant's image with docker/podman; cibw: cibuildwheel "
-                        "(in the variant's image on Linux); auto: a container engine when one works, else local "
-                        "(default: local)")
+                   help="local: this host; container: the variant's image with docker/podman; cibw: cibuildwheel, "
+                        "natively on macOS and Windows, in the variant's image on Linux (a dry run also plans macOS "
+                        "and Windows targets as their CI runners would); auto: a container engine when one works, "
+                        "else local, and it says which and why. An engine asked for that cannot run here is an "
+                        "error, exit 9 (default: local)")
+    p.add_argument("--allow-skip", action="store_true",
+                   help="exit 0 even if every selected target is skipped here (default: exit 22 with each "
+                        "target's reason, as cibuildwheel fails on an empty selection without --allow-empty)")
     p.add_argument("--jobs", "-j", type=_jobs, default=os.cpu_count() or 1, metavar="N",
                    help="targets built at the same time (default: the number of cores)")
     p.add_argument("--force", action="store_true", help="build every plan, even one whose wheel is in the store")
@@ -83,7 +101,7 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     targets = selected(m, args)
     env = engine_env(os.environ)
     host = detect(m.pythons, env, engines=args.engine != "local")
-    engine, why = choose_engine(args, m, host, env)
+    engine, why = choose_engine(args, m, targets, host, env)
     ctx = context(args, m, host, env)
     resolved = [engine.plan(t, ctx) for t in targets]
     config = RunConfig(matrix=m, output=ctx.output, engine=engine, env=env, run_smoke=args.smoke, force=args.force,
@@ -91,7 +109,8 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     console.line(f"{len(targets)} targets selected; engine {engine.name} ({why}) on {host.platform}; "
                  f"{args.jobs} at a time; output {config.output}")
     if args.dry_run:
-        return dry_run(resolved, config, as_json=args.json)
+        dry_run(resolved, config, as_json=args.json)
+        return something_to_build(resolved, args.allow_skip, console)
     process.reset_cancel()
     with stop_on_signals():
         outcomes = build_all(resolved, config, console)
@@ -102,7 +121,20 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     failed = [r.id for r in outcomes if r.status == "failed"]
     if failed:
         raise TargetsFailed(f"{len(failed)} target(s) failed: {', '.join(failed)} (see {config.output / 'logs'})")
-    return 0
+    return something_to_build(resolved, args.allow_skip, console)
+
+
+def something_to_build(resolved: Sequence[Resolved], allow_skip: bool, console: Console) -> int:
+    """0 when a plan was left to build; when every target was skipped, :class:`NothingToBuild` with each
+    reason (cibuildwheel's rule for an empty selection), or 0 and a note with ``--allow-skip``."""
+    if any(isinstance(r, BuildPlan) for r in resolved):
+        return 0
+    reasons = "\n  ".join(f"{r.id}: {r.reason}" for r in resolved if isinstance(r, Skipped))
+    if allow_skip:
+        console.line(f"nothing to build here (--allow-skip):\n  {reasons}")
+        return 0
+    raise NothingToBuild(f"nothing to build here: every selected target is skipped (pass --allow-skip to accept "
+                         f"that):\n  {reasons}")
 
 
 def context(args: argparse.Namespace, m: Matrix, host: Host, env: dict[str, str]) -> Context:
@@ -127,26 +159,61 @@ def commit_epoch(source: Path, env: dict[str, str]) -> int:
         return source_date_epoch({})
 
 
-def choose_engine(args: argparse.Namespace, m: Matrix, host: Host, env: dict[str, str]) -> tuple[Engine, str]:
-    """The engine to use, and why it was picked (``auto`` says which and why)."""
-    cache = (args.cache or default_cache(env)).resolve()
+def choose_engine(args: argparse.Namespace, m: Matrix, targets: Sequence[Target], host: Host,
+                  env: dict[str, str]) -> tuple[Engine, str]:
+    """The engine to use, and why it was picked (``auto`` says which and why). An engine asked for by
+    name that cannot run here is an :class:`EngineError` naming what is missing."""
+    local = LocalEngine(cache=cache_dir(args, env), env=env)
     if args.engine == "local":
-        return LocalEngine(cache=cache, env=env), "asked for"
+        return local, "asked for"
+    if args.engine == "cibw":
+        return cibw_engine(args, m, targets, host, env, local)
     exe = find_engine(env, args.container_engine)
     if exe is None:
+        missing = missing_container_engine(env, args.container_engine)
         if args.engine == "container":
-            raise EngineError("no working container engine (podman or docker); see README for podman setup")
-        return LocalEngine(cache=cache, env=env), "auto: no working container engine"
+            raise EngineError(f"--engine container cannot run here: {missing}")
+        return local, f"auto: {missing}"
+    engine, why = container_engine(args, m, exe, env)
+    return engine, f"auto: {why}" if args.engine == "auto" else why
+
+
+def cache_dir(args: argparse.Namespace, env: dict[str, str]) -> Path:
+    return (args.cache or default_cache(env)).resolve()
+
+
+def container_engine(args: argparse.Namespace, m: Matrix, exe: str, env: dict[str, str]) -> tuple[ContainerEngine, str]:
+    """The container engine with ``exe`` (containers a killed run left behind are removed first)."""
     base = base_image(args.base_image, env)
-    engine = ContainerEngine(exe=exe, pythons=image_pythons(m), cache=cache, host_env=env, base_image=base)
+    engine = ContainerEngine(exe=exe, pythons=image_pythons(m), cache=cache_dir(args, env), host_env=env,
+                             base_image=base)
     reap_stale(exe, env)
-    why = f"{'auto: ' if args.engine == 'auto' else ''}{exe}" + (f", base {base}" if base else "")
-    if args.engine == "cibw":
-        return CibwEngine(container=engine), f"cibuildwheel with {why}"
-    return engine, why
+    return engine, exe + (f", base {base}" if base else "")
 
 
-def dry_run(resolved: Sequence[Resolved], config: RunConfig, *, as_json: bool) -> int:
+def cibw_engine(args: argparse.Namespace, m: Matrix, targets: Sequence[Target], host: Host, env: dict[str, str],
+                local: LocalEngine) -> tuple[CibwEngine, str]:
+    """cibuildwheel: natively for macOS and Windows targets; in the variant's image for Linux targets, which
+    needs a working container engine when this Linux host could build them."""
+    plats = {t.platform.os for t in targets}
+    notes = [f"natively for {' and '.join(sorted(o.value for o in plats - {OS.LINUX}))}"] if plats - {OS.LINUX} else []
+    container = None
+    if host.os is OS.LINUX and any(t.platform.name == host.platform for t in targets):
+        exe = find_engine(env, args.container_engine)
+        if exe is None:
+            raise EngineError("--engine cibw builds Linux targets in the variant's image with a container engine, "
+                              f"and none works here: {missing_container_engine(env, args.container_engine)}")
+        container, why = container_engine(args, m, exe, env)
+        notes.insert(0, f"Linux in the variant's image with {why}")
+    foreign = sorted({f"{t.platform.name} on {t.platform.runner}" for t in targets
+                      if t.platform.os not in (OS.LINUX, host.os)})
+    if args.dry_run and foreign:
+        notes.append(f"planned as the CI runner would run it: {', '.join(foreign)}")
+    why = "; ".join(notes) or f"no target of {host.platform}"
+    return CibwEngine(container=container, local=local, foreign=args.dry_run), f"cibuildwheel: {why}"
+
+
+def dry_run(resolved: Sequence[Resolved], config: RunConfig, *, as_json: bool) -> None:
     """Plan, then apply: print the plans the build would run (and which the store already holds)."""
     plans = [r for r in resolved if isinstance(r, BuildPlan)]
     stored = {p.id: config.store.get(p.digest) is not None for p in plans}
@@ -155,14 +222,13 @@ def dry_run(resolved: Sequence[Resolved], config: RunConfig, *, as_json: bool) -
         doc = {"engine": config.engine.name, "output": str(config.output),
                "plans": [{**p.to_json(), "stored": stored[p.id]} for p in plans], "skipped": skipped}
         print(json.dumps(doc, indent=2))
-        return 0
+        return
     headers, rows = describe(resolved)
     print(render_table((*headers, "stored"), [(*row, "yes" if stored.get(row[0]) else "") for row in rows]))
     for plan in plans:
         print(f"\n{plan.id}  (plan {plan.digest})")
         for name, command in plan.commands():
             print(f"  {name:<6} {command.shell()}")
-    return 0
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ verify and smoke are written once, in :mod:`builders.pipeline`, against the runn
 from __future__ import annotations
 
 import contextlib
+import shutil
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -72,6 +73,19 @@ class Once:
                 entry.error = exc
                 raise
             entry.done = True
+
+
+def missing_container_engine(env: Mapping[str, str], preferred: str | None = None) -> str:
+    """Why no container engine works here, engine by engine: not on PATH, or found but not answering
+    (``find_engine`` counts one only when ``ENGINE info`` succeeds)."""
+    from ..host import CONTAINER_ENGINES
+
+    parts = []
+    for name in [preferred] if preferred else CONTAINER_ENGINES:
+        exe = shutil.which(name, path=env.get("PATH"))
+        parts.append(f"{name}: not found on PATH" if exe is None else
+                     f"{name}: {exe} is there, but `{name} info` fails (is its service running, may this user use it?)")
+    return "no working container engine (" + "; ".join(parts) + ")"
 
 
 @contextlib.contextmanager

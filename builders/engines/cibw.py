@@ -3,50 +3,80 @@
 cibuildwheel builds and repairs (with builders' one repair command); the pipeline then
 labels, verifies and smoke-tests, once each, as for every engine. Options are computed from
 the matrix for a group of targets that share a variant and a platform: the build selector,
-the variant's image as the manylinux image, the variant's environment and the repair
-command. This is the route for macOS and Windows runners in CI and an alternative on Linux;
-``build --engine cibw --dry-run`` prints the cibuildwheel command with its options.
+the architectures, the variant's environment (``MACOSX_DEPLOYMENT_TARGET`` among it) and the
+repair command (auditwheel, delocate; none on Windows).
+
+Where it runs is cibuildwheel's own split: natively on macOS and Windows runners (no
+container, no image; the toolchain is the host's, as for the local engine), and on Linux
+inside the variant's image, which the container engine builds. ``build --engine cibw
+--dry-run`` prints the cibuildwheel command with its options; a dry run also plans a
+macOS or Windows target on another OS as its CI runner would run it (a real build of it
+there is skipped with the reason).
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..buildplan import BuildPlan, Command, Context, Recipe, Resolved, RunnerSpec, pairs, resolve_with
+from ..buildplan import (
+    BuildPlan,
+    Command,
+    Context,
+    Recipe,
+    Resolved,
+    RunnerSpec,
+    assemble,
+    pairs,
+    resolve_with,
+    settings,
+)
 from ..errors import EngineError
-from ..model import OS
-from ..process import LogLike
+from ..host import Host, platform_arch
+from ..model import OS, PythonVersion
+from ..process import Log
 from ..repair import repair_command
 from ..targets import Target
 from .container import CONTAINER_CA, ContainerEngine, container_env, image_settings
-from .local import host_smoke_runner
+from .local import LocalEngine, host_smoke_runner, host_toolchain
 
 PLATFORMS = {OS.LINUX: "linux", OS.MACOS: "macos", OS.WINDOWS: "windows"}
+ARCHS = {OS.LINUX: "CIBW_ARCHS_LINUX", OS.MACOS: "CIBW_ARCHS_MACOS", OS.WINDOWS: "CIBW_ARCHS_WINDOWS"}
+# On a CI runner builders runs in nox's session venv, whose interpreter is the PATH's ``python``.
+RUNNER_TOOLS_PYTHON = "python"
 
 
 def identifier(target: Target) -> str:
-    """cibuildwheel's build identifier: ``cp314t-manylinux_x86_64``, ``cp312-macosx_arm64``."""
+    """cibuildwheel's build identifier: ``cp314t-manylinux_x86_64``, ``cp312-macosx_arm64``, ``cp313-win_amd64``."""
     plat = target.platform
-    suffix = {OS.LINUX: f"manylinux_{plat.arch}", OS.MACOS: f"macosx_{plat.arch}", OS.WINDOWS: "win_amd64"}[plat.os]
+    suffix = {OS.LINUX: f"manylinux_{plat.arch}", OS.MACOS: f"macosx_{plat.arch}",
+              OS.WINDOWS: f"win_{plat.arch.lower()}"}[plat.os]
     return f"{target.python.abi}-{suffix}"
 
 
-def cibw_options(targets: Sequence[Target], *, image: str | None, engine: str, env: Mapping[str, str],
+def runner_python(python: PythonVersion) -> str:
+    """The interpreter a CI runner offers for ``python``, by the name builders looks for (``python3.14t``)."""
+    return f"python{python.release}{'t' if python.free_threaded else ''}"
+
+
+def cibw_options(targets: Sequence[Target], *, image: str | None, engine: str = "", env: Mapping[str, str],
                  ca_bundle: Path | None = None) -> dict[str, str]:
-    """The ``CIBW_*`` environment for one (variant, platform) group of targets."""
+    """The ``CIBW_*`` environment for one (variant, platform) group of targets.
+
+    The architectures are the matrix's spelling, which is cibuildwheel's (``x86_64``, ``arm64``,
+    ``AMD64``); the image, the container engine and the CA bundle concern Linux only.
+    """
     first = targets[0]
     if any((t.variant, t.platform) != (first.variant, first.platform) for t in targets):
         raise EngineError("a cibuildwheel group must share one variant and one platform")
     plat = first.platform
     settings = {**container_env(first, env), **dict(first.env)}
     options = {"CIBW_BUILD": " ".join(identifier(t) for t in targets), "CIBW_BUILD_FRONTEND": "pip",
-               "CIBW_REPAIR_WHEEL_COMMAND": repair_command(first)}
+               ARCHS[plat.os]: plat.arch, "CIBW_REPAIR_WHEEL_COMMAND": repair_command(first)}
     if plat.os is OS.LINUX:
-        options |= {"CIBW_ARCHS_LINUX": plat.arch, f"CIBW_MANYLINUX_{plat.arch.upper()}_IMAGE": image or "",
-                    "CIBW_CONTAINER_ENGINE": engine}
+        options |= {f"CIBW_MANYLINUX_{plat.arch.upper()}_IMAGE": image or "", "CIBW_CONTAINER_ENGINE": engine}
         if ca_bundle is not None:
             options["CIBW_CONTAINER_ENGINE"] += f"; create_args: --volume={ca_bundle}:{CONTAINER_CA}:ro"
             settings |= {"PIP_CERT": CONTAINER_CA, "SSL_CERT_FILE": CONTAINER_CA}
@@ -56,37 +86,76 @@ def cibw_options(targets: Sequence[Target], *, image: str | None, engine: str, e
 
 @dataclass
 class CibwEngine:
-    """Runs cibuildwheel on this host; on Linux inside the variant's image (built by the container engine)."""
+    """cibuildwheel on this host: natively for macOS and Windows targets, in the variant's image for Linux ones.
 
-    container: ContainerEngine
+    ``container`` builds the Linux images (None when no Linux target is built here), ``local``
+    provisions a native build's toolchain, and ``foreign`` (a dry run) plans a macOS or Windows
+    target of another OS as its CI runner would run it.
+    """
+
+    container: ContainerEngine | None = None
+    local: LocalEngine | None = None
+    foreign: bool = False
     name: str = "cibw"
 
     def plan(self, target: Target, ctx: Context) -> Resolved:
+        if self.foreign and target.platform.os not in (OS.LINUX, ctx.host.os):
+            return assemble(target, ctx, self.runner_recipe(target, ctx))
         return resolve_with(self.name, target, ctx, lambda: self.recipe(target, ctx))
 
     def recipe(self, target: Target, ctx: Context) -> Recipe:
-        linux = target.platform.os is OS.LINUX
-        work = str(ctx.work(target))
-        if linux:
-            smoke_runner, smoke_python = self.container.smoke_runner(target), self.container.recipe(target, ctx).interpreter
-        else:
-            smoke_runner, smoke_python = host_smoke_runner(target), str(ctx.host.interpreter(target.python.abi))
-        return Recipe(engine=self.name, runner=RunnerSpec(kind="host", inherits=ctx.inherits()),
-                      smoke_runner=smoke_runner, interpreter=identifier(target), smoke_interpreter=smoke_python,
-                      toolchain=self.container.toolchain(target), source=str(ctx.source), work=work,
-                      build_cwd=str(ctx.source), smoke_scratch="/tmp/smoke" if linux else f"{work}/smoke",
-                      smoke_inbox="/tmp" if linux else "", build=self.command(target, ctx, work))
+        if target.platform.os is OS.LINUX:
+            return self.linux_recipe(target, ctx)
+        return self.native_recipe(target, ctx, str(ctx.host.interpreter(target.python.abi)), here=True)
 
-    def command(self, target: Target, ctx: Context, work: str) -> Command:
-        """cibuildwheel for exactly this target, into ``<work>/raw``."""
-        image = self.container.image_spec(target).tag if target.platform.os is OS.LINUX else None
-        options = cibw_options([target], image=image, engine=self.container.exe,
-                               env=image_settings(target, ctx.epoch), ca_bundle=self.container.ca_bundle)
-        argv = (ctx.tools_python, "-m", "cibuildwheel", "--platform", PLATFORMS[target.platform.os],
+    def runner_recipe(self, target: Target, ctx: Context) -> Recipe:
+        """``target`` as its CI runner builds it: the runner's interpreter and toolchain, nothing of this host."""
+        runner = Host(os=target.platform.os, arch=platform_arch(target.platform.arch))
+        return self.native_recipe(target, replace(ctx, host=runner), runner_python(target.python), here=False)
+
+    def native_recipe(self, target: Target, ctx: Context, python: str, *, here: bool) -> Recipe:
+        """cibuildwheel on the host itself (macOS, Windows): no container, no image; smoke in a venv there."""
+        work, toolchain = str(ctx.work(target)), host_toolchain(target, ctx)
+        build = self.command(target, ctx, work, settings(target, toolchain.root, ctx.epoch), here=here)
+        return Recipe(engine=self.name, runner=RunnerSpec(kind="host", inherits=ctx.inherits() if here else ()),
+                      smoke_runner=host_smoke_runner(target), interpreter=identifier(target), smoke_interpreter=python,
+                      toolchain=toolchain, source=str(ctx.source), work=work, build_cwd=str(ctx.source),
+                      smoke_scratch=f"{work}/smoke", smoke_inbox="", build=build)
+
+    def linux_recipe(self, target: Target, ctx: Context) -> Recipe:
+        """cibuildwheel on this host, its builds in the variant's image; smoke in a fresh container of it."""
+        container, work = self._container(), str(ctx.work(target))
+        return Recipe(engine=self.name, runner=RunnerSpec(kind="host", inherits=ctx.inherits()),
+                      smoke_runner=container.smoke_runner(target),
+                      interpreter=identifier(target), smoke_interpreter=container.recipe(target, ctx).interpreter,
+                      toolchain=container.toolchain(target), source=str(ctx.source), work=work,
+                      build_cwd=str(ctx.source), smoke_scratch="/tmp/smoke", smoke_inbox="/tmp",
+                      build=self.command(target, ctx, work, image_settings(target, ctx.epoch), here=True))
+
+    def command(self, target: Target, ctx: Context, work: str, variables: Mapping[str, str], *, here: bool) -> Command:
+        """cibuildwheel for exactly this target, into ``<work>/raw`` (``here``: on this host, else on the runner)."""
+        linux = target.platform.os is OS.LINUX
+        container = self._container() if linux else None
+        options = cibw_options([target], image=container.image_spec(target).tag if container else None,
+                               engine=container.exe if container else "", env=variables,
+                               ca_bundle=container.ca_bundle if container else None)
+        python = ctx.tools_python if here else RUNNER_TOOLS_PYTHON
+        argv = (python, "-m", "cibuildwheel", "--platform", PLATFORMS[target.platform.os],
                 "--output-dir", f"{work}/raw", str(ctx.source))
-        env = {**options, "PATH": ctx.tools_path, "SOURCE_DATE_EPOCH": str(ctx.epoch)}
+        env = {**options, "SOURCE_DATE_EPOCH": str(ctx.epoch), **({"PATH": ctx.tools_path} if here else {})}
         return Command(argv=argv, env=pairs(env), cwd=str(ctx.source), timeout=target.project.timeouts.build)
 
-    def provision(self, plan: BuildPlan, log: LogLike) -> None:
+    def provision(self, plan: BuildPlan, log: Log) -> None:
+        """The Linux image (built once), or a native build's toolchain on this host."""
         if plan.target.platform.os is OS.LINUX:
-            self.container.image(plan.target, log)
+            self._container().image(plan.target, log)
+        elif self.local is None:
+            raise EngineError(f"{plan.id}: the cibw engine was given no way to provision this host's toolchain")
+        else:
+            self.local.provision(plan, log)
+
+    def _container(self) -> ContainerEngine:
+        if self.container is None:
+            raise EngineError("cibuildwheel builds Linux targets in the variant's image, and no container engine "
+                              "was given (podman or docker)")
+        return self.container

@@ -6,6 +6,11 @@ extension, and NVIDIA's CUDA runtime wheel (``cuda-toolkit[cudart]``) from the p
 whose ``cudaRuntimeGetVersion`` answers without a GPU. Expected numbers are written out here
 (13020 for CUDA 13.2), not computed by the code under test. No free-threaded interpreter
 exists on this host, so the GIL check is covered by unit tests only.
+
+The venv is made and the wheel installed by uv (the binary of the ``uv`` package builders depends
+on) unless a test asks for venv + pip; both run here side by side, with pip's configuration (a
+``PIP_CONFIG_FILE`` written here) translated for uv, uv's cache reused offline, and the fallback
+to pip where uv does not run or fails.
 """
 
 from __future__ import annotations
@@ -89,9 +94,11 @@ def script_file(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def run(wheel: Path, target, env: dict[str, str] | None = None, dist_version: str | None = None) -> SmokeOutcome:
+def run(wheel: Path, target, env: dict[str, str] | None = None, dist_version: str | None = None,
+        installer: str = "auto") -> SmokeOutcome:
     base = {"PATH": "/usr/bin:/bin", "HOME": str(Path.home())}
-    return smoke(wheel, target, Path(sys.executable), {**base, **(env or {})}, None, dist_version=dist_version)
+    return smoke(wheel, target, Path(sys.executable), {**base, **(env or {})}, None, dist_version=dist_version,
+                 installer=installer)
 
 
 def test_a_good_wheel_passes_and_its_scripts_json_is_read_whole(m, tmp_path: Path) -> None:
@@ -103,6 +110,7 @@ def test_a_good_wheel_passes_and_its_scripts_json_is_read_whole(m, tmp_path: Pat
     assert {"python", "version", "import tiny_pkg", "project:answer", "project:facts arrived"} <= names
     assert out.record["facts"]["project"] == {"answer": 42} and out.record["facts"]["version"] == "1.0.0+cpu"
     assert out.summary["project_ok"] is True
+    assert out.summary["installer"] == "uv" and out.summary["installer_note"] == ""
 
 
 def test_a_crashing_project_script_reaches_the_problems_with_its_stderr(m, tmp_path: Path) -> None:
@@ -160,14 +168,98 @@ def test_a_runtime_library_loaded_from_outside_the_venv_fails(m, tmp_path: Path)
     assert "'runtime library libcudart.so.13' failed" in problem and str(elsewhere) in problem
 
 
+DEP_SCRIPT = """\
+import importlib.metadata, json
+got = importlib.metadata.version("tiny_dep")
+print(json.dumps({"checks": [{"name": "tiny_dep", "ok": got == "1.0", "detail": got}]}))
+"""
+
+
+def dep_wheel(dest: Path, version: str) -> Path:
+    """``tiny_dep``: on no index, only in the find-links folder the pip configuration names."""
+    dist_info = f"tiny_dep-{version}.dist-info"
+    meta = f"Metadata-Version: 2.1\nName: tiny_dep\nVersion: {version}\n"
+    members = {"tiny_dep/__init__.py": b"", f"{dist_info}/METADATA": meta.encode(),
+               f"{dist_info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    path = dest / f"tiny_dep-{version}-py3-none-any.whl"
+    write_wheel(path, members, dist_info, {}, 315532800)
+    return path
+
+
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_pips_configuration_decides_what_either_installer_installs(m, tmp_path: Path, installer: str) -> None:
+    """find-links, no-index and a constraint from a pip configuration file: uv gets them translated, so
+    both install tiny_dep 1.0 (the constraint) from the folder (no index has it), not 2.0."""
+    links = tmp_path / "links"
+    links.mkdir()
+    dep_wheel(links, "1.0"), dep_wheel(links, "2.0")
+    (tmp_path / "constraints.txt").write_text("tiny_dep<2\n")
+    conf = tmp_path / "pip.conf"
+    conf.write_text(f"[global]\nno-index = true\nfind-links = {links}\nconstraint = {tmp_path / 'constraints.txt'}\n")
+    target = tiny_target(m, "cpu", script_file(tmp_path, DEP_SCRIPT))
+    wheel = tiny_wheel(tmp_path, "1.0.0+cpu", "ANSWER = 42\n", ("tiny_dep",))
+    out = run(wheel, target, env={"PIP_CONFIG_FILE": str(conf)}, installer=installer)
+    assert out.ok, out.problems
+    assert (out.installer, out.note) == (installer, "")
+    assert {c["name"]: c["detail"] for c in out.record["checks"]}["project:tiny_dep"] == "1.0"
+
+
+def test_uv_and_pip_make_the_same_checks(m, tmp_path: Path) -> None:
+    target = tiny_target(m, "cpu", script_file(tmp_path, DEP_SCRIPT.replace('"tiny_dep"', '"Tiny_Pkg"')
+                                               .replace('"1.0"', '"1.0.0+cpu"')))
+    wheel = tiny_wheel(tmp_path, "1.0.0+cpu", "ANSWER = 42\n")
+    by_uv, by_pip = run(wheel, target, installer="uv"), run(wheel, target, installer="pip")
+    assert by_uv.ok and by_pip.ok, (by_uv.problems, by_pip.problems)
+    verdicts = [[(c["name"], c["ok"], c["skipped"]) for c in o.record["checks"]] for o in (by_uv, by_pip)]
+    assert verdicts[0] == verdicts[1] and len(verdicts[0]) >= 4
+    assert (by_uv.installer, by_pip.installer) == ("uv", "pip")
+
+
+def test_uvs_cache_keeps_the_runtime_wheels_for_the_next_smoke(m, tmp_path: Path) -> None:
+    """A second smoke of a CUDA wheel installs its runtime wheels with uv offline: from builders' uv cache.
+    With an empty cache, offline uv fails and venv + pip runs instead, saying why."""
+    target = tiny_target(m, "cu132", None)
+    wheel = tiny_wheel(tmp_path, "1.0.0+cu132", CUDART_INIT, ("cuda-toolkit[cudart]==13.2.2",))
+    warm = {"BUILDERS_CACHE": str(tmp_path / "warm")}
+    first = run(wheel, target, env=warm)
+    assert first.ok and first.installer == "uv", (first.problems, first.note)
+    assert (tmp_path / "warm" / "uv").is_dir()  # builders' uv cache: BUILDERS_CACHE/uv
+    again = run(wheel, target, env={**warm, "UV_OFFLINE": "1"})
+    assert again.ok and (again.installer, again.note) == ("uv", "") and again.summary["cuda_runtime_version"] == 13020
+    cold = run(wheel, target, env={"BUILDERS_CACHE": str(tmp_path / "cold"), "UV_OFFLINE": "1"})
+    assert cold.ok and cold.installer == "pip", cold.problems
+    assert cold.note.startswith("uv failed: exit code ") and cold.note.endswith("; venv + pip ran instead")
+    assert cold.summary["cuda_runtime_version"] == 13020
+
+
+def test_a_uv_that_does_not_run_gives_way_to_pip(m, tmp_path: Path) -> None:
+    from builders.process import HostRunner
+    from builders.smoke import Installer, ready, smoke_with, stage
+
+    broken = tmp_path / "uv"
+    broken.write_text("not a program\n")
+    broken.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(Path.home())}
+    runner = HostRunner(env)
+    planned = Installer(kind="uv", uv=str(broken), source=str(broken))
+    how = ready(planned, runner, python=sys.executable, key=("test", str(tmp_path)), cache={})
+    assert how.kind == "pip" and how.note.startswith(f"uv ({broken}) does not run where the smoke runs: ")
+    target = tiny_target(m, "cpu", None)
+    out = smoke_with(runner, python=sys.executable, wheel=str(tiny_wheel(tmp_path, "1.0.0+cpu", "ANSWER = 42\n")),
+                     staged=str(stage(tmp_path / "probe", [target])), scratch=str(tmp_path / "s"), target=target,
+                     installer=how)
+    assert out.ok and (out.installer, out.note) == ("pip", how.note)
+
+
 def test_the_container_engine_runs_the_same_probe(m, tmp_path: Path, base_image: str) -> None:
     """The staged probe folder mounted into a fresh container of the cpu image (Debian's CPython 3.13)."""
+    from builders.buildplan import Mount
     from builders.engines import open_runner
     from builders.engines.container import ContainerEngine
     from builders.images import engine_env, image_pythons
     from builders.interpreters import image_interpreter
     from builders.process import Log
-    from builders.smoke import smoke_with, stage
+    from builders.smoke import UV_CACHE_MOUNT, find_uv, planned_installer, ready, smoke_with, stage, uv_cache
 
     subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--python-version",
                     "3.13", "--platform", "manylinux_2_28_x86_64", "--dest", str(tmp_path), "markupsafe==3.0.3"],
@@ -183,11 +275,21 @@ def test_the_container_engine_runs_the_same_probe(m, tmp_path: Path, base_image:
     log = Log(tmp_path / "smoke.log")
     engine.image(target, log)
     staged = stage(tmp_path / "probe", [target])
-    with open_runner(engine.smoke_runner(target), host, log) as runner:
+    # The uv cache mount the engine's smoke runner is to carry (UV_CACHE_MOUNT), added here as the lead's change will.
+    cache = tmp_path / "uv-cache"
+    spec = engine.smoke_runner(target)
+    if UV_CACHE_MOUNT not in {mount.target for mount in spec.mounts}:
+        spec = replace(spec, mounts=(*spec.mounts, Mount(source=str(cache), target=UV_CACHE_MOUNT, writable=True)))
+    python = image_interpreter(target.python)
+    uv_here = uv_cache(spec, cache)  # makes the folder: podman refuses to mount one that does not exist
+    with open_runner(spec, host, log) as runner:
         runner.copy_in(wheel, f"/tmp/{wheel.name}")
         runner.copy_in(staged, "/tmp/probe")
-        out = smoke_with(runner, python=image_interpreter(target.python), wheel=f"/tmp/{wheel.name}",
-                         staged="/tmp/probe", scratch="/tmp/smoke", target=target)
+        how = ready(planned_installer("/tmp", find_uv()), runner, python=python, key=(spec, python), cache=uv_here)
+        out = smoke_with(runner, python=python, wheel=f"/tmp/{wheel.name}", staged="/tmp/probe", scratch="/tmp/smoke",
+                         target=target, installer=how)
+    # This host's uv binary runs in the image (Debian's glibc): uv installed, with its cache on this host.
+    assert (out.installer, out.note) == ("uv", "") and any(cache.iterdir())
     # The wheel says 3.0.3, the target 3.0.3+cpu: exactly one problem, the version, named as such.
     assert [p.split(":")[0] for p in out.problems] == ["smoke check 'version' failed"]
     (ext,) = [c for c in out.record["checks"] if c["name"] == "extension markupsafe._speedups"]

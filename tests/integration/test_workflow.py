@@ -212,6 +212,8 @@ def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
         (WORKFLOW, "matrix: ${{ fromJSON(needs.plan.outputs.shards) }}", "matrix: {index: [0]}",
          "once per shard of the plan"),
         (SHARD, "bash ci/plan.sh shard", "bash ci/other.sh shard", "extracts the shard's matrix"),
+        # a GPU smoke job must fail on a runner that shows no GPU
+        (SHARD, '"$PYTHON" --require-device', '"$PYTHON"', "does not smoke-test with --require-device"),
         (WORKFLOW, "uses: $/.github/workflows/release-shard.yml", "uses: $/.github/workflows/gone.yml",
          "calls gone.yml, which is not beside it"),
         # every job has a timeout
@@ -372,16 +374,17 @@ def test_smoke_sh_find_skips_a_target_whose_build_made_no_wheel(root: Path, tmp_
     assert out.read_text().strip() == "path="
 
 
-@pytest.mark.parametrize(("listing", "ok"), [("GPU 0: NVIDIA H200 (UUID: GPU-1)", True), ("", False)])
-def test_require_device_sh_fails_a_runner_without_the_gpu(root: Path, tmp_path: Path, listing: str, ok: bool) -> None:
-    env = fake_tools(tmp_path / "bin", **{"nvidia-smi": f"echo '{listing}'"})
-    assert (script(root, "require-device.sh", "cuda", env=env).returncode == 0) is ok
-
-
-def test_require_device_sh_fails_where_the_tool_is_missing(root: Path, tmp_path: Path) -> None:
-    env = {"PATH": str(fake_tools(tmp_path / "bin", true="true")["PATH"]).split(":", 1)[0] + ":/usr/bin:/bin"}
-    proc = script(root, "require-device.sh", "rocm", env=env)
-    assert proc.returncode != 0 and "no rocminfo" in proc.stdout
+def test_smoke_sh_run_installs_builders_from_the_checkout_and_passes_the_options_on(root: Path,
+                                                                                   tmp_path: Path) -> None:
+    """The smoke job's `ci/smoke.sh run ... --require-device` reaches `builders smoke` whole."""
+    env = fake_tools(tmp_path / "bin", uv='[[ "$1 $2" == "python find" ]] && echo /py/bin/python3.14t; true',
+                     uvx="true")
+    proc = script(root, "smoke.sh", "run", "w.whl", "cu132-cp314t-linux-x86_64", "3.14t", "--require-device", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    calls = (tmp_path / "bin/calls").read_text().splitlines()
+    assert calls[-1] == ("uvx --python 3.12 --from . builders smoke w.whl --target cu132-cp314t-linux-x86_64 "
+                         "--python /py/bin/python3.14t --require-device")
+    assert script(root, "smoke.sh", "run", "w.whl", "t", env=env).returncode != 0
 
 
 def git(*args: str, cwd: Path) -> str:

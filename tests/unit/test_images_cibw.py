@@ -8,10 +8,10 @@ import pytest
 
 from builders import images, matrix
 from builders.engines.cibw import cibw_options, identifier
-from builders.engines.container import container_env
+from builders.engines.container import CONTAINER_CA, container_env
 from builders.errors import EngineError
-from builders.repair import repair_argv, repair_command
 from builders.model import Accelerator
+from builders.repair import repair_argv, repair_command
 from builders.targets import Selection, select
 
 ENV = {"THEROCK_INDEX_URL": "https://rocm.example/v2/gfx-all/", "ONEAPI_REPOSITORY": "https://oneapi.example/deb",
@@ -61,13 +61,63 @@ def test_tags_are_content_addressed(m) -> None:
     assert dict(cu132.args)["MAX_GCC"] == "15"
 
 
-def test_build_argv_passes_every_arg_and_the_ca_bundle(m, tmp_path) -> None:
+@pytest.mark.parametrize("engine", ["podman", "docker"])
+def test_build_argv_passes_every_arg_and_the_ca_bundle_as_a_secret(m, tmp_path, engine: str) -> None:
     spec = images.image_spec(one(m, "cu134-cp313-linux-x86_64"), PYTHONS, ENV)
     ca = tmp_path / "ca.crt"
-    argv = images.build_argv("podman", spec, ca)
-    assert argv[:2] == ["podman", "build"] and argv[-1] == str(images.CONTAINERS_DIR)
+    argv = images.build_argv(engine, spec, ca)
+    assert argv[:2] == [engine, "build"] and argv[-1] == str(images.CONTAINERS_DIR)
     assert "TOOLKIT_REQUIREMENTS=cuda-toolkit[nvcc,cudart,cccl,crt,nvvm]==13.4.3" in argv
-    assert f"{ca}:/run/builders/ca.crt:ro" in argv
+    assert argv[argv.index("--secret") + 1] == f"id={images.CA_SECRET},src={ca}"
+    assert "--volume" not in argv  # docker build has no --volume; a secret stays out of every layer
+    assert argv[argv.index("--tag") + 1] == spec.tag
+
+
+def test_build_argv_without_a_ca_bundle_has_no_secret(m) -> None:
+    spec = images.image_spec(one(m, "cpu-cp313-linux-x86_64"), PYTHONS, ENV)
+    assert "--secret" not in images.build_argv("podman", spec, None)
+
+
+def test_the_ca_bundle_does_not_change_the_tag(m, tmp_path) -> None:
+    spec = images.image_spec(one(m, "cu132-cp313-linux-x86_64"), PYTHONS, ENV)
+    argvs = [images.build_argv("docker", spec, ca) for ca in (None, tmp_path / "a.crt", tmp_path / "b.crt")]
+    tags = {argv[argv.index("--tag") + 1] for argv in argvs}
+    assert tags == {spec.tag}
+
+
+def test_docker_builds_and_online_containers_use_the_host_network() -> None:
+    """Docker without a bridge (or without iptables) reaches out only through the host's network."""
+    docker, podman = images.Dialect(exe="docker"), images.Dialect(exe="/usr/bin/podman")
+    assert docker.network(True) == ["--network", "host"] and podman.network(True) == []
+    assert docker.network(False) == podman.network(False) == ["--network", "none"]
+    assert images.Dialect(exe="/usr/local/bin/docker").docker and not podman.docker
+
+
+def test_build_argv_network_per_engine(m) -> None:
+    spec = images.image_spec(one(m, "cpu-cp313-linux-x86_64"), PYTHONS, ENV)
+    docker = images.build_argv("docker", spec, None)
+    assert docker[docker.index("--network") + 1] == "host"
+    assert "--network" not in images.build_argv("podman", spec, None)
+
+
+def test_remove_argv_per_engine() -> None:
+    """podman waits --time for SIGTERM (ignored by sleep as PID 1) unless told 0; docker has no --time."""
+    assert images.Dialect(exe="podman").remove("c") == ["podman", "rm", "--force", "--time", "0", "c"]
+    assert images.Dialect(exe="docker").remove("c") == ["docker", "rm", "--force", "c"]
+
+
+def test_build_environment_per_engine() -> None:
+    assert images.Dialect(exe="docker").build_env() == {"DOCKER_BUILDKIT": "1"}
+    assert images.Dialect(exe="podman").build_env() == {"BUILDAH_LAYERS": "true"}
+
+
+@pytest.mark.parametrize("family", list(Accelerator))
+def test_every_run_step_mounts_the_ca_secret_build_argv_passes(family: Accelerator) -> None:
+    """The Containerfiles and build_argv agree on the secret's id and where the scripts look for it."""
+    text = (images.CONTAINERS_DIR / f"{family.value}.Containerfile").read_text()
+    runs = [line for line in text.splitlines() if line.startswith("RUN ")]
+    mount = f"--mount=type=secret,id={images.CA_SECRET},target={CONTAINER_CA},required=false"
+    assert runs and all(line.split()[1] == mount for line in runs)
 
 
 def test_toolkit_root_inside_the_image(m) -> None:

@@ -22,7 +22,6 @@ import pytest
 
 import builders.smoke as smoke_mod
 from builders import matrix
-from builders.errors import SmokeError
 from builders.model import OS, Accelerator
 from builders.process import ProcessError, Result
 from builders.resources import smoke_probe as probe
@@ -369,14 +368,22 @@ def test_summary_keeps_what_results_json_shows() -> None:
 
 
 class FakeRunner:
-    """A Runner that records commands and answers the probe's with ``stdout`` (or raises)."""
+    """A Runner that records commands and answers the probe's with ``stdout`` (or raises); a command whose
+    argv contains ``fail_on`` exits 2 as uv does on a resolution error."""
 
-    def __init__(self, stdout: str = "", error: ProcessError | None = None) -> None:
+    def __init__(self, stdout: str = "", error: ProcessError | None = None, fail_on: str | None = None) -> None:
         self.calls: list[tuple[list[str], dict[str, Any]]] = []
-        self.stdout, self.error = stdout, error
+        self.envs: list[dict[str, str]] = []
+        self.stdout, self.error, self.fail_on = stdout, error, fail_on
 
     def __call__(self, argv, *, cwd=None, separate_stderr=False, timeout=1800) -> Result:
+        return self.run(argv, env={}, cwd=cwd, separate_stderr=separate_stderr, timeout=timeout)
+
+    def run(self, argv, *, env, cwd=None, separate_stderr=False, timeout=None) -> Result:
         self.calls.append((list(argv), {"cwd": cwd, "separate_stderr": separate_stderr, "timeout": timeout}))
+        self.envs.append(dict(env))
+        if self.fail_on is not None and self.fail_on in argv:
+            raise ProcessError(argv, 2, "Resolved 3 packages\nerror: No solution found when resolving dependencies")
         if "-I" in argv and self.error is not None:
             raise self.error
         return Result(tuple(argv), 0, self.stdout if "-I" in argv else "", 0.0)
@@ -402,6 +409,165 @@ def test_smoke_with_turns_a_probe_crash_into_a_problem(m) -> None:
     assert out.record == {} and "code 124" in out.problems[0] and "timed out" in out.problems[0]
 
 
+# ---- the installer: uv where it runs, pip's settings translated, venv + pip as the fallback ----------
+
+# ``pip config list`` as pip 25 prints it (``section.name=repr(value)``), from files and PIP_* variables.
+PIP_CONFIG_LIST = """\
+:env:.cert='/etc/ssl/certs/ca-certificates.crt'
+:env:.default-timeout='180'
+:env:.find-links='/opt/wheels /srv/more wheels'
+global.cert='/etc/ssl/old.crt'
+global.constraint='/etc/xdg/pip/constraints.txt'
+global.extra-index-url='file:///opt/pypi/simple https://index.invalid/extra/simple'
+global.find-links='/opt/ignored'
+global.index-url='https://index.invalid/global/simple'
+install.index-url='https://index.invalid/install/simple'
+install.no-index='false'
+freeze.exclude='pip'
+not a setting line
+"""
+
+
+def test_pip_settings_follow_pips_own_precedence() -> None:
+    settings = smoke_mod.pip_settings(PIP_CONFIG_LIST)
+    assert settings == {
+        "cert": "/etc/ssl/certs/ca-certificates.crt",  # :env: over global
+        "default-timeout": "180",
+        "find-links": "/opt/wheels /srv/more wheels",
+        "constraint": "/etc/xdg/pip/constraints.txt",
+        "extra-index-url": "file:///opt/pypi/simple https://index.invalid/extra/simple",
+        "index-url": "https://index.invalid/install/simple",  # the install command's section over global
+        "no-index": "false",
+    }
+    assert smoke_mod.pip_env_settings({"PIP_EXTRA_INDEX_URL": "a b", "PIP_NO_INDEX": "1", "PATH": "/bin"}) == {
+        "extra-index-url": "a b", "no-index": "1"}
+
+
+def test_uv_gets_pips_indexes_find_links_constraints_trust_and_timeout() -> None:
+    env = smoke_mod.uv_env(smoke_mod.pip_settings(PIP_CONFIG_LIST))
+    assert env == {
+        "UV_DEFAULT_INDEX": "https://index.invalid/install/simple",
+        "UV_INDEX": "file:///opt/pypi/simple https://index.invalid/extra/simple",  # uv: space-separated
+        "UV_FIND_LINKS": "/opt/wheels,/srv/more,wheels",  # uv: comma-separated; pip splits on whitespace
+        "UV_CONSTRAINT": "/etc/xdg/pip/constraints.txt",
+        "SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt",
+        "UV_HTTP_TIMEOUT": "180",
+    }  # no-index is false: no UV_NO_INDEX
+
+
+def test_uv_trusts_the_system_store_where_pip_has_no_cert_and_takes_pips_switches() -> None:
+    env = smoke_mod.uv_env({"no-index": "yes", "pre": "1", "trusted-host": "a.invalid  b.invalid"})
+    assert env == {"UV_NO_INDEX": "1", "UV_PRERELEASE": "allow", "UV_INSECURE_HOST": "a.invalid b.invalid",
+                   "UV_SYSTEM_CERTS": "1"}
+    assert smoke_mod.uv_env({}) == {"UV_SYSTEM_CERTS": "1"}  # pip's defaults are uv's: nothing else to say
+
+
+def test_uv_is_planned_where_builders_has_it_and_copied_into_an_inbox() -> None:
+    here = smoke_mod.planned_installer("", "/venv/bin/uv")
+    assert (here.kind, here.uv, here.source, here.note) == ("uv", "/venv/bin/uv", "/venv/bin/uv", "")
+    boxed = smoke_mod.planned_installer("/tmp", "/venv/bin/uv")
+    assert (boxed.uv, boxed.source) == ("/tmp/uv", "/venv/bin/uv")
+    absent = smoke_mod.planned_installer("/tmp", None)
+    assert absent.kind == "pip" and absent.note == "the uv package is not installed with builders; venv + pip ran instead"
+    assert smoke_mod.chosen_installer("pip") == smoke_mod.VENV_PIP and smoke_mod.VENV_PIP.note == ""
+
+
+def test_builders_ships_uv_as_a_dependency() -> None:
+    """``uv`` is in builders' dependencies, so an installed builders finds its binary."""
+    found = smoke_mod.find_uv()
+    assert found is not None and Path(found).name.startswith("uv")
+    assert smoke_mod.chosen_installer("uv").uv == found == smoke_mod.chosen_installer("auto").uv
+
+
+def test_uv_steps_make_an_unseeded_venv_for_the_interpreter_and_install_like_pip(m) -> None:
+    uv = smoke_mod.Installer(kind="uv", uv="/tmp/uv", env=(("UV_CACHE_DIR", "/c"),))
+    steps = smoke_mod.smoke_steps(python="/opt/py", wheel="/tmp/w.whl", staged="/st", scratch="/s",
+                                  target=one(m, "cpu-cp313-linux-x86_64"), installer=uv)
+    venv, install = steps[1], steps[2]
+    assert venv.argv == ("/tmp/uv", "venv", "--no-config", "--no-project", "--python", "/opt/py", "/s/venv")
+    assert "--seed" not in venv.argv
+    assert install.argv == ("/tmp/uv", "pip", "install", "--no-config", "--index-strategy", "unsafe-best-match",
+                            "--python", "/s/venv/bin/python", "/tmp/w.whl")
+    assert venv.env == install.env == (("UV_CACHE_DIR", "/c"),)
+    pip = smoke_mod.smoke_steps(python="/opt/py", wheel="/tmp/w.whl", staged="/st", scratch="/s",
+                                target=one(m, "cpu-cp313-linux-x86_64"))
+    assert (steps[0], steps[-1]) == (pip[0], pip[-1])  # the probe and its folder are the same either way
+
+
+def test_a_failing_uv_install_falls_back_to_pip_in_a_fresh_folder_with_a_note(m) -> None:
+    runner = FakeRunner(json.dumps(RECORD), fail_on="--index-strategy")
+    uv = smoke_mod.Installer(kind="uv", uv="/tmp/uv", env=(("UV_CACHE_DIR", "/c"),))
+    out = smoke_mod.smoke_with(runner, python="py3", wheel="/w/x.whl", staged="/st", scratch="/s",
+                               target=one(m, "cu132-cp313-linux-x86_64"), installer=uv)
+    argvs = [argv for argv, _ in runner.calls]
+    assert argvs[4:6] == [["py3", "-m", "venv", "/s/pip/venv"],
+                          ["/s/pip/venv/bin/python", "-m", "pip", "install", "--no-input", "/w/x.whl"]]
+    assert argvs[-1][0] == "/s/pip/venv/bin/python" and runner.calls[-1][1]["cwd"] == "/s/pip/cwd"
+    assert out.installer == "pip" and out.record == RECORD
+    assert out.note == "uv failed: exit code 2: error: No solution found when resolving dependencies; venv + pip ran instead"
+    assert out.summary["installer"] == "pip" and out.summary["installer_note"] == out.note
+
+
+def test_a_pip_failure_is_not_retried(m) -> None:
+    runner = FakeRunner(fail_on="--no-input")
+    with pytest.raises(ProcessError):
+        smoke_mod.smoke_with(runner, python="py3", wheel="w.whl", staged="/st", scratch="/s",
+                             target=one(m, "cpu-cp313-linux-x86_64"))
+    assert len(runner.calls) == 3
+
+
+def test_uv_runs_with_its_settings_and_the_probe_without_them(m) -> None:
+    runner = FakeRunner(json.dumps(RECORD))
+    uv = smoke_mod.Installer(kind="uv", uv="/tmp/uv", env=(("UV_INDEX", "file:///w"),))
+    out = smoke_mod.smoke_with(runner, python="py3", wheel="w.whl", staged="/st", scratch="/s",
+                               target=one(m, "cpu-cp313-linux-x86_64"), installer=uv)
+    assert runner.envs == [{}, {"UV_INDEX": "file:///w"}, {"UV_INDEX": "file:///w"}, {}]
+    assert (out.installer, out.note) == ("uv", "")
+
+
+def test_uv_cache_is_builders_own_on_the_host_and_a_mount_in_a_container(tmp_path: Path) -> None:
+    from builders.buildplan import Mount, RunnerSpec
+
+    folder = tmp_path / "cache" / "uv"
+    assert smoke_mod.uv_cache(RunnerSpec(kind="host"), folder) == {"UV_CACHE_DIR": str(folder)}
+    assert smoke_mod.uv_cache(RunnerSpec(kind="container", image="i"), folder) == {}
+    mounted = RunnerSpec(kind="container", image="i",
+                         mounts=(Mount(source=str(folder), target=smoke_mod.UV_CACHE_MOUNT, writable=True),))
+    assert smoke_mod.uv_cache(mounted, folder) == {"UV_CACHE_DIR": "/uv-cache", "UV_LINK_MODE": "copy"}
+    assert folder.is_dir()  # podman refuses to mount a folder that does not exist
+    places = (("{output}", "/o"), ("{cache}", str(tmp_path / "toolchains")))
+    assert smoke_mod.uv_cache_folder(places, {}) == tmp_path / "uv"
+    assert smoke_mod.uv_cache_folder((), {"BUILDERS_CACHE": str(tmp_path / "b")}) == tmp_path / "b" / "uv"
+
+
+def test_the_plan_shows_the_uv_commands_where_the_smoke_runner_sees_uv(m) -> None:
+    from builders.buildplan import Recipe, RunnerSpec, ToolchainPin, smoke_plan
+
+    target = one(m, "cu132-cp313-linux-x86_64")
+    recipe = Recipe(engine="container", runner=RunnerSpec(kind="container", image="i"),
+                    smoke_runner=RunnerSpec(kind="container", image="i", network=True), interpreter="/opt/py",
+                    smoke_interpreter="/opt/py", toolchain=ToolchainPin(accelerator="cuda"), source="/src",
+                    work="/work", smoke_scratch="/tmp/smoke", smoke_inbox="/tmp", build_cwd="/tmp")
+    plan = smoke_plan(target, recipe, "/out/w.whl", "/out/.work/t")
+    uv = smoke_mod.find_uv()
+    assert uv is not None and plan.installer == smoke_mod.planned_installer("/tmp", uv)
+    assert [c.argv[:2] for c in plan.commands[1:3]] == [("/tmp/uv", "venv"), ("/tmp/uv", "pip")]
+    assert plan.commands[2].argv[-1] == f"/tmp/{target.wheel_name}" and plan.commands[1].argv[-1] == "/tmp/smoke/venv"
+
+
+def test_results_keep_the_installer_and_reject_an_unknown_one() -> None:
+    from builders.results import schema_problems
+
+    summary = replace(smoke_mod.outcome(json.dumps(RECORD)), installer="uv").summary
+    assert (summary["installer"], summary["installer_note"]) == ("uv", "")
+    doc = {"schema": 1, "targets": [{"id": "cpu-cp313-linux-x86_64", "status": "built", "smoke": summary}]}
+    bad = {"schema": 1, "targets": [{"id": "cpu-cp313-linux-x86_64", "status": "built",
+                                     "smoke": {**summary, "installer": "conda"}}]}
+    good_problems, bad_problems = list(schema_problems(doc)), list(schema_problems(bad))
+    assert not [p for p in good_problems if "smoke" in p]
+    assert [p for p in bad_problems if "smoke" in p and "installer" in p]
+
+
 def test_the_smoke_runner_drops_the_projects_build_variables(m, tmp_path: Path) -> None:
     """An installed wheel must not need its build settings: the plan's smoke runner unsets them."""
     from builders.engines import open_runner
@@ -410,7 +576,7 @@ def test_the_smoke_runner_drops_the_projects_build_variables(m, tmp_path: Path) 
 
     t = one(m, "cu132-cp313-linux-x86_64")
     build_vars = {var for _, var in t.project.build_env}
-    env = {"PATH": "/usr/bin", "PIP_INDEX_URL": "https://i", "PYTHONPATH": "/x", **{v: "x" for v in build_vars}}
+    env = {"PATH": "/usr/bin", "PIP_INDEX_URL": "https://i", "PYTHONPATH": "/x", **dict.fromkeys(build_vars, "x")}
     with open_runner(host_smoke_runner(t), env, Log(tmp_path / "log")) as runner:
         assert isinstance(runner, HostRunner)
         assert dict(runner.env) == {"PATH": "/usr/bin", "PIP_INDEX_URL": "https://i"}

@@ -1,0 +1,65 @@
+"""The compiler cache (ccache) for C, C++ and nvcc: the variables that route compilers through it,
+and the hit rate of one target's compilations, read from its own stats log.
+
+One cache folder per toolchain or image (same compilers, same cache); CMake (>= 3.17) takes
+the launchers from ``CMAKE_<LANG>_COMPILER_LAUNCHER``. Every target writes its own stats log
+(``CCACHE_STATSLOG``), so a target's hit rate is its own even when targets build in parallel
+against one cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+LAUNCHERS = ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_CUDA_COMPILER_LAUNCHER",
+             "CMAKE_HIP_COMPILER_LAUNCHER")
+STATS_LOG = "ccache-stats.log"
+_HITS = frozenset({"direct_cache_hit", "preprocessed_cache_hit", "remote_storage_hit"})
+
+
+def cache_env(cache_dir: str, basedir: str, stats_log: str) -> dict[str, str]:
+    """Variables that send every CMake compile through ccache into ``cache_dir``.
+
+    ``basedir`` makes absolute paths below it relative, and the working directory is not hashed, so
+    the same sources built from another scratch folder (another target of the variant) still hit.
+    """
+    env = dict.fromkeys(LAUNCHERS, "ccache")
+    return env | {"CCACHE_DIR": cache_dir, "CCACHE_BASEDIR": basedir, "CCACHE_NOHASHDIR": "1",
+                  "CCACHE_STATSLOG": stats_log}
+
+
+def wants_cache(env: Mapping[str, str]) -> bool:
+    """Whether a command's environment routes compilers through ccache."""
+    return env.get("CMAKE_CXX_COMPILER_LAUNCHER") == "ccache"
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """The outcome of one target's compilations: cache hits, misses, and calls ccache could not cache."""
+
+    hits: int = 0
+    misses: int = 0
+    uncacheable: int = 0
+
+    @property
+    def hit_rate(self) -> float | None:
+        looked_up = self.hits + self.misses
+        return round(self.hits / looked_up, 3) if looked_up else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"hits": self.hits, "misses": self.misses, "uncacheable": self.uncacheable, "hit_rate": self.hit_rate}
+
+
+def parse_stats_log(text: str) -> CacheStats:
+    """Count ccache's stats log (a ``# <source>`` line, then one counter per line, per compilation)."""
+    entries: list[set[str]] = []
+    for line in text.splitlines():
+        if line.startswith("# "):
+            entries.append(set())
+        elif entries:
+            entries[-1].add(line.strip())
+    hits = sum(bool(e & _HITS) for e in entries)
+    misses = sum(not e & _HITS and "cache_miss" in e for e in entries)
+    return CacheStats(hits=hits, misses=misses, uncacheable=len(entries) - hits - misses)
