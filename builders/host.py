@@ -32,6 +32,7 @@ class Host:
     hipcc_version: str | None = None
     hipcc: str | None = None
     icpx: str | None = None
+    ccache: str | None = None  # the compiler cache builds on this host go through, if installed
 
     @property
     def platform(self) -> str:
@@ -68,6 +69,7 @@ def detect(pythons: Iterable[PythonVersion], env: Mapping[str, str], *, engines:
             arch=normalize_arch(_platform.machine()),
             interpreters=tuple(sorted((abi, str(p)) for abi, p in found.result().items())),
             container_engines=tuple(e for e, ok in working if ok.result()),
+            ccache=shutil.which("ccache", path=env.get("PATH")),
             **compilers.result(),
         )
 

@@ -135,12 +135,64 @@ def rocm_source_args(target: Target, env: Mapping[str, str]) -> dict[str, str]:
     return {"ROCM_SOURCE": source, "TOOLKIT_SYSTEM_PACKAGES": packages}
 
 
+CA_SECRET = "ca"  # the build secret the Containerfiles mount at /run/builders/ca.crt (RUN --mount=type=secret)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dialect:
+    """Where podman and docker differ, in one place: pieces of argv and of the environment.
+
+    Networking: a docker daemon run without a bridge (``dockerd --bridge=none``, as here) gives a
+    container no network but the host's, and one with a bridge but ``--iptables=false`` gives it no
+    NAT to the outside; the host's network works with every daemon. So docker containers that need
+    the network (image builds, the smoke test's install) share the host's; podman keeps its own.
+    Containers that must not reach the network run with ``--network none`` on both.
+    """
+
+    exe: str
+
+    @property
+    def docker(self) -> bool:
+        return Path(self.exe).name.startswith("docker")
+
+    def network(self, online: bool) -> list[str]:
+        """The ``--network`` argv of a container (or an image build) that needs the network or must not have it."""
+        if not online:
+            return ["--network", "none"]
+        return ["--network", "host"] if self.docker else []
+
+    def remove(self, name: str) -> list[str]:
+        """Force-remove a container now: podman's ``rm --force`` first waits ``--time`` (10 s) for a SIGTERM that
+        ``sleep`` as PID 1 ignores; docker's kills at once and has no ``--time``."""
+        return [self.exe, "rm", "--force", *([] if self.docker else ["--time", "0"]), name]
+
+    def build_env(self) -> dict[str, str]:
+        """Docker: BuildKit, which build secrets need (the classic builder has none); buildah: keep layers."""
+        return {"DOCKER_BUILDKIT": "1"} if self.docker else {"BUILDAH_LAYERS": "true"}
+
+    def build_problem(self, env: Mapping[str, str], log: LogLike = None) -> str | None:
+        """Why this engine cannot build the Containerfiles (they mount the CA bundle as a build secret), or None.
+
+        Podman (buildah) always can. A docker CLI can with BuildKit: through the buildx plugin, or built in
+        (18.09 to 22.x); from 23.0 on a CLI without buildx has only the classic builder.
+        """
+        if not self.docker:
+            return None
+        helped = run([self.exe, "build", "--help"], env={**env, **self.build_env()}, log=log, check=False, timeout=60)
+        if helped.returncode == 0 and "--secret" in helped.stdout:
+            return None
+        return (f"{helped.argv[0]} cannot build with BuildKit, which the Containerfiles need (the CA bundle is a build "
+                "secret, RUN --mount=type=secret): install the docker buildx plugin, or put a docker CLI with BuildKit "
+                "built in (18.09 to 22.x, such as Debian's docker.io /usr/bin/docker) first on PATH")
+
+
 def build_argv(engine: str, spec: ImageSpec, ca_bundle: Path | None) -> list[str]:
-    argv = [engine, "build", "--file", str(spec.containerfile), "--tag", spec.tag]
+    """The image build; the CA bundle is a build secret, so no image layer (and not the tag) holds it."""
+    argv = [engine, "build", "--file", str(spec.containerfile), "--tag", spec.tag, *Dialect(exe=engine).network(True)]
     for key, value in spec.args:
         argv += ["--build-arg", f"{key}={value}"]
     if ca_bundle is not None:
-        argv += ["--volume", f"{ca_bundle}:/run/builders/ca.crt:ro"]
+        argv += ["--secret", f"id={CA_SECRET},src={ca_bundle}"]
     return [*argv, str(spec.containerfile.parent)]
 
 
@@ -149,8 +201,11 @@ def ensure(engine: str, spec: ImageSpec, env: Mapping[str, str], log: LogLike, c
     """Build the image unless an image with its content-addressed tag exists; return the tag."""
     if run([engine, "image", "inspect", "--format", "{{.Id}}", spec.tag], env=env, log=log, check=False).returncode == 0:
         return spec.tag
-    build_env = {**env, "BUILDAH_LAYERS": "true"}
-    run(build_argv(engine, spec, ca_bundle), env=build_env, log=log, timeout=timeout)
+    dialect = Dialect(exe=engine)
+    problem = dialect.build_problem(env, log)
+    if problem:
+        raise EngineError(problem)
+    run(build_argv(engine, spec, ca_bundle), env={**env, **dialect.build_env()}, log=log, timeout=timeout)
     return spec.tag
 
 

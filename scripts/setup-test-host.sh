@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # What the slow tests need on a Debian host, installed if missing: podman with runc (crun fails
 # on these hosts' cgroup layout; see builders/resources/containers/containers.conf), debootstrap, and the local base
-# image the container tests build on; Debian's headless Chromium and its WebDriver, and
+# image the container tests build on; Debian's docker.io (dockerd, and a docker CLI with BuildKit
+# built in; tests/integration/test_docker.py starts and stops its own daemon, none is started
+# here); Debian's headless Chromium and its WebDriver, and
 # axe-core from the npm registry, for the compatibility page's browser test. Run by
 # `nox -s tests` (and so by .ci/run); needs root only when something is missing. Idempotent
 # and quiet: a second run installs nothing.
@@ -12,11 +14,11 @@ axe_dir=${BUILDERS_AXE_DIR:-$HOME/.cache/builders/axe}
 
 # command -> the Debian package that provides it
 declare -A package=(
-  [podman]=podman [runc]=runc [debootstrap]=debootstrap
+  [podman]=podman [runc]=runc [debootstrap]=debootstrap [dockerd]=docker.io
   [chromium]=chromium [chromedriver]=chromium-driver [npm]=npm
 )
 missing=()
-for tool in podman runc debootstrap chromium chromedriver npm; do
+for tool in podman runc debootstrap dockerd chromium chromedriver npm; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package[$tool]}")
 done
 if [ "${#missing[@]}" -gt 0 ]; then

@@ -32,6 +32,9 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("wheel", type=Path, metavar="WHEEL")
     p.add_argument("--target", required=True, metavar="ID")
     p.add_argument("--python", type=Path, default=None, help="interpreter to use (default: discovered for the target)")
+    p.add_argument("--installer", choices=("auto", "uv", "pip"), default="auto",
+                   help="what makes the venv and installs: uv (builders' uv package; its cache keeps runtime "
+                        "requirements), venv + pip, or uv where it runs, else pip with a note (default: auto)")
     p.add_argument("--require-device", action="store_true",
                    help="fail (exit 23) unless this machine shows a device of the target's accelerator, where the "
                         "matrix names GPU smoke runners for its variant and platform (nvidia-smi -L or /dev/nvidia0; "
@@ -52,7 +55,8 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     python = args.python or detect((target.python,), env).interpreter(target.python.abi)
     if python is None:
         raise SmokeError(f"no {target.python} interpreter on this host for {target.id}; pass --python")
-    outcome = smoke(args.wheel.resolve(), target, python, env, None, dist_version=str(Wheel(args.wheel).version))
+    outcome = smoke(args.wheel.resolve(), target, python, env, None, dist_version=str(Wheel(args.wheel).version),
+                    installer=args.installer)
     print(json.dumps({"target": target.id, "record": outcome.record, "problems": list(outcome.problems)}, indent=2))
     if not outcome.ok:
         raise SmokeError("; ".join(outcome.problems))

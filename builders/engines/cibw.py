@@ -35,6 +35,7 @@ from ..buildplan import (
 )
 from ..errors import EngineError
 from ..host import Host, platform_arch
+from ..images import Dialect
 from ..model import OS, PythonVersion
 from ..process import Log
 from ..repair import repair_command
@@ -77,8 +78,12 @@ def cibw_options(targets: Sequence[Target], *, image: str | None, engine: str = 
                ARCHS[plat.os]: plat.arch, "CIBW_REPAIR_WHEEL_COMMAND": repair_command(first)}
     if plat.os is OS.LINUX:
         options |= {f"CIBW_MANYLINUX_{plat.arch.upper()}_IMAGE": image or "", "CIBW_CONTAINER_ENGINE": engine}
+        # cibuildwheel's container installs build requirements: docker's only way out may be the host's network.
+        create = [f"--volume={ca_bundle}:{CONTAINER_CA}:ro"] if ca_bundle is not None else []
+        create += ["--network=host"] if Dialect(exe=engine).docker else []
+        if create:
+            options["CIBW_CONTAINER_ENGINE"] += f"; create_args: {' '.join(create)}"
         if ca_bundle is not None:
-            options["CIBW_CONTAINER_ENGINE"] += f"; create_args: --volume={ca_bundle}:{CONTAINER_CA}:ro"
             settings |= {"PIP_CERT": CONTAINER_CA, "SSL_CERT_FILE": CONTAINER_CA}
     options["CIBW_ENVIRONMENT"] = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(settings.items()))
     return options

@@ -5,7 +5,8 @@ requirements are resolved on the host into a wheelhouse mounted read-only, and t
 target's work folder is the only writable mount. Repair runs in the same container with the
 image's auditwheel; the smoke test runs in a fresh container of the same image (with
 network, for the runtime requirements), the wheel and the probe copied in. Containers are
-always removed, also on failure or interrupt.
+always removed, also on failure or interrupt. Podman and docker differ only where
+:class:`builders.images.Dialect` says (network, removal, the image build's environment).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ..interpreters import image_interpreter
 from ..model import Accelerator
 from ..process import LogLike, Result, run
 from ..repair import Tools
+from ..smoke import UV_CACHE_MOUNT
 from ..targets import Target
 from ..toolchains.provision import pip_download
 from . import NotBuildableHere, Once
@@ -69,7 +71,7 @@ class Container:
         # --rm and a bounded sleep: even if this process is SIGKILLed the container ends by
         # itself, and the next run reaps it earlier (reap_stale) by its owner label.
         argv = [self.spec.engine, "run", "--rm", "--detach", "--name", self.name, "--label",
-                f"{OWNER_LABEL}={os.getpid()}", *([] if self.spec.network else ["--network", "none"])]
+                f"{OWNER_LABEL}={os.getpid()}", *images.Dialect(exe=self.spec.engine).network(self.spec.network)]
         for mount in self.spec.mounts:
             argv += mount.argv()
         try:
@@ -84,8 +86,8 @@ class Container:
         self._remove()
 
     def _remove(self) -> None:
-        run([self.spec.engine, "rm", "--force", "--time", "0", self.name], env=self.host_env, log=self.log,
-            check=False, timeout=120, cancellable=False)
+        run(images.Dialect(exe=self.spec.engine).remove(self.name), env=self.host_env, log=self.log, check=False,
+            timeout=120, cancellable=False)
 
     def __call__(self, argv: Sequence[str], *, cwd: str | None = None, separate_stderr: bool = False,
                  timeout: float | None = 1800) -> Result:
@@ -152,10 +154,11 @@ class ContainerEngine:
     def smoke_runner(self, target: Target) -> RunnerSpec:
         """A fresh container of the image, with network: pip gets the host's index and CA bundle, nothing else."""
         env = dict(BASE_ENV)
-        mounts: tuple[Mount, ...] = ()
+        # uv's cache, kept across smoke containers: the runtime wheels are downloaded once.
+        mounts: tuple[Mount, ...] = (Mount(source=str(self.cache.parent / "uv"), target=UV_CACHE_MOUNT, writable=True),)
         if self.ca_bundle is not None:
             env |= {"PIP_CERT": CONTAINER_CA, "SSL_CERT_FILE": CONTAINER_CA}
-            mounts = (Mount(source=str(self.ca_bundle), target=CONTAINER_CA),)
+            mounts += (Mount(source=str(self.ca_bundle), target=CONTAINER_CA),)
         if self.host_env.get("PIP_INDEX_URL"):
             env["PIP_INDEX_URL"] = self.host_env["PIP_INDEX_URL"]
         return self.runner(target, mounts, network=True, env=env)
@@ -210,8 +213,10 @@ def _key(requirements: list[str]) -> str:
 
 
 def container_env(target: Target, env: Mapping[str, str]) -> dict[str, str]:
-    """Only the target's declared settings cross into the container, never the host's environment."""
-    names = set(dict(target.env)) | {var for _, var in target.project.build_env} | {"SOURCE_DATE_EPOCH"}
+    """Only the target's declared settings (and ``build.environment_pass``) cross into the container, never
+    the rest of the host's environment."""
+    names = (set(dict(target.env)) | {var for _, var in target.project.build_env} | {"SOURCE_DATE_EPOCH"}
+             | set(target.project.environment_pass))
     return {k: v for k, v in env.items() if k in names}
 
 
@@ -233,13 +238,27 @@ def find_engine(env: Mapping[str, str], preferred: str | None = None) -> str | N
 
 def reap_stale(engine: str, env: Mapping[str, str], log: LogLike = None) -> list[str]:
     """Remove containers left by a pipeline process that no longer exists (e.g. SIGKILLed)."""
-    listed = run([engine, "ps", "--all", "--filter", f"label={OWNER_LABEL}", "--format",
-                  f'{{{{.Names}}}} {{{{index .Labels "{OWNER_LABEL}"}}}}'], env=env, log=log, check=False).stdout
-    stale = [name for name, pid in (line.split() for line in listed.splitlines() if len(line.split()) == 2)
-             if not _alive(int(pid))]
+    stale = [name for name, pid in owners(engine, env, log).items() if not _alive(pid)]
     for name in stale:
-        run([engine, "rm", "--force", "--time", "0", name], env=env, log=log, check=False)
+        run(images.Dialect(exe=engine).remove(name), env=env, log=log, check=False)
     return stale
+
+
+def owners(engine: str, env: Mapping[str, str], log: LogLike = None) -> dict[str, int]:
+    """Every builders container (also stopped ones) and the pid of the pipeline process that started it.
+
+    ``ps --format`` reads labels differently in docker (``.Label "k"``) and podman (``index .Labels "k"``);
+    ``inspect``'s ``.Config.Labels`` is the same in both. Docker names start with ``/`` there.
+    """
+    names = run([engine, "ps", "--all", "--filter", f"label={OWNER_LABEL}", "--format", "{{.Names}}"], env=env,
+                log=log, check=False, separate_stderr=True).stdout.split()
+    if not names:
+        return {}
+    template = f'{{{{.Name}}}} {{{{index .Config.Labels "{OWNER_LABEL}"}}}}'
+    listed = run([engine, "container", "inspect", "--format", template, *names], env=env, log=log, check=False,
+                 separate_stderr=True).stdout  # a container removed meanwhile is an error on stderr, the rest listed
+    rows = (line.split() for line in listed.splitlines())
+    return {name.lstrip("/"): int(pid) for name, pid in (r for r in rows if len(r) == 2) if pid.isdigit()}
 
 
 def _alive(pid: int) -> bool:
