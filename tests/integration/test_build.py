@@ -193,7 +193,7 @@ def test_one_target_rebuild_and_failed_build_leaves_nothing(root: Path, tmp_path
     matrix_text = (root / "matrix.yaml").read_text()
     (tmp_path / "matrix.yaml").write_text(matrix_text.replace("source: examples/minifw", "source: src")
                                           .replace("script: examples/minifw/smoke.py", "script: src/smoke.py"))
-    cuda_src = source / "csrc/cuda/saxpy.cu"
+    cuda_src = source / "core/src/gpu/gemm_variant.cu"
     cuda_src.write_text(cuda_src.read_text() + "\nthis is not C++;\n")
     out = tmp_path / "out"
     proc = builders("build", "--matrix", str(tmp_path / "matrix.yaml"), "--output", str(out),
@@ -241,8 +241,11 @@ def test_the_dry_run_plan_is_exactly_what_the_build_ran(wheelhouse: Path, result
     assert set(plans) == BUILDABLE
     for tid, plan in plans.items():
         ran = logged_commands((wheelhouse / results[tid]["log"]).read_text())
-        for command in [*plan["prepare"], plan["build"], plan["repair"], *plan["smoke"]]:
+        core = plan["core"]["commands"] if results[tid].get("core", {}).get("status") == "built" else []
+        for command in [*plan["prepare"], *core, plan["build"], plan["repair"], *plan["smoke"]]:
             assert (command["argv"], command["cwd"], command["env"]) in ran, (tid, command["argv"])
+    built_cores = [tid for tid in plans if results[tid].get("core", {}).get("status") == "built"]
+    assert len(built_cores) == len({plans[tid]["core"]["digest"] for tid in plans}), "one core built per variant"
 
 
 def test_a_rebuild_with_nothing_changed_reuses_every_wheel(wheelhouse: Path, results: dict[str, dict], root: Path,

@@ -32,7 +32,8 @@ from packaging.requirements import Requirement
 
 pytestmark = pytest.mark.slow
 
-SOURCE = Path("examples/minifw/csrc/xpu/saxpy_sycl.cpp")
+CORE = Path("examples/minifw/core")
+SOURCES = tuple(CORE / "src/xpu" / name for name in ("runtime.cpp", "ops.cpp", "gemm.cpp"))
 # The Level Zero loader and the OpenCL ICD loader come with the GPU driver stack (Debian's
 # libze1 and ocl-icd-libopencl1, Intel's level-zero), not from pip: the matrix declares them as
 # system_libs, and every library it says a wheel provides must really be in one.
@@ -67,24 +68,27 @@ def sycl_include(runtime_wheels: list[Path], tmp_path_factory: pytest.TempPathFa
     return include
 
 
-def syntax_check(source: Path, include: Path, csrc: Path) -> subprocess.CompletedProcess[str]:
+def syntax_check(source: Path, include: Path, core: Path) -> subprocess.CompletedProcess[str]:
     cxx = os.environ.get("CXX") or shutil.which("c++") or "g++"
     return subprocess.run([cxx, "-std=c++20", "-fsyntax-only", "-Wall", "-Wextra", "-DSYCL_DISABLE_FSYCL_SYCLHPP_WARNING",
-                           "-Wno-deprecated-declarations", f"-I{include}", f"-I{csrc}", str(source)],
-                          text=True, capture_output=True, timeout=600)
+                           "-Wno-deprecated-declarations", "-DMINIFW_CORE_WEIGHT=2", f"-I{include}", f"-I{core / 'src'}",
+                           f"-I{core / 'include'}", str(source)], text=True, capture_output=True, timeout=600)
 
 
 def test_the_sycl_source_is_valid_against_the_runtime_s_sycl_headers(root: Path, sycl_include: Path,
                                                                       tmp_path: Path) -> None:
-    csrc = root / "examples/minifw/csrc"
-    proc = syntax_check(root / SOURCE, sycl_include, csrc)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    for source in SOURCES:
+        proc = syntax_check(root / source, sycl_include, root / CORE)
+        assert proc.returncode == 0, (source, proc.stderr[-4000:])
     # The check has teeth: a SYCL call the headers do not declare is refused.
-    broken = tmp_path / "saxpy_sycl.cpp"
-    broken.write_text((root / SOURCE).read_text().replace("sycl::malloc_device<double>(n, q)",
-                                                          "sycl::malloc_devise<double>(n, q)", 1))
-    refused = syntax_check(broken, sycl_include, csrc)
-    assert refused.returncode != 0 and "malloc_devise" in refused.stderr
+    core = tmp_path / "core"  # a copy: its relative includes resolve, the real tree stays untouched
+    shutil.copytree(root / CORE, core)
+    gemm = core / "src/xpu/gemm.cpp"
+    text = gemm.read_text()
+    assert "sycl::group_barrier(" in text
+    gemm.write_text(text.replace("sycl::group_barrier(", "sycl::group_barier(", 1))
+    refused = syntax_check(gemm, sycl_include, core)
+    assert refused.returncode != 0 and "group_barier" in refused.stderr
 
 
 def test_every_excluded_library_is_shipped_where_the_rpath_looks(xpu: dict, runtime_wheels: list[Path]) -> None:

@@ -6,16 +6,18 @@
 >>> minifw.cuda.is_available()
 >>> minifw.saxpy(2.0, [1.0, 2.0], [10.0, 20.0])
 [12.0, 24.0]
+>>> minifw.ops.matmul([[1, 2], [3, 4]], [[5], [6]])   # minifw_core's kernels
+[[17.0], [39.0]]
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import _C, cuda, hip, version, xpu
+from . import _C, cuda, hip, ops, version, xpu
 from ._build_info import version as __version__
 
-__all__ = ["__version__", "add", "cuda", "device_count", "hip", "saxpy", "version", "xpu"]
+__all__ = ["__version__", "add", "cuda", "device_count", "hip", "ops", "saxpy", "version", "xpu"]
 
 _ACCEL_MODULES = {"cuda": cuda, "rocm": hip, "xpu": xpu}
 

@@ -30,3 +30,10 @@ def runtime_version(accelerator: str) -> int | None:
     if not built_for(accelerator):
         return None
     return int(_C.runtime_version())
+
+
+def resolve(device: str | None) -> str:
+    """``None`` -> this build's accelerator when it has a device, else ``"cpu"``."""
+    if device is not None:
+        return device
+    return _C.accelerator if _C.accelerator != "cpu" and device_count(_C.accelerator) > 0 else "cpu"

@@ -1,0 +1,207 @@
+# The accelerator toolkits, driven from MINIFW_TOOLKIT_ROOT: version probes (checked against
+# MINIFW_ACCELERATOR_VERSION), arch flags, and the shared runtime each build links
+# (libcudart.so.<major>, libamdhip64.so.<major>): never bundled, found at run time through the
+# RUNPATH. Used by minifw_core's build, by the extension's, and installed with minifw_core's
+# package config, which finds the runtime again where the extension is built.
+
+# Sets MINIFW_ACCELERATOR_VERSION (when empty) and MINIFW_DEVICE_COMPILER in the caller's
+# scope; a version that contradicts the toolkit stops the configure step.
+function(minifw_probe_toolkit)
+  if(MINIFW_ACCELERATOR STREQUAL "cpu")
+    set(MINIFW_DEVICE_COMPILER "" PARENT_SCOPE)
+    return()
+  endif()
+  if(NOT MINIFW_TOOLKIT_ROOT)
+    message(FATAL_ERROR "MINIFW_ACCELERATOR=${MINIFW_ACCELERATOR} needs MINIFW_TOOLKIT_ROOT "
+                        "(the toolkit root holding bin/nvcc, bin/hipcc or bin/icpx).")
+  endif()
+  if(MINIFW_ACCELERATOR STREQUAL "cuda")
+    minifw_probe_nvcc(version compiler)
+  elseif(MINIFW_ACCELERATOR STREQUAL "rocm")
+    minifw_probe_hipcc(version compiler)
+  else()
+    minifw_probe_icpx(version compiler)
+  endif()
+  set(MINIFW_ACCELERATOR_VERSION "${version}" PARENT_SCOPE)
+  set(MINIFW_DEVICE_COMPILER "${compiler}" PARENT_SCOPE)
+endfunction()
+
+function(minifw_tool out name)
+  set(tool "${MINIFW_TOOLKIT_ROOT}/bin/${name}")
+  if(NOT EXISTS "${tool}")
+    message(FATAL_ERROR "${name} not found: '${tool}' does not exist "
+                        "(MINIFW_TOOLKIT_ROOT='${MINIFW_TOOLKIT_ROOT}').")
+  endif()
+  set(${out} "${tool}" PARENT_SCOPE)
+endfunction()
+
+function(minifw_probe_nvcc out_version out_compiler)
+  minifw_tool(nvcc nvcc)
+  execute_process(COMMAND "${nvcc}" --version
+                  OUTPUT_VARIABLE text ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR NOT text MATCHES "release ([0-9]+)\\.([0-9]+), V([0-9.]+)")
+    message(FATAL_ERROR "'${nvcc} --version' failed (rc=${rc}): ${text}${err}")
+  endif()
+  set(release "${CMAKE_MATCH_1}.${CMAKE_MATCH_2}")
+  set(full "${CMAKE_MATCH_3}")
+  if(MINIFW_ACCELERATOR_VERSION STREQUAL "")
+    set(MINIFW_ACCELERATOR_VERSION "${release}")
+  elseif(NOT MINIFW_ACCELERATOR_VERSION MATCHES "^${CMAKE_MATCH_1}\\.${CMAKE_MATCH_2}(\\.|$)")
+    message(FATAL_ERROR "MINIFW_ACCELERATOR_VERSION=${MINIFW_ACCELERATOR_VERSION} but "
+                        "${nvcc} is CUDA ${release} (V${full}).")
+  endif()
+  set(${out_version} "${MINIFW_ACCELERATOR_VERSION}" PARENT_SCOPE)
+  set(${out_compiler} "nvcc ${full}" PARENT_SCOPE)
+endfunction()
+
+function(minifw_probe_hipcc out_version out_compiler)
+  # "HIP version: 7.0.51831-...": informational, since the ROCm release number
+  # (MINIFW_ACCELERATOR_VERSION) and the HIP version need not match exactly.
+  minifw_tool(hipcc hipcc)
+  execute_process(COMMAND "${hipcc}" --version
+                  OUTPUT_VARIABLE text ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "'${hipcc} --version' failed (rc=${rc}): ${text}${err}")
+  endif()
+  set(hip "")
+  if(text MATCHES "HIP version: ([0-9]+\\.[0-9]+)")
+    set(hip "${CMAKE_MATCH_1}")
+  endif()
+  if(MINIFW_ACCELERATOR_VERSION STREQUAL "")
+    if(hip STREQUAL "")
+      message(FATAL_ERROR "MINIFW_ACCELERATOR_VERSION is empty and '${hipcc} --version' "
+                          "prints no 'HIP version:' line: set MINIFW_ACCELERATOR_VERSION.")
+    endif()
+    set(MINIFW_ACCELERATOR_VERSION "${hip}")
+  elseif(hip AND NOT MINIFW_ACCELERATOR_VERSION MATCHES "^${hip}(\\.|$)")
+    message(STATUS "minifw: note: MINIFW_ACCELERATOR_VERSION=${MINIFW_ACCELERATOR_VERSION}, "
+                   "${hipcc} reports HIP ${hip}.")
+  endif()
+  set(${out_version} "${MINIFW_ACCELERATOR_VERSION}" PARENT_SCOPE)
+  set(${out_compiler} "hipcc ${hip}" PARENT_SCOPE)
+endfunction()
+
+function(minifw_probe_icpx out_version out_compiler)
+  minifw_tool(icpx icpx)
+  execute_process(COMMAND "${icpx}" --version
+                  OUTPUT_VARIABLE text ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR NOT text MATCHES "Compiler ([0-9]+)\\.([0-9]+)")
+    message(FATAL_ERROR "'${icpx} --version' failed (rc=${rc}): ${text}${err}")
+  endif()
+  set(release "${CMAKE_MATCH_1}.${CMAKE_MATCH_2}")
+  if(MINIFW_ACCELERATOR_VERSION STREQUAL "")
+    set(MINIFW_ACCELERATOR_VERSION "${release}")
+  elseif(NOT MINIFW_ACCELERATOR_VERSION MATCHES "^${CMAKE_MATCH_1}\\.${CMAKE_MATCH_2}(\\.|$)")
+    message(FATAL_ERROR "MINIFW_ACCELERATOR_VERSION=${MINIFW_ACCELERATOR_VERSION} but "
+                        "${icpx} is oneAPI ${release}.")
+  endif()
+  set(${out_version} "${MINIFW_ACCELERATOR_VERSION}" PARENT_SCOPE)
+  set(${out_compiler} "icpx ${release}" PARENT_SCOPE)
+endfunction()
+
+# "7.5;8.6;9.0a;12.0+PTX" (TORCH_CUDA_ARCH_LIST style) -> -gencode flags, and the codes they ask
+# for (sm_75 ... compute_120), each checked against `nvcc --list-gpu-code/--list-gpu-arch`.
+function(minifw_cuda_gencode_flags out_flags archs)
+  set(flags "")
+  set(codes "")
+  foreach(arch IN LISTS archs)
+    if(NOT arch MATCHES "^([0-9]+)\\.([0-9])([af]?)(\\+PTX)?$")
+      message(FATAL_ERROR
+        "MINIFW_GPU_ARCHS: '${arch}' is not a CUDA arch like 8.0, 9.0a or 12.0+PTX.")
+    endif()
+    set(num "${CMAKE_MATCH_1}${CMAKE_MATCH_2}${CMAKE_MATCH_3}")
+    if(CMAKE_MATCH_4)
+      list(APPEND flags "-gencode=arch=compute_${num},code=[sm_${num},compute_${num}]")
+      list(APPEND codes "sm_${num}" "compute_${num}")
+    else()
+      list(APPEND flags "-gencode=arch=compute_${num},code=sm_${num}")
+      list(APPEND codes "sm_${num}")
+    endif()
+  endforeach()
+  if(NOT flags)
+    message(FATAL_ERROR "MINIFW_GPU_ARCHS is empty; a CUDA build needs e.g. "
+                        "'7.5;8.0;8.6;9.0;10.0;12.0+PTX'.")
+  endif()
+  set(nvcc "${MINIFW_TOOLKIT_ROOT}/bin/nvcc")
+  execute_process(COMMAND "${nvcc}" --list-gpu-code OUTPUT_VARIABLE sm RESULT_VARIABLE rc1)
+  execute_process(COMMAND "${nvcc}" --list-gpu-arch OUTPUT_VARIABLE compute RESULT_VARIABLE rc2)
+  if(rc1 EQUAL 0 AND rc2 EQUAL 0)
+    string(REGEX MATCHALL "[a-z]+_[0-9]+[af]?" known "${sm} ${compute}")
+    foreach(code IN LISTS codes)
+      # Arch-specific (sm_90a) and family (sm_100f) codes are not listed: check their base.
+      string(REGEX REPLACE "[af]$" "" code "${code}")
+      if(NOT code IN_LIST known)
+        string(REPLACE ";" " " known "${known}")
+        message(FATAL_ERROR "MINIFW_GPU_ARCHS asks for ${code}, which ${nvcc} does not "
+                            "support. It knows: ${known}")
+      endif()
+    endforeach()
+  endif()
+  set(${out_flags} "${flags}" PARENT_SCOPE)
+endfunction()
+
+# "gfx908;gfx90a:xnack+" -> --offload-arch flags.
+function(minifw_hip_offload_flags out archs)
+  set(flags "")
+  foreach(arch IN LISTS archs)
+    if(NOT arch MATCHES "^gfx[0-9a-f]+(:[a-z]+[+-])*$")
+      message(FATAL_ERROR "MINIFW_GPU_ARCHS: '${arch}' is not a ROCm target like gfx90a.")
+    endif()
+    list(APPEND flags "--offload-arch=${arch}")
+  endforeach()
+  if(NOT flags)
+    message(FATAL_ERROR "MINIFW_GPU_ARCHS is empty; a ROCm build needs e.g. 'gfx908;gfx90a;gfx942'.")
+  endif()
+  set(${out} "${flags}" PARENT_SCOPE)
+endfunction()
+
+# The imported target minifw::runtime: the accelerator's shared runtime library, linked by full
+# path (only SONAME files ship in the pip wheels), so DT_NEEDED is its SONAME and no path is
+# recorded. A no-op for cpu and xpu (the SYCL DSO carries its own runtime dependency).
+function(minifw_add_runtime_target accelerator version root)
+  if(TARGET minifw::runtime OR NOT accelerator MATCHES "^(cuda|rocm)$")
+    return()
+  endif()
+  if(accelerator STREQUAL "cuda")
+    string(REGEX MATCH "^[0-9]+" major "${version}")
+    set(names "libcudart.so.${major}")
+    set(dirs "${root}/lib" "${root}/lib64")
+    file(GLOB targets_dirs "${root}/targets/*/lib")
+    list(APPEND dirs ${targets_dirs})
+  else()
+    # The toolkit's lib/, its multiarch lib/<triplet> (a distribution's packages under /usr,
+    # e.g. Debian's libamdhip64-7) or, with TheRock's pip wheels (_rocm_sdk_devel), the
+    # sibling runtime package _rocm_sdk_core/lib.
+    set(names "libamdhip64.so.[0-9]" "libamdhip64.so.[0-9][0-9]" "libamdhip64.so")
+    set(dirs "${root}/lib" "${root}/lib64")
+    if(CMAKE_LIBRARY_ARCHITECTURE)
+      list(APPEND dirs "${root}/lib/${CMAKE_LIBRARY_ARCHITECTURE}")
+    endif()
+    list(APPEND dirs "${root}/../_rocm_sdk_core/lib")
+  endif()
+  set(found "")
+  foreach(dir IN LISTS dirs)
+    foreach(name IN LISTS names)
+      file(GLOB hits "${dir}/${name}")
+      if(hits)
+        list(GET hits 0 found)
+        break()
+      endif()
+    endforeach()
+    if(found)
+      break()
+    endif()
+  endforeach()
+  if(NOT found)
+    string(REPLACE ";" "', '" dirs "${dirs}")
+    message(FATAL_ERROR "the ${accelerator} runtime (${names}) is not in '${dirs}' "
+                        "(MINIFW_TOOLKIT_ROOT='${root}'; is the runtime component installed?).")
+  endif()
+  cmake_path(NORMAL_PATH found)
+  message(STATUS "minifw: ${accelerator} runtime ${found}")
+  add_library(minifw::runtime SHARED IMPORTED GLOBAL)
+  set_target_properties(minifw::runtime PROPERTIES IMPORTED_LOCATION "${found}")
+  if(accelerator STREQUAL "cuda")
+    set_target_properties(minifw::runtime PROPERTIES IMPORTED_SONAME "libcudart.so.${major}")
+  endif()
+endfunction()
