@@ -203,8 +203,7 @@ bool named(const char* name, F parse, T& out) {
 core::Device parse_device_name(std::string_view name) {
   if (name == "cpu") return core::Device::cpu;
   if (name == core::build_info().accelerator) return core::Device::accelerator;
-  throw std::invalid_argument("minifw: device '" + std::string(name) + "' is not 'cpu' or this build's '" +
-                              std::string(core::build_info().accelerator) + "'");
+  throw std::invalid_argument(core::cat("minifw: device '", name, "' is not 'cpu' or this build's '", core::build_info().accelerator, "'"));
 }
 
 // The arguments every tensor op takes: dtype and device names.

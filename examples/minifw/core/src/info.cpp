@@ -7,6 +7,7 @@
 #include "accel.h"
 #include "common/gemm_config.hpp"
 #include "minifw/core/info.hpp"
+#include "minifw/core/text.hpp"
 
 namespace minifw::core {
 namespace {
@@ -34,7 +35,7 @@ int gemm_variant_count() noexcept { return MINIFW_CORE_WEIGHT; }
 
 GemmTiling gemm_variant_tiling(int variant) {
   if (variant < 0 || variant >= MINIFW_CORE_WEIGHT) {
-    throw std::out_of_range("minifw_core: GEMM variant " + std::to_string(variant) + " is not built");
+    throw std::out_of_range(cat("minifw_core: GEMM variant ", std::to_string(variant), " is not built"));
   }
   const auto t = minifw_gemm::cpu_tiling(variant);
   return {t.bm, t.bn, t.bk, t.rm, t.rn};
@@ -72,7 +73,7 @@ int accelerator_runtime_version() {
   int version = 0;
   char err[512] = {0};
   if (minifw_accel_runtime_version(&version, err, sizeof err) != 0) {
-    throw std::runtime_error(std::string(minifw_accel_name()) + " runtime version: " + err);
+    throw std::runtime_error(cat(minifw_accel_name(), " runtime version: ", err));
   }
   return version;
 }
@@ -99,7 +100,8 @@ int accelerator_runtime_version() {
 int accelerator_device_count(std::string* why) noexcept {
   if (why != nullptr) {
     try {
-      *why = "minifw_core was built for the cpu";
+      why->clear();
+      why->append("minifw_core was built for the cpu");
     } catch (...) {
     }
   }

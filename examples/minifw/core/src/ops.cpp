@@ -9,6 +9,7 @@
 #include "common/gemm_config.hpp"
 #include "cpu/cpu.hpp"
 #include "minifw/core/info.hpp"
+#include "minifw/core/text.hpp"
 #include "minifw/core/ops.hpp"
 
 namespace minifw::core {
@@ -19,7 +20,7 @@ static_assert(static_cast<int>(DType::int64) == 3 && static_cast<int>(UnaryOp::g
               "the numbering is the device ABI of src/accel.h");
 
 [[noreturn]] void refuse(const std::string& what) {
-  throw std::invalid_argument("minifw_core: " + what);
+  throw std::invalid_argument(cat("minifw_core: ", what));
 }
 
 // `f(err, errlen)` calls one minifw_accel_* function (MINIFW_CORE_WITH_ACCEL: a compile
@@ -30,7 +31,7 @@ void on_accelerator(F&& f) {
 #ifdef MINIFW_CORE_WITH_ACCEL
   char err[512] = {0};
   if (f(err, sizeof err) != 0) {
-    throw std::runtime_error(std::string("minifw_core ") + minifw_accel_name() + ": " + err);
+    throw std::runtime_error(cat("minifw_core ", minifw_accel_name(), ": ", err));
   }
 #else
   (void)f;
@@ -40,17 +41,16 @@ void on_accelerator(F&& f) {
 
 void same_shape(const Tensor& x, const Tensor& y, const char* op) {
   if (x.dtype() != y.dtype() || x.shape() != y.shape()) {
-    refuse(std::string(op) + " needs operands of one dtype and shape, got " + x.describe() +
-           " and " + y.describe());
+    refuse(cat(op, " needs operands of one dtype and shape, got ", x.describe(), " and ", y.describe()));
   }
 }
 
 void floating(const Tensor& x, const char* op) {
-  if (!is_floating(x.dtype())) refuse(std::string(op) + " needs a floating tensor, got " + x.describe());
+  if (!is_floating(x.dtype())) refuse(cat(op, " needs a floating tensor, got ", x.describe()));
 }
 
 void dims(const Tensor& x, std::size_t want, const char* what) {
-  if (x.dim() != want) refuse(std::string(what) + " must be " + std::to_string(want) + "-D, got " + x.describe());
+  if (x.dim() != want) refuse(cat(what, " must be ", std::to_string(want), "-D, got ", x.describe()));
 }
 
 struct Rows {
@@ -58,7 +58,7 @@ struct Rows {
 };
 
 Rows last_axis(const Tensor& x, const char* op) {
-  if (x.dim() == 0) refuse(std::string(op) + " needs at least one axis");
+  if (x.dim() == 0) refuse(cat(op, " needs at least one axis"));
   const std::size_t cols = x.shape().back();
   return {cols == 0 ? 0 : x.numel() / cols, cols};
 }
@@ -66,8 +66,7 @@ Rows last_axis(const Tensor& x, const char* op) {
 int variant_for(int variant, std::size_t m, std::size_t n) {
   if (variant < 0) return choose_gemm_variant(m, n);
   if (variant >= gemm_variant_count()) {
-    refuse("GEMM variant " + std::to_string(variant) + " is not built (this build has " +
-           std::to_string(gemm_variant_count()) + ", MINIFW_CORE_WEIGHT)");
+    refuse(cat("GEMM variant ", std::to_string(variant), " is not built (this build has ", std::to_string(gemm_variant_count()), ", MINIFW_CORE_WEIGHT)"));
   }
   return variant;
 }
@@ -161,7 +160,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, Device device, int variant) {
   dims(a, 2, "matmul's a");
   dims(b, 2, "matmul's b");
   if (a.dtype() != b.dtype() || a.shape()[1] != b.shape()[0]) {
-    refuse("matmul of " + a.describe() + " and " + b.describe());
+    refuse(cat("matmul of ", a.describe(), " and ", b.describe()));
   }
   const std::size_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
   const int v = variant_for(variant, m, n);
@@ -183,10 +182,10 @@ Tensor conv2d(const Tensor& x, const Tensor& w, Conv2dParams p, Device device, i
   const auto& xs = x.shape();
   const auto& ws = w.shape();
   if (x.dtype() != w.dtype() || xs[1] != ws[1] || p.stride == 0) {
-    refuse("conv2d of " + x.describe() + " with " + w.describe() + " (stride " + std::to_string(p.stride) + ")");
+    refuse(cat("conv2d of ", x.describe(), " with ", w.describe(), " (stride ", std::to_string(p.stride), ")"));
   }
   if (xs[2] + 2 * p.padding < ws[2] || xs[3] + 2 * p.padding < ws[3]) {
-    refuse("conv2d kernel " + w.describe() + " is larger than the padded input " + x.describe());
+    refuse(cat("conv2d kernel ", w.describe(), " is larger than the padded input ", x.describe()));
   }
   minifw_conv2d_shape s{xs[0], xs[1], xs[2], xs[3], ws[0], ws[2], ws[3], p.stride, p.padding,
                         (xs[2] + 2 * p.padding - ws[2]) / p.stride + 1,

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "minifw/core/ops.hpp"
+#include "minifw/core/text.hpp"
 #include "minifw/core/tensor.hpp"
 
 namespace minifw::core {
@@ -27,9 +28,11 @@ E from_name(const std::array<std::string_view, N>& names, std::string_view name,
     if (names[i] == name) return static_cast<E>(i);
   }
   std::string known;
-  for (auto n : names) known += (known.empty() ? "" : ", ") + std::string(n);
-  throw std::invalid_argument("minifw_core: unknown " + std::string(what) + " '" +
-                              std::string(name) + "' (expected one of: " + known + ")");
+  for (auto n : names) {
+    known += known.empty() ? "" : ", ";
+    known += n;
+  }
+  throw std::invalid_argument(cat("minifw_core: unknown ", what, " '", name, "' (expected one of: ", known, ")"));
 }
 
 std::size_t checked_numel(const Shape& shape, std::size_t item) {
@@ -72,8 +75,7 @@ Shape::Shape(std::initializer_list<std::size_t> dims) : Shape(std::span<const st
 
 Shape::Shape(std::span<const std::size_t> dims) : rank_(dims.size()) {
   if (dims.size() > kMaxDims) {
-    throw std::invalid_argument("minifw_core: " + std::to_string(dims.size()) + " dimensions, at most " +
-                                std::to_string(kMaxDims) + " supported");
+    throw std::invalid_argument(cat("minifw_core: ", std::to_string(dims.size()), " dimensions, at most ", std::to_string(kMaxDims), " supported"));
   }
   std::copy(dims.begin(), dims.end(), dims_.begin());
 }
@@ -100,14 +102,16 @@ Tensor& Tensor::operator=(const Tensor& other) {
 std::string Tensor::describe() const {
   std::string out(dtype_name(dtype_));
   out += '[';
-  for (std::size_t i = 0; i < shape_.rank(); ++i) out += (i ? ", " : "") + std::to_string(shape_[i]);
+  for (std::size_t i = 0; i < shape_.rank(); ++i) {
+    out += i ? ", " : "";
+    out += std::to_string(shape_[i]);
+  }
   return out + ']';
 }
 
 void Tensor::check_type(DType wanted) const {
   if (wanted != dtype_) {
-    throw std::invalid_argument("minifw_core: " + describe() + " accessed as " +
-                                std::string(dtype_name(wanted)));
+    throw std::invalid_argument(cat("minifw_core: ", describe(), " accessed as ", dtype_name(wanted)));
   }
 }
 

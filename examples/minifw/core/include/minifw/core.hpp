@@ -5,3 +5,4 @@
 #include "minifw/core/info.hpp"
 #include "minifw/core/ops.hpp"
 #include "minifw/core/tensor.hpp"
+#include "minifw/core/text.hpp"
