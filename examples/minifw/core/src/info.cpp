@@ -84,7 +84,8 @@ int accelerator_device_count(std::string* why) noexcept {
   if (minifw_accel_device_count(&count, err, sizeof err) != 0) {
     if (why != nullptr) {
       try {
-        *why = err;
+        why->clear();
+        why->append(err);
       } catch (...) {  // out of memory for the message: the count still says 0
       }
     }
