@@ -173,11 +173,15 @@ class CorePlan:
     commands: tuple[Command, ...]
     scratch: str  # on this host: where the commands build ({builddir}) and install ({coredir}) it
     installed: str  # on this host: where a target's build finds its copy (inside its work folder)
-    key_data: str = field(repr=False)  # canonical JSON of what the digest covers
+    basis: str = field(repr=False)  # canonical JSON of the digest's inputs besides the commands
+    prepare: tuple[Command, ...] = field(default=(), repr=False)
+    places: Places = field(default=(), repr=False)
 
     @cached_property
     def digest(self) -> str:
-        return digest(self.key_data)
+        """Computed when asked for (a dry run, a build), not for every plan resolved."""
+        return digest({"basis": self.basis, "prepare": [c.key(self.places) for c in self.prepare],
+                       "commands": [c.key(self.places) for c in self.commands]})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -336,6 +340,7 @@ def assemble(target: Target, ctx: Context, recipe: Recipe) -> BuildPlan:
     t = target.project.timeouts
     work = ctx.work(target)
     env = build_env(target, ctx, recipe)
+    record = target.record()
     build = recipe.build or Command(
         argv=fill(target.project.build_command, python=recipe.interpreter, source=recipe.source,
                   outdir=f"{recipe.work}/raw"), env=pairs(env), cwd=recipe.build_cwd, timeout=t.build)
@@ -349,14 +354,14 @@ def assemble(target: Target, ctx: Context, recipe: Recipe) -> BuildPlan:
         diagnose = Command(argv=show, env=repair_env, timeout=300) if show else None
     final = f"{work}/{'repaired' if repair else 'labelled'}/{target.wheel_name}"
     return BuildPlan(
-        id=target.id, engine=recipe.engine, target=target, record=canonical(target.record()), runner=recipe.runner,
+        id=target.id, engine=recipe.engine, target=target, record=canonical(record), runner=recipe.runner,
         smoke_runner=recipe.smoke_runner, interpreter=recipe.interpreter, toolchain=recipe.toolchain,
         source=str(ctx.source), source_digest=ctx.source_digest, epoch=ctx.epoch, work=str(work),
         places=(*places(ctx), ("{work}", str(work))), direct=recipe.build is None, prepare=recipe.prepare,
         build=build, repair=repair, diagnose=diagnose, smoke=smoke_plan(target, recipe, final, str(work)),
         outputs=Outputs(labelled=labelled_name(target, repair is not None), wheel=target.wheel_name,
                         destination=f"{target.index_path.rstrip('/')}/{target.wheel_name}"),
-        builders_version=ctx.builders_version, core=core_plan(target, ctx, recipe, env))
+        builders_version=ctx.builders_version, core=core_plan(target, ctx, recipe, env, record))
 
 
 def places(ctx: Context) -> Places:
@@ -390,7 +395,8 @@ def compiler_cache(ctx: Context, recipe: Recipe, env: Mapping[str, str]) -> dict
     return cache_env(ctx.env.get("CCACHE_DIR") or str(default), "" if common == os.sep else common, stats)
 
 
-def core_plan(target: Target, ctx: Context, recipe: Recipe, env: Mapping[str, str]) -> CorePlan | None:
+def core_plan(target: Target, ctx: Context, recipe: Recipe, env: Mapping[str, str],
+              record: Mapping[str, Any]) -> CorePlan | None:
     """``build.core`` for the target's (variant, platform), where this recipe builds; None without one."""
     if not target.project.core_commands or recipe.build is not None:
         return None
@@ -402,14 +408,14 @@ def core_plan(target: Target, ctx: Context, recipe: Recipe, env: Mapping[str, st
     commands = tuple(Command(argv=tuple(part.format(**values) for part in argv), env=core_env, cwd=recipe.build_cwd,
                              timeout=target.project.timeouts.build) for argv in target.project.core_commands)
     where = (*places(ctx), ("{core}", seen))
-    key = {"builders": ctx.builders_version, "source": ctx.source_digest, "epoch": ctx.epoch,
-           "variant": {k: v for k, v in target.record().items() if k in CORE_RECORD},
-           "runner": {"kind": recipe.runner.kind, "image": recipe.runner.image, "inherits": dict(recipe.runner.inherits)},
-           "toolchain": {**recipe.toolchain.to_json(), "root": relocate(recipe.toolchain.root or "", where)},
-           "prepare": [c.key(where) for c in recipe.prepare], "commands": [c.key(where) for c in commands]}
+    basis = {"builders": ctx.builders_version, "source": ctx.source_digest, "epoch": ctx.epoch,
+             "variant": {k: v for k, v in record.items() if k in CORE_RECORD},
+             "runner": {"kind": recipe.runner.kind, "image": recipe.runner.image,
+                        "inherits": dict(recipe.runner.inherits)},
+             "toolchain": {**recipe.toolchain.to_json(), "root": relocate(recipe.toolchain.root or "", where)}}
     work = ctx.work(target)
     return CorePlan(name=name, commands=commands, scratch=seen if on_host else f"{work}/core",
-                    installed=f"{work}/core/install", key_data=canonical(key))
+                    installed=f"{work}/core/install", basis=canonical(basis), prepare=recipe.prepare, places=where)
 
 
 def smoke_plan(target: Target, recipe: Recipe, final: str, work: str) -> SmokePlan:

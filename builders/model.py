@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import fnmatch
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -121,9 +122,9 @@ class Variant:
     def smoke_runner(self, platform: str) -> tuple[str, ...] | None:
         return dict(self.smoke_runners).get(platform)
 
-    @property
+    @cached_property
     def requirements(self) -> tuple[Requirement, ...]:
-        """The variant's own runtime requirements (the accelerator's runtime wheels)."""
+        """The variant's own runtime requirements (the accelerator's runtime wheels), parsed once."""
         return tuple(Requirement(r) for r in self.runtime_requirements)
 
     @property
@@ -241,7 +242,7 @@ class Project:
         """The variable through which the per-Python build finds the installed core (``build.env.core_dir``)."""
         return dict(self.build_env).get("core_dir")
 
-    @property
+    @cached_property
     def requirements(self) -> tuple[Requirement, ...]:
         """Requires-Dist common to every variant: dependencies, then each extra's, marked."""
         base = [Requirement(r) for r in self.dependencies]

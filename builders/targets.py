@@ -42,7 +42,7 @@ class Target:
     def id(self) -> str:
         return target_id(self.variant.label, self.python, self.platform.name)
 
-    @property
+    @cached_property
     def version(self) -> Version:
         """The labelled version: ``2.15.0+cu132``."""
         return Version(f"{self.project.version.public}+{self.variant.label}")
@@ -59,7 +59,7 @@ class Target:
     def wheel_name(self) -> str:
         return wheel_filename(self.project.name, self.version, self.tag)
 
-    @property
+    @cached_property
     def requirements(self) -> tuple[Requirement, ...]:
         """The wheel's whole Requires-Dist: the project's (extras marked), then the variant's."""
         return (*self.project.requirements, *self.variant.requirements)
