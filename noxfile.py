@@ -79,7 +79,6 @@ def unit(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, default=False)
 def bench(session: nox.Session) -> None:
-    """verify on a large real wheel (budget 15 s, 300 MiB); cold vs no-op vs --jobs 2 builds of the local targets."""
+    """Build cost side by side, one table and benchmarks/results/bench.json (`-- --only local|cibw|plan|smoke|verify`)."""
     _install(session)
-    session.run("python", "benchmarks/bench_verify.py", *session.posargs)
-    session.run("python", "benchmarks/bench_build.py")
+    session.run("python", "benchmarks/bench.py", *session.posargs)

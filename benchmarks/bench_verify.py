@@ -90,6 +90,16 @@ def measure(wheel: Path, matrix_path: Path, target_id: str) -> dict:
     return json.loads(out.stdout)
 
 
+def numbers(wheel: Path | None = None, matrix_path: Path = DEFAULT_MATRIX, target_id: str = DEFAULT_TARGET,
+            cache: Path | None = None) -> dict:
+    """The figures ``benchmarks/bench.py`` lifts: the wheel, its size, verify's seconds, peak RSS and findings."""
+    wheel = wheel or fetch(cache or default_cache())
+    result = measure(wheel, matrix_path.resolve(), target_id)
+    return {"wheel": str(wheel), "size_mib": wheel.stat().st_size / 2**20, "seconds": result["seconds"],
+            "peak_mib": result["peak_rss_kb"] / 1024, "rss_before_verify_mib": result["rss_before_verify_kb"] / 1024,
+            "findings": result["findings"]}
+
+
 def report(wheel: Path, result: dict) -> int:
     peak_mb = result["peak_rss_kb"] / 1024
     findings = result["findings"]

@@ -243,7 +243,8 @@ def test_the_dry_run_plan_is_exactly_what_the_build_ran(wheelhouse: Path, result
         ran = logged_commands((wheelhouse / results[tid]["log"]).read_text())
         core = plan["core"]["commands"] if results[tid].get("core", {}).get("status") == "built" else []
         for command in [*plan["prepare"], *core, plan["build"], plan["repair"], *plan["smoke"]]:
-            assert (command["argv"], command["cwd"], command["env"]) in ran, (tid, command["argv"])
+            argv = [shutil.which(command["argv"][0]) or command["argv"][0], *command["argv"][1:]]  # logs show the path
+            assert (argv, command["cwd"], command["env"]) in ran, (tid, command["argv"])
     built_cores = [tid for tid in plans if results[tid].get("core", {}).get("status") == "built"]
     assert len(built_cores) == len({plans[tid]["core"]["digest"] for tid in plans}), "one core built per variant"
 
