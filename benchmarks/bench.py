@@ -459,7 +459,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--json", type=Path, default=None, metavar="PATH",
                    help="where to write the figures (default: benchmarks/results/bench.json for a full run, "
                         "bench-<parts>.json with --only)")
-    p.add_argument("--keep", type=Path, default=None, metavar="DIR", help="build into DIR and keep it")
+    p.add_argument("--keep", type=lambda text: Path(text).resolve(), default=None, metavar="DIR",
+                   help="build into DIR and keep it")
     return p.parse_args(argv)
 
 

@@ -110,10 +110,10 @@ class Runs:
         logs.mkdir(parents=True, exist_ok=True)
 
     def __call__(self, step: str, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
-                 separate_stderr: bool = False, check: bool = True) -> Result:
+                 separate_stderr: bool = False, check: bool = True, cwd: Path = ROOT) -> Result:
         log = self.logs / f"{step}.log"
         self.echo(f"  {step}: {shlex.join(argv)[:160]}")
-        result = run(argv, env={**self.env, **(env or {})}, log=Log(log), cwd=ROOT, separate_stderr=separate_stderr,
+        result = run(argv, env={**self.env, **(env or {})}, log=Log(log), cwd=cwd, separate_stderr=separate_stderr,
                      timeout=4 * 3600, check=check)
         self.echo(f"  {step}: {result.duration:.1f} s, exit {result.returncode} (log {log})")
         return result
@@ -313,10 +313,13 @@ def pipeline(runs: Runs, base: str, ids: Sequence[str], work: Path, errors: list
 
 
 def cibuildwheel(runs: Runs, options: Mapping[str, str], tree: Path, work: Path, errors: list[str]) -> dict[str, Any]:
-    """cibuildwheel alone on ``tree``: a first run and a second one, each into an empty output folder."""
+    """cibuildwheel alone on ``tree``: a first run and a second one, each into an empty output folder.
+
+    It runs in ``tree`` (cibuildwheel wants the package inside its working directory).
+    """
     argv = [sys.executable, "-m", "cibuildwheel", "--platform", "linux", "--output-dir"]
-    cold = runs("cibw-cold", [*argv, str(work / "cibw-cold"), str(tree)], env=options, check=False)
-    warm = runs("cibw-warm", [*argv, str(work / "cibw-warm"), str(tree)], env=options, check=False)
+    cold = runs("cibw-cold", [*argv, str(work / "cibw-cold"), "."], env=options, check=False, cwd=tree)
+    warm = runs("cibw-warm", [*argv, str(work / "cibw-warm"), "."], env=options, check=False, cwd=tree)
     return {"cibw_cold_s": runs.timed("cibw-cold", cold, errors), "cibw_warm_s": runs.timed("cibw-warm", warm, errors),
             "cibw_wheels": sorted(p.name for p in (work / "cibw-cold").glob("*.whl"))}
 
