@@ -142,7 +142,8 @@ class SmokePlan:
     """The smoke test: its interpreter, where the wheel and the staged probe go, what installs, its commands.
 
     The installer's settings (pip's index configuration translated for uv, uv's cache) are read where
-    the smoke runs, when it runs, as pip reads its own: the commands show none of them.
+    the smoke runs, when it runs, as pip reads its own: the commands show none of them, and the dry
+    run's JSON names the variables they may set (``smoke_env_at_run``).
     """
 
     python: str
@@ -249,6 +250,8 @@ class BuildPlan:
                          "commands": [c.to_json() for c in self.core.commands]} if self.core else None,
                 "repair": self.repair.to_json() if self.repair else None,
                 "smoke": [c.to_json() for c in self.smoke.commands], "smoke_python": self.smoke.python,
+                "smoke_installer": self.smoke.installer.kind,
+                "smoke_env_at_run": sorted(smoke.UV_RUNTIME_ENV) if self.smoke.installer.kind == smoke.UV else [],
                 "outputs": {"labelled": self.outputs.labelled, "wheel": self.outputs.wheel,
                             "destination": self.outputs.destination}}
 

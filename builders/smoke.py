@@ -73,6 +73,9 @@ PIP_TO_UV: dict[str, tuple[str, str | None]] = {
     "default-timeout": ("UV_HTTP_TIMEOUT", None),
 }
 PIP_FLAGS = {"no-index": ("UV_NO_INDEX", "1"), "pre": ("UV_PRERELEASE", "allow")}  # pip's switches, when on
+# Every variable :func:`ready` may give uv where the smoke runs (read there, so no plan can show the values).
+UV_RUNTIME_ENV = frozenset({*(name for name, _ in PIP_TO_UV.values()), *(name for name, _ in PIP_FLAGS.values()),
+                            "UV_SYSTEM_CERTS", "UV_CACHE_DIR", "UV_LINK_MODE"})
 # pip's order of precedence between the sections of its configuration (later wins).
 PIP_SECTIONS = ("global", "install", ":env:")
 

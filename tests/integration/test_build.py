@@ -242,9 +242,16 @@ def test_the_dry_run_plan_is_exactly_what_the_build_ran(wheelhouse: Path, result
     for tid, plan in plans.items():
         ran = logged_commands((wheelhouse / results[tid]["log"]).read_text())
         core = plan["core"]["commands"] if results[tid].get("core", {}).get("status") == "built" else []
-        for command in [*plan["prepare"], *core, plan["build"], plan["repair"], *plan["smoke"]]:
+        for command in [*plan["prepare"], *core, plan["build"], plan["repair"]]:
             argv = [shutil.which(command["argv"][0]) or command["argv"][0], *command["argv"][1:]]  # logs show the path
             assert (argv, command["cwd"], command["env"]) in ran, (tid, command["argv"])
+        at_run = set(plan["smoke_env_at_run"])  # uv's settings, read where the smoke runs
+        for command in plan["smoke"]:
+            argv = [shutil.which(command["argv"][0]) or command["argv"][0], *command["argv"][1:]]
+            same = [env for logged, cwd, env in ran if (logged, cwd) == (argv, command["cwd"])]
+            assert same, (tid, command["argv"])
+            assert any({k: v for k, v in env.items() if k not in at_run} == command["env"] for env in same), \
+                (tid, command["argv"], same)
     built_cores = [tid for tid in plans if results[tid].get("core", {}).get("status") == "built"]
     assert len(built_cores) == len({plans[tid]["core"]["digest"] for tid in plans}), "one core built per variant"
 

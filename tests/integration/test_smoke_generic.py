@@ -253,7 +253,6 @@ def test_a_uv_that_does_not_run_gives_way_to_pip(m, tmp_path: Path) -> None:
 
 def test_the_container_engine_runs_the_same_probe(m, tmp_path: Path, base_image: str) -> None:
     """The staged probe folder mounted into a fresh container of the cpu image (Debian's CPython 3.13)."""
-    from builders.buildplan import Mount
     from builders.engines import open_runner
     from builders.engines.container import ContainerEngine
     from builders.images import engine_env, image_pythons
@@ -275,11 +274,10 @@ def test_the_container_engine_runs_the_same_probe(m, tmp_path: Path, base_image:
     log = Log(tmp_path / "smoke.log")
     engine.image(target, log)
     staged = stage(tmp_path / "probe", [target])
-    # The uv cache mount the engine's smoke runner is to carry (UV_CACHE_MOUNT), added here as the lead's change will.
-    cache = tmp_path / "uv-cache"
+    # The engine's smoke runner carries builders' uv cache (beside its toolchain cache, here under tmp_path).
     spec = engine.smoke_runner(target)
-    if UV_CACHE_MOUNT not in {mount.target for mount in spec.mounts}:
-        spec = replace(spec, mounts=(*spec.mounts, Mount(source=str(cache), target=UV_CACHE_MOUNT, writable=True)))
+    (cache,) = [Path(mount.source) for mount in spec.mounts if mount.target == UV_CACHE_MOUNT]
+    assert tmp_path in cache.parents and not cache.exists()
     python = image_interpreter(target.python)
     uv_here = uv_cache(spec, cache)  # makes the folder: podman refuses to mount one that does not exist
     with open_runner(spec, host, log) as runner:
