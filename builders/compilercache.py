@@ -9,6 +9,7 @@ against one cache.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,24 +43,38 @@ class CacheStats:
     hits: int = 0
     misses: int = 0
     uncacheable: int = 0
+    # Why ccache could not cache the other calls, by ccache's counter name (``unsupported_compiler_option``
+    # on every compile says the build's flags defeat the cache: C++20 module scanning, for one).
+    reasons: tuple[tuple[str, int], ...] = ()
+    missed: tuple[str, ...] = ()  # the sources that missed, for the log (a miss on a rebuild has a cause)
 
     @property
     def hit_rate(self) -> float | None:
         looked_up = self.hits + self.misses
         return round(self.hits / looked_up, 3) if looked_up else None
 
+    def describe(self) -> str:
+        """One line for the target's log: hits, misses, and why the rest could not be cached."""
+        why = ", ".join(f"{name} {count}" for name, count in sorted(self.reasons, key=lambda r: -r[1]))
+        line = f"{self.hits} hits, {self.misses} misses, {self.uncacheable} uncacheable" + (f" ({why})" if why else "")
+        return line + (f"; missed: {', '.join(self.missed[:5])}{' ...' if len(self.missed) > 5 else ''}"
+                       if self.missed else "")
+
     def to_json(self) -> dict[str, Any]:
-        return {"hits": self.hits, "misses": self.misses, "uncacheable": self.uncacheable, "hit_rate": self.hit_rate}
+        return {"hits": self.hits, "misses": self.misses, "uncacheable": self.uncacheable, "hit_rate": self.hit_rate,
+                "uncacheable_reasons": dict(self.reasons)}
 
 
 def parse_stats_log(text: str) -> CacheStats:
     """Count ccache's stats log (a ``# <source>`` line, then one counter per line, per compilation)."""
-    entries: list[set[str]] = []
+    entries: list[tuple[str, set[str]]] = []
     for line in text.splitlines():
         if line.startswith("# "):
-            entries.append(set())
+            entries.append((line[2:].strip(), set()))
         elif entries:
-            entries[-1].add(line.strip())
-    hits = sum(bool(e & _HITS) for e in entries)
-    misses = sum(not e & _HITS and "cache_miss" in e for e in entries)
-    return CacheStats(hits=hits, misses=misses, uncacheable=len(entries) - hits - misses)
+            entries[-1][1].add(line.strip())
+    hit = [source for source, e in entries if e & _HITS]
+    missed = [source for source, e in entries if not e & _HITS and "cache_miss" in e]
+    reasons = Counter(name for _, e in entries if not e & _HITS and "cache_miss" not in e for name in e)
+    return CacheStats(hits=len(hit), misses=len(missed), uncacheable=len(entries) - len(hit) - len(missed),
+                      reasons=tuple(sorted(reasons.items())), missed=tuple(missed))

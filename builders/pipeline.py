@@ -259,7 +259,9 @@ def build(plan: BuildPlan, runner: Runner, config: RunConfig, log: Log, progress
     finally:
         stats = Path(plan.work) / STATS_LOG
         if stats.is_file():
-            progress.facts["compiler_cache"] = parse_stats_log(stats.read_text(errors="replace")).to_json()
+            counted = parse_stats_log(stats.read_text(errors="replace"))
+            progress.facts["compiler_cache"] = counted.to_json()
+            log.write(f"# compiler cache: {counted.describe()}\n")
     raw = only_wheel(Path(plan.work) / "raw", f"the build of {plan.id}")
     if plan.direct:
         strip_rpaths(raw, interpreter_rpaths(plan.interpreter, runner), _tools_env(config.env), log, plan.epoch)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -81,6 +83,26 @@ def test_local_and_container_wheels_agree(container_house: Path, root: Path, tmp
     assert (local.tags, local.version, local.wheel_tags) == (container.tags, container.version, container.wheel_tags)
     assert sorted(map(str, local.requires_dist)) == sorted(map(str, container.requires_dist))
     assert results(tmp_path)[tid]["engine"] == "local"
+
+
+def test_the_image_compiler_cache_hits_on_a_forced_rebuild(container_house: Path, root: Path, base_image: str,
+                                                           tmp_path: Path) -> None:
+    """The image's ccache (kept per image) caches the core and the extension in the container: the image's
+    CMake is new enough to scan C++20 sources for modules, which would make every compile uncacheable."""
+    out = tmp_path / "house"
+    shutil.copytree(container_house, out)
+    tid = "cpu-cp314-linux-x86_64"
+    proc = builders("build", "--engine", "container", "--base-image", base_image, "--target", tid, "--force",
+                    "--no-smoke", "--output", str(out), cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = results(out)[tid]
+    stats = r["compiler_cache"]
+    assert r["core"]["status"] == "built" and stats["hits"] >= 10, stats
+    assert "unsupported_compiler_option" not in stats["uncacheable_reasons"], stats
+    # The only misses: CMake's own compiler probes (try_compile, in a folder of a random name).
+    (line,) = re.findall(r"^# compiler cache: .*$", (out / r["log"]).read_text(), re.M)
+    missed = line.partition("; missed: ")[2].split(", ") if "; missed: " in line else []
+    assert len(missed) == stats["misses"] and all("/CMakeScratch/TryCompile-" in m for m in missed), line
 
 
 def test_report_names_the_engine(container_house: Path, root: Path, tmp_path: Path) -> None:

@@ -125,6 +125,8 @@ def test_stats_log_counts_hits_misses_and_uncacheable_calls() -> None:
            "# /s/c.cpp\npreprocessed_cache_hit\n# conftest.c\ncompiler_check_failed\n")
     stats = parse_stats_log(log)
     assert (stats.hits, stats.misses, stats.uncacheable) == (2, 1, 1)
+    assert stats.to_json()["uncacheable_reasons"] == {"compiler_check_failed": 1}
+    assert stats.describe() == "2 hits, 1 misses, 1 uncacheable (compiler_check_failed 1); missed: /s/b.cu"
     assert stats.hit_rate == round(2 / 3, 3)
     assert parse_stats_log("").hit_rate is None
 
