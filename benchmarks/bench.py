@@ -186,14 +186,17 @@ CIBW_BUDGET = Budget("<=", 0.5, ISSUE)
 def part_cibw(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], list[Figure]]:
     m = bench_build.measure_cibw(args.base_image, work, args.env, say, args.project)
     what = f"{len(m['targets'])} cpu Pythons ({', '.join(t.split('-')[1] for t in m['targets'])})"
+    runs = {side: ", ".join("failed" if t is None else f"{t:.1f} s" for t in m[f"{side}_cold_runs_s"])
+            for side in ("pipeline", "cibw")}
     return m, [
-        Figure("cibw.pipeline_cold_s", f"cibw: this pipeline, {what}, --jobs {m['jobs']}, cold ccache",
-               m["pipeline_cold_s"]),
-        Figure("cibw.cibuildwheel_cold_s", f"cibw: cibuildwheel alone, {what}, first run", m["cibw_cold_s"]),
+        Figure("cibw.pipeline_cold_s", f"cibw: this pipeline, {what}, --jobs {m['jobs']}, cold ccache, best of "
+               f"{m['repeat']}", m["pipeline_cold_s"], note=f"runs: {runs['pipeline']}"),
+        Figure("cibw.cibuildwheel_cold_s", f"cibw: cibuildwheel alone, {what}, best of {m['repeat']} cold runs",
+               m["cibw_cold_s"], note=f"runs: {runs['cibw']} (alternating with the pipeline's)"),
         Figure("cibw.cold_ratio", "cibw: pipeline / cibuildwheel, cold", ratio(m["pipeline_cold_s"], m["cibw_cold_s"]),
                "x", CIBW_BUDGET),
         Figure("cibw.pipeline_warm_s", f"cibw: this pipeline, {what}, --force, warm ccache", m["pipeline_warm_s"]),
-        Figure("cibw.cibuildwheel_warm_s", f"cibw: cibuildwheel alone, {what}, second run", m["cibw_warm_s"]),
+        Figure("cibw.cibuildwheel_warm_s", f"cibw: cibuildwheel alone, {what}, the run after", m["cibw_warm_s"]),
         Figure("cibw.warm_ratio", "cibw: pipeline / cibuildwheel, warm", ratio(m["pipeline_warm_s"], m["cibw_warm_s"]),
                "x"),
     ]

@@ -21,8 +21,9 @@ stage over the build stage of the target that built the variant's core (``core.s
 :func:`measure_cibw`, three cpu Pythons the image has, in the same image (built before any
 timing): this pipeline (``--engine container``, a fresh ``--cache``, so a cold compiler cache;
 then ``--force``, warm) and cibuildwheel alone with the options the cibw engine computes
-(its own loop, repair and a test command importing the package and its extensions; cold, then
-again). Every command's output goes to a log under the work folder.
+(its own loop, repair and a test command importing the package and its extensions; no
+compiler cache, as cibuildwheel runs by default). The cold runs alternate between the two,
+twice, and each side's best counts. Every command's output goes to a log under the work folder.
 
 Both build a :class:`Project`: by default a :func:`snapshot` of the matrix, its source and its
 smoke script taken when the benchmark starts, so that edits to a shared checkout while it runs
@@ -56,6 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 IGNORED = shutil.ignore_patterns(*IGNORED_DIRS, *(f"*{suffix}" for suffix in IGNORED_SUFFIXES))
 DEFAULT_BASE = "localhost/builders-base:sid"  # scripts/podman-base.sh makes it (debootstrap, nothing pulled)
 CIBW_PYTHONS = 3
+CIBW_REPEAT = 2  # cold runs of each side, alternating; the best counts
 Echo = Callable[[str], None]
 
 
@@ -278,8 +280,14 @@ def logged(out: Path, cache: Path, found: Mapping[str, Mapping[str, Any]]) -> Co
 
 
 def measure_cibw(base: str, work: Path, env: Mapping[str, str], echo: Echo, project: Project,
-                 count: int = CIBW_PYTHONS) -> dict[str, Any]:
-    """The same ``count`` cpu targets built by this pipeline (container engine) and by cibuildwheel alone."""
+                 count: int = CIBW_PYTHONS, repeat: int = CIBW_REPEAT) -> dict[str, Any]:
+    """The same ``count`` cpu targets built by this pipeline (container engine) and by cibuildwheel alone.
+
+    The cold runs alternate (pipeline, cibuildwheel, pipeline, ...) ``repeat`` times and each side's
+    best counts, as timeit takes the best of its runs: a shared machine's noise only ever adds time,
+    and alternating spreads it over both sides. Then the pipeline's warm run (``--force``, the last
+    cold run's compiler cache) and cibuildwheel's run after its cold ones.
+    """
     runs = Runs(work / "logs", env, echo, project)
     glob = f"cpu-*-{host_platform()}"
     runs.builders("image", "images", "--base-image", base, "--select", glob)
@@ -291,37 +299,53 @@ def measure_cibw(base: str, work: Path, env: Mapping[str, str], echo: Echo, proj
                            f"{count} wanted")
     ids = [p["id"] for p in chosen]
     options, errors = cibuildwheel_env(ids, base, env, chosen[0]["runner"], project), list[str]()
-    return {"targets": ids, "image": chosen[0]["runner"]["image"], **pipeline(runs, base, ids, work, errors),
-            **cibuildwheel(runs, options, project.tree, work, errors), "errors": errors,
-            "cibw_options": {k: v for k, v in options.items() if k.startswith("CIBW_")}}
-
-
-def pipeline(runs: Runs, base: str, ids: Sequence[str], work: Path, errors: list[str]) -> dict[str, Any]:
-    """This pipeline in the image, ``--jobs`` = cores: cold (a fresh ``--cache``, so an empty compiler cache)
-    and warm (``--force``, the same cache). A failed run has no time; it is added to ``errors``."""
-    jobs, out = os.cpu_count() or 1, work / "pipeline" / "out"
-    build = ["build", "--engine", "container", "--base-image", base, "--jobs", str(jobs),
-             "--cache", str(work / "pipeline" / "toolchains"), "--output", str(out), *picked(ids)]
-    cold = runs.timed("pipeline-cold", runs.builders("pipeline-cold", *build, check=False), errors)
-    cold_results = results(out / "results.json")
-    warm = runs.timed("pipeline-warm", runs.builders("pipeline-warm", *build, "--force", check=False), errors)
-    return {"jobs": jobs, "pipeline_cold_s": cold, "pipeline_warm_s": warm,
+    cold: dict[str, list[float | None]] = {"pipeline": [], "cibw": []}
+    for n in range(1, repeat + 1):
+        cold["pipeline"].append(pipeline_cold(runs, base, ids, work / f"pipeline-{n}", f"pipeline-cold-{n}", errors))
+        cold["cibw"].append(cibuildwheel_run(runs, options, project.tree, work / f"cibw-cold-{n}", f"cibw-cold-{n}",
+                                             errors))
+    last = work / f"pipeline-{repeat}"
+    warm = runs.timed("pipeline-warm", runs.builders("pipeline-warm", *pipeline_args(base, ids, last), "--force",
+                                                     check=False), errors)
+    cibw_warm = cibuildwheel_run(runs, options, project.tree, work / "cibw-warm", "cibw-warm", errors)
+    cold_results = results(last / "cold-results.json") if (last / "cold-results.json").is_file() else {}
+    return {"targets": ids, "image": chosen[0]["runner"]["image"], "jobs": os.cpu_count() or 1, "repeat": repeat,
+            "pipeline_cold_runs_s": cold["pipeline"], "cibw_cold_runs_s": cold["cibw"],
+            "pipeline_cold_s": best(cold["pipeline"]), "cibw_cold_s": best(cold["cibw"]),
+            "pipeline_warm_s": warm, "cibw_warm_s": cibw_warm,
             "pipeline_durations": {t: r["durations"] for t, r in cold_results.items()},
             "pipeline_core": {t: r.get("core", {}) for t, r in cold_results.items()},
             "pipeline_cold_compiler_cache": cache_totals(cold_results),
-            "pipeline_warm_compiler_cache": cache_totals(results(out / "results.json"))}
+            "pipeline_warm_compiler_cache": cache_totals(results(last / "out" / "results.json")),
+            "cibw_wheels": sorted(p.name for p in (work / "cibw-cold-1").glob("*.whl")), "errors": errors,
+            "cibw_options": {k: v for k, v in options.items() if k.startswith("CIBW_")}}
 
 
-def cibuildwheel(runs: Runs, options: Mapping[str, str], tree: Path, work: Path, errors: list[str]) -> dict[str, Any]:
-    """cibuildwheel alone on ``tree``: a first run and a second one, each into an empty output folder.
+def best(times: Sequence[float | None]) -> float | None:
+    """The best of a side's runs; None if any failed (a failure is no figure)."""
+    return None if not times or None in times else min(t for t in times if t is not None)
 
-    It runs in ``tree`` (cibuildwheel wants the package inside its working directory).
-    """
-    argv = [sys.executable, "-m", "cibuildwheel", "--platform", "linux", "--output-dir"]
-    cold = runs("cibw-cold", [*argv, str(work / "cibw-cold"), "."], env=options, check=False, cwd=tree)
-    warm = runs("cibw-warm", [*argv, str(work / "cibw-warm"), "."], env=options, check=False, cwd=tree)
-    return {"cibw_cold_s": runs.timed("cibw-cold", cold, errors), "cibw_warm_s": runs.timed("cibw-warm", warm, errors),
-            "cibw_wheels": sorted(p.name for p in (work / "cibw-cold").glob("*.whl"))}
+
+def pipeline_args(base: str, ids: Sequence[str], folder: Path) -> list[str]:
+    """This pipeline in the image, ``--jobs`` = cores, its own ``--cache`` (so its own compiler cache)."""
+    return ["build", "--engine", "container", "--base-image", base, "--jobs", str(os.cpu_count() or 1),
+            "--cache", str(folder / "toolchains"), "--output", str(folder / "out"), *picked(ids)]
+
+
+def pipeline_cold(runs: Runs, base: str, ids: Sequence[str], folder: Path, step: str, errors: list[str]) -> float | None:
+    """One cold run of this pipeline: a fresh ``--cache``, so an empty compiler cache; its results kept."""
+    took = runs.timed(step, runs.builders(step, *pipeline_args(base, ids, folder), check=False), errors)
+    if (folder / "out" / "results.json").is_file():
+        shutil.copyfile(folder / "out" / "results.json", folder / "cold-results.json")
+    return took
+
+
+def cibuildwheel_run(runs: Runs, options: Mapping[str, str], tree: Path, out: Path, step: str,
+                     errors: list[str]) -> float | None:
+    """cibuildwheel alone on ``tree`` into the empty folder ``out``; it runs in ``tree`` (cibuildwheel wants
+    the package inside its working directory)."""
+    argv = [sys.executable, "-m", "cibuildwheel", "--platform", "linux", "--output-dir", str(out), "."]
+    return runs.timed(step, runs(step, argv, env=options, check=False, cwd=tree), errors)
 
 
 def host_platform() -> str:

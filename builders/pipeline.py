@@ -7,17 +7,21 @@ Per plan, over its runner (this host, a container, cibuildwheel on this host)::
 
 Each target works in its own scratch folder; only a wheel that passed verify and smoke is
 stored under its plan's digest and placed into ``<output>/<channel index path>/``. A failed
-target records the stage and reason and the others go on. Targets run ``jobs`` at a time
-(threads: the work is subprocesses); the main thread is the one writer of ``results.json``.
+target records the stage and reason and the others go on. ``jobs`` targets build at a time
+(provision to repair: the compiles); verify, smoke and publish of finished builds run beside
+them, so a smoke test never keeps a core idle that a compile could use (threads: the work is
+subprocesses). The main thread is the one writer of ``results.json``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import partial
@@ -49,6 +53,27 @@ T = TypeVar("T")
 Tick = Callable[[str, float], None]
 
 
+class BuildSlots:
+    """At most ``jobs`` targets in their build stages (provision to repair) at once.
+
+    The other stages (verify, smoke, publish) need no slot: they are light (a zip read, a venv,
+    an import), and holding a slot through them would leave a core idle while the next target
+    waits to compile. Waiting for a slot gives way to a cancelled run.
+    """
+
+    def __init__(self, jobs: int) -> None:
+        self._free = threading.BoundedSemaphore(max(jobs, 1))
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        while not self._free.acquire(timeout=0.2):
+            process.check_cancelled()
+        try:
+            yield
+        finally:
+            self._free.release()
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
     matrix: Matrix
@@ -60,6 +85,10 @@ class RunConfig:
     jobs: int = 1
     verbose: bool = False
     cores: Once = field(default_factory=Once, compare=False, repr=False)  # build.core: once per digest per run
+    slots: BuildSlots = field(init=False, compare=False, repr=False)  # ``jobs`` of them
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "slots", BuildSlots(self.jobs))
 
     @property
     def results_path(self) -> Path:
@@ -89,7 +118,7 @@ class _Progress:
 
 
 def build_all(resolved: Sequence[Resolved], config: RunConfig, console: Console) -> list[Result]:
-    """Build every plan, ``config.jobs`` at a time, continuing past failures; return the results.
+    """Build every plan, ``config.jobs`` builds at a time, continuing past failures; return the results.
 
     After :func:`builders.process.cancel_all` (SIGINT/SIGTERM), running targets stop with an
     ``interrupted`` result (their partial outputs removed) and the others do not start.
@@ -100,7 +129,9 @@ def build_all(resolved: Sequence[Resolved], config: RunConfig, console: Console)
     for skipped in outcomes:
         writer.record(skipped)
     plans = longest_first([r for r in resolved if isinstance(r, BuildPlan)], writer.previous)
-    with ThreadPoolExecutor(max_workers=max(config.jobs, 1), thread_name_prefix="target") as pool:
+    # Twice the slots: while ``jobs`` targets build, as many more can verify and smoke-test.
+    workers = max(min(2 * config.jobs, len(plans)), 1)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="target") as pool:
         futures = [pool.submit(run_plan, plan, config, console, position[plan.id]) for plan in plans]
         for future in as_completed(futures):
             result = future.result()
@@ -220,13 +251,14 @@ class _Stages:
 
 def _stages(plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress, tick: Tick) -> Path:
     run_stage = _Stages(progress, tick)
-    run_stage("provision", lambda: config.engine.provision(plan, log))
-    with open_runner(plan.runner, config.env, log) as runner:
-        run_stage("check", lambda: check(plan, runner))
-        raw = run_stage("build", lambda: build(plan, runner, config, log, progress))
-        final = run_stage("label", lambda: label_as_planned(plan, raw))
-        if plan.repair is not None:
-            final = run_stage("repair", lambda: repair(plan, runner))
+    with config.slots.held():
+        run_stage("provision", lambda: config.engine.provision(plan, log))
+        with open_runner(plan.runner, config.env, log) as runner:
+            run_stage("check", lambda: check(plan, runner))
+            raw = run_stage("build", lambda: build(plan, runner, config, log, progress))
+            final = run_stage("label", lambda: label_as_planned(plan, raw))
+            if plan.repair is not None:
+                final = run_stage("repair", lambda: repair(plan, runner))
     run_stage("verify", lambda: _verify(final, plan, config, progress))
     if config.run_smoke:
         run_stage("smoke", lambda: _smoke(final, plan, config, log, progress))

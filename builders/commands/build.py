@@ -1,7 +1,7 @@
 """``build``: plan every selected target, then build, label, repair, verify and smoke-test the plans.
 
 Plan, then apply: each target resolves, purely, to a :class:`~builders.buildplan.BuildPlan`
-(``--dry-run`` prints them, ``--json`` as JSON); the plans then run ``--jobs`` at a time, a
+(``--dry-run`` prints them, ``--json`` as JSON); the plans then build ``--jobs`` at a time, a
 plan whose digest is already in the store is reused (``--force`` builds anyway).
 
 A run that leaves nothing to build fails, as cibuildwheel does on an empty selection: in CI
@@ -76,7 +76,8 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                    help="exit 0 even if every selected target is skipped here (default: exit 22 with each "
                         "target's reason, as cibuildwheel fails on an empty selection without --allow-empty)")
     p.add_argument("--jobs", "-j", type=_jobs, default=os.cpu_count() or 1, metavar="N",
-                   help="targets built at the same time (default: the number of cores)")
+                   help="targets in their build stages (provision, compile, repair) at the same time; verify and "
+                        "smoke of finished builds run beside them (default: the number of cores)")
     p.add_argument("--force", action="store_true", help="build every plan, even one whose wheel is in the store")
     p.add_argument("--verbose", "-v", action="store_true", help="show every command's output as it is written")
     p.add_argument("--dry-run", action="store_true",
@@ -107,7 +108,7 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     config = RunConfig(matrix=m, output=ctx.output, engine=engine, env=env, run_smoke=args.smoke, force=args.force,
                        jobs=args.jobs, verbose=args.verbose)
     console.line(f"{len(targets)} targets selected; engine {engine.name} ({why}) on {host.platform}; "
-                 f"{args.jobs} at a time; output {config.output}")
+                 f"{args.jobs} builds at a time; output {config.output}")
     if args.dry_run:
         dry_run(resolved, config, as_json=args.json)
         return something_to_build(resolved, args.allow_skip, console)

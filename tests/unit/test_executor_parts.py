@@ -59,6 +59,36 @@ def test_once_remembers_a_failure_but_not_an_interruption() -> None:
     assert calls.count("interrupted") == 2
 
 
+def test_build_slots_admit_jobs_builds_at_once_and_give_way_to_a_cancel() -> None:
+    from builders import process
+    from builders.pipeline import BuildSlots
+
+    slots, lock, inside, most = BuildSlots(2), threading.Lock(), [0], [0]
+
+    def work() -> None:
+        with slots.held():
+            with lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            time.sleep(0.1)
+            with lock:
+                inside[0] -= 1
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 2
+    with slots.held(), slots.held():  # both taken: a third waits until the run is cancelled
+        process.cancel_all()
+        try:
+            with pytest.raises(Cancelled), slots.held():
+                pass
+        finally:
+            process.reset_cancel()
+
+
 def test_the_store_keeps_a_wheel_under_its_digest(tmp_path: Path) -> None:
     wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
     wheel.write_bytes(b"wheel bytes")
