@@ -191,9 +191,9 @@ CIBW_ENV = {"MINIFW_CORE_WEIGHT": "12"}
 
 
 def part_cibw(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], list[Figure]]:
-    heavier = {k: v for k, v in CIBW_ENV.items() if k not in os.environ}
-    m = bench_build.measure_cibw(args.base_image, work, {**args.env, **heavier}, say, args.project)
-    m["environment"] = {k: ({**args.env, **heavier}).get(k) for k in CIBW_ENV}
+    env = {**CIBW_ENV, **args.env}  # the environment's own value wins
+    m = bench_build.measure_cibw(args.base_image, work, env, say, args.project)
+    m["environment"] = {k: env[k] for k in CIBW_ENV}
     weight = ", ".join(f"{k}={v}" for k, v in m["environment"].items() if v is not None)
     what = f"{len(m['targets'])} cpu Pythons ({', '.join(t.split('-')[1] for t in m['targets'])})" + (
         f", {weight}" if weight else "")

@@ -144,6 +144,11 @@ def results(path: Path) -> dict[str, dict[str, Any]]:
     return {r["id"]: r for r in json.loads(path.read_text())["targets"] if r["status"] != "skipped"}
 
 
+def results_if(path: Path) -> dict[str, dict[str, Any]]:
+    """:func:`results`, or none where a failed run wrote no file (its failure is recorded elsewhere)."""
+    return results(path) if path.is_file() else {}
+
+
 def picked(ids: Sequence[str]) -> list[str]:
     return [a for t in ids for a in ("--target", t)]
 
@@ -309,7 +314,7 @@ def measure_cibw(base: str, work: Path, env: Mapping[str, str], echo: Echo, proj
     warm = runs.timed("pipeline-warm", runs.builders("pipeline-warm", *pipeline_args(base, ids, last), "--force",
                                                      check=False), errors)
     cibw_warm = cold["cibw"][-1] if repeat > 1 else None  # cibuildwheel keeps nothing between runs: a later run
-    cold_results = results(last / "cold-results.json") if (last / "cold-results.json").is_file() else {}
+    cold_results = results_if(last / "cold-results.json")
     return {"targets": ids, "image": chosen[0]["runner"]["image"], "jobs": os.cpu_count() or 1, "repeat": repeat,
             "pipeline_cold_runs_s": cold["pipeline"], "cibw_cold_runs_s": cold["cibw"],
             "pipeline_cold_s": best(cold["pipeline"]), "cibw_cold_s": best(cold["cibw"]),
@@ -317,7 +322,7 @@ def measure_cibw(base: str, work: Path, env: Mapping[str, str], echo: Echo, proj
             "pipeline_durations": {t: r["durations"] for t, r in cold_results.items()},
             "pipeline_core": {t: r.get("core", {}) for t, r in cold_results.items()},
             "pipeline_cold_compiler_cache": cache_totals(cold_results),
-            "pipeline_warm_compiler_cache": cache_totals(results(last / "out" / "results.json")),
+            "pipeline_warm_compiler_cache": cache_totals(results_if(last / "out" / "results.json")),
             "cibw_wheels": sorted(p.name for p in (work / "cibw-cold-1").glob("*.whl")), "errors": errors,
             "cibw_options": {k: v for k, v in options.items() if k.startswith("CIBW_")}}
 
