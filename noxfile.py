@@ -5,6 +5,8 @@ Sessions forward their positional arguments: ``nox -s build -- --target cu132-cp
 
 from __future__ import annotations
 
+import os
+
 import nox
 
 nox.options.default_venv_backend = "venv"
@@ -15,7 +17,14 @@ PYTHON = "3.11"
 
 
 def _install(session: nox.Session, *extras: str) -> None:
+    """builders into the session; with BUILDERS_LOCK (the release workflow sets it to
+    ci/release-tools.txt), its dependencies exactly as locked, hashes checked, and nothing else."""
     spec = f".[{','.join(extras)}]" if extras else "."
+    lock = os.environ.get("BUILDERS_LOCK")
+    if lock and not extras:
+        session.install("--require-hashes", "--no-deps", "-r", lock)
+        session.install("--no-deps", "-e", spec)
+        return
     session.install("-e", spec)
 
 

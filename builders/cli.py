@@ -22,7 +22,8 @@ from . import __version__
 from .console import Console
 from .errors import BuildersError
 
-COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "workflow", "audit")
+COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "merge-index", "release-check",
+            "workflow", "audit")
 
 PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
 
@@ -168,7 +169,7 @@ def parser() -> argparse.ArgumentParser:
     root.add_argument("--version", action="version", version=f"builders {__version__}")
     sub = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
-        module = importlib.import_module(f"builders.commands.{name}")
+        module = importlib.import_module(f"builders.commands.{name.replace('-', '_')}")
         module.configure_parser(sub)
         command = sub.choices[name]
         command.set_defaults(path_arguments=path_arguments(command))

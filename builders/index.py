@@ -35,7 +35,7 @@ from urllib.parse import quote
 from packaging.utils import canonicalize_name
 
 from .errors import BuildersError
-from .mirror import MirrorError
+from .mirror import RECORD, MirrorError
 from .model import Matrix
 from .promote import PromoteError, target_of
 from .verify import Expectation, Finding, integrity, verify
@@ -294,3 +294,64 @@ def _copy(src: Path, dest: Path) -> None:
     tmp = dest.with_name(f".{dest.name}.partial")
     shutil.copyfile(src, tmp)
     os.replace(tmp, dest)
+
+
+# Files of a published index that are rewritten from the files it holds, never copied over.
+DERIVED = frozenset({"index.html", "index.json", "SHA256SUMS", RECORD})
+
+
+def merge_into(new: Path, published: Path) -> tuple[str, ...]:
+    """Add one release's indexes (``new``, what ``index`` wrote) to ``published``, earlier releases kept.
+
+    A published file never changes: a file of ``new`` whose name is published with other bytes
+    is refused before anything is written (a re-release needs a new version). Each label's
+    ``mirror.json`` records both releases' requirement wheels, and every project's pages and
+    each label's root pages are rewritten from the wheels the merged folder holds. Returns the
+    files added, relative to ``published``.
+    """
+    copies = [(src, published / src.relative_to(new)) for src in sorted(new.rglob("*"))
+              if src.is_file() and src.name not in DERIVED and not src.name.startswith(".")]
+    clashes = [str(dest.relative_to(published)) for src, dest in copies
+               if _inside(published, dest).is_file() and file_sha256(dest) != file_sha256(src)]
+    if clashes:
+        raise IndexBuildError(f"{len(clashes)} file(s) of {new} are published with other bytes, nothing was written: "
+                              + ", ".join(clashes[:5]) + " (a published file never changes: release a new version)")
+    added = []
+    for src, dest in copies:
+        if not dest.exists():
+            added.append(str(dest.relative_to(published)))
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        _copy(src, dest)
+    for record in sorted(new.rglob(RECORD)):
+        _merge_record(record, _inside(published, published / record.relative_to(new)))
+    refresh_pages(published)
+    return tuple(added)
+
+
+def _merge_record(new: Path, published: Path) -> None:
+    """``mirror.json``: every file either release mirrored, with the targets of both."""
+    files: dict[str, dict[str, object]] = {}
+    for path in (published, new):
+        if path.is_file():
+            for entry in json.loads(path.read_text(encoding="utf-8")).get("files", []):
+                known = files.setdefault(entry["filename"], dict(entry))
+                known["targets"] = sorted(set(known.get("targets", [])) | set(entry.get("targets", [])))
+    data = json.loads(new.read_text(encoding="utf-8"))
+    data["files"] = [files[name] for name in sorted(files)]
+    _write(published, _dumps(data))
+
+
+def refresh_pages(root: Path) -> None:
+    """Every project's and label's pages under ``root``, rewritten from the wheels there."""
+    projects: dict[Path, list[Path]] = {}
+    for wheel in find_wheels(root):
+        projects.setdefault(wheel.parent, []).append(wheel)
+    labels: dict[Path, list[str]] = {}
+    for folder, wheels in sorted(projects.items()):
+        files = [describe(w, folder.parent.name) for w in wheels]
+        _write(_inside(root, folder / "index.html"), project_html(folder.name, files).encode())
+        _write(_inside(root, folder / "index.json"), _dumps(project_json(folder.name, files)))
+        labels.setdefault(folder.parent, []).append(folder.name)
+    for base, names in labels.items():
+        _write(_inside(root, base / "index.html"), root_html(sorted(names)).encode())
+        _write(_inside(root, base / "index.json"), _dumps(root_json(sorted(names))))

@@ -4,9 +4,16 @@ Nothing in the workflow is generated: it takes its job matrices from the plan at
 What can drift is the contract between the two, and the release's gates, so that is what is
 checked, in the release workflow and the local reusable workflows it calls:
 
-- the plan job runs the plan command; a job runs the shard workflow once per shard of the
-  plan; there, the build and smoke jobs take their matrix from the shard, use only keys the
-  plan emits, and each build runs the local one-target command;
+- the plan job runs the plan command, with ``--release-tag`` (the only way a run becomes a
+  release); a job runs the shard workflow once per shard of the plan; there, the build jobs
+  take the shard's build matrix (one per variant and platform) and run the local build
+  command with ``--target``, the smoke jobs take the shard's smoke matrix, and every matrix
+  key used is one the plan emits;
+- every job that publishes (or needs a job that does) runs only when the plan says the run is
+  a release (``needs.plan.outputs.release == 'true'``);
+- every artifact upload overwrites (a rerun of a failed job repeats its names, and
+  upload-artifact refuses an existing name otherwise), and the smoke job's download of its
+  wheel is not allowed to fail quietly;
 - the smoke jobs run the smoke test with ``--require-device``, so a GPU job fails on a runner
   that shows no device of its accelerator (builders decides from the matrix's smoke runners);
 - every job that runs steps has ``timeout-minutes``;
@@ -27,21 +34,27 @@ from typing import Any
 
 import yaml
 
-from .ci import entry, images, plan_outputs, shards
+from .ci import build_entry, build_groups, images, plan_outputs, shards, smoke_entry
 from .model import Matrix
 from .targets import expand
 
 PLAN_COMMAND = "nox -s plan -- --format github"
-BUILD_COMMAND = 'nox -s build -- --target "$TARGET"'
+RELEASE_OPTION = "--release-tag"
+RELEASE_GATE = "needs.plan.outputs.release == 'true'"
+BUILD_COMMAND = "nox -s build --"
+TARGET_OPTION = "--target"
 SHARD_COMMAND = "ci/plan.sh shard"
 REQUIRE_DEVICE = "--require-device"
 SHARDS_FROM_PLAN = "${{ fromJSON(needs.plan.outputs.shards) }}"
 FROM_SHARD = "${{ fromJSON(needs.shard.outputs.include) }}"
+BUILDS_FROM_SHARD = "${{ fromJSON(needs.shard.outputs.builds) }}"
+UPLOAD_ACTION = "actions/upload-artifact"
+DOWNLOAD_ACTION = "actions/download-artifact"
 ATTEST_ACTIONS = ("actions/attest", "actions/attest-build-provenance")
 ATTEST_SUBJECTS = ("subject-path", "subject-checksums")
 PUBLISH_ACTIONS = ("pypa/gh-action-pypi-publish",)
 PUBLISH_COMMANDS = ("ci/deploy-index.sh",)
-LOCAL_PREFIXES = ("./", "$/")
+LOCAL_PREFIXES = ("./",)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,7 +80,8 @@ def drift(matrix: Matrix, workflow: Path) -> list[str]:
     called, missing = _called(release, workflow.parent)
     problems = [*missing, *_plan_problems(release), *_shard_problems(release, called)]
     for wf in (release, *called):
-        problems += [*_timeout_problems(wf), *_smoke_problems(wf), *_provenance_problems(wf)]
+        problems += [*_timeout_problems(wf), *_smoke_problems(wf), *_provenance_problems(wf), *_upload_problems(wf)]
+    problems += _gate_problems(release)
     problems += _key_problems(matrix, (release, *called))
     return problems
 
@@ -89,8 +103,12 @@ def _called(release: Workflow, folder: Path) -> tuple[list[Workflow], list[str]]
 
 
 def _plan_problems(release: Workflow) -> Iterator[str]:
-    if PLAN_COMMAND not in _runs(release.jobs.get("plan", {})):
+    runs = _runs(release.jobs.get("plan", {}))
+    if PLAN_COMMAND not in runs:
         yield f"{release.name}: the plan job does not run `{PLAN_COMMAND}`"
+    elif RELEASE_OPTION not in runs:
+        yield (f"{release.name}: the plan job never passes {RELEASE_OPTION}, so no run checks the tag against the "
+               "version, the whole matrix and the pinned images before it publishes")
     if not any(_matrix(release.jobs[job]) == SHARDS_FROM_PLAN for job in local_calls(release)):
         yield f"{release.name}: no job runs the shard workflow once per shard of the plan ({SHARDS_FROM_PLAN})"
 
@@ -102,11 +120,12 @@ def _shard_problems(release: Workflow, called: list[Workflow]) -> Iterator[str]:
         return
     if not any(SHARD_COMMAND in _runs(job) for job in shard.jobs.values()):
         yield f"{shard.name}: no job extracts the shard's matrix (`{SHARD_COMMAND}`)"
-    for job in ("build", "smoke"):
-        if _matrix(shard.jobs[job]) != FROM_SHARD:
-            yield f"{shard.name}: job {job!r} does not take its matrix from the shard ({FROM_SHARD})"
-    if BUILD_COMMAND not in _runs(shard.jobs["build"]):
-        yield f"{shard.name}: the build job does not run `{BUILD_COMMAND}`"
+    for job, expected in (("build", BUILDS_FROM_SHARD), ("smoke", FROM_SHARD)):
+        if _matrix(shard.jobs[job]) != expected:
+            yield f"{shard.name}: job {job!r} does not take its matrix from the shard ({expected})"
+    runs = _runs(shard.jobs["build"])
+    if BUILD_COMMAND not in runs or TARGET_OPTION not in runs:
+        yield f"{shard.name}: the build job does not run `{BUILD_COMMAND} {TARGET_OPTION} ...`"
     if REQUIRE_DEVICE not in _runs(shard.jobs["smoke"]):
         yield (f"{shard.name}: the smoke job does not smoke-test with {REQUIRE_DEVICE} (a GPU runner that shows no "
                "GPU would pass with nothing exercised)")
@@ -125,6 +144,27 @@ def _smoke_problems(wf: Workflow) -> Iterator[str]:
         if "!cancelled()" not in condition and "always()" not in condition:
             yield (f"{wf.name}: the smoke jobs run only when every build succeeded (one failed build skips them "
                    "all); give the smoke job `if: ${{ !cancelled() }}` and let it check for its own wheel")
+
+
+def _upload_problems(wf: Workflow) -> Iterator[str]:
+    for name, job in wf.jobs.items():
+        for step in _steps(job):
+            given = step.get("with") if isinstance(step.get("with"), dict) else {}
+            if _action(step) == UPLOAD_ACTION and str(given.get("overwrite", "")).lower() != "true":
+                yield (f"{wf.name}: job {name!r} uploads {given.get('name', 'an artifact')!r} without overwrite: true "
+                       "(re-running the failed job would fail on the existing name)")
+    for step in _steps(wf.jobs.get("smoke", {})):
+        if _action(step) == DOWNLOAD_ACTION and step.get("continue-on-error"):
+            yield (f"{wf.name}: the smoke job's download may fail quietly (continue-on-error): a missing wheel must "
+                   "fail the job")
+
+
+def _gate_problems(release: Workflow) -> Iterator[str]:
+    """Every publishing job (and every job after one) runs only for a release the plan accepted."""
+    for name, job in release.jobs.items():
+        if _first(job, _publishes) is not None and RELEASE_GATE not in str(job.get("if", "")):
+            yield (f"{release.name}: job {name!r} publishes without `{RELEASE_GATE}` in its if: (a dispatch, a wrong "
+                   "tag or a partial selection could publish)")
 
 
 def _provenance_problems(wf: Workflow) -> Iterator[str]:
@@ -158,7 +198,8 @@ def emitted_keys(matrix: Matrix) -> set[str]:
     """Every key of every job matrix the plan hands on: targets, the shard index, images."""
     targets, _ = expand(matrix)
     outputs = plan_outputs({"shards": shards(targets[:1]), "images": images(targets)})
-    rows = [*(entry(t) for t in targets[:1]), *outputs["shards"]["include"], *outputs["images"]["include"]]
+    rows = [*(smoke_entry(t) for t in targets[:1]), *(build_entry(g) for g in build_groups(targets[:1])),
+            *outputs["shards"]["include"], *outputs["images"]["include"]]
     return set().union(*(row.keys() for row in rows))
 
 

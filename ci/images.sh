@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Build images once per release run and share them through the GitHub container registry.
-#   ci/images.sh push TARGET   build the image TARGET builds in and push it under its
-#                              content-addressed tag, unless the registry already has that tag
-#   ci/images.sh pull TARGET   pull that image and give it the local tag the build looks for
-#                              (no image in the registry: a warning, and the build builds it)
+# Build images once per release run and share them through a container registry, by digest.
+#   ci/images.sh push TARGET REF_FILE   build the image TARGET builds in (always: a tag in the
+#                                       registry proves nothing about what it holds), push it
+#                                       under its content-addressed tag, and write the pushed
+#                                       reference, REGISTRY/NAME@sha256:..., to REF_FILE and
+#                                       name=/digest= to $GITHUB_OUTPUT (for the attestation)
+#   ci/images.sh pull TARGET REF_FILE   pull exactly that digest and give it the local tag the
+#                                       build looks for; no REF_FILE (its images job failed): a
+#                                       warning, and the build builds the image itself from the
+#                                       same digest-pinned base. A pull that fails is an error.
 # The tag comes from `nox -s images -- --target TARGET --dry-run` (localhost/builders-FAMILY:HASH);
 # in the registry it is $REGISTRY/builders-FAMILY:HASH.
 # Environment: REGISTRY (default ghcr.io/<owner>/<repository>, lower-case), CONTAINER_ENGINE
 # (default podman where there is one, else docker), REGISTRY_USER and REGISTRY_TOKEN (a token
-# that may read, or for push write, packages).
+# that may read, or for push write, packages). A registry without TLS (a local one) is declared
+# to the engine the usual way (registries.conf, CONTAINERS_REGISTRIES_CONF), not here.
 set -euo pipefail
 
 engine=${CONTAINER_ENGINE:-}
@@ -44,46 +50,46 @@ login() {
   printf '%s' "$REGISTRY_TOKEN" | "$engine" login --username "${REGISTRY_USER:?}" --password-stdin "${registry%%/*}"
 }
 
-# Whether the registry has the tag, without pulling it.
-exists() {
-  if command -v skopeo >/dev/null; then
-    skopeo inspect --raw "docker://$1" >/dev/null 2>&1
-  else
-    docker manifest inspect "$1" >/dev/null 2>&1
-  fi
-}
-
 push() {
-  local tag remote
+  local tag remote digestfile digest
   tag=$(local_tag "$1")
   remote=$(remote_of "$tag")
   login
-  if exists "$remote"; then
-    echo "$remote exists: not built, not pushed"
-    return 0
-  fi
   nox -s images -- --target "$1" --container-engine "$engine"
   "$engine" tag "$tag" "$remote"
-  "$engine" push "$remote"
-  echo "pushed $remote"
+  digestfile=$(mktemp)
+  if [ "$engine" = podman ]; then
+    podman push --digestfile "$digestfile" "$remote"
+  else
+    docker push "$remote"
+    docker inspect --format '{{range .RepoDigests}}{{println .}}{{end}}' "$remote" | sed -n "s|^${remote%:*}@||p" | head -n1 > "$digestfile"
+  fi
+  digest=$(tr -d '[:space:]' < "$digestfile")
+  [[ $digest =~ ^sha256:[0-9a-f]{64}$ ]] || die "no digest for $remote after the push (got '$digest')"
+  mkdir -p "$(dirname "$2")"
+  echo "${remote%:*}@$digest" > "$2"
+  [ -z "${GITHUB_OUTPUT:-}" ] || printf 'name=%s\ndigest=%s\n' "${remote%:*}" "$digest" >> "$GITHUB_OUTPUT"
+  echo "pushed $remote as ${remote%:*}@$digest"
 }
 
 pull() {
-  local tag remote
+  local tag reference
   tag=$(local_tag "$1")
-  remote=$(remote_of "$tag")
-  login
-  if "$engine" pull "$remote"; then
-    "$engine" tag "$remote" "$tag"
-    echo "$tag from $remote"
-  else
-    echo "::warning::$remote could not be pulled; the build builds $tag itself"
+  if [ ! -f "$2" ]; then
+    echo "::warning::no image reference at $2 (its images job failed?): the build builds $tag itself"
+    return 0
   fi
+  reference=$(tr -d '[:space:]' < "$2")
+  [[ $reference == *@sha256:* ]] || die "$2 holds '$reference', not a reference by digest"
+  login
+  "$engine" pull "$reference" || die "cannot pull $reference (the image its images job pushed)"
+  "$engine" tag "$reference" "$tag"
+  echo "$tag from $reference"
 }
 
-[ $# -eq 2 ] || die "usage: ci/images.sh push|pull TARGET"
+[ $# -eq 3 ] || die "usage: ci/images.sh push|pull TARGET REF_FILE"
 case $1 in
-  push) push "$2" ;;
-  pull) pull "$2" ;;
-  *) die "usage: ci/images.sh push|pull TARGET" ;;
+  push) push "$2" "$3" ;;
+  pull) pull "$2" "$3" ;;
+  *) die "usage: ci/images.sh push|pull TARGET REF_FILE" ;;
 esac

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The release workflow's hand-off of the plan (`nox -s plan -- --format github > plan.json`).
-#   ci/plan.sh outputs PLAN       the plan job: shards (the shard index), images, image_count
-#   ci/plan.sh shard PLAN INDEX   a shard's matrix job: include, that shard's {"include": [...]}
+#   ci/plan.sh outputs PLAN       the plan job: shards (the shard index), images, image_count, release
+#                                 (true only for a release the plan accepted), and the runner-time
+#                                 estimate in the job summary
+#   ci/plan.sh shard PLAN INDEX   a shard's matrix job: builds and include, that shard's build jobs and
+#                                 smoke jobs as {"include": [...]}
 # Values go to $GITHUB_OUTPUT only after they are checked: valid JSON, not empty, and within
 # GitHub's limits (256 jobs per job matrix, 1 MB of outputs per job, sized as UTF-16), so a
 # failing or malformed plan fails its job instead of handing on an empty matrix.
@@ -34,19 +37,33 @@ outputs() {
   images=$(jq -ce '{"include": .images}' "$plan")
   count=$(jq '.images | length' "$plan")
   [ "$count" -le "$MAX_JOBS" ] || die "more than $MAX_JOBS images"
-  check_size "$shards" "$images" "$count"
-  write shards "$shards" images "$images" image_count "$count"
-  echo "$(jq '.targets' "$plan") targets in $(jq '.include | length' <<<"$shards") shard(s), $count image(s)"
+  release=$(jq -r 'if .release == true then "true" else "false" end' "$plan")
+  check_size "$shards" "$images" "$count" "$release"
+  write shards "$shards" images "$images" image_count "$count" release "$release"
+  echo "$(jq '.targets' "$plan") targets, $(jq '.builds' "$plan") build job(s) in $(jq '.include | length' <<<"$shards") shard(s), $count image(s); release: $release"
+  summary "$plan"
+}
+
+# The estimate (plan --estimate) as a table in the job summary, when there is one.
+summary() {
+  local dest=${GITHUB_STEP_SUMMARY:-}
+  [ -n "$dest" ] && jq -e '.estimate' "$1" >/dev/null || return 0
+  jq -r '"### Runner time of this run (estimate)\n\n| layout | jobs | core builds | runner-minutes | critical path (min) |\n|---|---|---|---|---|",
+    (.estimate.before, .estimate.after | "| \(.layout) | \(.jobs) | \(.core_builds) | \(.runner_minutes) | \(.critical_path_minutes) |")' \
+    "$1" >> "$dest"
 }
 
 shard() {
-  local plan=$1 index=$2 include
+  local plan=$1 index=$2 include builds
   [[ $index =~ ^[0-9]+$ ]] || die "shard index '$index' is not a number"
   include=$(jq -ce --argjson i "$index" '.shards[] | select(.index == $i) | {"include": .include} | select(.include | length > 0)' \
     "$plan") || die "$plan has no shard $index"
+  builds=$(jq -ce --argjson i "$index" '.shards[] | select(.index == $i) | {"include": .builds} | select(.include | length > 0)' \
+    "$plan") || die "shard $index of $plan has no build jobs"
   [ "$(jq '.include | length' <<<"$include")" -le "$MAX_JOBS" ] || die "shard $index has more than $MAX_JOBS jobs"
-  check_size "$include"
-  write include "$include"
+  [ "$(jq '.include | length' <<<"$builds")" -le "$MAX_JOBS" ] || die "shard $index has more than $MAX_JOBS build jobs"
+  check_size "$include" "$builds"
+  write builds "$builds" include "$include"
   echo "shard $index: $(jq -r --argjson i "$index" '.shards[] | select(.index == $i) | "\(.name), \(.count) targets"' "$plan")"
 }
 

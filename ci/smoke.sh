@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The release workflow's smoke job.
-#   ci/smoke.sh find WHEELHOUSE WHEEL        path=<the wheel> to $GITHUB_OUTPUT, or path= (and a
-#                                            notice) when the build produced none: its build failed
-#                                            and failed the run already; there is nothing to smoke
+#   ci/smoke.sh find WHEELHOUSE WHEEL        path=<the wheel> to $GITHUB_OUTPUT; fails when the wheel is
+#                                            not there (its build failed, or its artifact is missing):
+#                                            a smoke job never passes with nothing tested
 #   ci/smoke.sh run WHEEL TARGET PYTHON [OPTION...]
-#                                            builders installed from this checkout as a user would
-#                                            (not editable, by uv), then `builders smoke` with a
-#                                            managed CPython PYTHON (3.14t is free-threaded) and the
-#                                            OPTIONs (--require-device: a GPU job fails first, exit 23,
-#                                            on a runner that shows no device of its accelerator)
+#                                            builders installed from this checkout as a user would (not
+#                                            editable; its dependencies from the hash-locked
+#                                            $BUILDERS_LOCK), then `builders smoke` with CPython PYTHON
+#                                            (3.14t is free-threaded; one already on the runner, else a
+#                                            uv-managed one) and the OPTIONs (--require-device: a GPU job
+#                                            fails first, exit 23, on a runner that shows no device of its
+#                                            accelerator)
 set -euo pipefail
 
 BUILDERS_PYTHON=3.12
@@ -18,19 +20,31 @@ die() { echo "::error::ci/smoke.sh: $*"; exit 1; }
 find_wheel() {
   local found=
   [ -d "$1" ] && found=$(find "$1" -name "$2" -type f -print -quit)
-  if [ -z "$found" ]; then
-    echo "::notice::no $2 among the build's files: its build failed, nothing to smoke"
-  fi
+  [ -n "$found" ] || die "no $2 among the build's files in $1: its build failed or its artifact is missing; nothing was smoke-tested"
   echo "path=$found" >> "${GITHUB_OUTPUT:?ci/smoke.sh writes to \$GITHUB_OUTPUT}"
 }
 
+# An interpreter for VERSION: one the runner has, else one uv installs.
+interpreter() {
+  uv python find --no-python-downloads "$1" 2>/dev/null && return 0
+  uv python install "$1" >&2
+  uv python find "$1"
+}
+
 run() {
-  local wheel=$1 target=$2 python=$3 interpreter
+  local wheel=$1 target=$2 python=$3 tools venv bin
   shift 3
-  uv python install "$python" "$BUILDERS_PYTHON"
-  interpreter=$(uv python find "$python")
-  echo "$target: $python at $interpreter"
-  uvx --python "$BUILDERS_PYTHON" --from . builders smoke "$wheel" --target "$target" --python "$interpreter" "$@"
+  [ -f "$wheel" ] || die "$wheel: no such wheel"
+  tools=$(interpreter "$BUILDERS_PYTHON")
+  venv=$(mktemp -d)/tools
+  uv venv --quiet --python "$tools" "$venv"
+  bin=$venv/bin
+  [ -d "$bin" ] || bin=$venv/Scripts  # Windows
+  uv pip install --quiet --python "$bin/python" --require-hashes --no-deps -r "${BUILDERS_LOCK:-ci/release-tools.txt}"
+  uv pip install --quiet --python "$bin/python" --no-deps .
+  python=$(interpreter "$python")
+  echo "$target: smoke-testing with $python"
+  "$bin/python" -m builders smoke "$wheel" --target "$target" --python "$python" "$@"
 }
 
 case ${1:-} in

@@ -6,15 +6,21 @@ import argparse
 import json
 import os
 import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from .. import ci
 from .. import matrix as matrix_mod
-from ..cli import add_matrix_option, add_selection_options
-from ..console import Console
+from .. import results as results_mod
+from ..cli import add_matrix_option, add_selection_options, input_file
+from ..console import Console, render_table
+from ..estimate import Costs, compare, measured
 from ..errors import SelectionError
 from ..host import detect, unbuildable
 from ..images import engine_env
 from ..model import Matrix
+from ..release import ReleaseError, release_problems
 from ..targets import Selection, Target, expand, select
 
 
@@ -30,6 +36,20 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
     p.add_argument("--engine", choices=("local", "container"), default="local",
                    help="which engine's host capability to report (default: local)")
+    release = p.add_argument_group("the release workflow")
+    release.add_argument("--release-tag", default=None, metavar="TAG",
+                         help="this run publishes the release tagged TAG: refused (exit 25) unless TAG names the "
+                              "matrix's project.version (v2.15.0), the selection is the whole matrix and every Linux "
+                              "base image is pinned by digest; the plan then says release: true")
+    release.add_argument("--gpu-runners", default=None, metavar="LABELS",
+                         help="labels of the self-hosted runners the repository has (space or comma separated); a "
+                              "GPU smoke job whose runner nobody serves goes to its build runner, where "
+                              "--require-device fails it at once instead of queueing for a day")
+    release.add_argument("--estimate", action="store_true",
+                         help="the run's job count, core builds, runner-minutes and critical path, one build job per "
+                              "(variant, platform) against one per target (with --format github: under 'estimate')")
+    release.add_argument("--results", action="append", default=[], type=input_file, metavar="FILE",
+                         help="with --estimate: stage times measured by these results.json files (repeatable)")
     p.set_defaults(execute=execute)
 
 
@@ -59,7 +79,10 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix)
     targets = selected(m, args)
     if args.format == "github":
-        print(json.dumps(ci.github_plan(targets), indent=None, sort_keys=True))
+        print(json.dumps(github(m, targets, args, console), indent=None, sort_keys=True))
+        return 0
+    if args.estimate:
+        print(estimate_table(m, targets, args.results))
         return 0
     host = detect(m.pythons, engine_env(os.environ))
     reasons = {t.id: unbuildable(t, host, args.engine) for t in targets}
@@ -79,6 +102,53 @@ def execute(args: argparse.Namespace, console: Console) -> int:
 
 
 def console_table(rows: list[tuple[str, str, str, str]]) -> str:
-    from ..console import render_table
-
     return render_table(("target", "channel", "wheel", "buildable here"), rows)
+
+
+def served_labels(text: str | None) -> frozenset[str] | None:
+    """``--gpu-runners``: None when not given (every smoke runner taken as declared)."""
+    return None if text is None else frozenset(text.replace(",", " ").split())
+
+
+def github(m: Matrix, targets: Sequence[Target], args: argparse.Namespace, console: Console) -> dict[str, Any]:
+    """The release workflow's plan; with ``--release-tag``, only for a complete release of that version."""
+    if args.release_tag is not None:
+        refuse_release(m, args.release_tag, targets)
+    served = served_labels(args.gpu_runners)
+    plan = ci.github_plan(targets, served=served)
+    plan["release"] = args.release_tag is not None
+    plan["version"] = str(m.project.version)
+    for labels in ci.unserved(targets, served) if served is not None else ():
+        console.warning(f"no self-hosted runner labelled {labels} is declared (--gpu-runners): its GPU smoke jobs run "
+                        "on their build runners and fail at once with exit 23, blocking the release")
+    if args.estimate:
+        plan["estimate"] = compare(targets, costs_from(args.results, targets), shards=len(plan["shards"]))
+    return plan
+
+
+def refuse_release(m: Matrix, tag: str, targets: Sequence[Target]) -> None:
+    """A release publishes exactly the matrix's version, every target of it, from digest-pinned images."""
+    problems = release_problems(m, tag)
+    everything, _ = expand(m)
+    if len(targets) != len(everything):
+        problems.append(f"the selection holds {len(targets)} of the matrix's {len(everything)} targets; a release "
+                        "publishes all of them (a run of a subset is a workflow_dispatch, which publishes nothing)")
+    if problems:
+        raise ReleaseError(f"tag {tag} is not released:\n  " + "\n  ".join(problems))
+
+
+def costs_from(paths: Sequence[Path], targets: Sequence[Target]) -> Costs:
+    records = [record for path in paths for record in results_mod.read(path).values()]
+    return measured(records, targets)
+
+
+def estimate_table(m: Matrix, targets: Sequence[Target], results: Sequence[Path]) -> str:
+    """Both layouts side by side, and the ratio of their runner-minutes."""
+    plan = ci.github_plan(targets)
+    found = compare(targets, costs_from(results, targets), shards=len(plan["shards"]))
+    keys = ("jobs", "build_jobs", "core_builds", "runner_minutes", "critical_path_minutes")
+    rows = [(key.replace("_", " "), str(found["before"][key]), str(found["after"][key])) for key in keys]
+    rows.append(("runner-minutes, after / before", "", str(found["runner_minutes_ratio"])))
+    source = ", ".join(map(str, results)) if results else "default stage times (builders.estimate.Costs)"
+    return render_table(("release run of " + m.project.name, "one build job per target",
+                         "per (variant, platform)"), rows) + f"\nstage times: {source}"

@@ -104,8 +104,10 @@ def test_every_shard_is_within_githubs_limits(big) -> None:
     plan = ci.github_plan(targets)
     for shard in plan["shards"]:
         assert 0 < len(shard["include"]) <= GITHUB_MAX_JOBS, shard["name"]
+        assert 0 < len(shard["builds"]) <= GITHUB_MAX_JOBS, shard["name"]
         assert shard["count"] == len(shard["include"])
-        assert github_bytes({"include": shard["include"]}) <= GITHUB_MAX_OUTPUT_BYTES, shard["name"]
+        outputs = {"builds": {"include": shard["builds"]}, "include": {"include": shard["include"]}}
+        assert github_bytes(outputs) <= GITHUB_MAX_OUTPUT_BYTES, shard["name"]
     assert len(plan["shards"]) <= GITHUB_MAX_JOBS
     outputs = ci.plan_outputs(plan)
     assert sum(github_bytes(v) for v in outputs.values()) <= GITHUB_MAX_OUTPUT_BYTES
@@ -133,22 +135,56 @@ def test_a_shard_holds_one_family_on_one_platform(big) -> None:
         assert shard["name"].startswith(f"{fam}-{platform}")
 
 
-def test_a_group_over_the_limit_is_split_evenly(big) -> None:
+def test_a_group_over_the_limit_is_split_between_build_jobs(big) -> None:
     _, targets = big
     in_group = [t for t in targets if t.variant.accelerator.value == "cuda" and t.platform.name == "linux-x86_64"]
     assert len(in_group) > GITHUB_MAX_JOBS  # the synthetic matrix makes this group too large for one matrix
     pieces = [s for s in ci.github_plan(targets)["shards"] if s["name"].startswith("cuda-linux-x86_64")]
     assert [s["name"] for s in pieces] == [f"cuda-linux-x86_64-{i}" for i in range(1, len(pieces) + 1)]
-    assert max(s["count"] for s in pieces) - min(s["count"] for s in pieces) <= 1
+    assert len(pieces) > 1
     assert sum(s["count"] for s in pieces) == len(in_group)
+    builds = [b["id"] for s in pieces for b in s["builds"]]
+    assert len(builds) == len(set(builds)) == len({(t.variant.label, t.platform.name) for t in in_group})
 
 
 def test_the_output_size_splits_a_group_too(big) -> None:
     _, targets = big
     limits = ci.Limits(jobs=256, output_bytes=40_000)
     plan = ci.github_plan(targets, limits)
-    assert all(github_bytes({"include": s["include"]}) <= 40_000 for s in plan["shards"])
-    assert any(s["count"] < 100 and s["name"][-2:] == "-2" for s in plan["shards"])
+    for s in plan["shards"]:
+        assert github_bytes({"builds": {"include": s["builds"]}, "include": {"include": s["include"]}}) <= 40_000
+    assert any(s["name"][-2:] == "-2" for s in plan["shards"])
+
+
+def test_one_build_job_per_variant_and_platform_builds_every_python_of_it(big) -> None:
+    """The core is built once per (variant, platform): one build job each, holding all its targets."""
+    _, targets = big
+    plan = ci.github_plan(targets)
+    pairs = {(t.variant.label, t.platform.name): [] for t in targets}
+    for t in targets:
+        pairs[(t.variant.label, t.platform.name)].append(t.id)
+    builds = [b for s in plan["shards"] for b in s["builds"]]
+    assert plan["builds"] == len(builds) == len(pairs)
+    for b in builds:
+        assert b["targets"].split() == pairs[(b["variant"], b["platform"])]
+        assert b["count"] == len(b["targets"].split())
+    for s in plan["shards"]:
+        own = {b["id"] for b in s["builds"]}
+        assert {e["build"] for e in s["include"]} == own  # a smoke job's build job is in its shard
+    assert plan["wheels"] == sorted(t.wheel_name for t in targets)
+
+
+def test_build_jobs_set_up_the_pythons_their_engine_needs(shipped_text: str) -> None:
+    m = matrix.loads(shipped_text, "matrix.yaml")
+    targets, _ = expand(m)
+    for group in ci.build_groups(targets):
+        b = ci.build_entry(group)
+        lines = b["pythons"].split("\n")
+        assert lines[-1] == ci.TOOLS_PYTHON  # the last one is setup-python's default: nox runs on it
+        if b["engine"] == "container":
+            assert lines == [ci.TOOLS_PYTHON]
+        else:
+            assert set(lines) == {str(t.python) for t in group} | {ci.TOOLS_PYTHON}
 
 
 def test_a_plan_needing_more_shards_than_a_matrix_starts_is_refused_with_the_limit(big) -> None:
@@ -166,6 +202,22 @@ def test_the_shipped_matrix_needs_no_split(shipped_text: str) -> None:
     assert len(plan["shards"]) == len(groups)
     linux = {(t.variant.label, t.platform.name) for t in targets if t.platform.os.value == "linux"}
     assert {i["name"] for i in plan["images"]} == {f"{v}-{p}" for v, p in linux}
+
+
+def test_a_gpu_smoke_runner_nobody_serves_goes_to_the_build_runner(shipped_text: str) -> None:
+    """Queued for a day otherwise; there --require-device fails it at once."""
+    m = matrix.loads(shipped_text, "matrix.yaml")
+    targets, _ = expand(m)
+    gpu = [t for t in targets if ci.device_for(t)]
+    assert gpu
+    for t in gpu:
+        assert ci.smoke_runner(t, frozenset()) == [t.runner]
+        labels = frozenset(label for label in t.smoke_runner if label.lower() not in ci.SELF_HOSTED_DEFAULT_LABELS)
+        assert ci.smoke_runner(t, labels) == list(t.smoke_runner)
+        assert ci.smoke_runner(t, None) == list(t.smoke_runner)
+    assert set(ci.unserved(targets, frozenset())) == {",".join(t.smoke_runner) for t in gpu}
+    cpu = [t for t in targets if not ci.device_for(t)]
+    assert all(ci.smoke_runner(t, frozenset()) == list(t.smoke_runner) for t in cpu)
 
 
 def test_gpu_smoke_jobs_name_the_device_they_need(shipped_text: str) -> None:

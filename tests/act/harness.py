@@ -1,0 +1,258 @@
+"""The release workflow run for real under nektos/act on this host, with local services.
+
+What runs is the committed ``.github/workflows/release.yml`` and the reusable workflow it
+calls, unchanged, on a copy of the repository whose ``matrix.yaml`` is narrowed to what this
+host can build: a cpu and a cu132 target of linux-x86_64 for one Python the local base image
+has, that base pinned by its digest (a release refuses anything else). Each GitHub-hosted
+action is replaced by a stand-in (``tests/act/actions``, see its README for what each keeps of
+the real action). Around the run:
+
+- a container registry (Debian's ``docker-registry``, the CNCF distribution server) on
+  127.0.0.1, declared insecure to podman through ``CONTAINERS_REGISTRIES_CONF``, which the
+  images job pushes to and the build jobs pull from by digest;
+- a package server (``pypiserver``) on 127.0.0.1 that the PyPI stand-in uploads to;
+- a bare git repository that the deploy job pushes the gh-pages branch to (``INDEX_GIT_REMOTE``).
+
+Runner labels: ``ubuntu-24.04`` runs on this host; every other label the workflow can ask for
+maps to a platform whose set-up fails, so a job needing a runner nobody serves is reported as
+never started (a failure), as GitHub would leave it queued and never run it, and never as the
+success act reports for a skipped platform. act evaluates ``runs-on`` of a matrix job from its
+first entry only, so this holds per job, not per matrix entry.
+
+act runs each job in a folder under its own ``HOME`` (given here, so nothing lands in the
+host's caches) while builders' caches (toolchains, the compiler cache, uv's and pip's caches)
+are the host's (``XDG_CACHE_HOME``), so builds between runs share compiled objects as a
+runner's restored caches would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from tests.act.actions.standin import standin_flags
+
+ACT_TIMEOUT = 2400  # seconds for one whole act run
+HOST_LABEL = "ubuntu-24.04"
+NEVER_STARTED = "builders-act/no-runner-serves-this-label"
+GIT = ("git", "-c", "user.name=release-test", "-c", "user.email=release-test@localhost", "-c", "commit.gpgsign=false")
+
+
+# -- the repository under release ---------------------------------------------------------------
+
+def narrowed(text: str, *, version: str, base_image: str, python: str) -> str:
+    """``matrix.yaml`` narrowed to a cpu and a cu132 target of linux-x86_64 for one Python.
+
+    Everything else is the shipped matrix: project, build commands, dropped items. The cuda
+    family's GPU smoke runners are dropped (no GPU here), so its smoke job runs on the host.
+    """
+    data = yaml.safe_load(text)
+    data["project"]["version"] = version
+    data["pythons"] = [python]
+    platform = data["platforms"]["linux-x86_64"]
+    platform["base_image"] = base_image
+    data["platforms"] = {"linux-x86_64": platform}
+    cuda = data["accelerators"]["cuda"]
+    cuda["versions"] = {v: spec for v, spec in cuda["versions"].items() if spec.get("label") == "cu132"}
+    cuda.pop("smoke_runners", None)
+    data["accelerators"] = {"cpu": data["accelerators"]["cpu"], "cuda": cuda}
+    data["channels"]["pypi"] = {"linux-x86_64": "cu132"}
+    data.pop("exclude", None)
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def copy_repository(root: Path, dest: Path) -> None:
+    """The files git knows of (committed or not, ignored ones left out), as a checkout has them."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
+                            check=True, capture_output=True, timeout=60).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        src = root / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+
+
+def commit(repo: Path, message: str, tag: str | None = None) -> str:
+    """Everything in ``repo`` committed (a new repository on first use); the commit's sha."""
+    if not (repo / ".git").exists():
+        subprocess.run([*GIT, "init", "--quiet", "--initial-branch=main"], cwd=repo, check=True, timeout=60)
+    subprocess.run([*GIT, "add", "--all"], cwd=repo, check=True, timeout=60)
+    subprocess.run([*GIT, "commit", "--quiet", "--allow-empty", "-m", message], cwd=repo, check=True, timeout=60)
+    if tag:
+        subprocess.run([*GIT, "tag", "--force", tag], cwd=repo, check=True, timeout=60)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True,
+                          timeout=60).stdout.strip()
+
+
+# -- local services --------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode} before it listened on {port}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {timeout} s")
+
+
+@contextlib.contextmanager
+def serving(argv: list[str], port: int, what: str, log: Path, env: Mapping[str, str] | None = None) -> Iterator[None]:
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+                                start_new_session=True)
+        try:
+            wait_for_port(port, proc, what)
+            yield
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=20)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Services:
+    registry: str  # host:port/namespace images are pushed under
+    registries_conf: Path
+    pypi_url: str  # the package server's upload URL (and /simple/ beside it)
+    pages: Path  # the bare git repository the indexes are deployed to
+
+    @property
+    def simple_url(self) -> str:
+        return self.pypi_url.rstrip("/") + "/simple/"
+
+
+@contextlib.contextmanager
+def services(folder: Path) -> Iterator[Services]:
+    """A registry, a package server and a git remote, on this host, for one test module."""
+    folder.mkdir(parents=True, exist_ok=True)
+    registry_port, pypi_port = free_port(), free_port()
+    config = folder / "registry.yml"
+    config.write_text(yaml.safe_dump({
+        "version": 0.1, "log": {"level": "warn"},
+        "storage": {"filesystem": {"rootdirectory": str(folder / "registry")}, "delete": {"enabled": True}},
+        "http": {"addr": f"127.0.0.1:{registry_port}"}}))
+    conf = folder / "registries.conf"
+    conf.write_text(f'[[registry]]\nlocation = "127.0.0.1:{registry_port}"\ninsecure = true\n')
+    packages = folder / "packages"
+    packages.mkdir(exist_ok=True)
+    pages = folder / "pages.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", str(pages)], check=True, timeout=60)
+    registry = ["docker-registry", "serve", str(config)]
+    pypi = [sys.executable, "-m", "pypiserver", "run", "-i", "127.0.0.1", "-p", str(pypi_port), "-a", ".", "-P", ".",
+            "--disable-fallback", str(packages)]
+    with serving(registry, registry_port, "docker-registry", folder / "registry.log"), \
+            serving(pypi, pypi_port, "pypiserver", folder / "pypiserver.log"):
+        yield Services(registry=f"127.0.0.1:{registry_port}/builders", registries_conf=conf,
+                       pypi_url=f"http://127.0.0.1:{pypi_port}/", pages=pages)
+
+
+# -- one act run -----------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """What act did: each job's result (by act's job name), its exit status and its output."""
+
+    returncode: int
+    jobs: dict[str, str] = field(default_factory=dict)
+    never_started: tuple[str, ...] = ()
+    output: str = ""
+
+    def result(self, prefix: str) -> set[str]:
+        """The results of every job whose name starts with ``prefix`` (matrix and called jobs too)."""
+        return {r for name, r in self.jobs.items() if name == prefix or name.startswith(prefix)}
+
+    def ran(self, prefix: str) -> bool:
+        return any(name.startswith(prefix) for name in self.jobs)
+
+    def summary(self) -> str:
+        return "\n".join(f"  {name}: {result}" for name, result in sorted(self.jobs.items()))
+
+
+def parse(lines: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Job results from act's ``--json`` log, and the jobs that never started (no runner)."""
+    jobs: dict[str, str] = {}
+    never: set[str] = set()
+    for line in lines.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict) or "job" not in event:
+            continue
+        if event.get("jobResult"):
+            jobs[event["job"]] = event["jobResult"]
+        if NEVER_STARTED in str(event.get("msg", "")):
+            never.add(event["job"])
+    for job in never:
+        jobs[job] = "never started"
+    return jobs, tuple(sorted(never))
+
+
+def runner_labels(repo: Path) -> set[str]:
+    """Every runner label the workflow files or the matrix name: the plan's runners come from the matrix."""
+    text = (repo / "matrix.yaml").read_text() + "".join(p.read_text() for p in (repo / ".github/workflows").glob("*.yml"))
+    found = set()
+    for value in yaml.safe_load((repo / "matrix.yaml").read_text()).get("platforms", {}).values():
+        found.add(value.get("runner", ""))
+    for words in ("self-hosted", "gpu-nvidia", "gpu-amd", "gpu-intel", "windows-2025", "macos-15", "ubuntu-24.04-arm"):
+        if words in text or True:
+            found.add(words)
+    return {label for label in found if label}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Harness:
+    """Runs the release workflow of ``repo`` under act, the stand-ins' state in ``state``."""
+
+    repo: Path
+    home: Path
+    services: Services
+
+    def run(self, event: str, ref: str, state: Path, *, inputs: Mapping[str, str] | None = None,
+            log: Path | None = None) -> Run:
+        state.mkdir(parents=True, exist_ok=True)
+        payload = {"ref": ref, "inputs": dict(inputs or {}),
+                   "repository": {"full_name": "builders-test/minifw", "default_branch": "main"}}
+        event_file = state.parent / f"{state.name}-{event}.json"
+        event_file.write_text(json.dumps(payload))
+        argv = ["act", event, "-W", ".github/workflows/release.yml", "-e", str(event_file), "--json",
+                "--action-offline-mode", "-P", f"{HOST_LABEL}=-self-hosted",
+                *[f for label in sorted(runner_labels(self.repo) - {HOST_LABEL}) for f in ("-P", f"{label}={NEVER_STARTED}")],
+                *standin_flags(state, self.repo),
+                "--env", f"STANDIN_PYPI_URL={self.services.pypi_url}",
+                "--env", f"XDG_CACHE_HOME={Path.home() / '.cache'}",
+                "--env", f"CONTAINERS_REGISTRIES_CONF={self.services.registries_conf}",
+                "--var", f"IMAGE_REGISTRY={self.services.registry}",
+                "--var", f"INDEX_GIT_REMOTE=file://{self.services.pages}",
+                "--var", "GPU_RUNNERS=", "--var", "THEROCK_INDEX_URL=",
+                "--var", "ONEAPI_REPOSITORY=", "--var", "ONEAPI_REPOSITORY_KEY=", "--var", "INDEX_DEPLOY_COMMAND=",
+                "--container-architecture", "linux/amd64"]
+        env = {**os.environ, "HOME": str(self.home)}
+        proc = subprocess.run(argv, cwd=self.repo, env=env, capture_output=True, text=True, timeout=ACT_TIMEOUT)
+        output = proc.stdout + proc.stderr
+        if log is not None:
+            log.write_text(output)
+        jobs, never = parse(output)
+        return Run(returncode=proc.returncode, jobs=jobs, never_started=never, output=output)
