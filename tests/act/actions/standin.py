@@ -791,13 +791,19 @@ def write_outputs(env: Env, outputs: Outputs) -> None:
             handle.writelines(f"{name}={value}\n" for name, value in outputs.items())
 
 
+def run_standin(name: str, env: Env) -> Outputs:
+    """One stand-in, after checking ``$STANDIN_STATE``: every stand-in fails clearly without it."""
+    state_dir(env)
+    return COMMANDS[name](env)
+
+
 def main(argv: list[str]) -> int:
     """``standin.py <action>``: run one stand-in on the process environment; failures are ::error::."""
     if len(argv) != 1 or argv[0] not in COMMANDS:
         log(f"::error::usage: standin.py {{{','.join(COMMANDS)}}}")
         return 2
     try:
-        write_outputs(os.environ, COMMANDS[argv[0]](os.environ))
+        write_outputs(os.environ, run_standin(argv[0], os.environ))
     except StandinError as error:
         log(f"::error::{argv[0]} stand-in: {error}")
         return 1
