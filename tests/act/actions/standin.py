@@ -234,6 +234,7 @@ class Interpreter:
     version: tuple[int, int, int]
     releaselevel: str
     free_threaded: bool
+    executable: str = ""  # sys.executable: the real file behind a pyenv shim or a link
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -257,7 +258,7 @@ class PythonSpec:
 
 
 PROBE = ("import json, sys, sysconfig; print(json.dumps([list(sys.version_info[:3]), sys.version_info.releaselevel,"
-         " bool(sysconfig.get_config_var('Py_GIL_DISABLED'))]))")
+         " bool(sysconfig.get_config_var('Py_GIL_DISABLED')), sys.executable]))")
 
 Probe = Callable[[Path], Interpreter | None]
 
@@ -275,10 +276,11 @@ def probe_interpreter(path: Path) -> Interpreter | None:
     """Run a candidate and ask it its version; a broken one (a pyenv shim with no version) is None."""
     try:
         done = subprocess.run([str(path), "-c", PROBE], capture_output=True, text=True, timeout=60, check=True)
-        version, level, free = json.loads(done.stdout)
+        version, level, free, executable = json.loads(done.stdout)
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
-    return Interpreter(version=(version[0], version[1], version[2]), releaselevel=level, free_threaded=free)
+    return Interpreter(version=(version[0], version[1], version[2]), releaselevel=level, free_threaded=free,
+                       executable=executable)
 
 
 def pyenv_roots(env: Env) -> list[Path]:
@@ -307,12 +309,13 @@ def python_candidates(spec: PythonSpec, env: Env) -> list[Path]:
 
 
 def find_python(spec: PythonSpec, env: Env, allow_prereleases: bool, probe: Probe) -> tuple[Path, Interpreter]:
-    """The first candidate that really is the version asked for; none fails, naming where it looked."""
+    """The first candidate that really is the version asked for, by its real file (never a pyenv shim,
+    which picks a version by the caller's folder); none fails, naming where it looked."""
     candidates = python_candidates(spec, env)
     for path in candidates:
         found = probe(path)
         if found is not None and spec.accepts(found, allow_prereleases):
-            return path, found
+            return Path(found.executable or path), found
     looked = ", ".join(str(path) for path in candidates) or "none found"
     roots = ", ".join(f"{root}/versions/{'.'.join(map(str, spec.parts[:2]))}.*" for root in pyenv_roots(env))
     raise StandinError(f"Python {spec.text} was not found on this host (the stand-in downloads nothing): looked for "
@@ -355,13 +358,15 @@ def run_text(argv: list[str]) -> str | None:
 
 
 def find_uv(env: Env, run: Run) -> Path:
-    """``$STANDIN_UV``, else the uv wheel's binary for python3, else ``uv`` on PATH."""
+    """``$STANDIN_UV``, else the uv wheel's binary for python3 or the stand-in's own interpreter,
+    else ``uv`` on PATH."""
     if env.get("STANDIN_UV"):
         return Path(env["STANDIN_UV"])
-    python3 = shutil.which("python3", path=env.get("PATH", "")) or sys.executable
-    from_wheel = run([python3, "-c", "import uv; print(uv.find_uv_bin())"])
-    if from_wheel:
-        return Path(from_wheel)
+    pythons = [shutil.which("python3", path=env.get("PATH", "")) or "", sys.executable]
+    for python in filter(None, dict.fromkeys(pythons)):
+        from_wheel = run([python, "-c", "import uv; print(uv.find_uv_bin())"])
+        if from_wheel:
+            return Path(from_wheel)
     on_path = shutil.which("uv", path=env.get("PATH", ""))
     if on_path:
         return Path(on_path)
@@ -744,7 +749,7 @@ def post_distribution(url: str, dist: Path, skip_existing: bool) -> None:
 
 def twine_upload(url: str, dists: list[Path], skip_existing: bool) -> None:
     """Upload with twine, as the real action does, when this interpreter has it."""
-    argv = [sys.executable, "-m", "twine", "upload", "--non-interactive", "--repository-url", url,
+    argv = [sys.executable, "-m", "twine", "upload", "--non-interactive", "--disable-progress-bar", "--repository-url", url,
             "-u", "standin", "-p", "standin", *(["--skip-existing"] if skip_existing else []), *map(str, dists)]
     log("$ " + " ".join(argv))
     if subprocess.run(argv, check=False).returncode != 0:
