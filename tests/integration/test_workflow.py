@@ -175,11 +175,14 @@ def test_ci_plan_sh_hands_every_shard_of_a_1000_target_plan_to_its_job(root: Pat
         out = tmp_path / f"shard-{shard['index']}.out"
         proc = script(root, "plan.sh", "shard", str(plan), str(shard["index"]), env={"GITHUB_OUTPUT": str(out)})
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        (line,) = out.read_text().splitlines()
-        include = json.loads(line.removeprefix("include="))["include"]
-        assert 0 < len(include) == shard["count"] <= 256
+        written = dict(line.split("=", 1) for line in out.read_text().splitlines())
+        include = json.loads(written["include"])["include"]
+        builds = json.loads(written["builds"])["include"]
+        assert 0 < len(include) == shard["count"] <= 256 and 0 < len(builds) <= 256
+        assert sorted(t for b in builds for t in b["targets"].split()) == sorted(e["id"] for e in include)
         seen += [e["id"] for e in include]
     assert sorted(seen) == sorted(t.id for t in targets)
+    assert outputs["release"] == "false"  # a plan without --release-tag never releases
 
 
 @pytest.mark.parametrize("content", ["", "not json", '{"include": []}', '{"shards": [], "images": []}'])
@@ -206,15 +209,32 @@ def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
     ("file", "old", "new", "expected"),
     [
         (SHARD, "ENGINE: ${{ matrix.engine }}", "ENGINE: ${{ matrix.builder }}", "matrix.builder"),
-        (WORKFLOW, "nox -s plan -- --format github --select", "nox -s plan -- --json --select", "plan job does not run"),
-        (SHARD, 'run: nox -s build -- --target "$TARGET" --engine "$ENGINE" --output wheelhouse', "run: make wheels",
+        (WORKFLOW, "nox -s plan -- --format github --estimate", "nox -s plan -- --json --estimate", "plan job does not run"),
+        (SHARD, 'nox -s build -- "${args[@]}" --engine "$ENGINE" --output wheelhouse --jobs 2', "make wheels",
          "build job does not run"),
+        (SHARD, "matrix: ${{ fromJSON(needs.shard.outputs.builds) }}", "matrix: ${{ fromJSON(needs.shard.outputs.include) }}",
+         "job 'build' does not take its matrix from the shard"),
+        # a rerun repeats artifact names: every upload overwrites
+        (SHARD, "          name: build-${{ matrix.id }}\n          path: wheelhouse/\n          if-no-files-found: error\n"
+                "          overwrite: true\n", "          name: build-${{ matrix.id }}\n          path: wheelhouse/\n",
+         "uploads 'build-${{ matrix.id }}' without overwrite: true"),
+        # a smoke job with no wheel must fail
+        (SHARD, "      - uses: actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c # v8.0.1\n        with:\n"
+                "          name: build-${{ matrix.build }}",
+         "      - uses: actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c # v8.0.1\n"
+         "        continue-on-error: true\n        with:\n          name: build-${{ matrix.build }}",
+         "the smoke job's download may fail quietly"),
+        # only a release the plan accepted publishes
+        (WORKFLOW, "!cancelled() && needs.plan.outputs.release == 'true' && needs.publish.result == 'success'",
+         "!cancelled() && startsWith(github.ref, 'refs/tags/v') && needs.publish.result == 'success'",
+         "job 'deploy' publishes without `needs.plan.outputs.release == 'true'`"),
+        (WORKFLOW, 'release=(--release-tag "$REF_NAME")', "release=()", "the plan job never passes --release-tag"),
         (WORKFLOW, "matrix: ${{ fromJSON(needs.plan.outputs.shards) }}", "matrix: {index: [0]}",
          "once per shard of the plan"),
         (SHARD, "bash ci/plan.sh shard", "bash ci/other.sh shard", "extracts the shard's matrix"),
         # a GPU smoke job must fail on a runner that shows no GPU
         (SHARD, '"$PYTHON" --require-device', '"$PYTHON"', "does not smoke-test with --require-device"),
-        (WORKFLOW, "uses: $/.github/workflows/release-shard.yml", "uses: $/.github/workflows/gone.yml",
+        (WORKFLOW, "uses: ./.github/workflows/release-shard.yml", "uses: ./.github/workflows/gone.yml",
          "calls gone.yml, which is not beside it"),
         # every job has a timeout
         (WORKFLOW, "    runs-on: ubuntu-24.04\n    timeout-minutes: 15\n", "    runs-on: ubuntu-24.04\n",
@@ -229,7 +249,7 @@ def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
          "job 'publish' publishes wheels without build provenance"),
         (WORKFLOW, "subject-checksums: provenance/subjects-1.sha256", "show-summary: false",
          "job 'publish' publishes wheels without build provenance"),
-        (WORKFLOW, "    needs: publish\n", "    needs: release-files\n",
+        (WORKFLOW, "    needs: [plan, publish]\n", "    needs: [plan, release-files]\n",
          "job 'deploy' publishes wheels without build provenance"),
     ],
 )
@@ -290,29 +310,57 @@ DRY_RUN = ("echo \"podman build --file builders/resources/containers/cuda.Contai
            "--build-arg 'TOOLKIT_REQUIREMENTS=a\nb' docker\"")
 
 
-@pytest.mark.parametrize("in_registry", [True, False])
-def test_images_sh_pushes_a_tag_the_registry_lacks_and_only_then(root: Path, tmp_path: Path, in_registry: bool) -> None:
-    env = fake_tools(tmp_path / "bin", nox=f'[[ "$*" == *--dry-run* ]] && {DRY_RUN}; true', podman="true",
-                     skopeo="exit 0" if in_registry else "exit 1")
-    env |= {"GITHUB_REPOSITORY": "Org/Repo", "REGISTRY_USER": "me", "REGISTRY_TOKEN": "t"}
-    proc = script(root, "images.sh", "push", "cu132-cp312-linux-x86_64", env=env)
+DIGEST = "sha256:" + "ab" * 32
+
+
+def test_images_sh_always_builds_and_hands_on_the_pushed_digest(root: Path, tmp_path: Path) -> None:
+    """A tag in the registry proves nothing about what it holds: build, push, record the digest."""
+    env = fake_tools(tmp_path / "bin", nox=f'[[ "$*" == *--dry-run* ]] && {DRY_RUN}; true',
+                     podman=f'[[ "$1" == push ]] && echo {DIGEST} > "$3"; true')
+    env |= {"GITHUB_REPOSITORY": "Org/Repo", "REGISTRY_USER": "me", "REGISTRY_TOKEN": "t",
+            "GITHUB_OUTPUT": str(tmp_path / "outputs")}
+    proc = script(root, "images.sh", "push", "cu132-cp312-linux-x86_64", str(tmp_path / "image/ref"), env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     calls = (tmp_path / "bin/calls").read_text()
-    remote = "ghcr.io/org/repo/builders-cuda:0123456789abcdef"
-    assert f"skopeo inspect --raw docker://{remote}" in calls
-    assert (f"podman push {remote}" in calls) is not in_registry
-    assert ("nox -s images -- --target cu132-cp312-linux-x86_64 --container-engine podman" in calls) is not in_registry
+    assert "nox -s images -- --target cu132-cp312-linux-x86_64 --container-engine podman" in calls
+    assert "podman push --digestfile" in calls
+    name = "ghcr.io/org/repo/builders-cuda"
+    assert (tmp_path / "image/ref").read_text().strip() == f"{name}@{DIGEST}"
+    assert (tmp_path / "outputs").read_text().splitlines() == [f"name={name}", f"digest={DIGEST}"]
 
 
-def test_images_sh_pull_gives_the_local_tag_and_only_warns_when_missing(root: Path, tmp_path: Path) -> None:
+def test_images_sh_push_fails_without_a_digest(root: Path, tmp_path: Path) -> None:
+    env = fake_tools(tmp_path / "bin", nox=f'[[ "$*" == *--dry-run* ]] && {DRY_RUN}; true', podman="true")
+    env |= {"GITHUB_REPOSITORY": "org/repo"}
+    proc = script(root, "images.sh", "push", "cu132-cp312-linux-x86_64", str(tmp_path / "ref"), env=env)
+    assert proc.returncode != 0 and "no digest" in proc.stdout
+    assert not (tmp_path / "ref").exists()
+
+
+def test_images_sh_pulls_exactly_the_digest_and_tags_it_locally(root: Path, tmp_path: Path) -> None:
+    ref = tmp_path / "ref"
+    ref.write_text(f"ghcr.io/org/repo/builders-cuda@{DIGEST}\n")
+    env = fake_tools(tmp_path / "bin", nox=DRY_RUN, podman="true") | {"GITHUB_REPOSITORY": "org/repo"}
+    proc = script(root, "images.sh", "pull", "cu132-cp312-linux-x86_64", str(ref), env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    calls = (tmp_path / "bin/calls").read_text().splitlines()
+    assert f"podman pull ghcr.io/org/repo/builders-cuda@{DIGEST}" in calls
+    assert f"podman tag ghcr.io/org/repo/builders-cuda@{DIGEST} localhost/builders-cuda:0123456789abcdef" in calls
+
+
+def test_images_sh_pull_tells_a_missing_image_from_one_it_cannot_pull(root: Path, tmp_path: Path) -> None:
+    """No reference (the images job failed): the build builds it. A reference that fails: an error."""
     env = fake_tools(tmp_path / "bin", nox=DRY_RUN, podman='[[ "$1" == pull ]] && exit 1; true')
     env |= {"GITHUB_REPOSITORY": "org/repo"}
-    proc = script(root, "images.sh", "pull", "cu132-cp312-linux-x86_64", env=env)
+    proc = script(root, "images.sh", "pull", "cu132-cp312-linux-x86_64", str(tmp_path / "absent"), env=env)
     assert proc.returncode == 0 and "::warning::" in proc.stdout
-    env = fake_tools(tmp_path / "bin2", nox=DRY_RUN, podman="true") | {"GITHUB_REPOSITORY": "org/repo"}
-    assert script(root, "images.sh", "pull", "cu132-cp312-linux-x86_64", env=env).returncode == 0
-    assert ("podman tag ghcr.io/org/repo/builders-cuda:0123456789abcdef localhost/builders-cuda:0123456789abcdef"
-            in (tmp_path / "bin2/calls").read_text())
+    ref = tmp_path / "ref"
+    ref.write_text(f"ghcr.io/org/repo/builders-cuda@{DIGEST}")
+    proc = script(root, "images.sh", "pull", "cu132-cp312-linux-x86_64", str(ref), env=env)
+    assert proc.returncode != 0 and "cannot pull" in proc.stdout
+    ref.write_text("ghcr.io/org/repo/builders-cuda:latest")
+    proc = script(root, "images.sh", "pull", "cu132-cp312-linux-x86_64", str(ref), env=env)
+    assert proc.returncode != 0 and "not a reference by digest" in proc.stdout
 
 
 def site_with_wheels(folder: Path) -> list[Path]:
@@ -362,65 +410,161 @@ def test_provenance_sh_refuses_two_wheels_with_one_name(root: Path, tmp_path: Pa
     assert proc.returncode != 0 and "one name" in proc.stdout
 
 
-def test_smoke_sh_find_skips_a_target_whose_build_made_no_wheel(root: Path, tmp_path: Path) -> None:
+def test_smoke_sh_find_fails_when_the_wheel_is_not_there(root: Path, tmp_path: Path) -> None:
+    """A smoke job never passes with nothing tested: no wheel (failed build, missing artifact) fails it."""
     (tmp_path / "wheelhouse/whl/cpu").mkdir(parents=True)
     (tmp_path / "wheelhouse/whl/cpu/a.whl").write_bytes(b"a")
-    for wheel, expected in (("a.whl", f"path={tmp_path}/wheelhouse/whl/cpu/a.whl"), ("b.whl", "path=")):
-        out = tmp_path / f"{wheel}.out"
-        proc = script(root, "smoke.sh", "find", str(tmp_path / "wheelhouse"), wheel, env={"GITHUB_OUTPUT": str(out)})
-        assert proc.returncode == 0 and out.read_text().strip() == expected
-    out = tmp_path / "none.out"  # no artifact at all: the build job never uploaded
-    assert script(root, "smoke.sh", "find", str(tmp_path / "absent"), "a.whl", env={"GITHUB_OUTPUT": str(out)}).returncode == 0
-    assert out.read_text().strip() == "path="
+    out = tmp_path / "a.out"
+    proc = script(root, "smoke.sh", "find", str(tmp_path / "wheelhouse"), "a.whl", env={"GITHUB_OUTPUT": str(out)})
+    assert proc.returncode == 0 and out.read_text().strip() == f"path={tmp_path}/wheelhouse/whl/cpu/a.whl"
+    for folder, wheel in (("wheelhouse", "b.whl"), ("absent", "a.whl")):
+        out = tmp_path / f"{folder}-{wheel}.out"
+        proc = script(root, "smoke.sh", "find", str(tmp_path / folder), wheel, env={"GITHUB_OUTPUT": str(out)})
+        assert proc.returncode != 0 and "nothing was smoke-tested" in proc.stdout
+        assert not out.exists()
 
 
-def test_smoke_sh_run_installs_builders_from_the_checkout_and_passes_the_options_on(root: Path,
-                                                                                   tmp_path: Path) -> None:
-    """The smoke job's `ci/smoke.sh run ... --require-device` reaches `builders smoke` whole."""
-    env = fake_tools(tmp_path / "bin", uv='[[ "$1 $2" == "python find" ]] && echo /py/bin/python3.14t; true',
-                     uvx="true")
-    proc = script(root, "smoke.sh", "run", "w.whl", "cu132-cp314t-linux-x86_64", "3.14t", "--require-device", env=env)
+FAKE_UV = r'''
+case "$1 $2" in
+  "python find") if [[ "$*" == *3.14t* ]]; then echo /py/bin/python3.14t; else echo /py/bin/python3.12; fi ;;
+  "venv --quiet") mkdir -p "$5/bin"; printf '#!/usr/bin/env bash\necho "venv-python $*" >> %s\n' "$CALLS" > "$5/bin/python"; chmod +x "$5/bin/python" ;;
+esac
+true'''
+
+
+def test_smoke_sh_run_installs_builders_locked_and_passes_the_options_on(root: Path, tmp_path: Path) -> None:
+    """The smoke job's `ci/smoke.sh run ... --require-device` reaches `builders smoke` whole, with
+    builders' dependencies from the hash-locked file and the interpreter the runner has."""
+    wheel = tmp_path / "w.whl"
+    wheel.write_bytes(b"w")
+    env = fake_tools(tmp_path / "bin", uv=FAKE_UV) | {"CALLS": str(tmp_path / "bin/calls")}
+    proc = script(root, "smoke.sh", "run", str(wheel), "cu132-cp314t-linux-x86_64", "3.14t", "--require-device", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     calls = (tmp_path / "bin/calls").read_text().splitlines()
-    assert calls[-1] == ("uvx --python 3.12 --from . builders smoke w.whl --target cu132-cp314t-linux-x86_64 "
+    assert any(c.startswith("uv pip install") and "--require-hashes --no-deps -r ci/release-tools.txt" in c for c in calls)
+    assert any(c.startswith("uv pip install") and c.endswith("--no-deps .") for c in calls)
+    assert calls[-1] == (f"venv-python -m builders smoke {wheel} --target cu132-cp314t-linux-x86_64 "
                          "--python /py/bin/python3.14t --require-device")
-    assert script(root, "smoke.sh", "run", "w.whl", "t", env=env).returncode != 0
+    assert script(root, "smoke.sh", "run", str(wheel), "t", env=env).returncode != 0
 
 
 def git(*args: str, cwd: Path) -> str:
     return subprocess.run(["git", *args], cwd=cwd, text=True, capture_output=True, check=True, timeout=60).stdout
 
 
+def release_site(folder: Path, version: str) -> list[Path]:
+    """What `index` writes for one release, in its shape: each label's wheels under whl/<label>/<project>/."""
+    from dataclasses import replace
+
+    from tests.hostile import make_wheels
+
+    wheels = []
+    for variant in ("pypi", "cpu"):
+        facts = make_wheels.facts(variant)
+        label = facts.version.partition("+")[2]
+        facts = replace(facts, version=f"{version}+{label}")
+        dest = folder / "whl" / label / facts.project / facts.filename
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(make_wheels.good_bytes(facts))
+        wheels.append(dest)
+    subprocess.run([sys.executable, "-m", "builders", "merge-index", str(folder), "--into", str(folder)], check=True,
+                   capture_output=True, timeout=120)  # the pages, as index writes them
+    return wheels
+
+
+def deploy_env(server: Path) -> dict[str, str]:
+    (server / "org").mkdir(parents=True, exist_ok=True)
+    if not (server / "org/repo.git").exists():
+        git("init", "--quiet", "--bare", "repo.git", cwd=server / "org")
+    return {"GH_TOKEN": "token", "GITHUB_REPOSITORY": "org/repo", "GITHUB_SERVER_URL": f"file://{server}",
+            "INDEX_DEPLOY_COMMAND": "", "INDEX_GIT_REMOTE": "", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+
+
+def published(server: Path, path: str) -> str:
+    return git("show", f"gh-pages:{path}", cwd=server / "org/repo.git")
+
+
 def test_deploy_index_sh_publishes_to_a_gh_pages_branch(root: Path, tmp_path: Path) -> None:
     server = tmp_path / "server"
-    (server / "org").mkdir(parents=True)
-    git("init", "--quiet", "--bare", "repo.git", cwd=server / "org")
-    site_with_wheels(tmp_path / "site")
-    (tmp_path / "site/index.html").write_text("<a>")
-    env = {"GH_TOKEN": "token", "GITHUB_REPOSITORY": "org/repo", "GITHUB_SERVER_URL": f"file://{server}",
-           "INDEX_DEPLOY_COMMAND": ""}
+    wheels = release_site(tmp_path / "site", "2.15.0")
+    env = deploy_env(server)
     for _ in range(2):  # the second run finds the branch and its indexes unchanged
         proc = script(root, "deploy-index.sh", str(tmp_path / "site"), env=env)
         assert proc.returncode == 0, proc.stdout + proc.stderr
     files = set(git("ls-tree", "-r", "--name-only", "gh-pages", cwd=server / "org/repo.git").split())
-    assert {".nojekyll", "index.html", "whl/cpu/minifw/index.html"} <= files
+    assert {".nojekyll", *(str(w.relative_to(tmp_path / "site")) for w in wheels)} <= files
+    assert {f"whl/{w.parent.parent.name}/SHA256SUMS" for w in wheels} <= files
+    assert len(git("log", "--oneline", "gh-pages", cwd=server / "org/repo.git").splitlines()) == 1
+
+
+def test_deploy_index_sh_adds_a_release_and_keeps_the_earlier_ones(root: Path, tmp_path: Path) -> None:
+    server = tmp_path / "server"
+    env = deploy_env(server)
+    first = release_site(tmp_path / "first", "2.15.0")
+    second = release_site(tmp_path / "second", "2.15.1")
+    for site in ("first", "second"):
+        proc = script(root, "deploy-index.sh", str(tmp_path / site), env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    for old, new in zip(first, second):
+        folder = str(old.parent.relative_to(tmp_path / "first"))
+        page = published(server, f"{folder}/index.html")
+        assert old.name in page and new.name in page
+        project = json.loads(published(server, f"{folder}/index.json"))
+        assert project["versions"] == sorted({old.name.split("-")[1], new.name.split("-")[1]})
+        sums = published(server, f"{old.parent.parent.relative_to(tmp_path / 'first')}/SHA256SUMS")
+        assert hashlib.sha256(old.read_bytes()).hexdigest() in sums and hashlib.sha256(new.read_bytes()).hexdigest() in sums
+    assert len(git("log", "--oneline", "gh-pages", cwd=server / "org/repo.git").splitlines()) == 2
+
+
+def test_deploy_index_sh_never_changes_a_published_file(root: Path, tmp_path: Path) -> None:
+    server = tmp_path / "server"
+    env = deploy_env(server)
+    wheels = release_site(tmp_path / "site", "2.15.0")
+    assert script(root, "deploy-index.sh", str(tmp_path / "site"), env=env).returncode == 0
+    wheels[0].write_bytes(wheels[0].read_bytes() + b"\0")  # same name, other bytes
+    proc = script(root, "deploy-index.sh", str(tmp_path / "site"), env=env)
+    assert proc.returncode != 0 and "published with other bytes" in proc.stdout + proc.stderr
     assert len(git("log", "--oneline", "gh-pages", cwd=server / "org/repo.git").splitlines()) == 1
 
 
 def test_deploy_index_sh_refuses_what_pages_cannot_serve(root: Path, tmp_path: Path) -> None:
-    site_with_wheels(tmp_path / "site")
-    with open(tmp_path / "site/whl/cpu/minifw/big.whl", "wb") as f:
+    release_site(tmp_path / "site", "2.15.0")
+    with open(tmp_path / "site/whl/cpu/big.bin", "wb") as f:
         f.truncate(101 * 1000 * 1000)  # sparse: no disk used
-    proc = script(root, "deploy-index.sh", str(tmp_path / "site"),
-                  env={"GH_TOKEN": "t", "GITHUB_REPOSITORY": "o/r", "INDEX_DEPLOY_COMMAND": ""})
+    proc = script(root, "deploy-index.sh", str(tmp_path / "site"), env=deploy_env(tmp_path / "server"))
     assert proc.returncode != 0 and "over 100 MB" in proc.stdout and "INDEX_DEPLOY_COMMAND" in proc.stdout
 
 
 def test_deploy_index_sh_runs_the_configured_command_for_another_host(root: Path, tmp_path: Path) -> None:
-    site_with_wheels(tmp_path / "site")
+    release_site(tmp_path / "site", "2.15.0")
     command = 'cp -R "$SITE" "$DEST" && echo "$INDEX_DEPLOY_TOKEN" > "$DEST/token"'
     proc = script(root, "deploy-index.sh", str(tmp_path / "site"),
                   env={"INDEX_DEPLOY_COMMAND": command, "INDEX_DEPLOY_TOKEN": "s3cret", "DEST": str(tmp_path / "host")})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "host/whl/cpu/minifw/index.html").is_file()
     assert (tmp_path / "host/token").read_text().strip() == "s3cret"
+
+
+def test_tag_runs_restore_no_cache_and_no_key_grows_per_run(root: Path) -> None:
+    """A tag run could restore the default branch's caches (any run there writes them); keys must
+    not carry the run id, or every run adds entries to the repository's 10 GB quota."""
+    caches = [step for f in FILES for job in yaml.safe_load((root / f).read_text())["jobs"].values()
+              for step in job.get("steps", []) if step.get("uses", "").startswith("actions/cache@")]
+    assert caches
+    for step in caches:
+        assert step.get("if") == "github.ref_type != 'tag'", step
+        keys = " ".join(str(step["with"].get(k, "")) for k in ("key", "restore-keys"))
+        assert "run_id" not in keys and "run_number" not in keys and "run_attempt" not in keys, keys
+
+
+def test_report_sh_finds_results_however_the_artifacts_were_unpacked(root: Path, tmp_path: Path) -> None:
+    """download-artifact v8 puts one matching artifact directly into its path, several into path/<name>/."""
+    env = fake_tools(tmp_path / "bin", nox="true")
+    for layout in ("results.json", "build-a/results.json", "build-a/whl/results.json"):
+        folder = tmp_path / layout.replace("/", "_")
+        (folder / layout).parent.mkdir(parents=True, exist_ok=True)
+        (folder / layout).write_text("{}")
+        proc = script(root, "report.sh", str(folder), str(tmp_path / "out"), env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        last = (tmp_path / "bin/calls").read_text().splitlines()[-1]
+        assert last == f"nox -s report -- --output {tmp_path / 'out'} --results {folder / layout}"

@@ -184,7 +184,7 @@ def fake_pyenv(root: Path, installs: dict[str, tuple[tuple[int, int, int], bool]
 def test_setup_python_makes_the_last_listed_version_the_default(env: dict[str, str], tmp_path: Path) -> None:
     facts = fake_pyenv(tmp_path / "pyenv", {"3.12.4": ((3, 12, 4), False), "3.11.7": ((3, 11, 7), False)})
     job = {**env, "STANDIN_PYENV_ROOT": str(tmp_path / "pyenv"), "INPUT_PYTHON_VERSION": "3.12\n3.11"}
-    outputs = standin.setup_python(job, probe=facts.get)
+    outputs = standin.setup_python(job, probe=facts.get, environment=lambda _venv, python: python)
     assert outputs == {"python-version": "3.11.7", "python-path": str(tmp_path / "pyenv/versions/3.11.7/bin/python3.11")}
     folders = [Path(line) for line in Path(env["GITHUB_PATH"]).read_text().splitlines()]
     assert len(folders) == 2
@@ -201,7 +201,7 @@ def test_setup_python_checks_what_the_interpreter_really_is(env: dict[str, str],
     facts[liar] = standin.Interpreter(version=(3, 14, 0), releaselevel="final", free_threaded=False)  # GIL on
     job = {**env, "STANDIN_PYENV_ROOT": str(tmp_path / "pyenv"), "INPUT_PYTHON_VERSION": "3.14t"}
     with pytest.raises(standin.StandinError, match=r"Python 3\.14t was not found.*python3\.14t"):
-        standin.setup_python(job, probe=facts.get)
+        standin.setup_python(job, probe=facts.get, environment=lambda _venv, python: python)
 
 
 def test_setup_python_fails_for_a_version_this_host_lacks(env: dict[str, str], tmp_path: Path) -> None:
@@ -216,8 +216,9 @@ def test_setup_python_pre_releases_only_when_allowed(env: dict[str, str], tmp_pa
     facts = {path: standin.Interpreter(version=(3, 15, 0), releaselevel="alpha", free_threaded=False) for path in facts}
     job = {**env, "STANDIN_PYENV_ROOT": str(tmp_path / "pyenv"), "INPUT_PYTHON_VERSION": "3.15"}
     with pytest.raises(standin.StandinError):
-        standin.setup_python(job, probe=facts.get)
-    assert standin.setup_python({**job, "INPUT_ALLOW_PRERELEASES": "true"}, probe=facts.get)["python-version"] == "3.15.0"
+        standin.setup_python(job, probe=facts.get, environment=lambda _venv, python: python)
+    assert standin.setup_python({**job, "INPUT_ALLOW_PRERELEASES": "true"}, probe=facts.get,
+                               environment=lambda _venv, python: python)["python-version"] == "3.15.0"
 
 
 # setup-uv

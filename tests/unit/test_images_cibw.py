@@ -41,7 +41,7 @@ def test_rocm_args_come_from_the_matrix_and_environment(m) -> None:
     args = dict(images.image_spec(one(m, "rocm10.0-cp313-linux-x86_64"), PYTHONS, ENV).args)
     assert args["TOOLKIT_REQUIREMENTS"] == "rocm[libraries,devel]==10.0.*"
     assert args["TOOLKIT_INDEX_URL"] == ENV["THEROCK_INDEX_URL"]
-    assert args["BASE_IMAGE"] == "quay.io/pypa/manylinux_2_28_x86_64"
+    assert args["BASE_IMAGE"] == m.platform("linux-x86_64").base_image
     xpu = dict(images.image_spec(one(m, "xpu-cp313-linux-x86_64"), PYTHONS, ENV).args)
     assert xpu["TOOLKIT_SYSTEM_PACKAGES"] == "intel-oneapi-compiler-dpcpp-cpp-2026.1"
     assert xpu["TOOLKIT_SYSTEM_REPOSITORY_KEY"] == ENV["ONEAPI_REPOSITORY_KEY"]

@@ -322,7 +322,16 @@ def find_python(spec: PythonSpec, env: Env, allow_prereleases: bool, probe: Prob
                        f"{spec.minor_name} on PATH and in {roots}; candidates tried: {looked}")
 
 
-def setup_python(env: Env, probe: Probe = probe_interpreter) -> Outputs:
+def own_environment(folder: Path, interpreter: Path) -> Path:
+    """A virtual environment of ``interpreter`` for this job: a hosted runner's Python is the job's
+    own, so what the job pip-installs must not land in this host's shared interpreter."""
+    if not (folder / "bin" / "python").exists():
+        subprocess.run([str(interpreter), "-m", "venv", str(folder)], check=True, timeout=300, capture_output=True)
+    return folder / "bin" / "python"
+
+
+def setup_python(env: Env, probe: Probe = probe_interpreter,
+                 environment: Callable[[Path, Path], Path] = own_environment) -> Outputs:
     """Put each listed version on PATH; the last is ``python``/``python3`` (setup-python's rule)."""
     specs = [parse_python_spec(line) for line in inp_lines(env, "python-version")]
     if not specs:
@@ -330,12 +339,15 @@ def setup_python(env: Env, probe: Probe = probe_interpreter) -> Outputs:
     allow = inp_bool(env, "allow-prereleases")
     found = [(spec, *find_python(spec, env, allow, probe)) for spec in specs]
     base = runner_temp(env) / "standin-python"
-    for index, (spec, path, _) in enumerate(found):
-        folder = base / f"{index}-{spec.text}" / "bin"
-        names = [spec.minor_name] + (["python", "python3"] if index == len(found) - 1 else [])
-        for name in names:
-            link_into(folder, name, path)
-        add_path(env, folder)
+    for index, (spec, path, _) in enumerate(found[:-1]):
+        link_into(base / f"{index}-{spec.text}" / "bin", spec.minor_name, path)
+        add_path(env, base / f"{index}-{spec.text}" / "bin")
+    spec, path, _ = found[-1]
+    default = environment(base / f"venv-{spec.text}", path)
+    for name in (spec.minor_name, "python", "python3"):
+        if not (default.parent / name).exists():
+            link_into(default.parent, name, default)
+    add_path(env, default.parent)  # the venv's own bin: Python finds pyvenv.cfg beside the name it runs as
     spec, path, interpreter = found[-1]
     log(f"python is {path} ({'.'.join(map(str, interpreter.version))}, from python-version {spec.text})")
     version = ".".join(map(str, interpreter.version)) + ("t" if interpreter.free_threaded else "")

@@ -1,0 +1,221 @@
+"""The release workflow, run for real under act on this host (tests/act/harness.py says how).
+
+Runs, each asserted job by job:
+
+- a tag push of v2.15.0 of a matrix narrowed to a cpu and a cu132 target: plan, images (pushed
+  to a local registry and pulled by digest), one build job per (variant, platform), a smoke job
+  per target, report, release files, provenance, publish (to a local package server) and deploy
+  (to a local git remote); the package server then holds exactly the promoted wheels (audit:
+  zero drift) and the deployed indexes the release;
+- a second release, v2.15.1, deployed after the first: both stay in the indexes;
+- a tag that does not name the matrix's version: the plan job fails and nothing runs after it;
+- a dispatch on the tag whose build fails: that build job fails, the smoke job of its target
+  fails for want of a wheel, nothing is assembled or published; then the same run re-run once
+  the fault is gone (same artifact store, so every upload repeats a name): it passes, and a
+  dispatch still publishes nothing.
+
+What cannot run here: GitHub itself (act runs the jobs; the stand-ins keep the documented
+behaviour the workflow relies on, listed in tests/act/README.md), OIDC and Sigstore (the
+attest stand-in records its subjects), macOS and Windows runners, GPU runners.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import requests
+from packaging.utils import parse_wheel_filename
+
+from builders import matrix
+from builders.images import engine_env
+from builders.targets import expand
+from tests.act.harness import Harness, Run, Services, commit, copy_repository, narrowed, services
+
+pytestmark = pytest.mark.slow
+
+PYTHON = "3.13"  # one the local base image (Debian unstable) and this host (pyenv) both have
+FIRST, SECOND = "2.15.0", "2.15.1"
+HOST_PYTHONS = "3.11.7:3.12.1:3.13.0"  # pyenv's versions the shims may run (setup-python's and uv's finds)
+
+
+def base_digest(base_image: str) -> str:
+    """The local base image by digest, as a release requires (``name@sha256:...``)."""
+    proc = subprocess.run(["podman", "image", "inspect", "--format", "{{.Digest}}", base_image],
+                          env=engine_env(os.environ), capture_output=True, text=True, timeout=120, check=True)
+    return f"{base_image.rsplit(':', 1)[0]}@{proc.stdout.strip()}"
+
+
+def prepare(root: Path, dest: Path, version: str, base: str) -> Path:
+    dest.mkdir(parents=True)
+    copy_repository(root, dest)
+    (dest / "matrix.yaml").write_text(narrowed((root / "matrix.yaml").read_text(), version=version, base_image=base,
+                                               python=PYTHON))
+    commit(dest, f"minifw {version}", tag=f"v{version}")
+    return dest
+
+
+def expected(repo: Path) -> tuple[set[str], set[str]]:
+    """The labelled wheels the narrowed matrix promises, and the PyPI wheels promoted from them."""
+    targets, _ = expand(matrix.load(repo / "matrix.yaml"))
+    labelled = {t.wheel_name for t in targets}
+    pypi = set()
+    for t in targets:
+        if "pypi" in t.channels:
+            name, version, _build, tags = parse_wheel_filename(t.wheel_name)
+            tag = next(iter(tags))
+            pypi.add(f"{name}-{version.public}-{tag.interpreter}-{tag.abi}-{tag.platform}.whl")
+    return labelled, pypi
+
+
+def failed(run: Run) -> str:
+    return f"act exit {run.returncode}; jobs:\n{run.summary()}\n--- last output ---\n{run.output[-6000:]}"
+
+
+def audit(repo: Path, channel: str, url: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "builders", "audit", "--matrix", str(repo / "matrix.yaml"),
+                           "--channel", channel, "--index-url", url, "--format", "json"],
+                          capture_output=True, text=True, timeout=300)
+
+
+def deployed(pages: Path, dest: Path) -> Path:
+    if not dest.exists():
+        subprocess.run(["git", "clone", "--quiet", "--branch", "gh-pages", str(pages), str(dest)], check=True, timeout=120)
+    else:
+        subprocess.run(["git", "-C", str(dest), "pull", "--quiet"], check=True, timeout=120)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory: pytest.TempPathFactory):
+    with services(tmp_path_factory.mktemp("services")) as found:
+        yield found
+
+
+@pytest.fixture(scope="module")
+def act_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("act-home")
+    (home / ".gitconfig").write_text("[user]\n\tname = release-test\n\temail = release-test@localhost\n")
+    return home
+
+
+def harness(repo: Path, home: Path, local: Services) -> Harness:
+    return Harness(repo=repo, home=home, services=local, env={"PYENV_VERSION": HOST_PYTHONS})
+
+
+@pytest.fixture(scope="module")
+def first(root: Path, base_image: str, local: Services, act_home: Path, tmp_path_factory: pytest.TempPathFactory):
+    work = tmp_path_factory.mktemp("first")
+    repo = prepare(root, work / "repo", FIRST, base_digest(base_image))
+    run = harness(repo, act_home, local).run("push", f"refs/tags/v{FIRST}", work / "state", log=work / "act.log")
+    return repo, work / "state", run
+
+
+@pytest.fixture(scope="module")
+def second(first, local: Services, act_home: Path, tmp_path_factory: pytest.TempPathFactory):
+    repo, _state, run = first
+    assert run.returncode == 0, failed(run)
+    text = (repo / "matrix.yaml").read_text().replace(f"version: {FIRST}", f"version: {SECOND}", 1)
+    assert f"version: {SECOND}" in text
+    (repo / "matrix.yaml").write_text(text)
+    commit(repo, f"minifw {SECOND}", tag=f"v{SECOND}")
+    work = tmp_path_factory.mktemp("second")
+    return repo, harness(repo, act_home, local).run("push", f"refs/tags/v{SECOND}", work / "state",
+                                                    log=work / "act.log")
+
+
+def test_a_tag_push_releases_every_planned_wheel(first, local: Services) -> None:
+    repo, state, run = first
+    assert run.returncode == 0, failed(run)
+    assert set(run.jobs.values()) == {"success"}, failed(run)
+    for job in ("plan", "image", "matrix", "build", "smoke", "compatibility report", "release files",
+                "provenance and PyPI", "deploy the indexes"):
+        assert any(job in name for name in run.jobs), f"no {job} job ran:\n{run.summary()}"
+    labelled, pypi = expected(repo)
+    builds = [name for name in run.jobs if "build " in name]
+    assert len(builds) == 2, run.summary()  # one per (variant, platform): the core once each
+    uploaded = {p.name for p in (local.pages.parent / "packages").iterdir() if p.name.endswith(".whl")}
+    assert pypi <= uploaded and {n for n in uploaded if f"-{FIRST}-" in n} == pypi
+    proc = audit(repo, "pypi", local.simple_url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    attested = {json.loads(line)["subjects"][i]["name"] for line in (state / "attestations.jsonl").read_text().splitlines()
+                for i in range(len(json.loads(line)["subjects"]))}
+    assert labelled | pypi <= attested
+
+
+def test_the_deployed_indexes_hold_the_release(first, local: Services, tmp_path: Path) -> None:
+    repo, _state, run = first
+    assert run.returncode == 0, failed(run)
+    labelled, _pypi = expected(repo)
+    site = deployed(local.pages, tmp_path / "pages")
+    found = {p.name for p in site.rglob("*.whl") if "minifw" in p.name}
+    assert labelled <= found
+    for label in {parse_wheel_filename(w)[1].local for w in labelled}:
+        index = site / "whl" / str(label)
+        subprocess.run(["sha256sum", "--quiet", "-c", "SHA256SUMS"], cwd=index, check=True, timeout=120)
+        proc = audit(repo, str(label), index.as_uri() + "/")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_image_was_pushed_and_pulled_by_digest(first, local: Services) -> None:
+    _repo, _state, run = first
+    assert run.returncode == 0, failed(run)
+    host = local.registry.split("/", 1)[0]
+    catalog = requests.get(f"http://{host}/v2/_catalog", timeout=30).json()["repositories"]
+    assert {"builders/builders-cpu", "builders/builders-cuda"} <= set(catalog)
+    assert "@sha256:" in run.output and "from " + local.registry in run.output
+
+
+def test_a_second_release_keeps_the_first_in_the_indexes(second, local: Services, tmp_path: Path) -> None:
+    repo, run = second
+    assert run.returncode == 0, failed(run)
+    site = deployed(local.pages, tmp_path / "pages")
+    for label in ("cpu", "cu132"):
+        names = {p.name for p in (site / "whl" / label / "minifw").glob("*.whl")}
+        assert any(f"-{FIRST}+{label}-" in n for n in names) and any(f"-{SECOND}+{label}-" in n for n in names), names
+        page = (site / "whl" / label / "minifw" / "index.html").read_text()
+        assert all(n in page for n in names)
+    uploaded = {p.name for p in (local.pages.parent / "packages").iterdir()}
+    assert any(f"-{FIRST}-" in n for n in uploaded) and any(f"-{SECOND}-" in n for n in uploaded)
+    proc = audit(repo, "pypi", local.simple_url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_tag_that_is_not_the_version_fails_in_the_plan(root: Path, base_image: str, local: Services,
+                                                          act_home: Path, tmp_path: Path) -> None:
+    repo = prepare(root, tmp_path / "repo", FIRST, base_digest(base_image))
+    commit(repo, "a wrong tag", tag="v9.9.9")
+    run = harness(repo, act_home, local).run("push", "refs/tags/v9.9.9", tmp_path / "state", log=tmp_path / "act.log")
+    assert run.returncode != 0
+    assert run.jobs.get("release/plan") == "failure", failed(run)
+    assert f"does not name the matrix's version" in run.output or FIRST in run.output, failed(run)
+    assert not any("build " in name or "publish" in name or "PyPI" in name for name in run.jobs), run.summary()
+
+
+def test_a_failed_dispatch_build_fails_its_smoke_and_a_rerun_passes_without_publishing(
+        root: Path, base_image: str, local: Services, act_home: Path, tmp_path: Path) -> None:
+    repo = prepare(root, tmp_path / "repo", FIRST, base_digest(base_image))
+    core = repo / "examples/minifw/core/CMakeLists.txt"
+    intact = core.read_text()
+    core.write_text(intact + '\nmessage(FATAL_ERROR "sabotaged by the release test")\n')
+    state, ran = tmp_path / "state", harness(repo, act_home, local)
+    broken = ran.run("workflow_dispatch", f"refs/tags/v{FIRST}", state, inputs={"select": "cpu-*"},
+                     log=tmp_path / "act-1.log")
+    assert broken.returncode != 0
+    assert "failure" in broken.result("release/shard"), failed(broken)
+    smoke = [name for name in broken.jobs if "smoke " in name]
+    assert smoke and all(broken.jobs[name] == "failure" for name in smoke), failed(broken)
+    assert "nothing was smoke-tested" in broken.output
+    assert not any(job in name for name in broken.jobs for job in ("release files", "PyPI", "deploy")), broken.summary()
+
+    core.write_text(intact)  # the fault is gone; "Re-run failed jobs" repeats every artifact name
+    rerun = ran.run("workflow_dispatch", f"refs/tags/v{FIRST}", state, inputs={"select": "cpu-*"},
+                    log=tmp_path / "act-2.log")
+    assert rerun.returncode == 0, failed(rerun)
+    assert any("release files" in name for name in rerun.jobs), rerun.summary()
+    assert not any("PyPI" in name or "deploy" in name for name in rerun.jobs), rerun.summary()
+    assert not (state / "attestations.jsonl").exists() and not (state / "published.jsonl").exists()
