@@ -389,12 +389,14 @@ class FakeRunner:
         return Result(tuple(argv), 0, self.stdout if "-I" in argv else "", 0.0)
 
 
-@pytest.mark.parametrize(("tid", "python"), [("cu132-cp313-linux-x86_64", "/s/venv/bin/python"),
-                                             ("xpu-cp313-windows-x86_64", "/s/venv/Scripts/python.exe")])
-def test_smoke_with_runs_the_probe_from_an_empty_dir_with_the_projects_timeout(m, tid: str, python: str) -> None:
+@pytest.mark.parametrize(("os_", "python"), [(OS.LINUX, "/s/venv/bin/python"), (OS.WINDOWS, "/s/venv/Scripts/python.exe")])
+def test_smoke_with_runs_the_probe_from_an_empty_dir_with_the_projects_timeout(m, os_: OS, python: str) -> None:
+    """The venv's interpreter where the target's OS keeps it (an accelerator variant where the OS has one)."""
+    on_os = sorted(select(m, Selection()), key=lambda t: (t.variant.accelerator is Accelerator.CPU, t.id))
+    target = next(t for t in on_os if t.platform.os is os_ and t.python.abi == "cp313")
     call = FakeRunner(json.dumps(RECORD))
     out = smoke_mod.smoke_with(call, python="py3", wheel="/w/x.whl", staged="/staged", scratch="/s",
-                               target=with_script(one(m, tid), timeout=42.0))
+                               target=with_script(target, timeout=42.0))
     argv, opts = call.calls[-1]
     assert argv == [python, "-I", "/staged/smoke_probe.py", "/staged/facts.json"]
     assert opts == {"cwd": "/s/cwd", "separate_stderr": True, "timeout": 42.0 + smoke_mod.PROBE_MARGIN}
