@@ -61,6 +61,18 @@ def test_tags_are_content_addressed(m) -> None:
     assert dict(cu132.args)["MAX_GCC"] == "15"
 
 
+@pytest.mark.parametrize("base", [None, "localhost/one-base:1"])
+def test_each_platform_gets_its_own_tag_whatever_the_base(m, base: str | None) -> None:
+    """One ``--base-image`` for x86_64 and aarch64 must still give two images (two tags)."""
+    platforms = []
+    for variant, python in {(t.variant.label, t.python.abi) for t in select(m, Selection(select=("*-linux-*",)))}:
+        same = select(m, Selection(select=(f"{variant}-{python}-linux-*",)))
+        specs = [images.image_spec(t, PYTHONS, ENV, base) for t in same]
+        platforms.append(len({t.platform.name for t in same}))
+        assert len({s.tag for s in specs}) == platforms[-1], (variant, python)
+    assert max(platforms) > 1  # the matrix has a variant on two Linux platforms
+
+
 @pytest.mark.parametrize("engine", ["podman", "docker"])
 def test_build_argv_passes_every_arg_and_the_ca_bundle_as_a_secret(m, tmp_path, engine: str) -> None:
     spec = images.image_spec(one(m, "cu134-cp313-linux-x86_64"), PYTHONS, ENV)
