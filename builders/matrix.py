@@ -103,6 +103,7 @@ ARCH_ENTRY = {
 }
 OTHER_ARCH = (re.compile(r"[a-z0-9][a-z0-9_.-]*"), "architecture names separated by ';'")
 ENV_REF = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
+IMAGE_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 URL_UNSAFE = re.compile(r"[\s<>\"'`\\{}|^]")
 LAYOUT_CHARS = re.compile(r"[A-Za-z0-9._{}/-]+")
 
@@ -511,6 +512,17 @@ def platform_name_problem(name: str, os_name: str, arch: str) -> Finding | None:
     return Finding(f"platform {name!r} does not match its os and arch ({os_name}, {arch})", hint=f"did you mean {expected!r}?")
 
 
+def base_image_problem(ref: str) -> Finding | None:
+    """A reference pinned by digest (``repo@sha256:<64 hex>``, ``repo:tag@sha256:...``) must carry a whole
+    sha256 digest: a truncated or mistyped one would fail only when CI pulls the image."""
+    name, at, digest = ref.partition("@")
+    if not at or (name and IMAGE_DIGEST.fullmatch(digest)):
+        return None
+    return Finding(f"{ref!r} is not pinned by a valid digest: after the image name, '@' takes sha256: and 64 "
+                   "lower-case hex digits", hint="copy the digest from `skopeo inspect docker://IMAGE` "
+                   "(\"Digest\"), or remove the '@...' part")
+
+
 def arch_problem(os_name: str, arch: str) -> Finding | None:
     known = ARCHES[os_name]
     if arch in known:
@@ -747,6 +759,7 @@ class _Rules:
             if os_name != "macos" and self.get((*key, field)) is not None:
                 self.report((*key, field), Finding(f"{field} applies to macOS platforms only", hint="remove it"))
         self.check((*key, "mps_min_macos"), str, _mps_problem, dropped)
+        self.check((*key, "base_image"), str, base_image_problem)
 
     # accelerators
 
