@@ -175,6 +175,15 @@ def toolkit_url(variant: Variant, name: str, env: Mapping[str, str]) -> str:
     return expand_env(getattr(variant.toolkit, name), env, key=f"{where}: {where.key}.toolkit.{name}")
 
 
+def runtime_indexes(variant: Variant, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The extra package indexes a variant's wheels install their runtime requirements from: its
+    ``toolkit.index_url`` expanded (TheRock's for ``rocm[libraries]``, which no default index has), or
+    none when it names none (cuda, cpu: the default index has them). An unset variable is the
+    :class:`EngineError` of :func:`toolkit_url`, naming it and the variant's ``file:line``."""
+    url = toolkit_url(variant, "index_url", env)
+    return (url,) if url else ()
+
+
 # --- schema --------------------------------------------------------------------------------
 
 
