@@ -36,6 +36,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (16, "index, or nothing to index"), (17, "workflow drift"), (18, "not buildable in image"),
     (19, "bad path argument"), (20, "unreadable input file"), (21, "audit: the index drifted from the matrix"),
     (22, "nothing to build here"), (23, "no accelerator device"), (24, "build.core installed nothing"),
+    (25, "release: the tag, base images or wheel set do not fit the matrix"),
     (130, "interrupted"), (141, "stdout closed early"),
 )
 

@@ -148,3 +148,11 @@ class AuditError(BuildersError):
     or metadata), or it cannot be read."""
 
     exit_code = 21
+
+
+class ReleaseError(BuildersError):
+    """A tag cannot be released from this matrix (see :mod:`builders.release`): the tag names another
+    version than ``project.version``, a Linux base image is not pinned by digest, or the wheels found
+    are not the wheels planned. The message lists every problem, one per line."""
+
+    exit_code = 25

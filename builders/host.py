@@ -44,6 +44,8 @@ class Host:
 
 
 CONTAINER_ENGINES = ("podman", "docker")
+SEARCHED = {OS.LINUX: "pyenv, uv and PATH", OS.MACOS: "pyenv, uv and PATH",
+            OS.WINDOWS: "the runner's tool cache, the py launcher and PATH"}  # see builders.interpreters
 
 
 def normalize_arch(machine: str) -> str:
@@ -60,13 +62,14 @@ def detect(pythons: Iterable[PythonVersion], env: Mapping[str, str], *, engines:
     from .toolchains import probe_compilers
 
     os_ = {"linux": OS.LINUX, "darwin": OS.MACOS, "win32": OS.WINDOWS}[sys.platform]
+    arch = normalize_arch(_platform.machine())
     with ThreadPoolExecutor(max_workers=4) as pool:
-        found = pool.submit(interpreters.discover, pythons, env)
+        found = pool.submit(interpreters.discover, pythons, env, os_, arch)
         compilers = pool.submit(probe_compilers, env)
         working = [(e, pool.submit(engine_works, e, env)) for e in (CONTAINER_ENGINES if engines else ())]
         return Host(
             os=os_,
-            arch=normalize_arch(_platform.machine()),
+            arch=arch,
             interpreters=tuple(sorted((abi, str(p)) for abi, p in found.result().items())),
             container_engines=tuple(e for e, ok in working if ok.result()),
             ccache=shutil.which("ccache", path=env.get("PATH")),
@@ -101,5 +104,5 @@ def unbuildable(target: Target, host: Host, engine: str = "local") -> str | None
         return None
     if host.interpreter(target.python.abi) is None:
         kind = "free-threaded CPython" if target.python.free_threaded else "CPython"
-        return f"no {kind} {target.python} interpreter found (searched pyenv, uv and PATH)"
+        return f"no {kind} {target.python} interpreter found (searched {SEARCHED.get(host.os, SEARCHED[OS.LINUX])})"
     return toolchain_for(target.variant.accelerator).unavailable(target, host)

@@ -1,8 +1,9 @@
 """Build images per accelerator family: Containerfile + build arguments from the matrix.
 
-The tag is content-addressed (hash of the Containerfile, the scripts it copies and the
-arguments), so a laptop and CI computing the same matrix agree on the image, and a changed
-pin or base gives a new tag instead of a stale image.
+The tag is content-addressed (hash of the Containerfile, the scripts it copies, the arguments
+and the platform it is for), so a laptop and CI computing the same matrix agree on the image,
+a changed pin or base gives a new tag instead of a stale image, and an x86_64 and an aarch64
+image never share a tag, even built from one ``--base-image``.
 """
 
 from __future__ import annotations
@@ -45,10 +46,13 @@ class ImageSpec:
     family: Accelerator
     containerfile: Path
     args: tuple[tuple[str, str], ...]
+    platform: str  # the matrix platform, ``linux-aarch64``: one base reference may serve several
+    arch: str
 
     @cached_property
     def tag(self) -> str:
         h = hashlib.sha256(self.containerfile.read_bytes())
+        h.update(f"\0platform={self.platform}\0arch={self.arch}".encode())
         for script in sorted(copied_files(self.containerfile)):
             h.update(script.encode() + (self.containerfile.parent / script).read_bytes())
         for key, value in self.args:
@@ -112,7 +116,8 @@ def image_spec(target: Target, pythons: tuple[str, ...], env: Mapping[str, str],
         args["TOOLKIT_SYSTEM_REPOSITORY"] = expand(target.variant, "system_repository", env, unset)
         args["TOOLKIT_SYSTEM_REPOSITORY_KEY"] = expand(target.variant, "system_repository_key", env, unset)
         args["TOOLKIT_SYSTEM_PACKAGES"] = "\n".join(toolkit.system_packages)
-    return ImageSpec(family=family, containerfile=CONTAINERS_DIR / f"{family.value}.Containerfile", args=tuple(sorted(args.items())))
+    return ImageSpec(family=family, containerfile=CONTAINERS_DIR / f"{family.value}.Containerfile",
+                     args=tuple(sorted(args.items())), platform=target.platform.name, arch=target.platform.arch)
 
 
 def rocm_source_args(target: Target, env: Mapping[str, str]) -> dict[str, str]:

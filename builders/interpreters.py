@@ -1,24 +1,33 @@
-"""Find CPython interpreters on this host: PATH, pyenv and uv-managed installs.
+"""Find CPython interpreters on this host: PATH, pyenv and uv-managed installs; on Windows, the
+runner's tool cache (actions/setup-python), the ``py`` launcher and PATH.
 
-Each candidate is asked what it is (version and free-threading) rather than trusted by name;
-a pyenv shim for a version that is not installed simply fails the question.
+Each candidate is asked what it is (version, free-threading and its real executable) rather
+than trusted by name; a pyenv shim for a version that is not installed, or a ``python.exe`` of
+another version, simply fails the question. The candidates are a function of the host's OS,
+arch and environment, given as parameters, so a test describes a Windows host on Linux.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+import shutil
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 
-from .model import PythonVersion
+from .model import OS, PythonVersion
 from .process import Call, HostRunner, ProcessError
 
 _PROBE = (
     "import json, sys, sysconfig;"
-    "print(json.dumps([sys.implementation.name, *sys.version_info[:2], bool(sysconfig.get_config_var('Py_GIL_DISABLED'))]))"
+    "print(json.dumps([sys.implementation.name, *sys.version_info[:2], bool(sysconfig.get_config_var('Py_GIL_DISABLED')),"
+    " sys.executable]))"
 )
+# setup-python's tool cache names an install's folder for its CPU (and ``-freethreaded`` for a ``t`` build):
+# %RUNNER_TOOL_CACHE%\Python\3.12.10\x64\python.exe, ...\3.14.2\x64-freethreaded\python3.14t.exe.
+TOOL_CACHE_ARCH = {"x86_64": "x64", "aarch64": "arm64"}
+Candidate = tuple[str, ...]  # the argv prefix that runs an interpreter: a path, or ("py", "-3.12")
 
 
 def search_dirs(env: Mapping[str, str]) -> list[Path]:
@@ -32,39 +41,84 @@ def search_dirs(env: Mapping[str, str]) -> list[Path]:
     return dirs
 
 
-def candidates(python: PythonVersion, dirs: Iterable[Path]) -> Iterator[Path]:
-    name = f"python{python.release}" + ("t" if python.free_threaded else "")
-    seen: set[Path] = set()
-    for d in dirs:
-        exe = d / name
-        if exe.is_file() and os.access(exe, os.X_OK) and exe not in seen:
-            seen.add(exe)
-            yield exe
+def candidates(python: PythonVersion, env: Mapping[str, str], os_: OS = OS.LINUX, arch: str = "x86_64") -> list[Candidate]:
+    """Every command that may run ``python`` on a host of ``os_`` and ``arch``, best first, each once; the
+    files among them may not exist (:func:`present` says), and each is asked what it is before it is used."""
+    if os_ is OS.WINDOWS:
+        found = windows_candidates(python, env, arch)
+    else:
+        name = f"python{python.release}" + ("t" if python.free_threaded else "")
+        found = [(str(d / name),) for d in search_dirs(env)]
+    return list(dict.fromkeys(found))
 
 
-def identify(exe: str, call: Call) -> PythonVersion | None:
+def windows_candidates(python: PythonVersion, env: Mapping[str, str], arch: str) -> list[Candidate]:
+    """On Windows: setup-python's tool cache (newest patch release first), the ``py`` launcher (``py -3.12``,
+    ``py -3.14t``), then PATH: ``python3.14t.exe`` for a free-threaded build, else ``python3.12.exe`` and
+    ``python.exe``, whatever version that is (the probe tells)."""
+    ft = python.free_threaded
+    exe = f"python{python.release}t.exe" if ft else "python.exe"
+    folder = TOOL_CACHE_ARCH.get(arch, arch) + ("-freethreaded" if ft else "")
+    cache = env.get("RUNNER_TOOL_CACHE")
+    installs = Path(cache).glob(f"Python/{python.release}.*/{folder}/{exe}") if cache else ()
+    names = [f"python{python.release}t.exe"] if ft else [f"python{python.release}.exe", "python.exe"]
+    path = [PureWindowsPath(p) for p in env.get("PATH", "").split(";") if p]
+    return [*((str(p),) for p in sorted(installs, key=_patch_release, reverse=True)), ("py", f"-{python}"),
+            *((str(d / name),) for d in path for name in names)]
+
+
+def _patch_release(exe: Path) -> tuple[int, ...]:
+    """``3.12.10`` after ``3.12.9``: the tool cache folder's version, compared as numbers."""
+    return tuple(int(part) if part.isdigit() else -1 for part in exe.parent.parent.name.split("."))
+
+
+def present(candidate: Candidate, env: Mapping[str, str]) -> bool:
+    """A path candidate that is an executable file, or a command (the ``py`` launcher) found on PATH."""
+    if len(candidate) > 1:
+        return shutil.which(candidate[0], path=env.get("PATH")) is not None
+    exe = Path(candidate[0])
+    return exe.is_file() and os.access(exe, os.X_OK)
+
+
+def identify(exe: str | Candidate, call: Call) -> PythonVersion | None:
     """What ``exe`` really is (asked through ``call``), or None if it is not a working CPython."""
+    found = probe(exe, call)
+    return found[0] if found else None
+
+
+def probe(exe: str | Candidate, call: Call) -> tuple[PythonVersion, str] | None:
+    """What ``exe`` really is and the interpreter it runs (``sys.executable``: what ``py -3.12`` started),
+    or None if it is not a working CPython."""
+    argv = [exe] if isinstance(exe, str) else list(exe)
     try:
-        out = call([exe, "-c", _PROBE], timeout=30, separate_stderr=True).stdout
-        impl, major, minor, ft = json.loads(out.strip().splitlines()[-1])
-    except (ProcessError, ValueError, IndexError):
+        out = call([*argv, "-c", _PROBE], timeout=30, separate_stderr=True).stdout
+        impl, major, minor, ft, *rest = json.loads(out.strip().splitlines()[-1])
+    except (ProcessError, ValueError, IndexError, TypeError):
         return None
     if impl != "cpython":
         return None
-    return PythonVersion(major=major, minor=minor, free_threaded=ft)
+    return PythonVersion(major=major, minor=minor, free_threaded=ft), str(rest[0]) if rest else argv[0]
 
 
-def discover(wanted: Iterable[PythonVersion], env: Mapping[str, str]) -> dict[str, Path]:
+def discover(wanted: Iterable[PythonVersion], env: Mapping[str, str], os_: OS = OS.LINUX,
+             arch: str = "x86_64") -> dict[str, Path]:
     """Map each wanted ABI (``cp312``) to a working interpreter, when one exists (asked in parallel)."""
-    dirs = search_dirs(env)
     pythons = list(wanted)
     with ThreadPoolExecutor(max_workers=max(min(len(pythons), 4), 1)) as pool:
-        found = pool.map(lambda python: _first_working(python, dirs, env), pythons)
+        found = pool.map(lambda python: _first_working(python, candidates(python, env, os_, arch), env), pythons)
         return {python.abi: exe for python, exe in zip(pythons, found) if exe is not None}
 
 
-def _first_working(python: PythonVersion, dirs: Iterable[Path], env: Mapping[str, str]) -> Path | None:
-    return next((exe for exe in candidates(python, dirs) if identify(str(exe), HostRunner(env)) == python), None)
+def _first_working(python: PythonVersion, found: Iterable[Candidate], env: Mapping[str, str]) -> Path | None:
+    """The first candidate that is ``python``: a file as found (a pyenv version, not its shim's target), a
+    launcher as the interpreter it started."""
+    for candidate in found:
+        if not present(candidate, env):
+            continue
+        answer = probe(candidate, HostRunner(env))
+        if answer is not None and answer[0] == python:
+            return Path(candidate[0] if len(candidate) == 1 else answer[1])
+    return None
 
 
 def image_interpreter(python: PythonVersion) -> str:

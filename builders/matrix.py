@@ -103,6 +103,7 @@ ARCH_ENTRY = {
 }
 OTHER_ARCH = (re.compile(r"[a-z0-9][a-z0-9_.-]*"), "architecture names separated by ';'")
 ENV_REF = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
+IMAGE_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 URL_UNSAFE = re.compile(r"[\s<>\"'`\\{}|^]")
 LAYOUT_CHARS = re.compile(r"[A-Za-z0-9._{}/-]+")
 
@@ -172,6 +173,15 @@ def toolkit_url(variant: Variant, name: str, env: Mapping[str, str]) -> str:
     """``variant.toolkit.<name>`` (``index_url``, ``system_repository``...) expanded for use."""
     where = variant.location
     return expand_env(getattr(variant.toolkit, name), env, key=f"{where}: {where.key}.toolkit.{name}")
+
+
+def runtime_indexes(variant: Variant, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The extra package indexes a variant's wheels install their runtime requirements from: its
+    ``toolkit.index_url`` expanded (TheRock's for ``rocm[libraries]``, which no default index has), or
+    none when it names none (cuda, cpu: the default index has them). An unset variable is the
+    :class:`EngineError` of :func:`toolkit_url`, naming it and the variant's ``file:line``."""
+    url = toolkit_url(variant, "index_url", env)
+    return (url,) if url else ()
 
 
 # --- schema --------------------------------------------------------------------------------
@@ -511,6 +521,17 @@ def platform_name_problem(name: str, os_name: str, arch: str) -> Finding | None:
     return Finding(f"platform {name!r} does not match its os and arch ({os_name}, {arch})", hint=f"did you mean {expected!r}?")
 
 
+def base_image_problem(ref: str) -> Finding | None:
+    """A reference pinned by digest (``repo@sha256:<64 hex>``, ``repo:tag@sha256:...``) must carry a whole
+    sha256 digest: a truncated or mistyped one would fail only when CI pulls the image."""
+    name, at, digest = ref.partition("@")
+    if not at or (name and IMAGE_DIGEST.fullmatch(digest)):
+        return None
+    return Finding(f"{ref!r} is not pinned by a valid digest: after the image name, '@' takes sha256: and 64 "
+                   "lower-case hex digits", hint="copy the digest from `skopeo inspect docker://IMAGE` "
+                   "(\"Digest\"), or remove the '@...' part")
+
+
 def arch_problem(os_name: str, arch: str) -> Finding | None:
     known = ARCHES[os_name]
     if arch in known:
@@ -747,6 +768,7 @@ class _Rules:
             if os_name != "macos" and self.get((*key, field)) is not None:
                 self.report((*key, field), Finding(f"{field} applies to macOS platforms only", hint="remove it"))
         self.check((*key, "mps_min_macos"), str, _mps_problem, dropped)
+        self.check((*key, "base_image"), str, base_image_problem)
 
     # accelerators
 

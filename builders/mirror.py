@@ -10,7 +10,9 @@ project's dependencies and the variant's runtime requirements, markers evaluated
 target's platform and Python, not this host's; no extras) are
 
 1. resolved by pip from its own configured package index (``PIP_INDEX_URL``, pip.conf; this
-   module names no registry) for the target's Python, ABI and platform, binary wheels only:
+   module names no registry), plus the variant's runtime index where the matrix names one
+   (``toolkit.index_url``: TheRock's for ``rocm[libraries]``, expanded from the environment),
+   for the target's Python, ABI and platform, binary wheels only:
    ``pip install --dry-run --report`` gives every file with the sha256 the index declared;
 2. downloaded by pip in hash-checking mode (``--require-hashes``) against those hashes;
 3. hashed again here, each file compared with its declared sha256.
@@ -31,9 +33,11 @@ from urllib.parse import unquote, urlsplit
 
 from packaging.utils import canonicalize_name
 
+from .matrix import runtime_indexes
 from .model import Matrix
 from .process import ProcessError, run
 from .promote import target_of
+from .smoke import pip_index_args
 from .targets import Target
 from .verify import installed_requirements
 from .wheels import Wheel, file_sha256, printable
@@ -137,9 +141,23 @@ def _dict(value: object) -> dict[str, object]:
     return value if isinstance(value, dict) else {}
 
 
-# What resolves requirements for some tags into pins, and what downloads pins into a folder.
-Resolve = Callable[[Sequence[str], Tags], list[Pin]]
-Download = Callable[[Sequence[Pin], Tags, Path], None]
+# What resolves requirements for some tags into pins, and what downloads pins into a folder; each is given
+# the variant's extra indexes (:func:`builders.matrix.runtime_indexes`).
+Resolve = Callable[[Sequence[str], Tags, Sequence[str]], list[Pin]]
+Download = Callable[[Sequence[Pin], Tags, Path, Sequence[str]], None]
+
+
+def resolve_args(requirements: Sequence[str], tags: Tags, indexes: Sequence[str], *, report: str,
+                 target: str) -> list[str]:
+    """``pip install --dry-run --report``'s arguments: what pip would install for ``tags`` (into no environment)."""
+    return ["install", "--dry-run", "--ignore-installed", "--target", target, "--report", report,
+            *pip_index_args(indexes), *tags.argv(), *requirements]
+
+
+def download_args(requirements_file: str, tags: Tags, indexes: Sequence[str], *, dest: str) -> list[str]:
+    """``pip download``'s arguments: the pinned, hashed files only."""
+    return ["download", "--no-deps", "--require-hashes", "--dest", dest, *pip_index_args(indexes), *tags.argv(),
+            "-r", requirements_file]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,19 +169,19 @@ class Pip:
     log: Path | None = None
     timeout: float = 1800.0
 
-    def resolve(self, requirements: Sequence[str], tags: Tags) -> list[Pin]:
+    def resolve(self, requirements: Sequence[str], tags: Tags, indexes: Sequence[str]) -> list[Pin]:
         with tempfile.TemporaryDirectory(prefix="builders-mirror-") as tmp:
             report = Path(tmp) / "report.json"
-            self._pip(["install", "--dry-run", "--ignore-installed", "--target", f"{tmp}/target", "--report",
-                       str(report), *tags.argv(), *requirements], f"resolve {', '.join(requirements)}")
+            self._pip(resolve_args(requirements, tags, indexes, report=str(report), target=f"{tmp}/target"),
+                      f"resolve {', '.join(requirements)}")
             return pins_from_report(json.loads(report.read_text(encoding="utf-8")))
 
-    def download(self, pins: Sequence[Pin], tags: Tags, dest: Path) -> None:
+    def download(self, pins: Sequence[Pin], tags: Tags, dest: Path, indexes: Sequence[str]) -> None:
         with tempfile.TemporaryDirectory(prefix="builders-mirror-") as tmp:
             hashed = Path(tmp) / "requirements.txt"
             hashed.write_text("".join(f"{p.name}=={p.version} --hash=sha256:{p.sha256}\n" for p in pins))
-            self._pip(["download", "--no-deps", "--require-hashes", "--dest", str(dest), *tags.argv(), "-r",
-                       str(hashed)], f"download {', '.join(p.filename for p in pins)}")
+            self._pip(download_args(str(hashed), tags, indexes, dest=str(dest)),
+                      f"download {', '.join(p.filename for p in pins)}")
 
     def _pip(self, args: list[str], what: str) -> None:
         argv = [self.python, "-m", "pip", *args[:1], "--no-input", "--disable-pip-version-check", "--quiet", *args[1:]]
@@ -181,6 +199,7 @@ class Mirror:
     resolve: Resolve
     download: Download
     folder: Path
+    env: Mapping[str, str] = field(default_factory=dict)  # fills a variant's ``${VAR}`` index address
     done: dict[str, dict[str, Mirrored]] = field(default_factory=dict)  # label -> filename -> file
 
     def __call__(self, label: str, wheels: Sequence[Path]) -> list[Path]:
@@ -198,13 +217,13 @@ class Mirror:
         requirements = sorted({str(r) for r in installed_requirements(target.requirements, target)})
         if not requirements:
             return []
-        tags = tags_of(target)
-        pins = self.resolve(requirements, tags)
+        tags, indexes = tags_of(target), runtime_indexes(target.variant, self.env)
+        pins = self.resolve(requirements, tags, indexes)
         dest = self.folder  # a file name is one file: shared by every target that needs it
         dest.mkdir(parents=True, exist_ok=True)
         wanted = [p for p in pins if not _verified(dest / p.filename, p)]
         if wanted:
-            self.download(wanted, tags, dest)
+            self.download(wanted, tags, dest, indexes)
         return [Mirrored(path=check(dest / p.filename, p), pin=p, targets=(target.id,)) for p in pins]
 
     def record(self, label: str) -> dict[str, object]:
@@ -235,5 +254,5 @@ def check(path: Path, pin: Pin) -> Path:
 def pip_mirror(matrix: Matrix, folder: Path, *, python: str, env: Mapping[str, str], log: Path | None = None) -> Mirror:
     """A :class:`Mirror` that asks pip (of ``python``, configured by ``env``)."""
     pip = Pip(python=python, env=env, log=log, timeout=matrix.project.timeouts.install)
-    return Mirror(matrix=matrix, resolve=pip.resolve, download=pip.download, folder=folder)
+    return Mirror(matrix=matrix, resolve=pip.resolve, download=pip.download, folder=folder, env=env)
 

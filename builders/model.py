@@ -83,6 +83,13 @@ class Platform:
     mps_min_macos: str | None = None
     location: Location = field(compare=False, repr=False)
 
+    @property
+    def image_digest(self) -> str | None:
+        """``sha256:...`` when ``base_image`` is pinned by digest (its form is checked at load), else None:
+        a tag can be moved to other content, a digest cannot, so a release builds only on digests."""
+        _, at, digest = (self.base_image or "").partition("@")
+        return digest if at else None
+
 
 @dataclass(frozen=True, kw_only=True)
 class Toolkit:

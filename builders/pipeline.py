@@ -346,7 +346,7 @@ def _smoke(path: Path, plan: BuildPlan, config: RunConfig, log: Log, progress: _
         runner.copy_in(path, planned.wheel)
         runner.copy_in(staged, planned.staged)
         installer = ready(planned.installer, runner, python=planned.python, cache=cache,
-                          key=(spec, planned.python, tuple(sorted(config.env.items()))))
+                          key=(spec, planned.python, tuple(sorted(config.env.items())))).for_target(plan.target, config.env)
         outcome = smoke_with(runner, python=planned.python, wheel=planned.wheel, staged=planned.staged,
                              scratch=planned.scratch, target=plan.target, installer=installer)
     progress.facts["smoke"] = outcome.summary

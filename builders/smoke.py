@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import SmokeError
+from .matrix import runtime_indexes
 from .model import OS, Accelerator, Variant
 from .process import HostRunner, LogLike, ProcessError, Runner
 from .targets import Target
@@ -175,10 +176,17 @@ class Installer:
     source: str = ""  # the uv binary on this host; copied to ``uv`` where that is another place (a container)
     env: Pairs = ()  # uv's settings: pip's, translated where the smoke runs (:func:`ready`), and its cache
     note: str = ""  # why venv + pip runs where uv was wanted
+    indexes: tuple[str, ...] = ()  # the variant's runtime indexes, expanded when the smoke runs (:func:`for_target`)
 
     def fallback(self, why: str) -> Installer:
-        """venv + pip instead, saying why."""
-        return Installer(note=f"{why}; venv + pip ran instead")
+        """venv + pip instead, saying why (the variant's indexes are still needed)."""
+        return Installer(note=f"{why}; venv + pip ran instead", indexes=self.indexes)
+
+    def for_target(self, target: Target, env: Mapping[str, str]) -> Installer:
+        """This installer with ``target``'s runtime indexes (TheRock's for rocm) added to whatever index it
+        is configured with: its requirements are on no other index. Expanded from ``env`` where the smoke
+        runs, like pip's settings, so no plan shows a registry address."""
+        return replace(self, indexes=runtime_indexes(target.variant, env))
 
 
 VENV_PIP = Installer()
@@ -229,6 +237,7 @@ def smoke(wheel: Path, target: Target, interpreter: Path, env: Mapping[str, str]
     with tempfile.TemporaryDirectory(prefix="builders-smoke-") as tmp:
         staged = stage(Path(tmp) / "probe", [target], dist_version=dist_version)
         how = ready(chosen_installer(installer), runner, python=python, key=host_key(python, clean), cache=cache)
+        how = how.for_target(target, clean)
         return smoke_with(runner, python=python, wheel=str(wheel), staged=str(staged), scratch=tmp, target=target,
                           installer=how)
 
@@ -377,11 +386,27 @@ def install_steps(installer: Installer, *, python: str, venv: str, py: str, whee
     make = min(300.0, timeout)
     if installer.kind != UV:
         return (Step(argv=(python, "-m", "venv", venv), timeout=make),
-                Step(argv=(py, "-m", "pip", "install", "--no-input", wheel), timeout=timeout))
+                Step(argv=(py, "-m", "pip", "install", "--no-input", *pip_index_args(installer.indexes), wheel),
+                     timeout=timeout))
     uv, env = installer.uv, installer.env
     return (Step(argv=(uv, "venv", "--no-config", "--no-project", "--python", python, venv), env=env, timeout=make),
             Step(argv=(uv, "pip", "install", "--no-config", "--index-strategy", "unsafe-best-match", "--python", py,
-                       wheel), env=env, timeout=timeout))
+                       wheel), env=with_uv_indexes(env, installer.indexes), timeout=timeout))
+
+
+def pip_index_args(indexes: Sequence[str]) -> tuple[str, ...]:
+    """pip's ``--extra-index-url`` per index: added to the index pip is configured with, not replacing it."""
+    return tuple(arg for url in indexes for arg in ("--extra-index-url", url))
+
+
+def with_uv_indexes(env: Pairs, indexes: Sequence[str]) -> Pairs:
+    """uv's settings with ``indexes`` appended to ``UV_INDEX`` (pip's extra indexes, translated), which a
+    ``--index`` flag would replace."""
+    if not indexes:
+        return env
+    settings = dict(env)
+    settings["UV_INDEX"] = " ".join(filter(None, (settings.get("UV_INDEX", ""), *indexes)))
+    return pairs(settings)
 
 
 def smoke_with(runner: Runner, *, python: str, wheel: str, staged: str, scratch: str, target: Target,

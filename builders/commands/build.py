@@ -5,8 +5,11 @@ Plan, then apply: each target resolves, purely, to a :class:`~builders.buildplan
 plan whose digest is already in the store is reused (``--force`` builds anyway).
 
 A run that leaves nothing to build fails, as cibuildwheel does on an empty selection: in CI
-a green job with no wheel hides a runner that cannot build its target. ``--allow-skip``
-accepts it (cibuildwheel's ``--allow-empty``). An engine asked for by name that cannot run
+a green job with no wheel hides a runner that cannot build its target. A skip counts the
+same whether the plan decided it or the build found it (the check stage: the image has no
+CPython 3.12): a run that made no wheel exits 22, and so does a run in which a target the plan
+could build was skipped while building, since the plan promised that wheel. ``--allow-skip``
+accepts both (cibuildwheel's ``--allow-empty``). An engine asked for by name that cannot run
 here is an error naming what is missing, never silently another engine.
 """
 
@@ -38,6 +41,7 @@ from ..images import base_image, engine_env, image_pythons
 from ..model import OS, Matrix
 from ..pipeline import RunConfig, build_all, summarize
 from ..process import ProcessError, run
+from ..results import Result
 from ..store import builders_version, tree_digest
 from ..targets import Target
 from ..toolchains.provision import default_cache
@@ -46,7 +50,8 @@ from .plan import selected
 
 
 class NothingToBuild(SelectionError):
-    """Every selected target is skipped on this host with this engine (``--allow-skip`` accepts that)."""
+    """Every selected target was skipped on this host with this engine, before or during the build, or a
+    target the plan could build was skipped during it (``--allow-skip`` accepts that)."""
 
     exit_code = 22
 
@@ -57,8 +62,10 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                                    "run each plan through build, label, repair, verify and smoke. Targets this host "
                                    "cannot build are skipped with the reason; a plan whose digest is in the store "
                                    "(<output>/.store) is reused. A failed target does not stop the others; the exit "
-                                   "code is 1 if any failed, 22 if every selected target was skipped (unless "
-                                   "--allow-skip), 9 if the engine asked for cannot run here.")
+                                   "code is 1 if any failed; 22 (unless --allow-skip) if no wheel was made because every "
+                                   "selected target was skipped, before the build or during it, or if a target the "
+                                   "plan could build was skipped during the build (its check found no such "
+                                   "interpreter or toolkit); 9 if the engine asked for cannot run here.")
     add_matrix_option(p)
     add_selection_options(p)
     p.add_argument("--output", type=output_dir, default=Path("wheelhouse"), metavar="DIR",
@@ -73,8 +80,9 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                         "else local, and it says which and why. An engine asked for that cannot run here is an "
                         "error, exit 9 (default: local)")
     p.add_argument("--allow-skip", action="store_true",
-                   help="exit 0 even if every selected target is skipped here (default: exit 22 with each "
-                        "target's reason, as cibuildwheel fails on an empty selection without --allow-empty)")
+                   help="exit 0 even if every selected target is skipped here, or a planned target is skipped "
+                        "during the build (default: exit 22 with each target's reason, as cibuildwheel fails on "
+                        "an empty selection without --allow-empty)")
     p.add_argument("--jobs", "-j", type=_jobs, default=os.cpu_count() or 1, metavar="N",
                    help="targets in their build stages (provision, compile, repair) at the same time; verify and "
                         "smoke of finished builds run beside them (default: the number of cores)")
@@ -122,20 +130,30 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     failed = [r.id for r in outcomes if r.status == "failed"]
     if failed:
         raise TargetsFailed(f"{len(failed)} target(s) failed: {', '.join(failed)} (see {config.output / 'logs'})")
-    return something_to_build(resolved, args.allow_skip, console)
+    return something_to_build(resolved, args.allow_skip, console, outcomes)
 
 
-def something_to_build(resolved: Sequence[Resolved], allow_skip: bool, console: Console) -> int:
-    """0 when a plan was left to build; when every target was skipped, :class:`NothingToBuild` with each
-    reason (cibuildwheel's rule for an empty selection), or 0 and a note with ``--allow-skip``."""
-    if any(isinstance(r, BuildPlan) for r in resolved):
+def something_to_build(resolved: Sequence[Resolved], allow_skip: bool, console: Console,
+                       outcomes: Sequence[Result] = ()) -> int:
+    """0 when every plan made its wheel (``outcomes``: the run's results; none for a dry run). Else
+    :class:`NothingToBuild` with each reason, or 0 and a note with ``--allow-skip``: when no wheel was
+    made because every target was skipped (cibuildwheel's rule for an empty selection), wherever the
+    skip was decided, and when a target the plan could build was skipped during the build."""
+    planned = {r.id for r in resolved if isinstance(r, BuildPlan)}
+    late = [r for r in outcomes if r.status == "skipped" and r.id in planned]
+    if not late and planned:
         return 0
-    reasons = "\n  ".join(f"{r.id}: {r.reason}" for r in resolved if isinstance(r, Skipped))
+    skips: list[Skipped | Result] = list(late)
+    if planned - {r.id for r in late}:
+        what = f"{len(late)} target(s) the plan could build were skipped during the build"
+    else:
+        what = "nothing to build here: every selected target is skipped"
+        skips[:0] = [r for r in resolved if isinstance(r, Skipped)]
+    reasons = "\n  ".join(f"{r.id}: {r.reason}" for r in skips)
     if allow_skip:
-        console.line(f"nothing to build here (--allow-skip):\n  {reasons}")
+        console.line(f"{what} (--allow-skip):\n  {reasons}")
         return 0
-    raise NothingToBuild(f"nothing to build here: every selected target is skipped (pass --allow-skip to accept "
-                         f"that):\n  {reasons}")
+    raise NothingToBuild(f"{what} (pass --allow-skip to accept that):\n  {reasons}")
 
 
 def context(args: argparse.Namespace, m: Matrix, host: Host, env: dict[str, str]) -> Context:

@@ -25,6 +25,7 @@ from builders.engines.local import LocalEngine
 from builders.errors import EngineError
 from builders.host import Host, normalize_arch
 from builders.model import OS, Accelerator
+from builders.results import Result
 from builders.targets import Target, expand
 from tests import expected
 
@@ -153,6 +154,42 @@ def test_one_plan_left_to_build_is_enough(targets) -> None:
     plan = LOCAL.plan(targets[tid], context(host))
     assert isinstance(plan, BuildPlan)
     assert something_to_build([plan, Skipped(id="x", reason="y")], False, Console(io.StringIO())) == 0
+
+
+def planned(targets, count: int) -> list[BuildPlan]:
+    """``count`` plans of Linux x86_64 cpu targets, on a host with each one's interpreter."""
+    ids = [i for i in sorted(targets) if i.startswith("cpu-") and i.endswith(f"-{LINUX.platform}")][:count]
+    host = replace(LINUX, interpreters=tuple((targets[i].python.abi, "/usr/bin/python3") for i in ids))
+    plans = [LOCAL.plan(targets[i], context(host)) for i in ids]
+    assert len(plans) == count and all(isinstance(p, BuildPlan) for p in plans)
+    return plans
+
+
+def test_a_target_skipped_during_the_build_counts_as_a_skip(targets) -> None:
+    """The check stage found no CPython where the plan expected one: no wheel, so exit 22, as a plan-time skip."""
+    (plan,) = planned(targets, 1)
+    late = Result(id=plan.id, status="skipped", engine="container", stage="check", reason="no CPython 3.12 in image")
+    with pytest.raises(NothingToBuild) as caught:
+        something_to_build([plan], False, Console(io.StringIO()), [late])
+    assert caught.value.exit_code == 22 and f"{plan.id}: no CPython 3.12 in image" in str(caught.value)
+    early = Skipped(id="x-early", reason="needs another host")
+    with pytest.raises(NothingToBuild, match="every selected target is skipped") as caught:
+        something_to_build([plan, early], False, Console(io.StringIO()), [late, Result(id=early.id, status="skipped")])
+    assert "x-early: needs another host" in str(caught.value)
+    out = io.StringIO()
+    assert something_to_build([plan], True, Console(out), [late]) == 0
+    assert "--allow-skip" in out.getvalue() and "no CPython 3.12 in image" in out.getvalue()
+
+
+def test_a_planned_target_skipped_during_the_build_fails_the_run_beside_built_ones(targets) -> None:
+    built, skipped = planned(targets, 2)
+    outcomes = [Result(id=built.id, status="built"), Result(id=skipped.id, status="skipped", reason="no CPython")]
+    with pytest.raises(NothingToBuild, match="1 target\\(s\\) the plan could build were skipped") as caught:
+        something_to_build([built, skipped], False, Console(io.StringIO()), outcomes)
+    assert f"{skipped.id}: no CPython" in str(caught.value) and built.id not in str(caught.value)
+    assert something_to_build([built, skipped], True, Console(io.StringIO()), outcomes) == 0
+    reused = [Result(id=built.id, status="reused"), Result(id=skipped.id, status="built")]
+    assert something_to_build([built, skipped, Skipped(id="x", reason="y")], False, Console(io.StringIO()), reused) == 0
 
 
 # -- smoke --require-device: the matrix says which jobs are GPU jobs; the machine says if it has one ---

@@ -10,9 +10,9 @@ from builders import images, matrix
 from builders.engines.cibw import cibw_options, identifier
 from builders.engines.container import CONTAINER_CA, container_env
 from builders.errors import EngineError
-from builders.model import Accelerator
+from builders.model import OS, Accelerator
 from builders.repair import repair_argv, repair_command
-from builders.targets import Selection, select
+from builders.targets import Selection, expand, select
 
 ENV = {"THEROCK_INDEX_URL": "https://rocm.example/v2/gfx-all/", "ONEAPI_REPOSITORY": "https://oneapi.example/deb",
        "ONEAPI_REPOSITORY_KEY": "https://oneapi.example/key.pub"}
@@ -59,6 +59,18 @@ def test_tags_are_content_addressed(m) -> None:
     assert cu132.tag != images.image_spec(one(m, "cu132-cp313-linux-x86_64"), PYTHONS, ENV, "localhost/b:1").tag
     assert cu132.tag.startswith("localhost/builders-cuda:")
     assert dict(cu132.args)["MAX_GCC"] == "15"
+
+
+@pytest.mark.parametrize("base", [None, "localhost/one-base:1"])
+def test_each_platform_gets_its_own_tag_whatever_the_base(m, base: str | None) -> None:
+    """One ``--base-image`` for x86_64 and aarch64 must still give two images (two tags)."""
+    platforms = []
+    for variant, python in {(t.variant.label, t.python.abi) for t in select(m, Selection(select=("*-linux-*",)))}:
+        same = select(m, Selection(select=(f"{variant}-{python}-linux-*",)))
+        specs = [images.image_spec(t, PYTHONS, ENV, base) for t in same]
+        platforms.append(len({t.platform.name for t in same}))
+        assert len({s.tag for s in specs}) == platforms[-1], (variant, python)
+    assert max(platforms) > 1  # the matrix has a variant on two Linux platforms
 
 
 @pytest.mark.parametrize("engine", ["podman", "docker"])
@@ -135,7 +147,8 @@ def test_only_declared_settings_cross_into_containers(m) -> None:
 def test_cibw_identifiers(m) -> None:
     assert identifier(one(m, "cu132-cp314t-linux-x86_64")) == "cp314t-manylinux_x86_64"
     assert identifier(one(m, "cpu-cp312-macos-arm64")) == "cp312-macosx_arm64"
-    assert identifier(one(m, "xpu-cp315-windows-x86_64")) == "cp315-win_amd64"
+    windows = next(t for t in expand(m)[0] if t.platform.os is OS.WINDOWS and t.python.abi == "cp315")
+    assert identifier(windows) == "cp315-win_amd64"
 
 
 def test_cibw_options_for_a_group(m) -> None:

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from builders import matrix, mirror
+from builders.errors import EngineError
 from builders.index import IndexBuildError, build_index
-from builders.targets import Selection, select
+from builders.targets import Selection, expand, select
 from tests import expected
 
 
@@ -77,14 +78,17 @@ class FakePip:
         self.files = [dependency_wheel(source, "rt_core", "1.0"), dependency_wheel(source, "rt_extra", "2.0")]
         self.resolved: list[tuple[tuple[str, ...], mirror.Tags]] = []
         self.downloaded: list[str] = []
+        self.indexes: list[tuple[str, ...]] = []  # per call, resolve and download alike
         self.tamper = tamper
 
-    def resolve(self, requirements, tags):
+    def resolve(self, requirements, tags, indexes):
         self.resolved.append((tuple(requirements), tags))
+        self.indexes.append(tuple(indexes))
         return [mirror.Pin(name=f.name.split("-")[0].replace("_", "-"), version=f.name.split("-")[1], filename=f.name,
                            sha256=hashlib.sha256(f.read_bytes()).hexdigest()) for f in self.files]
 
-    def download(self, pins, tags, dest: Path) -> None:
+    def download(self, pins, tags, dest: Path, indexes) -> None:
+        self.indexes.append(tuple(indexes))
         for pin in pins:
             data = next(f for f in self.files if f.name == pin.filename).read_bytes()
             (dest / pin.filename).write_bytes(data + (b"x" if self.tamper else b""))
@@ -155,3 +159,44 @@ def test_a_variant_without_requirements_asks_pip_nothing(m, shipped_text: str, t
     pip = FakePip(tmp_path / "src")
     mirrored = mirror.Mirror(matrix=m, resolve=pip.resolve, download=pip.download, folder=tmp_path / "dl")
     assert mirrored(cpu, [labelled_wheel(tmp_path, target)]) == [] and pip.resolved == []
+
+
+# --- a variant's own runtime index (TheRock's for rocm): added to pip's, from the environment ---------
+
+
+def index_variants(m) -> tuple:
+    """A live target whose variant names a runtime index (``toolkit.index_url``), one whose variant does not,
+    and the variable the first's address comes from."""
+    targets = sorted(expand(m)[0], key=lambda t: t.id)
+    indexed = next(t for t in targets if t.variant.toolkit.index_url and t.variant.requirements)
+    plain = next(t for t in targets if not t.variant.toolkit.index_url and t.variant.requirements)
+    (var,) = matrix.ENV_REF.findall(indexed.variant.toolkit.index_url)
+    return indexed, plain, var
+
+
+def test_pip_asks_the_variants_own_index_too(m, tmp_path: Path) -> None:
+    indexed, plain, var = index_variants(m)
+    env = {var: "https://rocm.example.invalid/simple/"}
+    (tmp_path / "src").mkdir()
+    pip = FakePip(tmp_path / "src")
+    mirrored = mirror.Mirror(matrix=m, resolve=pip.resolve, download=pip.download, folder=tmp_path / "dl", env=env)
+    mirrored.for_target(indexed)
+    assert pip.indexes == [(env[var],), (env[var],)]  # resolve, then download
+    pip.indexes.clear()
+    mirrored.for_target(plain)
+    assert pip.indexes == [()]  # resolved; the same two files are already downloaded
+    tags = mirror.tags_of(indexed)
+    argv = mirror.resolve_args(["rocm[libraries]"], tags, (env[var],), report="r.json", target="t")
+    assert argv[argv.index("--extra-index-url") + 1] == env[var]
+    argv = mirror.download_args("req.txt", tags, (env[var],), dest="d")
+    assert argv[argv.index("--extra-index-url") + 1] == env[var]
+    assert "--extra-index-url" not in mirror.resolve_args(["x"], mirror.tags_of(plain), (), report="r", target="t")
+
+
+def test_an_unset_index_variable_is_named_with_its_place(m, tmp_path: Path) -> None:
+    indexed, _, var = index_variants(m)
+    pip = FakePip(tmp_path)
+    mirrored = mirror.Mirror(matrix=m, resolve=pip.resolve, download=pip.download, folder=tmp_path / "dl")
+    with pytest.raises(EngineError, match=rf"{indexed.variant.location.file}:\d+:\d+: .*needs \$\{{{var}\}}"):
+        mirrored.for_target(indexed)
+    assert pip.resolved == []

@@ -184,6 +184,24 @@ def test_promote_command_exit_code(tmp_path: Path, root: Path) -> None:
     assert main(["promote", str(src.path), "--matrix", str(root / "matrix.yaml"), "--output", str(tmp_path / "o")]) == 15
 
 
+def test_a_folder_without_a_pypi_default_promotes_nothing_only_with_allow_empty(tmp_path: Path, root: Path, m,
+                                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    defaults = dict(m.channels.pypi)
+    label = next(v.label for v in m.variants if v.label != defaults.get("linux-x86_64"))
+    make_wheel(tmp_path / "house", version=f"{m.project.version}+{label}", m=m)
+    out = tmp_path / "out"
+    args = ["promote", str(tmp_path / "house"), "--matrix", str(root / "matrix.yaml"), "--output", str(out)]
+    assert main(args) == 15
+    assert "--allow-empty" in capsys.readouterr().err
+    assert main([*args, "--allow-empty"]) == 0
+    said = capsys.readouterr()
+    assert "nothing promoted" in said.out + said.err and "--allow-empty" in said.out + said.err
+    assert not out.exists() or list(out.rglob("*.whl")) == []
+    (tmp_path / "empty").mkdir()
+    assert main(["promote", str(tmp_path / "empty"), "--matrix", str(root / "matrix.yaml"), "--output", str(out),
+                 "--allow-empty"]) == 15
+
+
 # --- index -----------------------------------------------------------------------------
 
 

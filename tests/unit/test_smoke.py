@@ -22,6 +22,7 @@ import pytest
 
 import builders.smoke as smoke_mod
 from builders import matrix
+from builders.errors import EngineError
 from builders.model import OS, Accelerator
 from builders.process import ProcessError, Result
 from builders.resources import smoke_probe as probe
@@ -389,12 +390,14 @@ class FakeRunner:
         return Result(tuple(argv), 0, self.stdout if "-I" in argv else "", 0.0)
 
 
-@pytest.mark.parametrize(("tid", "python"), [("cu132-cp313-linux-x86_64", "/s/venv/bin/python"),
-                                             ("xpu-cp313-windows-x86_64", "/s/venv/Scripts/python.exe")])
-def test_smoke_with_runs_the_probe_from_an_empty_dir_with_the_projects_timeout(m, tid: str, python: str) -> None:
+@pytest.mark.parametrize(("os_", "python"), [(OS.LINUX, "/s/venv/bin/python"), (OS.WINDOWS, "/s/venv/Scripts/python.exe")])
+def test_smoke_with_runs_the_probe_from_an_empty_dir_with_the_projects_timeout(m, os_: OS, python: str) -> None:
+    """The venv's interpreter where the target's OS keeps it (an accelerator variant where the OS has one)."""
+    on_os = sorted(select(m, Selection()), key=lambda t: (t.variant.accelerator is Accelerator.CPU, t.id))
+    target = next(t for t in on_os if t.platform.os is os_ and t.python.abi == "cp313")
     call = FakeRunner(json.dumps(RECORD))
     out = smoke_mod.smoke_with(call, python="py3", wheel="/w/x.whl", staged="/staged", scratch="/s",
-                               target=with_script(one(m, tid), timeout=42.0))
+                               target=with_script(target, timeout=42.0))
     argv, opts = call.calls[-1]
     assert argv == [python, "-I", "/staged/smoke_probe.py", "/staged/facts.json"]
     assert opts == {"cwd": "/s/cwd", "separate_stderr": True, "timeout": 42.0 + smoke_mod.PROBE_MARGIN}
@@ -644,3 +647,39 @@ def test_minifw_script_reports_wrong_numbers_and_runtime() -> None:
 
 def test_accelerators_with_runtime_probes_are_declared() -> None:
     assert set(smoke_mod.RUNTIME_PROBES) == {Accelerator.CUDA, Accelerator.ROCM}
+
+
+# -- a variant's own runtime index (TheRock's for rocm) is added to the smoke install's ------------------
+
+
+def indexed_and_plain(m) -> tuple:
+    """A Linux target whose variant names a runtime index (``toolkit.index_url``), one whose variant has
+    runtime requirements and no index, and the variable the index address comes from."""
+    linux = [t for t in select(m, Selection(select=("*-linux-*",))) if t.variant.requirements]
+    indexed = next(t for t in linux if t.variant.toolkit.index_url)
+    plain = next(t for t in linux if not t.variant.toolkit.index_url)
+    (var,) = matrix.ENV_REF.findall(indexed.variant.toolkit.index_url)
+    return indexed, plain, var
+
+
+def test_the_smoke_install_adds_the_variants_index_to_uvs_and_pips(m) -> None:
+    indexed, plain, var = indexed_and_plain(m)
+    env = {var: "https://rocm.example.invalid/simple/"}
+    uv = smoke_mod.Installer(kind="uv", uv="/tmp/uv", env=(("UV_CACHE_DIR", "/c"), ("UV_INDEX", "file:///w")))
+    for target, added in ((indexed, (env[var],)), (plain, ())):
+        venv, install = smoke_mod.smoke_steps(python="/opt/py", wheel="/w.whl", staged="/st", scratch="/s",
+                                              target=target, installer=uv.for_target(target, env))[1:3]
+        assert dict(install.env)["UV_INDEX"].split() == ["file:///w", *added]  # pip's extra index kept
+        assert venv.env == uv.env and "--index" not in install.argv
+        pip = smoke_mod.smoke_steps(python="/opt/py", wheel="/w.whl", staged="/st", scratch="/s", target=target,
+                                    installer=smoke_mod.VENV_PIP.for_target(target, env))[2]
+        assert pip.argv == ("/s/venv/bin/python", "-m", "pip", "install", "--no-input",
+                            *(arg for url in added for arg in ("--extra-index-url", url)), "/w.whl")
+        fallback = uv.for_target(target, env).fallback("uv failed")
+        assert fallback.indexes == added
+
+
+def test_an_unset_index_variable_fails_the_smoke_naming_it_and_its_place(m) -> None:
+    indexed, _, var = indexed_and_plain(m)
+    with pytest.raises(EngineError, match=rf"{indexed.variant.location.file}:\d+:\d+: .*needs \$\{{{var}\}}"):
+        smoke_mod.VENV_PIP.for_target(indexed, {})

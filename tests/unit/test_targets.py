@@ -19,7 +19,7 @@ from tests import expected
 POLICY_VARIANTS = {
     "linux-x86_64": {"cpu", "cu132", "cu134", "rocm7.14", "rocm10.0", "xpu"},
     "linux-aarch64": {"cpu", "cu132", "cu134"},
-    "windows-x86_64": {"cpu", "xpu"},
+    "windows-x86_64": {"cpu"},
     "macos-arm64": {"cpu"},
 }
 
@@ -60,7 +60,7 @@ def test_free_threaded_target_tags_and_filename(m) -> None:
 @pytest.mark.parametrize(
     ("tid", "platform_tag"),
     [("cpu-cp311-windows-x86_64", "win_amd64"), ("cpu-cp315-macos-arm64", "macosx_14_0_arm64"),
-     ("cu134-cp313-linux-aarch64", "manylinux_2_28_aarch64"), ("xpu-cp312-windows-x86_64", "win_amd64")],
+     ("cu134-cp313-linux-aarch64", "manylinux_2_28_aarch64"), ("cpu-cp314t-windows-x86_64", "win_amd64")],
 )
 def test_filenames_round_trip(m, tid: str, platform_tag: str) -> None:
     (t,) = select(m, Selection(targets=(tid,)))

@@ -1,0 +1,86 @@
+"""The release checks: pure functions of the matrix, a tag and file names; each problem named."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from packaging.version import Version
+
+from builders import matrix
+from builders.model import OS
+from builders.release import release_problems, wheel_set_problems
+from tests import expected
+
+DIGEST = "sha256:" + hashlib.sha256(b"a base image").hexdigest()
+
+
+def linux_bases(text: str) -> dict[str, str]:
+    """Each Linux platform's base_image as written in ``text``."""
+    return {name: p["base_image"] for name, p in expected.raw(text)["platforms"].items() if p["os"] == "linux"}
+
+
+def pinned(text: str, suffix: str = f"@{DIGEST}") -> str:
+    for base in linux_bases(text).values():
+        text = text.replace(f"base_image: {base}\n", f"base_image: {base}{suffix}\n")
+    return text
+
+
+@pytest.fixture(scope="module")
+def shipped(shipped_text: str):
+    return matrix.loads(shipped_text, "matrix.yaml")
+
+
+@pytest.fixture(scope="module")
+def released(shipped_text: str):
+    return matrix.loads(pinned(shipped_text), "matrix.yaml")
+
+
+def test_the_tag_of_the_matrix_version_with_pinned_bases_is_releasable(released) -> None:
+    assert release_problems(released, f"v{released.project.version}") == []
+
+
+def test_a_tag_for_another_version_names_both(released) -> None:
+    version = released.project.version
+    other = Version(f"{version.major}.{version.minor}.{version.micro + 1}")
+    (problem,) = release_problems(released, f"v{other}")
+    assert f"v{other}" in problem and str(other) in problem and str(version) in problem
+    (problem,) = release_problems(released, "nightly")
+    assert "'nightly' names no version" in problem and f"v{version}" in problem
+
+
+def test_every_unpinned_linux_base_is_named_with_its_place(shipped, shipped_text: str) -> None:
+    problems = release_problems(shipped, f"v{shipped.project.version}")
+    linux = [p for p in shipped.platforms if p.os is OS.LINUX]
+    assert len(problems) == len(linux) == len(linux_bases(shipped_text)) > 0
+    for platform, problem in zip(linux, problems, strict=True):
+        line = shipped_text.splitlines().index(f"  {platform.name}:") + 1
+        assert problem.startswith(f"matrix.yaml:{line}:") and f"platforms.{platform.name}.base_image" in problem
+
+
+def test_a_tag_and_a_digest_together_are_pinned(shipped_text: str) -> None:
+    m = matrix.loads(pinned(shipped_text, f":2026.11@{DIGEST}"), "matrix.yaml")
+    assert {p.image_digest for p in m.platforms if p.os is OS.LINUX} == {DIGEST}
+    assert release_problems(m, f"v{m.project.version}") == []
+
+
+@pytest.mark.parametrize("digest", [DIGEST[:-1], "sha256:" + "0" * 63 + "g", "sha512:" + "0" * 64,
+                                    f"{DIGEST}@{DIGEST}", ""])
+def test_a_malformed_digest_is_refused_at_load_with_its_place(shipped_text: str, digest: str) -> None:
+    name, base = next(iter(linux_bases(shipped_text).items()))
+    text = shipped_text.replace(f"base_image: {base}\n", f"base_image: {base}@{digest}\n")
+    with pytest.raises(matrix.MatrixError) as err:
+        matrix.loads(text, "m.yaml")
+    (problem,) = err.value.problems
+    assert "not pinned by a valid digest" in problem.message
+    assert problem.location.key == f"platforms.{name}.base_image"
+    assert problem.location.line == text.splitlines().index(f"    base_image: {base}@{digest}") + 1
+
+
+def test_wheel_set_problems_list_each_missing_and_unexpected_file() -> None:
+    expected_ = {"a-1-py3-none-any.whl", "b-1-py3-none-any.whl", "c-1-py3-none-any.whl"}
+    found = {"a-1-py3-none-any.whl", "d-1-py3-none-any.whl", "e-1-py3-none-any.whl"}
+    assert wheel_set_problems(expected_, found) == [
+        "missing: b-1-py3-none-any.whl (planned, not found)", "missing: c-1-py3-none-any.whl (planned, not found)",
+        "unexpected: d-1-py3-none-any.whl (found, not planned)", "unexpected: e-1-py3-none-any.whl (found, not planned)"]
+    assert wheel_set_problems(expected_, set(expected_)) == []
