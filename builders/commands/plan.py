@@ -15,12 +15,12 @@ from .. import matrix as matrix_mod
 from .. import results as results_mod
 from ..cli import add_matrix_option, add_selection_options, input_file
 from ..console import Console, render_table
+from ..errors import ReleaseError, SelectionError
 from ..estimate import Costs, compare, measured
-from ..errors import SelectionError
 from ..host import detect, unbuildable
 from ..images import engine_env
 from ..model import Matrix
-from ..release import ReleaseError, release_problems
+from ..release import release_problems
 from ..targets import Selection, Target, expand, select
 
 

@@ -7,9 +7,9 @@ import argparse
 from .. import untrusted
 from ..cli import input_dir, input_file
 from ..console import Console
-from ..errors import InputError
+from ..errors import InputError, ReleaseError
 from ..index import find_wheels
-from ..release import ReleaseError, wheel_set_problems
+from ..release import wheel_set_problems
 
 PLAN_LIMIT = 8 * untrusted.MIB
 

@@ -19,11 +19,11 @@ from builders.targets import expand
 
 GITHUB_MAX_JOBS = 256
 GITHUB_MAX_OUTPUT_BYTES = 1_000_000
-# The loader's caps (builders.matrix): at most 32 Pythons, 32 versions of a family and 2,000
+# The loader's caps (builders.matrix): at most 32 Pythons, 32 versions of a family and 4,000
 # candidate targets.
 MAX_PYTHONS = 32
 MAX_VERSIONS = 32
-MAX_CANDIDATES = 2_000
+MAX_CANDIDATES = 4_000
 
 
 def cuda_version(version: str) -> str:
@@ -93,11 +93,10 @@ def test_the_synthetic_matrix_is_larger_than_one_github_matrix(big) -> None:
     assert len(targets) > GITHUB_MAX_JOBS
 
 
-def test_the_shipped_matrix_grows_to_several_github_matrices(root) -> None:
-    """The committed matrix.yaml, grown within the loader's caps (2,000 candidates), plans targets for
-    more than three full GitHub job matrices; how many depends on its exclusions (close to 1,000)."""
+def test_the_shipped_matrix_grows_to_1000_targets(root) -> None:
+    """The committed matrix.yaml, grown within the loader's caps, plans at least 1,000 targets."""
     targets, _ = expand(matrix.loads(synthetic((root / "matrix.yaml").read_text()), root / "matrix.yaml"))
-    assert len(targets) > 3 * GITHUB_MAX_JOBS
+    assert len(targets) >= 1000
 
 
 def test_every_shard_is_within_githubs_limits(big) -> None:
