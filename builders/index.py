@@ -30,6 +30,7 @@ import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from packaging.utils import canonicalize_name
@@ -330,12 +331,12 @@ def merge_into(new: Path, published: Path) -> tuple[str, ...]:
 
 def _merge_record(new: Path, published: Path) -> None:
     """``mirror.json``: every file either release mirrored, with the targets of both."""
-    files: dict[str, dict[str, object]] = {}
+    files: dict[str, dict[str, Any]] = {}
     for path in (published, new):
         if path.is_file():
             for entry in json.loads(path.read_text(encoding="utf-8")).get("files", []):
                 known = files.setdefault(entry["filename"], dict(entry))
-                known["targets"] = sorted(set(known.get("targets", [])) | set(entry.get("targets", [])))
+                known["targets"] = sorted({*known.get("targets", []), *entry.get("targets", [])})
     data = json.loads(new.read_text(encoding="utf-8"))
     data["files"] = [files[name] for name in sorted(files)]
     _write(published, _dumps(data))

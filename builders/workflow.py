@@ -149,7 +149,7 @@ def _smoke_problems(wf: Workflow) -> Iterator[str]:
 def _upload_problems(wf: Workflow) -> Iterator[str]:
     for name, job in wf.jobs.items():
         for step in _steps(job):
-            given = step.get("with") if isinstance(step.get("with"), dict) else {}
+            given = step["with"] if isinstance(step.get("with"), dict) else {}
             if _action(step) == UPLOAD_ACTION and str(given.get("overwrite", "")).lower() != "true":
                 yield (f"{wf.name}: job {name!r} uploads {given.get('name', 'an artifact')!r} without overwrite: true "
                        "(re-running the failed job would fail on the existing name)")

@@ -4,7 +4,9 @@
 # image the container tests build on; Debian's docker.io (dockerd, and a docker CLI with BuildKit
 # built in; tests/integration/test_docker.py starts and stops its own daemon, none is started
 # here); Debian's headless Chromium and its WebDriver, and
-# axe-core from the npm registry, for the compatibility page's browser test. Run by
+# axe-core from the npm registry, for the compatibility page's browser test; ccache (the compiler
+# cache the builds use, and the tests measure); Debian's docker-registry (the CNCF distribution
+# server: the local registry the release workflow's act run pushes its images to). Run by
 # `nox -s tests` (and so by .ci/run); needs root only when something is missing. Idempotent
 # and quiet: a second run installs nothing.
 set -euo pipefail
@@ -15,10 +17,10 @@ axe_dir=${BUILDERS_AXE_DIR:-$HOME/.cache/builders/axe}
 # command -> the Debian package that provides it
 declare -A package=(
   [podman]=podman [runc]=runc [debootstrap]=debootstrap [dockerd]=docker.io
-  [chromium]=chromium [chromedriver]=chromium-driver [npm]=npm
+  [chromium]=chromium [chromedriver]=chromium-driver [npm]=npm [ccache]=ccache [docker-registry]=docker-registry
 )
 missing=()
-for tool in podman runc debootstrap dockerd chromium chromedriver npm; do
+for tool in podman runc debootstrap dockerd chromium chromedriver npm ccache docker-registry; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package[$tool]}")
 done
 if [ "${#missing[@]}" -gt 0 ]; then

@@ -56,7 +56,7 @@ def _cached(name: str, verb: list[str], requirements: Sequence[str], cache: Path
     return final
 
 
-def _stamped(folder: Path, want: dict[str, object]) -> bool:
+def _stamped(folder: Path, want: Mapping[str, object]) -> bool:
     stamp = folder / ".builders-stamp.json"
     try:
         return bool(json.loads(stamp.read_text()) == want)
@@ -64,7 +64,7 @@ def _stamped(folder: Path, want: dict[str, object]) -> bool:
         return False
 
 
-def _publish(tmp: Path, final: Path, want: dict[str, object]) -> None:
+def _publish(tmp: Path, final: Path, want: Mapping[str, object]) -> None:
     """``tmp`` becomes ``final``, unless another run published the same content first: a folder
     in use (a running build mounts it) is never replaced under it. Only a stale one is."""
     try:

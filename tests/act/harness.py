@@ -243,6 +243,11 @@ class Harness:
     services: Services
     env: Mapping[str, str] = field(default_factory=dict)  # more of the host's environment, which jobs inherit
 
+    def platforms(self) -> list[str]:
+        """``-P`` flags: this host for HOST_LABEL, a set-up that fails for every other label."""
+        others = sorted(runner_labels(self.repo / "matrix.yaml") - {HOST_LABEL})
+        return ["-P", f"{HOST_LABEL}=-self-hosted", *(f for label in others for f in ("-P", f"{label}={NEVER_STARTED}"))]
+
     def run(self, event: str, ref: str, state: Path, *, inputs: Mapping[str, str] | None = None,
             log: Path | None = None) -> Run:
         state.mkdir(parents=True, exist_ok=True)
@@ -251,8 +256,7 @@ class Harness:
         event_file = state.parent / f"{state.name}-{event}.json"
         event_file.write_text(json.dumps(payload))
         argv = [act_binary(), event, "-W", ".github/workflows/release.yml", "-e", str(event_file), "--json",
-                "-P", f"{HOST_LABEL}=-self-hosted",
-                *[f for label in sorted(runner_labels(self.repo / "matrix.yaml") - {HOST_LABEL}) for f in ("-P", f"{label}={NEVER_STARTED}")],
+                *self.platforms(),
                 *standin_flags(state, self.repo, pypi_url=self.services.pypi_url),
                 "--env", f"XDG_CACHE_HOME={Path.home() / '.cache'}",
                 "--env", f"CONTAINERS_REGISTRIES_CONF={self.services.registries_conf}",

@@ -427,7 +427,9 @@ def test_smoke_sh_find_fails_when_the_wheel_is_not_there(root: Path, tmp_path: P
 FAKE_UV = r'''
 case "$1 $2" in
   "python find") if [[ "$*" == *3.14t* ]]; then echo /py/bin/python3.14t; else echo /py/bin/python3.12; fi ;;
-  "venv --quiet") mkdir -p "$5/bin"; printf '#!/usr/bin/env bash\necho "venv-python $*" >> %s\n' "$CALLS" > "$5/bin/python"; chmod +x "$5/bin/python" ;;
+  "venv --quiet") mkdir -p "$5/bin"
+                  printf '#!/usr/bin/env bash\necho "venv-python $*" >> %s\n' "$CALLS" > "$5/bin/python"
+                  chmod +x "$5/bin/python" ;;
 esac
 true'''
 

@@ -35,7 +35,8 @@ def test_every_dependency_is_locked_at_a_version_it_admits(root: Path) -> None:
     for requirement in declared:
         name = canonicalize_name(requirement.name)
         assert name in pins, f"{requirement} is not in {LOCK}: regenerate it (see its header)"
-        assert requirement.specifier.contains(pins[name][0], prereleases=True), f"{LOCK} pins {name}=={pins[name][0]}, outside {requirement}"
+        version = pins[name][0]
+        assert requirement.specifier.contains(version, prereleases=True), f"{LOCK} pins {name}=={version}, outside {requirement}"
 
 
 def test_every_pin_carries_hashes(root: Path) -> None:
