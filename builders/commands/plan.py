@@ -37,6 +37,9 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--engine", choices=("local", "container"), default="local",
                    help="which engine's host capability to report (default: local)")
     release = p.add_argument_group("the release workflow")
+    p.add_argument("--output", default=None, metavar="FILE",
+                   help="with --format json or github: write the document to FILE instead of stdout (under nox, "
+                        "whose sessions merge stderr into stdout, warnings would otherwise land in it)")
     release.add_argument("--release-tag", default=None, metavar="TAG",
                          help="this run publishes the release tagged TAG: refused (exit 25) unless TAG names the "
                               "matrix's project.version (v2.15.0), the selection is the whole matrix and every Linux "
@@ -79,7 +82,7 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix)
     targets = selected(m, args)
     if args.format == "github":
-        print(json.dumps(github(m, targets, args, console), indent=None, sort_keys=True))
+        emit(json.dumps(github(m, targets, args, console), indent=None, sort_keys=True), args.output)
         return 0
     if args.estimate:
         print(estimate_table(m, targets, args.results))
@@ -91,7 +94,7 @@ def execute(args: argparse.Namespace, console: Console) -> int:
         records = [{**t.record(), "buildable_here": reasons[t.id] is None, "reason": reasons[t.id]} for t in targets]
         out = {"matrix": str(args.matrix), "host": host.platform, "engine": args.engine, "count": len(records),
                "targets": records, "excluded": [{"id": e.id, "reason": e.reason, "where": e.where} for e in excluded]}
-        print(json.dumps(out, indent=2))
+        emit(json.dumps(out, indent=2), args.output)
         return 0
     rows = [(t.id, ",".join(t.channels), t.wheel_name, "yes" if reasons[t.id] is None else f"no: {reasons[t.id]}")
             for t in targets]
@@ -103,6 +106,18 @@ def execute(args: argparse.Namespace, console: Console) -> int:
 
 def console_table(rows: list[tuple[str, str, str, str]]) -> str:
     return render_table(("target", "channel", "wheel", "buildable here"), rows)
+
+
+def emit(text: str, output: str | None) -> None:
+    """The machine-readable document, to stdout or whole to ``output`` (never half-written)."""
+    if output is None:
+        print(text)
+        return
+    dest = Path(output)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = dest.with_name(f".{dest.name}.partial")
+    partial.write_text(text + "\n", encoding="utf-8")
+    os.replace(partial, dest)
 
 
 def served_labels(text: str | None) -> frozenset[str] | None:

@@ -205,9 +205,9 @@ def parse(lines: str) -> tuple[dict[str, str], tuple[str, ...]]:
         if not isinstance(event, dict) or "job" not in event:
             continue
         if event.get("jobResult"):
-            jobs[event["job"]] = event["jobResult"]
+            jobs[str(event["job"]).strip()] = event["jobResult"]
         if NEVER_STARTED in str(event.get("msg", "")):
-            never.add(event["job"])
+            never.add(str(event["job"]).strip())
     for job in never:
         jobs[job] = "never started"
     return jobs, tuple(sorted(never))

@@ -209,7 +209,7 @@ def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
     ("file", "old", "new", "expected"),
     [
         (SHARD, "ENGINE: ${{ matrix.engine }}", "ENGINE: ${{ matrix.builder }}", "matrix.builder"),
-        (WORKFLOW, "nox -s plan -- --format github --estimate", "nox -s plan -- --json --estimate", "plan job does not run"),
+        (WORKFLOW, "nox -s plan -- --format github --output", "nox -s plan -- --json --output", "plan job does not run"),
         (SHARD, 'nox -s build -- "${args[@]}" --engine "$ENGINE" --output wheelhouse --jobs 2', "make wheels",
          "build job does not run"),
         (SHARD, "matrix: ${{ fromJSON(needs.shard.outputs.builds) }}", "matrix: ${{ fromJSON(needs.shard.outputs.include) }}",
@@ -570,3 +570,14 @@ def test_report_sh_finds_results_however_the_artifacts_were_unpacked(root: Path,
         assert proc.returncode == 0, proc.stdout + proc.stderr
         last = (tmp_path / "bin/calls").read_text().splitlines()[-1]
         assert last == f"nox -s report -- --output {tmp_path / 'out'} --results {folder / layout}"
+
+
+def test_plan_output_keeps_warnings_out_of_the_document(root: Path, tmp_path: Path) -> None:
+    """nox merges a session's stderr into its stdout: the plan job writes the document with --output,
+    so the unserved-GPU-runner warnings reach the log and never the JSON."""
+    proc = builders("plan", "--format", "github", "--gpu-runners", "", "--output", str(tmp_path / "plan.json"), cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "" and "no self-hosted runner labelled" in proc.stderr
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    gpu = [e for s in plan["shards"] for e in s["include"] if e["device"]]
+    assert gpu and all(e["smoke_runner"] == [e["runner"]] for e in gpu)
