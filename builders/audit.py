@@ -34,8 +34,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 from urllib.request import url2pathname
 
 import requests
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.requirements import Requirement
 from packaging.tags import Tag
 from packaging.utils import (
     InvalidSdistFilename,
@@ -46,13 +45,14 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
+from . import metadata_rules
 from .errors import AuditError, SelectionError
 from .model import Matrix, PythonVersion
-from .policy import dropped_admitted_by, dropped_pythons, exclusion_for
+from .policy import dropped_pythons, exclusion_for
 from .promote import public_version, pypi_requirements
 from .targets import Target, expand, target_id, wheel_filename
 from .verify import platform_kind
-from .wheels import MAX_CENTRAL_DIRECTORY, MAX_MEMBERS, MIB, header, printable
+from .wheels import MAX_CENTRAL_DIRECTORY, MAX_MEMBERS, MIB, printable
 
 PYPI = "pypi"
 ACCEPT = ("application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
@@ -401,6 +401,7 @@ class Drift:
     code: str
     file: str
     message: str
+    rule: str = ""  # the builders.metadata_rules code a METADATA drift comes from
 
     def to_json(self) -> dict[str, str]:
         return {"code": self.code, "file": self.file, "message": self.message}
@@ -575,46 +576,32 @@ def check_file(matrix: Matrix, promise: Promise, f: IndexFile, metadata: Callabl
     return drift
 
 
+# What each METADATA rule's problem is called here (builders.metadata_rules holds the rules).
+METADATA_CODES = {"name": "metadata", "version": "metadata", "requires-python": "requires-python",
+                  "requires-python-missing": "requires-python", "requires-python-invalid": "requires-python",
+                  "requires-python-admits-dropped": "requires-python",
+                  "requires-dist": "requires-dist", "requires-dist-invalid": "requires-dist"}
+
+
 def metadata_drift(matrix: Matrix, promise: Promise, meta: email.message.Message, f: IndexFile) -> list[Drift]:
-    drift = []
-    name, version = header(meta, "Name") or "", header(meta, "Version") or ""
-    if canonicalize_name(name) != matrix.project.canonical_name or version != str(promise.version):
-        drift.append(Drift(code="metadata", file=f.filename, message=f"METADATA names {name} {version}, "
-                           f"not {matrix.project.name} {promise.version}"))
-    drift += _requires_python_drift(matrix, header(meta, "Requires-Python"), f)
-    drift += _requires_dist_drift(meta.get_all("Requires-Dist") or [], promise, f.filename)
+    """The METADATA rules (builders.metadata_rules), then whether the index says the same Requires-Python."""
+    want = metadata_rules.Wanted(project=matrix.project.name, version=promise.version,
+                                 requires_python=matrix.project.requires_python, requirements=promise.requirements,
+                                 dropped=matrix.dropped)
+    have = metadata_rules.Headers.of(meta)
+    found = metadata_rules.problems(have, want)
+    drift = [Drift(code=METADATA_CODES[p.code], file=f.filename, message=p.message, rule=p.code) for p in found]
+    if not any(p.code == "requires-python-invalid" for p in found):
+        drift += _index_requires_python_drift(have.requires_python, f)
     return drift
 
 
-def _requires_python_drift(matrix: Matrix, text: str | None, f: IndexFile) -> list[Drift]:
-    want = matrix.project.requires_python
-    try:
-        have = SpecifierSet(text or "")
-    except InvalidSpecifier:
-        return [Drift(code="requires-python", file=f.filename, message=f"Requires-Python {text!r} is not a specifier")]
-    drift = []
-    if not text or have != want:
-        drift.append(Drift(code="requires-python", file=f.filename,
-                           message=f"Requires-Python {text or '(none)'}, the matrix says {want}"))
-    drift += [Drift(code="requires-python", file=f.filename, message=f"Requires-Python {have} admits "
-                    f"Python {d.value}: {d.describe()}") for d in dropped_admitted_by(have, matrix.dropped)]
-    if f.requires_python is not None and text and f.requires_python != text.strip():
-        drift.append(Drift(code="requires-python", file=f.filename, message=f"the index says Requires-Python "
-                           f"{f.requires_python}, the wheel's METADATA {text.strip()}"))
-    return drift
-
-
-def _requires_dist_drift(values: Sequence[str], promise: Promise, filename: str) -> list[Drift]:
-    """Requires-Dist compared as sets of normalised requirement strings (verify's rule)."""
-    try:
-        have = {str(Requirement(v)) for v in values}
-    except InvalidRequirement as exc:
-        return [Drift(code="requires-dist", file=filename, message=f"unparsable Requires-Dist: {exc}")]
-    want = {str(r) for r in promise.requirements}
-    if have == want:
+def _index_requires_python_drift(text: str | None, f: IndexFile) -> list[Drift]:
+    """The index's data-requires-python is the wheel's METADATA Requires-Python, as text."""
+    if f.requires_python is None or not text or f.requires_python == text.strip():
         return []
-    return [Drift(code="requires-dist", file=filename,
-                  message=f"Requires-Dist lacks {sorted(want - have)} and has unexpected {sorted(have - want)}")]
+    return [Drift(code="requires-python", file=f.filename, message=f"the index says Requires-Python "
+                  f"{f.requires_python}, the wheel's METADATA {text.strip()}")]
 
 
 def read_metadata(client: Client, f: IndexFile) -> bytes:

@@ -29,17 +29,15 @@ from functools import cache, cached_property
 from typing import IO
 
 from packaging.requirements import Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from . import elf
+from . import elf, metadata_rules
 from .errors import WheelError
 from .model import OS, Dropped, Variant
-from .policy import dropped_admitted_by
 from .targets import Target
-from .wheels import Finding, RecordEntry, Wheel, WheelReader, header, record_digest
+from .wheels import Finding, RecordEntry, Wheel, WheelReader, record_digest
 
 # Driver-side libraries come with the GPU driver on the user's machine, never in a wheel.
 DRIVER_LIBS = ("libcuda.so*", "libnvidia-*.so*", "libhsakmt.so*", "libdrm_amdgpu.so*", "libze_intel_gpu.so*",
@@ -71,6 +69,13 @@ class Expectation:
     @property
     def wanted_requirements(self) -> tuple[Requirement, ...]:
         return self.target.requirements if self.requirements is None else self.requirements
+
+    @property
+    def wanted_metadata(self) -> metadata_rules.Wanted:
+        project = self.target.project
+        return metadata_rules.Wanted(project=project.name, version=self.wanted_version,
+                                     requires_python=project.requires_python, requirements=self.wanted_requirements,
+                                     dropped=self.dropped)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -263,38 +268,17 @@ def platform_kind(platform: str) -> tuple[str, str]:
 # --- METADATA and RECORD -------------------------------------------------------------------------
 
 
+# What each METADATA rule's problem is called here (builders.metadata_rules holds the rules).
+METADATA_CODES = {"name": "name-mismatch", "version": "version-mismatch", "requires-python": "requires-python-mismatch",
+                  "requires-python-missing": "requires-python-missing", "requires-python-invalid": "requires-python-invalid",
+                  "requires-python-admits-dropped": "requires-python-admits-dropped",
+                  "requires-dist": "requirements-mismatch", "requires-dist-invalid": "requirements-invalid"}
+
+
 def check_metadata(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
-    meta, where = wheel.reader.metadata, f"{wheel.reader.dist_info}/METADATA"
-    version, name = header(meta, "Version"), header(meta, "Name") or ""
-    if version != str(expect.wanted_version):
-        yield Finding(code="version-mismatch", message=f"METADATA Version {version} != {expect.wanted_version}", file=where)
-    if canonicalize_name(name) != expect.target.project.canonical_name:
-        yield Finding(code="name-mismatch", message=f"METADATA Name {name!r} != {expect.target.project.name!r}",
-                      file=where)
-    yield from _requires_python_findings(header(meta, "Requires-Python"), expect, where)
-    yield from _requirement_findings(wheel.reader.requires_dist, expect.wanted_requirements, where)
-
-
-def _requires_python_findings(text: str | None, expect: Expectation, where: str) -> Iterator[Finding]:
-    if not text:
-        yield Finding(code="requires-python-missing", message="no Requires-Python", file=where)
-    try:
-        requires = SpecifierSet(text or "")
-    except InvalidSpecifier:
-        yield Finding(code="requires-python-invalid", message=f"Requires-Python {text!r} is not a version specifier",
-                      file=where)
-        return
-    for d in dropped_admitted_by(requires, expect.dropped):
-        yield Finding(code="requires-python-admits-dropped",
-                      message=f"Requires-Python {requires} admits Python {d.value}: {d.describe()}", file=where)
-
-
-def _requirement_findings(have: Iterable[Requirement], want: Iterable[Requirement], where: str) -> Iterator[Finding]:
-    """Requires-Dist compared as sets of normalised requirement strings."""
-    have_set, want_set = {str(r) for r in have}, {str(r) for r in want}
-    if have_set != want_set:
-        yield Finding(code="requirements-mismatch", message=f"Requires-Dist lacks {sorted(want_set - have_set)} "
-                      f"and has unexpected {sorted(have_set - want_set)}", file=where)
+    where = f"{wheel.reader.dist_info}/METADATA"
+    for p in metadata_rules.problems(metadata_rules.Headers.of(wheel.reader.metadata), expect.wanted_metadata):
+        yield Finding(code=METADATA_CODES[p.code], message=p.message, file=where)
 
 
 def check_record(wheel: Contents, expect: Expectation) -> Iterator[Finding]:

@@ -208,7 +208,7 @@ def test_a_folder_without_a_pypi_default_promotes_nothing_only_with_allow_empty(
 @pytest.fixture
 def wheelhouse(tmp_path: Path, m) -> Path:
     house = tmp_path / "house"
-    make_wheel(house / "whl" / "cpu", version="2.15.0+cpu", requires_python=">=3.11,<3.16", requires=_reqs(m, "cpu"), m=m)
+    make_wheel(house / "whl" / "cpu", version="2.15.0+cpu", requires_python=">=3.11.0", requires=_reqs(m, "cpu"), m=m)
     make_wheel(house / "whl" / "cpu", version="2.15.0+cpu", tag="cp313-cp313-manylinux_2_28_x86_64",
                requires=_reqs(m, "cpu"), m=m)
     make_wheel(house / "whl" / "cu132", version="2.15.0+cu132", requires=_cu132_reqs(m), m=m)
@@ -240,7 +240,7 @@ def test_index_layout_and_hashes(tmp_path: Path, wheelhouse: Path) -> None:
     wheel_sha = hashlib.sha256(src.read_bytes()).hexdigest()
     meta_sha = hashlib.sha256(metadata).hexdigest()
     assert f'href="minifw-2.15.0%2Bcpu-cp312-cp312-manylinux_2_28_x86_64.whl#sha256={wheel_sha}"' in page
-    assert 'data-requires-python="&gt;=3.11,&lt;3.16"' in page
+    assert 'data-requires-python="&gt;=3.11.0"' in page
     assert f'data-dist-info-metadata="sha256={meta_sha}"' in page
     assert f'data-core-metadata="sha256={meta_sha}"' in page
     assert page.index(cpu[0]) < page.index(cpu[1])
@@ -259,7 +259,7 @@ def test_index_json_is_pep_691(tmp_path: Path, wheelhouse: Path) -> None:
     first = detail["files"][0]
     path = out / "whl" / "cpu" / "minifw" / first["filename"]
     assert first["hashes"] == {"sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
-    assert first["requires-python"] == ">=3.11,<3.16"
+    assert first["requires-python"] == ">=3.11.0"
     meta_sha = hashlib.sha256((path.parent / f"{path.name}.metadata").read_bytes()).hexdigest()
     assert first["core-metadata"] == {"sha256": meta_sha}
     assert first["size"] == path.stat().st_size
