@@ -35,8 +35,8 @@ from .buildplan import BuildPlan, Resolved, Skipped
 from .compilercache import STATS_LOG, parse_stats_log
 from .console import Console, markdown_table
 from .core import CoreStore, ensure_core
-from .engines import Engine, NotBuildableHere, Once, open_runner
-from .errors import BuildersError, SmokeError, VerifyError
+from .engines import Engine, Once, open_runner
+from .errors import BuildersError, NotBuildableHere, SmokeError, VerifyError
 from .interpreters import identify
 from .model import Matrix
 from .process import Log, ProcessError, Runner

@@ -28,24 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
 
-from .errors import BuildersError
+from .errors import ProcessError
 
 TAIL_LINES = 25
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL of a cancelled command's group
 POLL = 0.1
 PIPE_CHUNK = 1 << 16
-
-
-class ProcessError(BuildersError):
-    """A command exited non-zero; ``tail`` holds the last lines of its output."""
-
-    exit_code = 12
-
-    def __init__(self, argv: Sequence[str], returncode: int, tail: str) -> None:
-        self.argv = tuple(argv)
-        self.returncode = returncode
-        self.tail = tail
-        super().__init__(f"command failed with exit code {returncode}: {shlex.join(argv)}\n{tail}")
 
 
 class Cancelled(KeyboardInterrupt):

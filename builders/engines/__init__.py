@@ -16,17 +16,11 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from ..buildplan import BuildPlan, Context, Resolved, RunnerSpec
-from ..errors import BuildersError, EngineError
+from ..errors import BuildersError
 from ..process import HostRunner, Log, Runner
 from ..targets import Target
 
 T = TypeVar("T")
-
-
-class NotBuildableHere(EngineError):
-    """The target cannot be built with this engine here (e.g. no such interpreter in the image)."""
-
-    exit_code = 18
 
 
 class Engine(Protocol):

@@ -34,6 +34,7 @@ from ..buildplan import (
     resolve_with,
     settings,
 )
+from ..errors import NotBuildableHere
 from ..interpreters import image_interpreter
 from ..model import Accelerator
 from ..process import LogLike, Result, run
@@ -41,7 +42,7 @@ from ..repair import Tools
 from ..smoke import UV_CACHE_MOUNT
 from ..targets import Target
 from ..toolchains.provision import pip_download
-from . import NotBuildableHere, Once
+from . import Once
 
 __all__ = ["Container", "ContainerEngine", "NotBuildableHere", "container_env", "find_engine", "reap_stale"]
 
