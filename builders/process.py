@@ -338,14 +338,12 @@ class Call(Protocol):
 
 
 class Runner(Call, Protocol):
-    """Where a plan's commands run: a command with extra variables, and files copied in and out."""
+    """Where a plan's commands run: a command with extra variables, and files copied in."""
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
             separate_stderr: bool = False, timeout: float | None = None) -> Result: ...
 
     def copy_in(self, source: Path, dest: str) -> None: ...
-
-    def copy_out(self, source: str, dest: Path) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -367,9 +365,6 @@ class HostRunner:
 
     def copy_in(self, source: Path, dest: str) -> None:
         _copy(source, Path(dest))
-
-    def copy_out(self, source: str, dest: Path) -> None:
-        _copy(Path(source), dest)
 
 
 def _copy(source: Path, dest: Path) -> None:

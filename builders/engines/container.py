@@ -108,9 +108,6 @@ class Container:
     def copy_in(self, source: Path, dest: str) -> None:
         run([self.spec.engine, "cp", str(source), f"{self.name}:{dest}"], env=self.host_env, log=self.log)
 
-    def copy_out(self, source: str, dest: Path) -> None:
-        run([self.spec.engine, "cp", f"{self.name}:{source}", str(dest)], env=self.host_env, log=self.log)
-
 
 @dataclass
 class ContainerEngine:
