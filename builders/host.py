@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import interpreters
+from .arch import canonical_arch
 from .model import OS, PythonVersion
 from .targets import Target
 
@@ -48,21 +49,12 @@ SEARCHED = {OS.LINUX: "pyenv, uv and PATH", OS.MACOS: "pyenv, uv and PATH",
             OS.WINDOWS: "the runner's tool cache, the py launcher and PATH"}  # see builders.interpreters
 
 
-def normalize_arch(machine: str) -> str:
-    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine.lower())
-
-
-def platform_arch(target_arch: str) -> str:
-    """The matrix spells Windows x86_64 ``AMD64`` and macOS ``arm64``; compare normalized."""
-    return normalize_arch(target_arch)
-
-
 def detect(pythons: Iterable[PythonVersion], env: Mapping[str, str], *, engines: bool = True) -> Host:
     """Probe this machine: interpreters, compilers and (with ``engines``) container engines, in parallel."""
     from .toolchains import probe_compilers
 
     os_ = {"linux": OS.LINUX, "darwin": OS.MACOS, "win32": OS.WINDOWS}[sys.platform]
-    arch = normalize_arch(_platform.machine())
+    arch = canonical_arch(_platform.machine())
     with ThreadPoolExecutor(max_workers=4) as pool:
         found = pool.submit(interpreters.discover, pythons, env, os_, arch)
         compilers = pool.submit(probe_compilers, env)
@@ -96,7 +88,7 @@ def unbuildable(target: Target, host: Host, engine: str = "local") -> str | None
     from .toolchains import toolchain_for
 
     plat = target.platform
-    if plat.os is not host.os or platform_arch(plat.arch) != host.arch:
+    if plat.os is not host.os or canonical_arch(plat.arch) != host.arch:
         return f"needs a {plat.name} host (this is {host.platform}); CI runner: {plat.runner}"
     if engine in ("container", "cibw") and plat.os is OS.LINUX:
         if not host.container_engines:
