@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from .buildplan import CorePlan
-from .engines import Once
 from .errors import CoreError
+from .once import Once
 from .process import Log, Runner
 
 

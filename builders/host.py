@@ -11,38 +11,12 @@ import shutil
 import sys
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
 
 from . import interpreters
 from .arch import canonical_arch
+from .hostfacts import Host
 from .model import OS, PythonVersion
 from .targets import Target
-
-
-@dataclass(frozen=True, kw_only=True)
-class Host:
-    """Facts about a build host, probed once."""
-
-    os: OS
-    arch: str
-    interpreters: tuple[tuple[str, str], ...] = ()
-    container_engines: tuple[str, ...] = ()
-    cxx20: str | None = None
-    cxx20_problem: str = "no C++ compiler probed"
-    hipcc_version: str | None = None
-    hipcc: str | None = None
-    icpx: str | None = None
-    ccache: str | None = None  # the compiler cache builds on this host go through, if installed
-
-    @property
-    def platform(self) -> str:
-        return f"{self.os.value}-{self.arch}"
-
-    def interpreter(self, abi: str) -> Path | None:
-        found = dict(self.interpreters).get(abi)
-        return Path(found) if found else None
-
 
 CONTAINER_ENGINES = ("podman", "docker")
 SEARCHED = {OS.LINUX: "pyenv, uv and PATH", OS.MACOS: "pyenv, uv and PATH",

@@ -25,7 +25,6 @@ from ..buildplan import (
     BuildPlan,
     Command,
     Context,
-    Mount,
     Recipe,
     Resolved,
     RunnerSpec,
@@ -37,12 +36,13 @@ from ..buildplan import (
 from ..errors import NotBuildableHere
 from ..interpreters import image_interpreter
 from ..model import Accelerator
+from ..once import Once
 from ..process import LogLike, Result, run
 from ..repair import Tools
+from ..runnerspec import Mount
 from ..smoke import UV_CACHE_MOUNT
 from ..targets import Target
 from ..toolchains.provision import pip_download
-from . import Once
 
 __all__ = ["Container", "ContainerEngine", "NotBuildableHere", "container_env", "find_engine", "reap_stale"]
 
