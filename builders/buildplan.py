@@ -27,10 +27,9 @@ from .compilercache import STATS_LOG, cache_env
 from .host import Host, unbuildable
 from .model import OS
 from .repair import Tools, diagnose_argv, repair_argv
+from .runnerspec import Pairs, RunnerSpec
 from .store import canonical, digest
 from .targets import Target, wheel_filename
-
-Pairs = tuple[tuple[str, str], ...]
 
 # Host variables a build on the host inherits that change what compilers produce: part of
 # a host plan (and so of its digest); everything else of the host's environment is not.
@@ -81,41 +80,6 @@ class Command:
         where = f"cd {shlex.quote(self.cwd)} && " if self.cwd else ""
         assigned = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env)
         return where + (assigned + " " if assigned else "") + shlex.join(self.argv)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Mount:
-    source: str
-    target: str
-    writable: bool = False
-
-    def argv(self) -> list[str]:
-        return ["--volume", f"{self.source}:{self.target}:{'rw' if self.writable else 'ro'}"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunnerSpec:
-    """Where commands run: ``host``, or a fresh ``container`` of ``image``."""
-
-    kind: str
-    image: str = ""
-    base: str = ""
-    engine: str = ""
-    mounts: tuple[Mount, ...] = ()
-    network: bool = False
-    env: Pairs = ()  # container: its whole environment; host: set on top of the host's
-    unset: tuple[str, ...] = ()  # host: variables taken out of the host's environment
-    inherits: Pairs = ()  # host: the build-relevant variables it inherits (BUILD_INPUT_VARS)
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind}
-        if self.kind == "container":
-            out |= {"image": self.image, "base": self.base, "engine": self.engine, "network": self.network,
-                    "mounts": [f"{m.source}:{m.target}:{'rw' if m.writable else 'ro'}" for m in self.mounts]}
-        return out | {"env": dict(self.env), "unset": list(self.unset), "inherits": dict(self.inherits)}
-
-    def describe(self) -> str:
-        return f"{self.engine} {self.image}" if self.kind == "container" else "host"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,7 +4,7 @@ Every path argument says what it must be through its argparse ``type``: :func:`i
 (a plain ``type=Path`` means the same), :func:`input_dir`, :func:`input_path` (a file or a
 folder) or :func:`output_dir`. ``main`` checks them all before the command runs, so a
 missing file, a folder where a file is meant or an output folder that cannot be written is
-one clear line and exit 19, never a traceback half-way through a run.
+one clear line and exit 19 (:class:`~builders.errors.PathError`), never a traceback half-way through a run.
 """
 
 from __future__ import annotations
@@ -20,33 +20,24 @@ from pathlib import Path
 
 from . import __version__
 from .console import Console
-from .errors import BuildersError
+from .errors import PIPE_CLOSED, BuildersError, Interrupted, PathError, exit_codes
 
 COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "merge-index", "release-check",
             "workflow", "audit")
 
-PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
-
-# Every code the tool can return (a unit test proves this list, the README's table and the
-# error classes agree).
-EXIT_CODES: tuple[tuple[int, str], ...] = (
-    (0, "ok"), (1, "a target failed"), (2, "usage"), (3, "invalid matrix"), (4, "dropped item asked for"),
-    (5, "bad selection"), (6, "toolchain"), (7, "verify"), (8, "smoke"), (9, "engine"), (11, "wheel"),
-    (12, "subprocess"), (13, "bad results file"), (14, "repair"), (15, "not promotable, or nothing to promote"),
-    (16, "index, or nothing to index"), (17, "workflow drift"), (18, "not buildable in image"),
-    (19, "bad path argument"), (20, "unreadable input file"), (21, "audit: the index drifted from the matrix"),
-    (22, "nothing to build here"), (23, "no accelerator device"), (24, "build.core installed nothing"),
-    (25, "release: the tag, base images or wheel set do not fit the matrix"),
-    (130, "interrupted"), (141, "stdout closed early"),
-)
-
-EPILOG = textwrap.fill("exit codes: " + ", ".join(f"{code} {what}" for code, what in EXIT_CODES), width=100) + "\n"
+# Every code the tool can return, made from the error classes (a unit test proves the README's
+# table is this table).
+EXIT_CODES: tuple[tuple[int, str], ...] = exit_codes()
 
 
-class PathError(BuildersError):
-    """A path argument is missing, the wrong kind (file or folder) or cannot be written."""
+def epilog(codes: Sequence[tuple[int, str]]) -> str:
+    """The ``--help`` epilog: one code a line, its meaning wrapped under it."""
+    rows = (textwrap.fill(what, width=100, initial_indent=f"  {code:>3}  ", subsequent_indent=" " * 7)
+            for code, what in codes)
+    return "exit codes:\n" + "\n".join(rows) + "\n"
 
-    exit_code = 19
+
+EPILOG = epilog(EXIT_CODES)
 
 
 def input_file(text: str) -> Path:
@@ -197,7 +188,7 @@ def _run(argv: Sequence[str] | None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         console.error("interrupted")
-        return 130
+        return Interrupted.exit_code
     finally:
         sys.stdout.flush()  # inside the try: a reader that went away is seen here, not at exit
 

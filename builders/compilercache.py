@@ -10,7 +10,6 @@ against one cache.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +28,6 @@ def cache_env(cache_dir: str, basedir: str, stats_log: str) -> dict[str, str]:
     env = dict.fromkeys(LAUNCHERS, "ccache")
     return env | {"CCACHE_DIR": cache_dir, "CCACHE_BASEDIR": basedir, "CCACHE_NOHASHDIR": "1",
                   "CCACHE_STATSLOG": stats_log}
-
-
-def wants_cache(env: Mapping[str, str]) -> bool:
-    """Whether a command's environment routes compilers through ccache."""
-    return env.get("CMAKE_CXX_COMPILER_LAUNCHER") == "ccache"
 
 
 @dataclass(frozen=True)

@@ -18,15 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from .buildplan import CorePlan
-from .engines import Once
-from .errors import BuildersError
+from .errors import CoreError
+from .once import Once
 from .process import Log, Runner
-
-
-class CoreError(BuildersError):
-    """The core's commands ran but left nothing installed where ``{coredir}`` points."""
-
-    exit_code = 24
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import SmokeError
+from .errors import DeviceMissing
 from .model import Accelerator
 from .process import ProcessError, run
 from .targets import Target
@@ -40,12 +40,6 @@ NVIDIA_GPU = re.compile(r"^GPU \d+: .+$", re.M)
 ROCM_AGENT = re.compile(r"^\s*Name:\s+(gfx[0-9a-f]+)\s*$", re.M)
 AMD_SMI_GPU = re.compile(r"^GPU: \d+\s*$", re.M)
 SYCL_GPU = re.compile(r"^.*(?:level_zero|opencl):gpu.*$", re.M)
-
-
-class DeviceMissing(SmokeError):
-    """``smoke --require-device``: the target's smoke job needs an accelerator this machine does not show."""
-
-    exit_code = 23
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,6 +17,8 @@ from elftools.elf.dynamic import DynamicSegment
 from elftools.elf.elffile import ELFFile
 from elftools.elf.segments import InterpSegment
 
+from .arch import canonical_arch
+
 MAGIC = b"\x7fELF"
 
 # (e_machine, ELF class, little-endian) -> architecture name, as auditwheel maps them.
@@ -31,9 +33,6 @@ ARCHITECTURES: dict[tuple[str, int, bool], str] = {
     ("EM_ARM", 32, True): "armv7l",
     ("EM_LOONGARCH", 64, True): "loongarch64",
 }
-
-# The matrix spells an arch as ``platform.machine()`` does on that OS; ELF knows one name.
-ARCH_ALIASES = {"amd64": "x86_64", "arm64": "aarch64", "armv8l": "armv7l", "x86": "i686"}
 
 # auditwheel never treats the dynamic loader as an external library ('ld64.so.2' on s390x,
 # 'ld64.so.1' on ppc64le, 'ld-linux*' elsewhere); musl's loader is ld-musl-<arch>.so.1.
@@ -97,9 +96,9 @@ def _dynamic_tags(segment: DynamicSegment, needed: list[str], rpaths: list[str])
             rpaths.extend(p for p in tag.runpath.split(":") if p)
 
 
-def normalise_arch(arch: str) -> str:
-    """``AMD64`` -> ``x86_64``, ``arm64`` -> ``aarch64``: the name ELF files are checked against."""
-    return ARCH_ALIASES.get(arch.lower(), arch)
+# ``AMD64`` -> ``x86_64``, ``arm64`` -> ``aarch64``: the name ELF files are checked against (the matrix
+# spells an arch as ``platform.machine()`` does on that OS; ELF knows one name).
+normalise_arch = canonical_arch
 
 
 def is_loader(library: str) -> bool:

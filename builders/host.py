@@ -11,50 +11,16 @@ import shutil
 import sys
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
 
 from . import interpreters
+from .arch import canonical_arch
+from .hostfacts import Host
 from .model import OS, PythonVersion
 from .targets import Target
-
-
-@dataclass(frozen=True, kw_only=True)
-class Host:
-    """Facts about a build host, probed once."""
-
-    os: OS
-    arch: str
-    interpreters: tuple[tuple[str, str], ...] = ()
-    container_engines: tuple[str, ...] = ()
-    cxx20: str | None = None
-    cxx20_problem: str = "no C++ compiler probed"
-    hipcc_version: str | None = None
-    hipcc: str | None = None
-    icpx: str | None = None
-    ccache: str | None = None  # the compiler cache builds on this host go through, if installed
-
-    @property
-    def platform(self) -> str:
-        return f"{self.os.value}-{self.arch}"
-
-    def interpreter(self, abi: str) -> Path | None:
-        found = dict(self.interpreters).get(abi)
-        return Path(found) if found else None
-
 
 CONTAINER_ENGINES = ("podman", "docker")
 SEARCHED = {OS.LINUX: "pyenv, uv and PATH", OS.MACOS: "pyenv, uv and PATH",
             OS.WINDOWS: "the runner's tool cache, the py launcher and PATH"}  # see builders.interpreters
-
-
-def normalize_arch(machine: str) -> str:
-    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine.lower())
-
-
-def platform_arch(target_arch: str) -> str:
-    """The matrix spells Windows x86_64 ``AMD64`` and macOS ``arm64``; compare normalized."""
-    return normalize_arch(target_arch)
 
 
 def detect(pythons: Iterable[PythonVersion], env: Mapping[str, str], *, engines: bool = True) -> Host:
@@ -62,7 +28,7 @@ def detect(pythons: Iterable[PythonVersion], env: Mapping[str, str], *, engines:
     from .toolchains import probe_compilers
 
     os_ = {"linux": OS.LINUX, "darwin": OS.MACOS, "win32": OS.WINDOWS}[sys.platform]
-    arch = normalize_arch(_platform.machine())
+    arch = canonical_arch(_platform.machine())
     with ThreadPoolExecutor(max_workers=4) as pool:
         found = pool.submit(interpreters.discover, pythons, env, os_, arch)
         compilers = pool.submit(probe_compilers, env)
@@ -96,7 +62,7 @@ def unbuildable(target: Target, host: Host, engine: str = "local") -> str | None
     from .toolchains import toolchain_for
 
     plat = target.platform
-    if plat.os is not host.os or platform_arch(plat.arch) != host.arch:
+    if plat.os is not host.os or canonical_arch(plat.arch) != host.arch:
         return f"needs a {plat.name} host (this is {host.platform}); CI runner: {plat.runner}"
     if engine in ("container", "cibw") and plat.os is OS.LINUX:
         if not host.container_engines:

@@ -35,7 +35,7 @@ from urllib.parse import quote
 
 from packaging.utils import canonicalize_name
 
-from .errors import BuildersError
+from .errors import IndexBuildError
 from .mirror import RECORD, MirrorError
 from .model import Matrix
 from .promote import PromoteError, target_of
@@ -43,13 +43,6 @@ from .verify import Expectation, Finding, integrity, verify
 from .wheels import Wheel, file_sha256, header, printable
 
 API_VERSION = "1.1"
-
-
-class IndexBuildError(BuildersError):
-    """The wheels cannot be laid out as an index (clashing files, unknown label, a wheel that
-    does not verify, a path that would leave the output folder)."""
-
-    exit_code = 16
 
 
 @dataclass(frozen=True, kw_only=True)

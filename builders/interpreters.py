@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PureWindowsPath
 
+from .arch import tool_cache_arch
 from .model import OS, PythonVersion
 from .process import Call, HostRunner, ProcessError
 
@@ -24,9 +25,6 @@ _PROBE = (
     "print(json.dumps([sys.implementation.name, *sys.version_info[:2], bool(sysconfig.get_config_var('Py_GIL_DISABLED')),"
     " sys.executable]))"
 )
-# setup-python's tool cache names an install's folder for its CPU (and ``-freethreaded`` for a ``t`` build):
-# %RUNNER_TOOL_CACHE%\Python\3.12.10\x64\python.exe, ...\3.14.2\x64-freethreaded\python3.14t.exe.
-TOOL_CACHE_ARCH = {"x86_64": "x64", "aarch64": "arm64"}
 Candidate = tuple[str, ...]  # the argv prefix that runs an interpreter: a path, or ("py", "-3.12")
 
 
@@ -58,7 +56,9 @@ def windows_candidates(python: PythonVersion, env: Mapping[str, str], arch: str)
     ``python.exe``, whatever version that is (the probe tells)."""
     ft = python.free_threaded
     exe = f"python{python.release}t.exe" if ft else "python.exe"
-    folder = TOOL_CACHE_ARCH.get(arch, arch) + ("-freethreaded" if ft else "")
+    # setup-python's tool cache names an install's folder for its CPU (and ``-freethreaded`` for a ``t`` build):
+    # %RUNNER_TOOL_CACHE%\Python\3.12.10\x64\python.exe, ...\3.14.2\x64-freethreaded\python3.14t.exe.
+    folder = tool_cache_arch(arch) + ("-freethreaded" if ft else "")
     cache = env.get("RUNNER_TOOL_CACHE")
     installs = Path(cache).glob(f"Python/{python.release}.*/{folder}/{exe}") if cache else ()
     names = [f"python{python.release}t.exe"] if ft else [f"python{python.release}.exe", "python.exe"]

@@ -60,6 +60,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from . import untrusted, yamlmarks
+from .arch import ARCHES
 from .errors import SHOWN_PROBLEMS, EngineError, InputError, MatrixError, Problem, raise_problems
 from .model import (
     OS,
@@ -90,12 +91,6 @@ LAYOUT_PLACEHOLDERS = ("label",)
 GPU_FAMILIES = frozenset({Accelerator.CUDA, Accelerator.ROCM})
 URL_KEYS = ("index_url", "system_repository", "system_repository_key")
 
-# os -> matrix arch -> (arch in the platform's name, arch in the wheel's platform tag)
-ARCHES: dict[str, dict[str, tuple[str, str]]] = {
-    "linux": {"x86_64": ("x86_64", "x86_64"), "aarch64": ("aarch64", "aarch64")},
-    "windows": {"AMD64": ("x86_64", "amd64"), "arm64": ("arm64", "arm64")},
-    "macos": {"arm64": ("arm64", "arm64"), "x86_64": ("x86_64", "x86_64")},
-}
 LEGACY_MANYLINUX = {"1": "2_5", "2010": "2_12", "2014": "2_17"}
 ARCH_ENTRY = {
     Accelerator.CUDA: (re.compile(r"[0-9]+\.[0-9]+[af]?(\+PTX)?"), "CUDA compute capabilities such as 8.0;9.0;12.0+PTX"),

@@ -80,7 +80,7 @@ class Platform:
     runner: str
     base_image: str | None = None
     deployment_target: str | None = None
-    mps_min_macos: str | None = None
+    mps_min_macos: str | None = None  # checked at load against dropped MPS releases; nothing reads it after
     location: Location = field(compare=False, repr=False)
 
     @property

@@ -35,10 +35,11 @@ from .buildplan import BuildPlan, Resolved, Skipped
 from .compilercache import STATS_LOG, parse_stats_log
 from .console import Console, markdown_table
 from .core import CoreStore, ensure_core
-from .engines import Engine, NotBuildableHere, Once, open_runner
-from .errors import BuildersError, SmokeError, VerifyError
+from .engines import Engine, open_runner
+from .errors import BuildersError, NotBuildableHere, SmokeError, VerifyError
 from .interpreters import identify
 from .model import Matrix
+from .once import Once
 from .process import Log, ProcessError, Runner
 from .repair import RepairError, failed, only_wheel
 from .results import Result

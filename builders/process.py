@@ -28,24 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
 
-from .errors import BuildersError
+from .errors import ProcessError
 
 TAIL_LINES = 25
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL of a cancelled command's group
 POLL = 0.1
 PIPE_CHUNK = 1 << 16
-
-
-class ProcessError(BuildersError):
-    """A command exited non-zero; ``tail`` holds the last lines of its output."""
-
-    exit_code = 12
-
-    def __init__(self, argv: Sequence[str], returncode: int, tail: str) -> None:
-        self.argv = tuple(argv)
-        self.returncode = returncode
-        self.tail = tail
-        super().__init__(f"command failed with exit code {returncode}: {shlex.join(argv)}\n{tail}")
 
 
 class Cancelled(KeyboardInterrupt):
@@ -350,14 +338,12 @@ class Call(Protocol):
 
 
 class Runner(Call, Protocol):
-    """Where a plan's commands run: a command with extra variables, and files copied in and out."""
+    """Where a plan's commands run: a command with extra variables, and files copied in."""
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
             separate_stderr: bool = False, timeout: float | None = None) -> Result: ...
 
     def copy_in(self, source: Path, dest: str) -> None: ...
-
-    def copy_out(self, source: str, dest: Path) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -379,9 +365,6 @@ class HostRunner:
 
     def copy_in(self, source: Path, dest: str) -> None:
         _copy(source, Path(dest))
-
-    def copy_out(self, source: str, dest: Path) -> None:
-        _copy(Path(source), dest)
 
 
 def _copy(source: Path, dest: Path) -> None:

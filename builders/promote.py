@@ -24,18 +24,11 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from .errors import BuildersError, VerifyError
+from .errors import PromoteError, VerifyError
 from .model import Matrix
 from .targets import Target, expand
 from .verify import Expectation, Finding, verify
 from .wheels import ZIP_EPOCH, Wheel, rewrite
-
-
-class PromoteError(BuildersError):
-    """A wheel cannot be promoted to PyPI (unlabelled, not the platform's default variant, or
-    it does not verify as its labelled target)."""
-
-    exit_code = 15
 
 
 def pypi_requirements(matrix: Matrix) -> tuple[Requirement, ...]:

@@ -15,14 +15,10 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import BuildersError, EngineError
+from .errors import BuildersError, EngineError, RepairError
 from .model import OS
 from .process import Call, ProcessError
 from .targets import Target
-
-
-class RepairError(BuildersError):
-    exit_code = 14
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,7 +25,7 @@ from typing import Any
 import jsonschema
 
 from . import untrusted
-from .errors import BuildersError, InputError
+from .errors import InputError, ResultsError
 
 SCHEMA = 1
 STATUSES = ("built", "reused", "failed", "skipped", "interrupted")
@@ -58,12 +58,6 @@ class Result:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         return {k: v for k, v in data.items() if v not in ("", (), [], {}, 0) or k in ("id", "status")}
-
-
-class ResultsError(BuildersError):
-    """A results file is unreadable, malformed, or describes targets the matrix does not have."""
-
-    exit_code = 13
 
 
 @cache

@@ -45,7 +45,7 @@ from .toolchains.provision import default_cache
 from .toolchains.rocm import runtime_release
 
 if TYPE_CHECKING:
-    from .buildplan import RunnerSpec
+    from .runnerspec import RunnerSpec
 
 PROBE = "smoke_probe.py"
 PROJECT_SCRIPT = "project_smoke.py"

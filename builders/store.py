@@ -19,6 +19,7 @@ import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -58,9 +59,34 @@ def tree_digest(root: Path) -> str:
     return h.hexdigest()
 
 
-# Modules that only read what builds produced (results, wheels), and the schemas (the matrix's
-# meaning reaches a plan through the target's record): they never change a wheel's bytes.
-DOWNSTREAM = frozenset({"report.py", "ci.py", "workflow.py", "promote.py", "index.py", "audit.py"})
+# builders' code is part of every plan's digest, all of it by default: a new module is hashed
+# until someone decides otherwise here. Left out are the modules (names relative to the package,
+# fnmatch patterns) that only do release and reporting work on what builds produced (results,
+# wheels, the plan) or print, so a change to them never changes a wheel's bytes: the report and
+# its template, the index audit and the workflow drift check, the CI job matrices, the cost
+# estimate, the release gates, the indexes and their mirror, promotion to PyPI (a new file made
+# from a stored wheel, after the build), the console, and the subcommands' argparse fronts, except
+# ``build``'s, which makes the run's configuration. The schemas are left out too: the matrix's
+# meaning reaches a plan through the target's record.
+RELEASE_ONLY = ("report", "audit", "workflow", "ci", "estimate", "release", "index", "mirror", "promote", "console",
+                "commands.*")
+HASHED_ANYWAY = frozenset({"commands.build"})
+UNHASHED_DATA = frozenset({"schema", "templates"})
+
+
+def module_of(relative: Path) -> str:
+    """``commands/build.py`` -> ``commands.build`` (a package's ``__init__.py`` keeps its name)."""
+    return ".".join(relative.with_suffix("").parts)
+
+
+def hashed(relative: Path) -> bool:
+    """Whether the package file at ``relative`` can change a wheel's bytes (see :data:`RELEASE_ONLY`)."""
+    if relative.parts[0] in UNHASHED_DATA:
+        return False
+    if relative.suffix != ".py":
+        return True  # Containerfiles, install scripts, the smoke probe's neighbours: build inputs
+    name = module_of(relative)
+    return name in HASHED_ANYWAY or not any(fnmatch(name, pattern) for pattern in RELEASE_ONLY)
 
 
 @cache
@@ -70,10 +96,8 @@ def builders_version() -> str:
     h = hashlib.sha256()
     for path in _source_files(package):
         relative = path.relative_to(package)
-        if relative.name in DOWNSTREAM or relative.parts[0] == "schema" or (
-                relative.parts[0] == "commands" and relative.name != "build.py"):
-            continue
-        h.update(relative.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        if hashed(relative):
+            h.update(relative.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return f"{__version__}+{h.hexdigest()[:16]}"
 
 

@@ -147,13 +147,6 @@ def wheel_filename(name: str, version: Version, tag: Tag) -> str:
     return f"{dist}-{version}-{tag.interpreter}-{tag.abi}-{tag.platform}.whl"
 
 
-def candidate_ids(matrix: Matrix) -> list[str]:
-    """Every id the axes span, before exclusions."""
-    return [
-        target_id(v.label, py, p.name) for v in matrix.variants for py in matrix.pythons for p in matrix.platforms
-    ]
-
-
 def expand(matrix: Matrix) -> tuple[tuple[Target, ...], tuple[Excluded, ...]]:
     """All targets of the matrix, and the excluded candidates with their reasons."""
     targets: list[Target] = []

@@ -35,7 +35,7 @@ from ..engines import Engine, missing_container_engine
 from ..engines.cibw import CibwEngine
 from ..engines.container import ContainerEngine, find_engine, reap_stale
 from ..engines.local import LocalEngine
-from ..errors import EngineError, Interrupted, SelectionError, TargetsFailed
+from ..errors import EngineError, Interrupted, NothingToBuild, TargetsFailed
 from ..host import Host, detect
 from ..images import base_image, engine_env, image_pythons
 from ..model import OS, Matrix
@@ -47,13 +47,6 @@ from ..targets import Target
 from ..toolchains.provision import default_cache
 from ..wheels import source_date_epoch
 from .plan import selected
-
-
-class NothingToBuild(SelectionError):
-    """Every selected target was skipped on this host with this engine, before or during the build, or a
-    target the plan could build was skipped during it (``--allow-skip`` accepts that)."""
-
-    exit_code = 22
 
 
 def configure_parser(sub: argparse._SubParsersAction) -> None:

@@ -13,16 +13,10 @@ from .. import matrix as matrix_mod
 from .. import untrusted
 from ..cli import add_matrix_option, input_file
 from ..console import Console
-from ..errors import InputError, MatrixError, Problem
+from ..errors import InputError, Problem, WorkflowDrift
 from ..workflow import Workflow, drift, local_calls
 
 MAX_BYTES = untrusted.MIB
-
-
-class WorkflowDrift(MatrixError):
-    """The release workflow no longer consumes what the plan emits, or is not a workflow at all."""
-
-    exit_code = 17
 
 
 def configure_parser(sub: argparse._SubParsersAction) -> None:

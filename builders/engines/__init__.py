@@ -10,23 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import threading
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
 from typing import Protocol, TypeVar
 
 from ..buildplan import BuildPlan, Context, Resolved, RunnerSpec
-from ..errors import BuildersError, EngineError
 from ..process import HostRunner, Log, Runner
 from ..targets import Target
 
 T = TypeVar("T")
-
-
-class NotBuildableHere(EngineError):
-    """The target cannot be built with this engine here (e.g. no such interpreter in the image)."""
-
-    exit_code = 18
 
 
 class Engine(Protocol):
@@ -39,40 +30,6 @@ class Engine(Protocol):
     def provision(self, plan: BuildPlan, log: Log) -> None:
         """Make what the plan needs (toolkit, image, offline wheelhouse), each once per run."""
         ...
-
-
-@dataclass
-class _Entry:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    done: bool = False
-    error: BuildersError | None = None
-
-
-class Once:
-    """Runs an action once per key, whichever thread asks first; the others wait and share its outcome.
-
-    A failure is remembered too (nine targets do not download a broken toolkit nine times),
-    except an interruption, which the next caller meets again anyway.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[str, _Entry] = {}
-
-    def __call__(self, key: str, action: Callable[[], object]) -> None:
-        with self._lock:
-            entry = self._entries.setdefault(key, _Entry())
-        with entry.lock:
-            if entry.error is not None:
-                raise entry.error
-            if entry.done:
-                return
-            try:
-                action()
-            except BuildersError as exc:
-                entry.error = exc
-                raise
-            entry.done = True
 
 
 def missing_container_engine(env: Mapping[str, str], preferred: str | None = None) -> str:

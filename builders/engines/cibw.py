@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..arch import canonical_arch
 from ..buildplan import (
     BuildPlan,
     Command,
@@ -34,7 +35,7 @@ from ..buildplan import (
     settings,
 )
 from ..errors import EngineError
-from ..host import Host, platform_arch
+from ..host import Host
 from ..images import Dialect
 from ..model import OS, PythonVersion
 from ..process import Log
@@ -115,7 +116,7 @@ class CibwEngine:
 
     def runner_recipe(self, target: Target, ctx: Context) -> Recipe:
         """``target`` as its CI runner builds it: the runner's interpreter and toolchain, nothing of this host."""
-        runner = Host(os=target.platform.os, arch=platform_arch(target.platform.arch))
+        runner = Host(os=target.platform.os, arch=canonical_arch(target.platform.arch))
         return self.native_recipe(target, replace(ctx, host=runner), runner_python(target.python), here=False)
 
     def native_recipe(self, target: Target, ctx: Context, python: str, *, here: bool) -> Recipe:

@@ -25,7 +25,6 @@ from ..buildplan import (
     BuildPlan,
     Command,
     Context,
-    Mount,
     Recipe,
     Resolved,
     RunnerSpec,
@@ -34,14 +33,16 @@ from ..buildplan import (
     resolve_with,
     settings,
 )
+from ..errors import NotBuildableHere
 from ..interpreters import image_interpreter
 from ..model import Accelerator
+from ..once import Once
 from ..process import LogLike, Result, run
 from ..repair import Tools
+from ..runnerspec import Mount
 from ..smoke import UV_CACHE_MOUNT
 from ..targets import Target
 from ..toolchains.provision import pip_download
-from . import NotBuildableHere, Once
 
 __all__ = ["Container", "ContainerEngine", "NotBuildableHere", "container_env", "find_engine", "reap_stale"]
 
@@ -106,9 +107,6 @@ class Container:
 
     def copy_in(self, source: Path, dest: str) -> None:
         run([self.spec.engine, "cp", str(source), f"{self.name}:{dest}"], env=self.host_env, log=self.log)
-
-    def copy_out(self, source: str, dest: Path) -> None:
-        run([self.spec.engine, "cp", f"{self.name}:{source}", str(dest)], env=self.host_env, log=self.log)
 
 
 @dataclass

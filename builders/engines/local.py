@@ -9,12 +9,12 @@ from pathlib import Path
 from ..buildplan import BuildPlan, Context, Recipe, Resolved, RunnerSpec, Skipped, ToolchainPin, assemble, pairs
 from ..host import unbuildable
 from ..model import Accelerator
+from ..once import Once
 from ..process import Log
 from ..repair import Tools
 from ..smoke import HIDDEN_ENV
 from ..targets import Target
 from ..toolchains import toolchain_for
-from . import Once
 
 
 def host_toolchain(target: Target, ctx: Context) -> ToolchainPin:

@@ -17,7 +17,7 @@ from ..model import Accelerator
 from ..process import Call, LogLike, ProcessError, run
 
 if TYPE_CHECKING:
-    from ..host import Host
+    from ..hostfacts import Host
     from ..targets import Target
 
 

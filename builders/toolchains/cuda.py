@@ -15,7 +15,7 @@ from .cpu import cxx_unavailable
 from .provision import pip_prefix
 
 if TYPE_CHECKING:
-    from ..host import Host
+    from ..hostfacts import Host
     from ..targets import Target
 
 

@@ -12,7 +12,7 @@ from ..model import Accelerator
 from ..process import Call, LogLike
 
 if TYPE_CHECKING:
-    from ..host import Host
+    from ..hostfacts import Host
     from ..targets import Target
 
 

@@ -23,7 +23,8 @@ from builders.engines import missing_container_engine
 from builders.engines.cibw import CibwEngine
 from builders.engines.local import LocalEngine
 from builders.errors import EngineError
-from builders.host import Host, normalize_arch
+from builders.arch import canonical_arch
+from builders.host import Host
 from builders.model import OS, Accelerator
 from builders.results import Result
 from builders.targets import Target, expand
@@ -109,7 +110,7 @@ def test_on_a_macos_host_cibw_needs_no_container_and_no_image(data, targets) -> 
         pytest.skip("the matrix has no macOS target")
     target = targets[tid]
     arch = data["platforms"][tid.split("-", 2)[2]]["arch"]
-    mac = Host(os=OS.MACOS, arch=normalize_arch(arch), cxx20="/usr/bin/clang++",
+    mac = Host(os=OS.MACOS, arch=canonical_arch(arch), cxx20="/usr/bin/clang++",
                interpreters=((target.python.abi, "/Library/Frameworks/bin/python"),))
     plan = CibwEngine(local=LOCAL, foreign=True).plan(target, context(mac))
     assert isinstance(plan, BuildPlan), plan

@@ -15,7 +15,7 @@ import pytest
 
 from builders import results
 from builders.console import Console
-from builders.engines import Once
+from builders.once import Once
 from builders.errors import ToolchainError
 from builders.process import Cancelled
 from builders.store import Store, place, tree_digest

@@ -529,7 +529,7 @@ def test_uv_runs_with_its_settings_and_the_probe_without_them(m) -> None:
 
 
 def test_uv_cache_is_builders_own_on_the_host_and_a_mount_in_a_container(tmp_path: Path) -> None:
-    from builders.buildplan import Mount, RunnerSpec
+    from builders.runnerspec import Mount, RunnerSpec
 
     folder = tmp_path / "cache" / "uv"
     assert smoke_mod.uv_cache(RunnerSpec(kind="host"), folder) == {"UV_CACHE_DIR": str(folder)}

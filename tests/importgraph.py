@@ -1,0 +1,57 @@
+"""builders' own import graph, read with ``ast`` (never by importing): module-level and
+function-level imports alike, relative imports resolved. Shared by the layering and store tests."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "builders"
+
+
+def module_name(path: Path) -> str:
+    """``builders/engines/__init__.py`` -> ``builders.engines``; ``builders/core.py`` -> ``builders.core``."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the package by dotted name."""
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "__pycache__" not in p.parts}
+
+
+def _resolve(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = importer.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """The builders modules ``name`` imports anywhere in its body (a function's imports too)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            source = _resolve(name, path.name == "__init__.py", node)
+            # ``from . import x`` names a module when x is one, else something defined in the package
+            candidates = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in known else source
+                          for alias in node.names]
+        else:
+            continue
+        for candidate in candidates:
+            while candidate and candidate not in known:  # ``import builders.x.y`` -> the longest module named
+                candidate = candidate.rpartition(".")[0]
+            if candidate and candidate != name:
+                found.add(candidate)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    """Each builders module and the builders modules it imports."""
+    mods = modules()
+    known = set(mods)
+    return {name: imports_of(name, path, known) for name, path in mods.items()}
