@@ -584,27 +584,57 @@ def _rename(wheel: Wheel, version: Version) -> str:
 
 def _new_metadata(raw: bytes, version: Version, requirements: Iterable[Requirement] | None) -> bytes:
     """METADATA with its Version (and, given ``requirements``, its Requires-Dist) replaced;
-    every other header line and the body keep their bytes, whatever their encoding."""
-    lines = raw.splitlines(keepends=True)
-    end = next((i for i, line in enumerate(lines) if not line.strip()), len(lines))
+    every other header line and the body keep their bytes, whatever their encoding.
+
+    Fields are found as pip and packaging read them (:func:`header_fields`); a new line ends
+    as the METADATA's first line does (CRLF or LF).
+    """
+    fields, rest = header_fields(raw)
+    eol = _eol(fields[0][-1] if fields else b"")
+    out: list[bytes] = []
+    for field in fields:
+        key = field[0].split(b":", 1)[0].strip().lower()
+        if key == b"version":
+            field = [b"Version: " + str(version).encode() + (_eol(field[-1]) if _ends_line(field[-1]) else b"")]
+        elif key == b"requires-dist" and requirements is not None:
+            continue
+        out += field
+    added = [f"Requires-Dist: {r}".encode() + eol for r in requirements or ()]
+    if added and out and not _ends_line(out[-1]):
+        out[-1] += eol
+    return b"".join(out + added) + rest
+
+
+# email.feedparser's rule, which pip and packaging read METADATA with: a line that starts with
+# a space or tab continues the field above (a whitespace-only one too); a line that is neither
+# that nor ``Name:`` ends the headers, and is dropped when it is empty, else starts the body.
+_FIELD_LINE = re.compile(rb"From |[\041-\071\073-\176]*:|[\t ]")
+_LINE_ENDS = (b"\r\n", b"\n", b"\r")
+
+
+def header_fields(raw: bytes) -> tuple[list[list[bytes]], bytes]:
+    """METADATA's header fields, each as its lines (line ends kept), and every byte after them
+    (the empty separator line and the body, verbatim)."""
     fields: list[list[bytes]] = []
-    for line in lines[:end]:
+    offset = 0
+    for line in raw.splitlines(keepends=True):
+        if not _FIELD_LINE.match(line):
+            break
         if line[:1] in (b" ", b"\t") and fields:
             fields[-1].append(line)
         else:
             fields.append([line])
-    out = []
-    for field in fields:
-        key = field[0].split(b":", 1)[0].strip().lower()
-        if key == b"version":
-            field = [f"Version: {version}\n".encode()]
-        elif key == b"requires-dist" and requirements is not None:
-            continue
-        out += field
-    if out and not out[-1].endswith((b"\n", b"\r")):
-        out[-1] += b"\n"
-    out += [f"Requires-Dist: {r}\n".encode() for r in requirements or ()]
-    return b"".join(out + lines[end:])
+        offset += len(line)
+    return fields, raw[offset:]
+
+
+def _ends_line(line: bytes) -> bool:
+    return line.endswith(_LINE_ENDS)
+
+
+def _eol(line: bytes) -> bytes:
+    """The line end of ``line`` (LF when it has none)."""
+    return next((e for e in _LINE_ENDS if line.endswith(e)), b"\n")
 
 
 def write_wheel(dest: Path, members: Mapping[str, bytes], dist_info: str, modes: Mapping[str, int], epoch: int) -> None:
