@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from builders import matrix as matrix_mod
 from builders.targets import Selection, select
 from builders.verify import Expectation, verify
 from builders.wheels import Wheel, file_sha256, write_wheel
@@ -48,11 +47,6 @@ def wheelhouse(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def results(wheelhouse: Path) -> dict[str, dict]:
     data = json.loads((wheelhouse / "results.json").read_text())
     return {r["id"]: r for r in data["targets"]}
-
-
-@pytest.fixture(scope="session")
-def m(root: Path):
-    return matrix_mod.load(root / "matrix.yaml")
 
 
 def test_builds_exactly_what_this_host_can(results: dict[str, dict]) -> None:

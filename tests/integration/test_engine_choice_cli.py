@@ -43,11 +43,6 @@ def tools(folder: Path, **scripts: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def data(root: Path):
-    return expected.raw((root / "matrix.yaml").read_text())
-
-
-@pytest.fixture(scope="module")
 def live(data) -> set[str]:
     return expected.live_ids(data)
 

@@ -11,8 +11,6 @@ import shlex
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 from builders import matrix
 from builders.buildplan import BuildPlan, Context, Skipped, labelled_name
 from builders.engines.cibw import CibwEngine
@@ -55,16 +53,6 @@ def built(found: dict) -> dict[str, BuildPlan]:
 
 def digests(found: dict) -> dict[str, str]:
     return {k: v.digest for k, v in built(found).items()}
-
-
-@pytest.fixture(scope="module")
-def data(shipped_text: str):
-    return expected.raw(shipped_text)
-
-
-@pytest.fixture(scope="module")
-def m(shipped_text: str):
-    return matrix.loads(shipped_text)
 
 
 def cuda_versions(data) -> list[tuple[str, dict]]:

@@ -19,11 +19,6 @@ ENV = {"THEROCK_INDEX_URL": "https://rocm.example/v2/gfx-all/", "ONEAPI_REPOSITO
 PYTHONS = ("3.11", "3.12", "3.13", "3.14", "3.15")
 
 
-@pytest.fixture(scope="module")
-def m(shipped_text: str):
-    return matrix.loads(shipped_text)
-
-
 def one(m, tid: str):
     return select(m, Selection(targets=(tid,)))[0]
 

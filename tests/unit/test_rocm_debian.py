@@ -36,11 +36,6 @@ PYTHONS = ("3.13", "3.14", "3.15")
 
 
 @pytest.fixture(scope="module")
-def shipped(shipped_text: str) -> Matrix:
-    return matrix.loads(shipped_text)
-
-
-@pytest.fixture(scope="module")
 def debian() -> Matrix:
     return matrix.load(DEBIAN)
 

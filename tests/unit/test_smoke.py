@@ -32,11 +32,6 @@ from builders.toolchains.cuda import runtime_version
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def m(shipped_text: str):
-    return matrix.loads(shipped_text)
-
-
 def one(m, tid: str):
     return select(m, Selection(targets=(tid,)))[0]
 
