@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import expected
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # The demo's lightest core (one GEMM variant) for every build the tests run: the suite proves
@@ -43,3 +45,9 @@ def shipped_matrix_path() -> Path:
 @pytest.fixture(scope="session")
 def shipped_text() -> str:
     return shipped_matrix_path().read_text()
+
+
+@pytest.fixture(scope="module")
+def data(shipped_text: str) -> dict:
+    """The shipped matrix as plain YAML data, for expectations computed without builders' model."""
+    return expected.raw(shipped_text)

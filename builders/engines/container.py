@@ -120,13 +120,18 @@ class ContainerEngine:
     base_image: str | None = None
     name: str = "container"
     _once: Once = field(default_factory=Once, repr=False)
+    _specs: dict[Target, images.ImageSpec] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def ca_bundle(self) -> Path | None:
         return images.host_ca_bundle(self.host_env)
 
     def image_spec(self, target: Target) -> images.ImageSpec:
-        return images.image_spec(target, self.pythons, self.host_env, self.base_image)
+        """The target's image, computed once per engine: its tag hashes the Containerfile and its scripts."""
+        spec = self._specs.get(target)
+        if spec is None:
+            spec = self._specs[target] = images.image_spec(target, self.pythons, self.host_env, self.base_image)
+        return spec
 
     def plan(self, target: Target, ctx: Context) -> Resolved:
         return resolve_with(self.name, target, ctx, lambda: self.recipe(target, ctx))

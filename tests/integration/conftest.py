@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from builders import matrix
 from builders.images import engine_env
+from builders.model import Matrix
 
 BASE = "localhost/builders-base:sid"
 
@@ -19,3 +21,9 @@ def base_image(root: Path) -> str:
     if exists.returncode != 0:
         subprocess.run([str(root / "scripts/podman-base.sh"), BASE], check=True, env=env, timeout=1800)
     return BASE
+
+
+@pytest.fixture(scope="session")
+def m(root: Path) -> Matrix:
+    """The shipped matrix read from its file (an absolute path, as the CLI reads it)."""
+    return matrix.load(root / "matrix.yaml")

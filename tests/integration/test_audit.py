@@ -155,11 +155,6 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Serv
 # --- wheels made from the YAML -----------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def data(root: Path) -> dict:
-    return expected.raw((root / "matrix.yaml").read_text())
-
-
 def label(data: dict) -> str:
     return expected.label_of(data, CHANNEL_FAMILY, CHANNEL_VERSION)
 

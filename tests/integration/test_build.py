@@ -19,20 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from builders import matrix as matrix_mod
 from builders.targets import Selection, select
 from builders.verify import Expectation, verify
 from builders.wheels import Wheel, file_sha256, write_wheel
+from tests.helpers import builders
 
 pytestmark = pytest.mark.slow
 
 HOST_PYTHONS = ("cp311", "cp312", "cp313")
 BUILDABLE = {f"{v}-{py}-linux-x86_64" for v in ("cpu", "cu132", "cu134") for py in HOST_PYTHONS}
-
-
-def builders(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "builders", *args], cwd=cwd, text=True, capture_output=True,
-                          timeout=3600, env=None if env is None else {**os.environ, **env})
 
 
 @pytest.fixture(scope="session")
@@ -48,11 +43,6 @@ def wheelhouse(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def results(wheelhouse: Path) -> dict[str, dict]:
     data = json.loads((wheelhouse / "results.json").read_text())
     return {r["id"]: r for r in data["targets"]}
-
-
-@pytest.fixture(scope="session")
-def m(root: Path):
-    return matrix_mod.load(root / "matrix.yaml")
 
 
 def test_builds_exactly_what_this_host_can(results: dict[str, dict]) -> None:
@@ -290,7 +280,7 @@ def test_a_rebuild_builds_exactly_the_targets_a_change_touches(wheelhouse: Path,
 
     def rebuild() -> dict[str, str]:
         proc = builders("build", "--matrix", str(matrix), "--output", str(out), "--no-smoke", "--jobs", "2", cwd=root,
-                        env=epoch)
+                        env={**os.environ, **epoch})
         assert proc.returncode == 0, proc.stderr[-3000:]
         return statuses(out)
 

@@ -24,10 +24,15 @@ from builders import images
 from builders.images import engine_env
 from builders.model import Accelerator
 from builders.wheels import Wheel
+from tests import helpers
 
 pytestmark = pytest.mark.slow
 
 IN_IMAGE = ("cp313", "cp314", "cp315")
+
+
+def builders(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return helpers.builders(*args, cwd=cwd, env=env())
 
 
 def env() -> dict[str, str]:
@@ -36,11 +41,6 @@ def env() -> dict[str, str]:
 
 def podman(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["podman", *args], env=env(), text=True, capture_output=True, timeout=600)
-
-
-def builders(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "builders", *args], cwd=cwd, env=env(), text=True,
-                          capture_output=True, timeout=3600)
 
 
 @pytest.fixture(scope="session")

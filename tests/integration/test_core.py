@@ -13,12 +13,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from builders import matrix as matrix_mod
+from tests import helpers
 
 pytestmark = pytest.mark.slow
 
@@ -26,8 +26,7 @@ VARIANTS = ("cpu", "cu132")
 
 
 def builders(root: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "builders", *args], cwd=root, text=True, capture_output=True,
-                          timeout=3600, env={**os.environ, **env})
+    return helpers.builders(*args, cwd=root, env={**os.environ, **env})
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from builders.engines.container import OWNER_LABEL, owners, reap_stale
 from builders.images import engine_env
 from builders.targets import Selection, select
 from tests import expected
+from tests.helpers import builders
 
 pytestmark = pytest.mark.slow
 
@@ -161,11 +161,6 @@ def dockerd(root: Path, base_image: str) -> Iterator[Daemon]:
         finally:
             stop(proc)
             unmount_under(state)
-
-
-def builders(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "builders", *args], cwd=cwd, env=env, text=True, capture_output=True,
-                          timeout=3600)
 
 
 @pytest.fixture(scope="module")

@@ -13,14 +13,13 @@ import os
 import platform
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from builders.device import judge, probe
 from builders.model import Accelerator
-from tests import expected
+from tests import expected, helpers
 
 ARCH = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
 HERE = f"linux-{ARCH}"
@@ -28,8 +27,7 @@ HERE = f"linux-{ARCH}"
 
 def builders(*args: str, cwd: Path, path: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **({"PATH": path} if path is not None else {})}
-    return subprocess.run([sys.executable, "-m", "builders", *args], cwd=cwd, env=env, text=True, capture_output=True,
-                          timeout=300)
+    return helpers.builders(*args, cwd=cwd, env=env, timeout=300)
 
 
 def tools(folder: Path, **scripts: str) -> str:
@@ -40,11 +38,6 @@ def tools(folder: Path, **scripts: str) -> str:
         exe.write_text(f"#!/bin/sh\n{body}\n")
         exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     return str(folder)
-
-
-@pytest.fixture(scope="module")
-def data(root: Path):
-    return expected.raw((root / "matrix.yaml").read_text())
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from functools import partial
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from builders.wheels import Wheel
+from tests import helpers
 
 pytestmark = pytest.mark.slow
 
@@ -31,8 +31,7 @@ CU132 = "cu132-cp312-linux-x86_64"
 
 
 def builders(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "builders", *args], cwd=cwd, text=True, capture_output=True,
-                          timeout=1800)
+    return helpers.builders(*args, cwd=cwd, timeout=1800)
 
 
 def python312() -> Path:

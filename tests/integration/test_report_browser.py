@@ -40,11 +40,6 @@ def browser_tools() -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def data(root: Path) -> dict:
-    return expected.raw((root / "matrix.yaml").read_text())
-
-
-@pytest.fixture(scope="module")
 def results(data: dict, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict]]:
     """A results file next to its logs, as ``build`` leaves it: one built, one reused, one failed."""
     folder = tmp_path_factory.mktemp("wheelhouse")

@@ -32,6 +32,7 @@ from builders import images, matrix
 from builders.errors import ToolchainError
 from builders.targets import Selection, select
 from builders.toolchains.rocm import check_hipcc
+from tests import helpers
 
 pytestmark = pytest.mark.slow
 
@@ -40,13 +41,12 @@ STAND_IN = Path("tests/projects/minifw-rocm-debian/matrix.yaml")
 HIP_PER_RELEASE = 100_000  # HIP_VERSION = major * 10**7 + minor * 10**5 + build
 
 
+def builders(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return helpers.builders(*args, cwd=cwd, env=env())
+
+
 def env() -> dict[str, str]:
     return images.engine_env(os.environ) | {"BUILDERS_ROCM_SOURCE": "debian"}
-
-
-def builders(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "builders", *args], cwd=cwd, env=env(), text=True,
-                          capture_output=True, timeout=3600)
 
 
 def build(root: Path, matrix_file: Path, base_image: str, out: Path) -> subprocess.CompletedProcess[str]:

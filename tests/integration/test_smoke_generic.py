@@ -24,7 +24,6 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from builders import matrix
 from builders.smoke import SmokeOutcome, smoke
 from builders.targets import Selection, select
 from builders.wheels import write_wheel
@@ -62,11 +61,6 @@ if os.environ.get("TINY_CUDART_ELSEWHERE"):  # a copy outside the venv, as a sys
     _lib = shutil.copy(_lib, os.environ["TINY_CUDART_ELSEWHERE"])
 ctypes.CDLL(_lib)
 """
-
-
-@pytest.fixture(scope="module")
-def m():
-    return matrix.load(ROOT / "matrix.yaml")
 
 
 def tiny_wheel(dest: Path, version: str, init: str, requires: tuple[str, ...] = ()) -> Path:

@@ -6,6 +6,7 @@ in a container. Its wheel must be ``+cpu`` labelled and verify with zero finding
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -16,11 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-import io
-
 from builders.elf import parse
 from builders.images import engine_env
 from builders.wheels import Wheel
+from tests import helpers
 
 pytestmark = pytest.mark.slow
 
@@ -29,8 +29,7 @@ MATRIX = PROJECT / "matrix.yaml"
 
 
 def builders(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "builders", *args], cwd=cwd, env=engine_env(os.environ), text=True,
-                          capture_output=True, timeout=3600)
+    return helpers.builders(*args, cwd=cwd, env=engine_env(os.environ))
 
 
 @pytest.fixture(scope="module")

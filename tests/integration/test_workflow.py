@@ -20,6 +20,7 @@ from packaging.version import Version
 from builders import ci, matrix
 from builders.targets import expand
 from builders.workflow import drift
+from tests import helpers
 from tests.unit.test_ci_shards import synthetic
 
 WORKFLOWS = Path(".github/workflows")
@@ -44,14 +45,14 @@ FREE_THREADED_SETUP_PYTHON = Version("5.5.0")
 USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(\S+)(.*)$", re.M)
 
 
+def builders(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return helpers.builders(*args, cwd=cwd, timeout=120)
+
+
 def tool(name: str) -> str:
     found = shutil.which(name, path=str(Path(sys.executable).parent))
     assert found, f"{name} is a test dependency (pyproject [test] extra)"
     return found
-
-
-def builders(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "builders", *args], cwd=cwd, text=True, capture_output=True, timeout=120)
 
 
 def script(root: Path, name: str, *args: str, env: dict[str, str] | None = None,

@@ -13,19 +13,9 @@ import zipfile
 
 import pytest
 
-from builders import audit, matrix
+from builders import audit
 from builders.errors import AuditError, SelectionError
 from tests import expected
-
-
-@pytest.fixture(scope="module")
-def data(shipped_text: str) -> dict:
-    return expected.raw(shipped_text)
-
-
-@pytest.fixture(scope="module")
-def m(shipped_text: str):
-    return matrix.loads(shipped_text)
 
 
 def cuda_label(data: dict) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from builders import matrix
+from builders import images, matrix
 from builders.buildplan import BuildPlan, Context, Skipped, labelled_name
 from builders.engines.cibw import CibwEngine
 from builders.engines.container import ContainerEngine
@@ -55,16 +55,6 @@ def built(found: dict) -> dict[str, BuildPlan]:
 
 def digests(found: dict) -> dict[str, str]:
     return {k: v.digest for k, v in built(found).items()}
-
-
-@pytest.fixture(scope="module")
-def data(shipped_text: str):
-    return expected.raw(shipped_text)
-
-
-@pytest.fixture(scope="module")
-def m(shipped_text: str):
-    return matrix.loads(shipped_text)
 
 
 def cuda_versions(data) -> list[tuple[str, dict]]:
@@ -178,6 +168,21 @@ def test_the_container_plan_runs_in_the_image(m) -> None:
     assert plan.repair is not None and plan.repair.argv[:2] == ("auditwheel", "repair")  # the image's own
     assert plan.smoke.wheel == f"/tmp/{plan.outputs.wheel}" and "/work" not in {m.target for m in plan.smoke_runner.mounts}
     assert dict(plan.build.env)["MINIFW_TOOLKIT_ROOT"] == plan.toolchain.root == "/opt/toolkit/nvidia/cu13"
+
+
+def test_the_image_spec_is_computed_once_per_target(m, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its tag hashes the Containerfile and its scripts: a plan, the cibw plan and provisioning share one."""
+    calls: list[str] = []
+    real = images.image_spec
+    monkeypatch.setattr(images, "image_spec", lambda target, *a, **k: calls.append(target.id) or real(target, *a, **k))
+    engine = replace(CONTAINER)
+    target = select(m, Selection(targets=("cu132-cp314-linux-x86_64",)))[0]
+    ctx = context(host=replace(HOST, container_engines=("podman",)))
+    first, again = engine.plan(target, ctx), CibwEngine(container=engine).plan(target, ctx)
+    assert isinstance(first, BuildPlan) and isinstance(again, BuildPlan)
+    assert first.runner.image == again.smoke_runner.image
+    assert engine.compiler_cache(target).name == first.runner.image.rsplit(":", 1)[-1]
+    assert calls == [target.id]
 
 
 def test_the_cibw_plan_repairs_inside_cibuildwheel_and_smokes_once(m) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from builders import matrix
+from builders.arch import canonical_arch
 from builders.buildplan import BuildPlan, Context, Skipped
 from builders.commands.build import NothingToBuild, something_to_build
 from builders.console import Console
@@ -23,7 +24,6 @@ from builders.engines import missing_container_engine
 from builders.engines.cibw import CibwEngine
 from builders.engines.local import LocalEngine
 from builders.errors import EngineError
-from builders.arch import canonical_arch
 from builders.host import Host
 from builders.model import OS, Accelerator
 from builders.results import Result
@@ -41,11 +41,6 @@ def context(host: Host = LINUX) -> Context:
     return Context(host=host, env=ENV, source=SOURCE, source_digest="a" * 64, epoch=1_700_000_000,
                    output=Path("/out"), cache=Path("/cache"), tools_python="/tools/bin/python",
                    builders_version="0.1.0+test")
-
-
-@pytest.fixture(scope="module")
-def data(shipped_text: str):
-    return expected.raw(shipped_text)
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from builders import errors, matrix, report, results
-from tests import expected
+from builders import errors, report, results
 from builders.process import ProcessError
 from builders.results import ResultsError
+from tests import expected
 
 
 def all_subclasses(cls):
@@ -26,11 +26,6 @@ def test_exit_codes_are_unique_and_not_argparse() -> None:
     assert 0 not in codes and 2 not in codes
     table = [code for code, _ in errors.exit_codes()]
     assert len(table) == len(set(table)) and set(codes) - {errors.BuildersError.exit_code} <= set(table)
-
-
-@pytest.fixture(scope="module")
-def m(shipped_text: str):
-    return matrix.loads(shipped_text)
 
 
 def test_report_cells_cover_every_combination_and_reason(m, shipped_text: str) -> None:

@@ -13,14 +13,14 @@ from builders.targets import expand
 
 
 @pytest.fixture(scope="module")
-def shipped(shipped_text: str):
+def expanded(shipped_text: str):
     m = matrix.loads(shipped_text, "matrix.yaml")
     targets, _ = expand(m)
     return m, targets
 
 
-def test_one_core_build_per_variant_and_platform(shipped) -> None:
-    _, targets = shipped
+def test_one_core_build_per_variant_and_platform(expanded) -> None:
+    _, targets = expanded
     pairs = {(t.variant.label, t.platform.name) for t in targets}
     after = estimate(targets, Costs(), per_target=False, shards=1)
     before = estimate(targets, Costs(), per_target=True, shards=1)
@@ -29,8 +29,8 @@ def test_one_core_build_per_variant_and_platform(shipped) -> None:
     assert before.jobs - after.jobs == len(targets) - len(pairs)
 
 
-def test_runner_minutes_are_the_sum_of_the_jobs(shipped) -> None:
-    _, targets = shipped
+def test_runner_minutes_are_the_sum_of_the_jobs(expanded) -> None:
+    _, targets = expanded
     costs = Costs(setup=10, image=100, pull=5, default_core=50, default_wheel=7, smoke=3, tail=20)
     images = {(t.variant.label, t.platform.name) for t in targets if t.platform.os.value == "linux"}
     pairs = {(t.variant.label, t.platform.name) for t in targets}
@@ -41,16 +41,16 @@ def test_runner_minutes_are_the_sum_of_the_jobs(shipped) -> None:
     assert estimate(targets, costs, per_target=False, shards=2).runner_minutes == pytest.approx(expected / 60)
 
 
-def test_the_shipped_matrix_halves_its_runner_minutes(shipped) -> None:
+def test_the_shipped_matrix_halves_its_runner_minutes(expanded) -> None:
     """Issue 18's goal, with the default costs: at most half of one build job per target."""
-    _, targets = shipped
+    _, targets = expanded
     found = compare(targets, Costs(), shards=len(ci.github_plan(targets)["shards"]))
     assert found["runner_minutes_ratio"] <= 0.5
     assert found["after"]["critical_path_minutes"] >= found["before"]["critical_path_minutes"]
 
 
-def test_measured_costs_replace_the_defaults_per_variant(shipped) -> None:
-    _, targets = shipped
+def test_measured_costs_replace_the_defaults_per_variant(expanded) -> None:
+    _, targets = expanded
     cu132 = [t for t in targets if t.variant.label == "cu132"][:3]
     records = [{"id": cu132[0].id, "status": "built", "core": {"status": "built", "seconds": 99.0},
                 "durations": {"build": 105.0, "verify": 2.0, "smoke": 3.0}},

@@ -4,22 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from builders import interpreters, matrix
+from builders import interpreters
 from builders.host import Host, unbuildable
 from builders.model import OS, PythonVersion
 from builders.targets import Selection, select
+from tests.helpers import one
 
 LINUX = Host(os=OS.LINUX, arch="x86_64", interpreters=(("cp312", "/py312"),), cxx20="/usr/bin/c++")
-
-
-@pytest.fixture(scope="module")
-def m(shipped_text: str):
-    return matrix.loads(shipped_text)
-
-
-def one(m, tid: str):
-    (t,) = select(m, Selection(targets=(tid,)))
-    return t
 
 
 def test_buildable(m) -> None:

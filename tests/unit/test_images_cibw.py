@@ -13,19 +13,11 @@ from builders.errors import EngineError
 from builders.model import OS, Accelerator
 from builders.repair import repair_argv, repair_command
 from builders.targets import Selection, expand, select
+from tests.helpers import one
 
 ENV = {"THEROCK_INDEX_URL": "https://rocm.example/v2/gfx-all/", "ONEAPI_REPOSITORY": "https://oneapi.example/deb",
        "ONEAPI_REPOSITORY_KEY": "https://oneapi.example/key.pub"}
 PYTHONS = ("3.11", "3.12", "3.13", "3.14", "3.15")
-
-
-@pytest.fixture(scope="module")
-def m(shipped_text: str):
-    return matrix.loads(shipped_text)
-
-
-def one(m, tid: str):
-    return select(m, Selection(targets=(tid,)))[0]
 
 
 @pytest.mark.parametrize("tid", ["cpu-cp312-linux-x86_64", "cu132-cp312-linux-x86_64", "rocm10.0-cp312-linux-x86_64",

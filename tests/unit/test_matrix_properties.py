@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -98,14 +97,9 @@ def load_or_refuse(text: str) -> None:
         assert target.id and target.wheel_name and str(target.version)
 
 
-@pytest.fixture(scope="module")
-def shipped(shipped_text: str) -> str:
-    return shipped_text
-
-
-def test_mutated_matrices_load_or_are_refused(shipped: str) -> None:
+def test_mutated_matrices_load_or_are_refused(shipped_text: str) -> None:
     @SETTINGS
-    @given(mutations(shipped))
+    @given(mutations(shipped_text))
     def check(text: str) -> None:
         load_or_refuse(text)
 

@@ -19,7 +19,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
-from builders import audit, matrix, metadata_rules, verify
+from builders import audit, metadata_rules, verify
 from builders.model import DroppedKind, Matrix
 from builders.promote import public_version, pypi_requirements
 from builders.targets import Target, expand
@@ -75,11 +75,6 @@ def test_hostile_wheels_get_one_verdict(tmp_path: Path, maker: str) -> None:
 
 
 # --- METADATA variants -----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def shipped(shipped_text: str) -> Matrix:
-    return matrix.loads(shipped_text)
 
 
 def published_target(m: Matrix) -> Target:

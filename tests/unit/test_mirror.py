@@ -18,11 +18,6 @@ from builders.targets import Selection, expand, select
 from tests import expected
 
 
-@pytest.fixture(scope="module")
-def m(shipped_text: str):
-    return matrix.loads(shipped_text)
-
-
 def test_manylinux_platforms_are_expanded_to_older_glibcs() -> None:
     tags = mirror.compatible_platforms("manylinux_2_28_x86_64")
     assert tags[0] == "manylinux_2_28_x86_64" and "manylinux_2_17_x86_64" in tags and "manylinux2014_x86_64" in tags

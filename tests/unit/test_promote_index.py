@@ -11,7 +11,6 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from builders import matrix
 from builders.cli import main
 from builders.errors import VerifyError
 from builders.index import IndexBuildError, build_index, find_wheels, matrix_checker
@@ -57,11 +56,6 @@ def _extension(m: Matrix | None, label: str | None) -> bytes:
 def _reqs(m: Matrix, label: str) -> tuple[str, ...]:
     """What a labelled wheel declares: the project's requirements, then its variant's runtime ones."""
     return (*map(str, m.project.requirements), *map(str, m.variant(label).requirements))
-
-
-@pytest.fixture(scope="module")
-def m(shipped_text: str):
-    return matrix.loads(shipped_text)
 
 
 def _cu132_reqs(m) -> tuple[str, ...]:

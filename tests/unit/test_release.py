@@ -35,7 +35,7 @@ def pinned(text: str, suffix: str = f"@{DIGEST}") -> str:
 
 
 @pytest.fixture(scope="module")
-def shipped(shipped_text: str):
+def unpinned_matrix(shipped_text: str):
     return matrix.loads(unpinned(shipped_text), "matrix.yaml")
 
 
@@ -62,10 +62,10 @@ def test_a_tag_for_another_version_names_both(released) -> None:
     assert "'nightly' names no version" in problem and f"v{version}" in problem
 
 
-def test_every_unpinned_linux_base_is_named_with_its_place(shipped, shipped_text: str) -> None:
+def test_every_unpinned_linux_base_is_named_with_its_place(unpinned_matrix, shipped_text: str) -> None:
     shipped_text = unpinned(shipped_text)
-    problems = release_problems(shipped, f"v{shipped.project.version}")
-    linux = [p for p in shipped.platforms if p.os is OS.LINUX]
+    problems = release_problems(unpinned_matrix, f"v{unpinned_matrix.project.version}")
+    linux = [p for p in unpinned_matrix.platforms if p.os is OS.LINUX]
     assert len(problems) == len(linux) == len(linux_bases(shipped_text)) > 0
     for platform, problem in zip(linux, problems, strict=True):
         line = shipped_text.splitlines().index(f"  {platform.name}:") + 1

@@ -68,16 +68,6 @@ def squash(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def data(shipped_text: str) -> dict:
-    return expected.raw(shipped_text)
-
-
-@pytest.fixture(scope="module")
-def m(shipped_text: str):
-    return matrix.loads(shipped_text)
-
-
-@pytest.fixture(scope="module")
 def page(m) -> str:
     return report.to_html(m, {})
 

@@ -19,6 +19,7 @@ from builders.smoke import RUNTIME_PROBES, facts
 from builders.targets import Selection, Target, select
 from builders.toolchains.rocm import check_hipcc, installed_dir, offload_archs, runtime_release
 from builders.verify import check_label, check_libraries, check_providers
+from tests.helpers import one
 from tests.unit.test_verify_reader import build_wheel, findings, linux_ext, make_elf
 
 DEBIAN = Path(__file__).resolve().parents[1] / "projects/minifw-rocm-debian/matrix.yaml"
@@ -36,17 +37,8 @@ PYTHONS = ("3.13", "3.14", "3.15")
 
 
 @pytest.fixture(scope="module")
-def shipped(shipped_text: str) -> Matrix:
-    return matrix.loads(shipped_text)
-
-
-@pytest.fixture(scope="module")
 def debian() -> Matrix:
     return matrix.load(DEBIAN)
-
-
-def one(m: Matrix, tid: str) -> Target:
-    return select(m, Selection(targets=(tid,)))[0]
 
 
 def rocm_targets(m: Matrix) -> list[Target]:

@@ -28,17 +28,9 @@ from builders.process import ProcessError, Result
 from builders.resources import smoke_probe as probe
 from builders.targets import Selection, select
 from builders.toolchains.cuda import runtime_version
+from tests.helpers import one
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def m(shipped_text: str):
-    return matrix.loads(shipped_text)
-
-
-def one(m, tid: str):
-    return select(m, Selection(targets=(tid,)))[0]
 
 
 def with_script(target, script: Path | None = Path("/p/smoke.py"), timeout: float = 42.0):

@@ -10,7 +10,7 @@ from packaging.tags import Tag
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
-from builders import ci, matrix
+from builders import ci
 from builders.errors import DroppedError, SelectionError
 from builders.targets import Selection, expand, select
 from tests import expected
@@ -22,16 +22,6 @@ POLICY_VARIANTS = {
     "windows-x86_64": {"cpu"},
     "macos-arm64": {"cpu"},
 }
-
-
-@pytest.fixture(scope="module")
-def m(shipped_text: str):
-    return matrix.loads(shipped_text, "matrix.yaml")
-
-
-@pytest.fixture(scope="module")
-def data(shipped_text: str) -> dict:
-    return expected.raw(shipped_text)
 
 
 def test_count_is_what_axes_and_exclusions_imply(m, data) -> None:

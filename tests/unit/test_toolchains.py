@@ -4,22 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from builders import matrix
 from builders.errors import ToolchainError
-from builders.targets import Selection, select
 from builders.toolchains.cuda import _pin, arch_numbers, check_nvcc, runtime_version
+from tests.helpers import one
 
 NVCC_132 = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.2, V13.2.86\n"
 ARCHS_132 = "\n".join(f"compute_{a}" for a in (75, 80, 86, 87, 88, 89, 90, 100, 110, 103, 120, 121))
-
-
-@pytest.fixture(scope="module")
-def m(shipped_text: str):
-    return matrix.loads(shipped_text)
-
-
-def one(m, tid: str):
-    return select(m, Selection(targets=(tid,)))[0]
 
 
 def test_runtime_version_encoding() -> None:

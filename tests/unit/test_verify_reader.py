@@ -127,11 +127,6 @@ def good_members(t: Target, **extra: bytes) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def shipped(shipped_text: str) -> Matrix:
-    return matrix.loads(shipped_text)
-
-
-@pytest.fixture(scope="module")
 def gpu(shipped: Matrix) -> Target:
     """A GPU build for Linux x86_64: it has excluded libraries, their providers and an RPATH."""
     return pick(shipped)
