@@ -161,17 +161,27 @@ class Check:
 class SmokePlan:
     """The smoke test: its interpreter, where the wheel and the staged probe go, what installs, its commands.
 
-    The installer's settings (pip's index configuration translated for uv, uv's cache) are read where
-    the smoke runs, when it runs, as pip reads its own: the commands show none of them, and the dry
-    run's JSON names the variables they may set (``smoke_env_at_run``).
+    The installer's settings (pip's index configuration translated for uv, uv's cache) and the variant's
+    runtime indexes are read where the smoke runs, when it runs, as pip reads its own: the steps show none
+    of them, :func:`builders.smoke.at_run` fills them in (each step's ``at_run`` says which), and the dry
+    run's JSON names the variables uv's may set (``smoke_env_at_run``).
     """
 
     python: str
     wheel: str
     staged: str
     scratch: str
-    commands: tuple[Command, ...]
+    steps: tuple[smoke.Step, ...]  # what the smoke stage runs (smoke.run_planned), filled in by smoke.at_run
+    fallback: tuple[smoke.Step, ...] = ()  # venv + pip, where uv is planned but does not run or fails
     installer: smoke.Installer = field(default_factory=smoke.Installer)
+
+    @property
+    def commands(self) -> tuple[Command, ...]:
+        return tuple(Command(argv=s.argv, env=s.env, cwd=s.cwd, timeout=s.timeout) for s in self.steps)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """The steps, each naming what :func:`builders.smoke.at_run` fills in where the smoke runs."""
+        return [{**c.to_json(), "at_run": s.at_run} for c, s in zip(self.commands, self.steps)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -280,7 +290,7 @@ class BuildPlan:
                 "core": {"name": self.core.name, "digest": self.core.digest,
                          "commands": [c.to_json() for c in self.core.commands]} if self.core else None,
                 "repair": self.repair.to_json() if self.repair else None,
-                "smoke": [c.to_json() for c in self.smoke.commands], "smoke_python": self.smoke.python,
+                "smoke": self.smoke.to_json(), "smoke_python": self.smoke.python,
                 "smoke_installer": self.smoke.installer.kind,
                 "smoke_env_at_run": sorted(smoke.UV_RUNTIME_ENV) if self.smoke.installer.kind == smoke.UV else [],
                 "outputs": {"labelled": self.outputs.labelled, "wheel": self.outputs.wheel,
@@ -471,11 +481,13 @@ def smoke_plan(target: Target, recipe: Recipe, final: str, work: str) -> SmokePl
     wheel = f"{inbox}/{target.wheel_name}" if inbox else final
     staged = f"{inbox}/probe" if inbox else f"{work}/probe"
     installer = smoke.chosen_installer(inbox=inbox)
-    steps = smoke.smoke_steps(python=recipe.smoke_interpreter, wheel=wheel, staged=staged,
-                              scratch=recipe.smoke_scratch, target=target, installer=installer)
-    commands = tuple(Command(argv=s.argv, env=s.env, cwd=s.cwd, timeout=s.timeout) for s in steps)
-    return SmokePlan(python=recipe.smoke_interpreter, wheel=wheel, staged=staged, scratch=recipe.smoke_scratch,
-                     commands=commands, installer=installer)
+    python, scratch = recipe.smoke_interpreter, recipe.smoke_scratch
+    steps = smoke.planned_steps(python=python, wheel=wheel, staged=staged, scratch=scratch, target=target,
+                                installer=installer)
+    fallback = smoke.fallback_steps(python=python, wheel=wheel, staged=staged, scratch=scratch, target=target,
+                                    installer=installer)
+    return SmokePlan(python=python, wheel=wheel, staged=staged, scratch=scratch, steps=steps, fallback=fallback,
+                     installer=installer)
 
 
 def describe(plans: Sequence[Resolved]) -> tuple[tuple[str, ...], list[tuple[str, str, str, str, str]]]:

@@ -44,7 +44,7 @@ from .process import Log, ProcessError, Runner
 from .repair import RepairError, failed, only_wheel
 from .results import Result
 from .rpath import interpreter_rpaths, strip_rpaths
-from .smoke import ready, smoke_with, stage, uv_cache, uv_cache_folder
+from .smoke import ready, run_planned, stage, uv_cache, uv_cache_folder
 from .store import Store, place
 from .toolchains import toolchain_for
 from .verify import Expectation, verify
@@ -347,7 +347,8 @@ def _verify(path: Path, plan: BuildPlan, config: RunConfig, progress: _Progress)
 
 def _smoke(path: Path, plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress) -> None:
     """In a fresh runner of the plan's smoke kind: the wheel and the staged probe copied in (and uv, where the
-    runner cannot see this host's), then probed; the installer that ran is part of the smoke facts."""
+    runner cannot see this host's), then the plan's smoke steps run, filled in there (:func:`smoke.at_run`);
+    the installer that ran is part of the smoke facts."""
     staged = stage(Path(plan.work) / "probe", [plan.target])
     spec, planned = plan.smoke_runner, plan.smoke
     cache = uv_cache(spec, uv_cache_folder(plan.places, config.env))
@@ -356,8 +357,7 @@ def _smoke(path: Path, plan: BuildPlan, config: RunConfig, log: Log, progress: _
         runner.copy_in(staged, planned.staged)
         installer = ready(planned.installer, runner, python=planned.python, cache=cache,
                           key=(spec, planned.python, tuple(sorted(config.env.items())))).for_target(plan.target, config.env)
-        outcome = smoke_with(runner, python=planned.python, wheel=planned.wheel, staged=planned.staged,
-                             scratch=planned.scratch, target=plan.target, installer=installer)
+        outcome = run_planned(runner, planned.steps, planned.fallback, installer)
     progress.facts["smoke"] = outcome.summary
     if not outcome.ok:
         raise SmokeError("; ".join(outcome.problems))

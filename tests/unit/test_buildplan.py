@@ -263,3 +263,19 @@ def test_cibuildwheel_checks_its_own_build(m) -> None:
     plan = CibwEngine(container=CONTAINER).plan(target, context(host=replace(HOST, container_engines=("podman",))))
     assert isinstance(plan, BuildPlan) and plan.check is None
     assert plan.provision.image == CONTAINER.image_spec(target).tag and plan.to_json()["check"] is None
+
+
+def test_the_smoke_runs_the_planned_steps_filled_in_where_it_runs(m) -> None:
+    from builders import smoke
+
+    plan = built(plans(m))["cpu-cp313-linux-x86_64"]
+    assert plan.smoke.installer.kind == "uv" and [s.at_run for s in plan.smoke.steps] == ["", "uv", "uv-install", ""]
+    assert all(s.env == () for s in plan.smoke.steps)  # uv's settings are read where the smoke runs
+    assert [s.at_run for s in plan.smoke.fallback] == ["", "", "pip-install", ""]
+    assert plan.smoke.fallback[1].argv[-1] == f"{plan.smoke.scratch}/pip/venv"
+    ready = replace(plan.smoke.installer, env=(("UV_CACHE_DIR", "/c"),), indexes=("https://extra.invalid/",))
+    filled = [smoke.at_run(s, ready) for s in plan.smoke.steps]
+    assert filled == list(smoke.smoke_steps(python=plan.smoke.python, wheel=plan.smoke.wheel, staged=plan.smoke.staged,
+                                            scratch=plan.smoke.scratch, target=plan.target, installer=ready))
+    assert dict(filled[2].env) == {"UV_CACHE_DIR": "/c", "UV_INDEX": "https://extra.invalid/"}
+    assert plan.to_json()["smoke"][2]["at_run"] == "uv-install"
