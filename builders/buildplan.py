@@ -22,7 +22,7 @@ from typing import Any
 
 from packaging.tags import Tag
 
-from . import smoke
+from . import interpreters, smoke
 from .compilercache import STATS_LOG, cache_env
 from .host import Host, unbuildable
 from .model import OS
@@ -30,6 +30,7 @@ from .repair import Tools, diagnose_argv, repair_argv
 from .runnerspec import Pairs, RunnerSpec
 from .store import canonical, digest
 from .targets import Target, wheel_filename
+from .toolchains import toolchain_for
 
 # Host variables a build on the host inherits that change what compilers produce: part of
 # a host plan (and so of its digest); everything else of the host's environment is not.
@@ -102,20 +103,85 @@ class ToolchainPin:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Provision:
+    """What the provision stage makes ready on this host before the build: each once per run, kept across runs."""
+
+    image: str | None = None  # the image: built from its Containerfile when no image has this tag
+    pins: tuple[str, ...] = ()  # the toolkit's requirements, pip-installed once per pin ...
+    index_url: str | None = None  # ... from this index (as the matrix writes it; variables expanded then)
+    into: str | None = None  # ... so that the toolkit is here
+    on_path: str | None = None  # a compiler that must be on PATH already (nothing is installed)
+    wheelhouse: str | None = None  # the build requirements, downloaded here for the offline build
+    folders: tuple[str, ...] = ()  # made when missing (the compiler cache)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"image": self.image, "pins": list(self.pins), "index_url": self.index_url, "into": self.into,
+                "on_path": self.on_path, "wheelhouse": self.wheelhouse, "folders": list(self.folders),
+                "steps": list(self.lines())}
+
+    def lines(self) -> tuple[str, ...]:
+        """One line per thing made ready, in the order provision makes them (the log shows each)."""
+        index = f" from {self.index_url}" if self.index_url else ""
+        return (*([f"image {self.image} (built if absent)"] if self.image else []),
+                *([f"pip install {shlex.join(self.pins)}{index} (toolkit at {self.into})"] if self.pins else []),
+                *([f"{self.on_path} on PATH"] if self.on_path else []),
+                *([f"build requirements downloaded to {self.wheelhouse}"] if self.wheelhouse else []),
+                *(f"folder {folder}" for folder in self.folders))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    """What the check stage verifies where the build runs, before building: the planned interpreter is the
+    target's CPython (version, free-threading: its ABI), and the toolkit at ``root``, asked through ``asks``,
+    is the matrix's release and builds every arch of ``arch_list``."""
+
+    interpreter: str
+    python: str  # "3.12", "3.13t"
+    abi: str  # "cp312", "cp313t"
+    probe: Command  # asks the interpreter what it is (builders.interpreters.probe_argv)
+    accelerator: str
+    version: str | None = None
+    root: str | None = None
+    asks: tuple[str, ...] = ()  # the toolkit's tools asked (none: the host's compiler was probed with the host)
+    arch_list: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"interpreter": self.interpreter, "python": self.python, "abi": self.abi,
+                "probe": self.probe.to_json(), "accelerator": self.accelerator, "version": self.version,
+                "root": self.root, "asks": list(self.asks), "arch_list": self.arch_list, "steps": list(self.lines())}
+
+    def lines(self) -> tuple[str, ...]:
+        """What is verified, one line each (the log shows each before the check runs)."""
+        toolkit = (f"{', '.join(self.asks)} at {self.root}: {self.accelerator} {self.version}, "
+                   f"arch_list {self.arch_list or '-'}")
+        return (f"{self.interpreter} is CPython {self.python} ({self.abi})", *([toolkit] if self.asks else []))
+
+
+@dataclass(frozen=True, kw_only=True)
 class SmokePlan:
     """The smoke test: its interpreter, where the wheel and the staged probe go, what installs, its commands.
 
-    The installer's settings (pip's index configuration translated for uv, uv's cache) are read where
-    the smoke runs, when it runs, as pip reads its own: the commands show none of them, and the dry
-    run's JSON names the variables they may set (``smoke_env_at_run``).
+    The installer's settings (pip's index configuration translated for uv, uv's cache) and the variant's
+    runtime indexes are read where the smoke runs, when it runs, as pip reads its own: the steps show none
+    of them, :func:`builders.smoke.at_run` fills them in (each step's ``at_run`` says which), and the dry
+    run's JSON names the variables uv's may set (``smoke_env_at_run``).
     """
 
     python: str
     wheel: str
     staged: str
     scratch: str
-    commands: tuple[Command, ...]
+    steps: tuple[smoke.Step, ...]  # what the smoke stage runs (smoke.run_planned), filled in by smoke.at_run
+    fallback: tuple[smoke.Step, ...] = ()  # venv + pip, where uv is planned but does not run or fails
     installer: smoke.Installer = field(default_factory=smoke.Installer)
+
+    @property
+    def commands(self) -> tuple[Command, ...]:
+        return tuple(Command(argv=s.argv, env=s.env, cwd=s.cwd, timeout=s.timeout) for s in self.steps)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """The steps, each naming what :func:`builders.smoke.at_run` fills in where the smoke runs."""
+        return [{**c.to_json(), "at_run": s.at_run} for c, s in zip(self.commands, self.steps)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,6 +247,8 @@ class BuildPlan:
     outputs: Outputs
     builders_version: str
     core: CorePlan | None = None
+    provision: Provision = field(default_factory=Provision)  # not in the digest: the runner's image is
+    check: Check | None = None  # None: the engine's own build checks (cibuildwheel)
 
     def key(self) -> dict[str, Any]:
         """What decides the wheel's bytes: the inputs the digest covers."""
@@ -197,9 +265,17 @@ class BuildPlan:
     def digest(self) -> str:
         return digest(self.key())
 
+    def steps(self) -> list[tuple[str, str]]:
+        """Every step the plan runs, in order, named by its stage: what provision makes ready and what the
+        check verifies (in words), then every command as one shell line."""
+        made = [("provision", line) for line in self.provision.lines()]
+        checked = [("check", line) for line in self.check.lines()] if self.check else []
+        return made + checked + [(name, command.shell()) for name, command in self.commands()]
+
     def commands(self) -> list[tuple[str, Command]]:
         """Every command the plan runs, in order, named by its stage."""
-        out = [("prepare", c) for c in self.prepare] + [("core", c) for c in (self.core.commands if self.core else ())]
+        out = [("check", self.check.probe)] if self.check else []
+        out += [("prepare", c) for c in self.prepare] + [("core", c) for c in (self.core.commands if self.core else ())]
         out += [("build", self.build)]
         out += [("repair", self.repair)] if self.repair else []
         return out + [("smoke", c) for c in self.smoke.commands]
@@ -209,11 +285,12 @@ class BuildPlan:
                 "smoke_runner": self.smoke_runner.to_json(), "interpreter": self.interpreter,
                 "toolchain": self.toolchain.to_json(), "source": self.source, "source_digest": self.source_digest,
                 "epoch": self.epoch, "work": self.work, "builders_version": self.builders_version,
+                "provision": self.provision.to_json(), "check": self.check.to_json() if self.check else None,
                 "prepare": [c.to_json() for c in self.prepare], "build": self.build.to_json(),
                 "core": {"name": self.core.name, "digest": self.core.digest,
                          "commands": [c.to_json() for c in self.core.commands]} if self.core else None,
                 "repair": self.repair.to_json() if self.repair else None,
-                "smoke": [c.to_json() for c in self.smoke.commands], "smoke_python": self.smoke.python,
+                "smoke": self.smoke.to_json(), "smoke_python": self.smoke.python,
                 "smoke_installer": self.smoke.installer.kind,
                 "smoke_env_at_run": sorted(smoke.UV_RUNTIME_ENV) if self.smoke.installer.kind == smoke.UV else [],
                 "outputs": {"labelled": self.outputs.labelled, "wheel": self.outputs.wheel,
@@ -269,6 +346,7 @@ class Recipe:
     repair_tools: Tools | None = None  # None: the build command repairs too (cibuildwheel)
     repair_env: Pairs = ()
     build: Command | None = None  # an engine's own build command (cibuildwheel); None: the project's
+    provision: Provision = field(default_factory=Provision)  # what the engine makes ready first
 
 
 def settings(target: Target, toolkit_root: str | None, epoch: int) -> dict[str, str]:
@@ -328,7 +406,19 @@ def assemble(target: Target, ctx: Context, recipe: Recipe) -> BuildPlan:
         build=build, repair=repair, diagnose=diagnose, smoke=smoke_plan(target, recipe, final, str(work)),
         outputs=Outputs(labelled=labelled_name(target, repair is not None), wheel=target.wheel_name,
                         destination=f"{target.index_path.rstrip('/')}/{target.wheel_name}"),
-        builders_version=ctx.builders_version, core=core_plan(target, ctx, recipe, env, record))
+        builders_version=ctx.builders_version, core=core_plan(target, ctx, recipe, env, record),
+        provision=recipe.provision, check=check_of(target, recipe))
+
+
+def check_of(target: Target, recipe: Recipe) -> Check | None:
+    """What the check stage verifies where the project's build runs (None: an engine's own build checks)."""
+    if recipe.build is not None:
+        return None
+    toolchain, probe = recipe.toolchain, interpreters.probe_argv(recipe.interpreter)
+    return Check(interpreter=recipe.interpreter, python=str(target.python), abi=target.python.abi,
+                 probe=Command(argv=tuple(probe), timeout=interpreters.PROBE_TIMEOUT),
+                 accelerator=toolchain.accelerator, version=toolchain.version, root=toolchain.root,
+                 asks=toolchain_for(target.variant.accelerator).asks, arch_list=target.arch_list)
 
 
 def places(ctx: Context) -> Places:
@@ -391,11 +481,13 @@ def smoke_plan(target: Target, recipe: Recipe, final: str, work: str) -> SmokePl
     wheel = f"{inbox}/{target.wheel_name}" if inbox else final
     staged = f"{inbox}/probe" if inbox else f"{work}/probe"
     installer = smoke.chosen_installer(inbox=inbox)
-    steps = smoke.smoke_steps(python=recipe.smoke_interpreter, wheel=wheel, staged=staged,
-                              scratch=recipe.smoke_scratch, target=target, installer=installer)
-    commands = tuple(Command(argv=s.argv, env=s.env, cwd=s.cwd, timeout=s.timeout) for s in steps)
-    return SmokePlan(python=recipe.smoke_interpreter, wheel=wheel, staged=staged, scratch=recipe.smoke_scratch,
-                     commands=commands, installer=installer)
+    python, scratch = recipe.smoke_interpreter, recipe.smoke_scratch
+    steps = smoke.planned_steps(python=python, wheel=wheel, staged=staged, scratch=scratch, target=target,
+                                installer=installer)
+    fallback = smoke.fallback_steps(python=python, wheel=wheel, staged=staged, scratch=scratch, target=target,
+                                    installer=installer)
+    return SmokePlan(python=python, wheel=wheel, staged=staged, scratch=scratch, steps=steps, fallback=fallback,
+                     installer=installer)
 
 
 def describe(plans: Sequence[Resolved]) -> tuple[tuple[str, ...], list[tuple[str, str, str, str, str]]]:

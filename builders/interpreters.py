@@ -25,6 +25,7 @@ _PROBE = (
     "print(json.dumps([sys.implementation.name, *sys.version_info[:2], bool(sysconfig.get_config_var('Py_GIL_DISABLED')),"
     " sys.executable]))"
 )
+PROBE_TIMEOUT = 30.0
 Candidate = tuple[str, ...]  # the argv prefix that runs an interpreter: a path, or ("py", "-3.12")
 
 
@@ -86,12 +87,17 @@ def identify(exe: str | Candidate, call: Call) -> PythonVersion | None:
     return found[0] if found else None
 
 
+def probe_argv(exe: str | Candidate) -> list[str]:
+    """The command that asks ``exe`` what it is (a build plan's check shows it)."""
+    return [*([exe] if isinstance(exe, str) else exe), "-c", _PROBE]
+
+
 def probe(exe: str | Candidate, call: Call) -> tuple[PythonVersion, str] | None:
     """What ``exe`` really is and the interpreter it runs (``sys.executable``: what ``py -3.12`` started),
     or None if it is not a working CPython."""
-    argv = [exe] if isinstance(exe, str) else list(exe)
+    argv = probe_argv(exe)
     try:
-        out = call([*argv, "-c", _PROBE], timeout=30, separate_stderr=True).stdout
+        out = call(argv, timeout=PROBE_TIMEOUT, separate_stderr=True).stdout
         impl, major, minor, ft, *rest = json.loads(out.strip().splitlines()[-1])
     except (ProcessError, ValueError, IndexError, TypeError):
         return None

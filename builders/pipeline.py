@@ -44,7 +44,7 @@ from .process import Log, ProcessError, Runner
 from .repair import RepairError, failed, only_wheel
 from .results import Result
 from .rpath import interpreter_rpaths, strip_rpaths
-from .smoke import ready, smoke_with, stage, uv_cache, uv_cache_folder
+from .smoke import ready, run_planned, stage, uv_cache, uv_cache_folder
 from .store import Store, place
 from .toolchains import toolchain_for
 from .verify import Expectation, verify
@@ -253,9 +253,9 @@ class _Stages:
 def _stages(plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress, tick: Tick) -> Path:
     run_stage = _Stages(progress, tick)
     with config.slots.held():
-        run_stage("provision", lambda: config.engine.provision(plan, log))
+        run_stage("provision", lambda: provision(plan, config.engine, log))
         with open_runner(plan.runner, config.env, log) as runner:
-            run_stage("check", lambda: check(plan, runner))
+            run_stage("check", lambda: check(plan, runner, log))
             raw = run_stage("build", lambda: build(plan, runner, config, log, progress))
             final = run_stage("label", lambda: label_as_planned(plan, raw))
             if plan.repair is not None:
@@ -266,12 +266,20 @@ def _stages(plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress, t
     return run_stage("publish", lambda: _publish(final, plan, config, log, progress))
 
 
-def check(plan: BuildPlan, runner: Runner) -> None:
-    """Where the build runs: the planned interpreter is the target's Python, the toolkit the matrix's."""
-    if not plan.direct:
+def provision(plan: BuildPlan, engine: Engine, log: Log) -> None:
+    """The engine makes ready what the plan's provision step lists (each line written to the log first)."""
+    log.write("".join(f"# provision: {line}\n" for line in plan.provision.lines()))
+    engine.provision(plan, log)
+
+
+def check(plan: BuildPlan, runner: Runner, log: Log) -> None:
+    """Where the build runs: the planned interpreter is the target's Python, the toolkit the matrix's (the plan's
+    check step: its lines written to the log, then its probe and the toolkit's questions run)."""
+    if plan.check is None:
         return
+    log.write("".join(f"# check: {line}\n" for line in plan.check.lines()))
     target = plan.target
-    if identify(plan.interpreter, runner) != target.python:
+    if identify(plan.check.interpreter, runner) != target.python:
         kind = "free-threaded CPython" if target.python.free_threaded else "CPython"
         where = (f"in image {plan.runner.image} (base {plan.runner.base})" if plan.runner.kind == "container"
                  else f"at {plan.interpreter}")
@@ -339,7 +347,8 @@ def _verify(path: Path, plan: BuildPlan, config: RunConfig, progress: _Progress)
 
 def _smoke(path: Path, plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress) -> None:
     """In a fresh runner of the plan's smoke kind: the wheel and the staged probe copied in (and uv, where the
-    runner cannot see this host's), then probed; the installer that ran is part of the smoke facts."""
+    runner cannot see this host's), then the plan's smoke steps run, filled in there (:func:`smoke.at_run`);
+    the installer that ran is part of the smoke facts."""
     staged = stage(Path(plan.work) / "probe", [plan.target])
     spec, planned = plan.smoke_runner, plan.smoke
     cache = uv_cache(spec, uv_cache_folder(plan.places, config.env))
@@ -348,8 +357,7 @@ def _smoke(path: Path, plan: BuildPlan, config: RunConfig, log: Log, progress: _
         runner.copy_in(staged, planned.staged)
         installer = ready(planned.installer, runner, python=planned.python, cache=cache,
                           key=(spec, planned.python, tuple(sorted(config.env.items())))).for_target(plan.target, config.env)
-        outcome = smoke_with(runner, python=planned.python, wheel=planned.wheel, staged=planned.staged,
-                             scratch=planned.scratch, target=plan.target, installer=installer)
+        outcome = run_planned(runner, planned.steps, planned.fallback, installer)
     progress.facts["smoke"] = outcome.summary
     if not outcome.ok:
         raise SmokeError("; ".join(outcome.problems))

@@ -360,11 +360,20 @@ class Step:
     cwd: str | None = None
     timeout: float = 1800.0
     record: bool = False  # its stdout is the probe's JSON record
+    at_run: str = ""  # what :func:`at_run` fills in where the smoke runs: "uv", "uv-install", "pip-install"
 
 
 def smoke_steps(*, python: str, wheel: str, staged: str, scratch: str, target: Target,
                 installer: Installer = VENV_PIP) -> tuple[Step, ...]:
-    """The smoke test's commands, in order: the same list a build plan shows and :func:`smoke_with` runs."""
+    """The smoke test's commands, in order, with ``installer``'s run-time values filled in (:func:`at_run`)."""
+    return tuple(at_run(step, installer) for step in planned_steps(python=python, wheel=wheel, staged=staged,
+                                                                   scratch=scratch, target=target, installer=installer))
+
+
+def planned_steps(*, python: str, wheel: str, staged: str, scratch: str, target: Target,
+                  installer: Installer = VENV_PIP) -> tuple[Step, ...]:
+    """The smoke test's commands, in order, as a build plan holds them and :func:`run_planned` runs them: without
+    what is known only where and when the smoke runs (``installer.env``, ``installer.indexes``: :func:`at_run`)."""
     venv, empty = f"{scratch}/venv", f"{scratch}/cwd"
     py = venv_python(venv, target.platform.os)
     return (
@@ -380,18 +389,33 @@ def install_steps(installer: Installer, *, python: str, venv: str, py: str, whee
                   timeout: float) -> tuple[Step, Step]:
     """A venv for ``python`` (nothing seeded by uv), then ``wheel`` with its requirements installed into it.
 
-    uv is told to read no uv configuration (pip's is translated into ``installer.env``) and to pick the best
-    version across all indexes, as pip does, not the first index that has a package.
+    uv is told to read no uv configuration (pip's is translated into ``installer.env`` when the smoke runs) and to
+    pick the best version across all indexes, as pip does, not the first index that has a package.
     """
     make = min(300.0, timeout)
     if installer.kind != UV:
         return (Step(argv=(python, "-m", "venv", venv), timeout=make),
-                Step(argv=(py, "-m", "pip", "install", "--no-input", *pip_index_args(installer.indexes), wheel),
-                     timeout=timeout))
-    uv, env = installer.uv, installer.env
-    return (Step(argv=(uv, "venv", "--no-config", "--no-project", "--python", python, venv), env=env, timeout=make),
+                Step(argv=(py, "-m", "pip", "install", "--no-input", wheel), timeout=timeout, at_run="pip-install"))
+    uv = installer.uv
+    return (Step(argv=(uv, "venv", "--no-config", "--no-project", "--python", python, venv), timeout=make,
+                 at_run="uv"),
             Step(argv=(uv, "pip", "install", "--no-config", "--index-strategy", "unsafe-best-match", "--python", py,
-                       wheel), env=with_uv_indexes(env, installer.indexes), timeout=timeout))
+                       wheel), timeout=timeout, at_run="uv-install"))
+
+
+def at_run(step: Step, installer: Installer) -> Step:
+    """The one place a planned smoke step gets what is known only where and when the smoke runs (a plan shows each
+    step without it; its JSON names uv's variables, ``smoke_env_at_run``): on uv's steps uv's settings
+    (``installer.env``: pip's configuration there, translated, and uv's cache); on the install step the
+    variant's runtime indexes (``installer.indexes``: pip's ``--extra-index-url`` before the wheel, uv's
+    ``UV_INDEX`` appended to)."""
+    if step.at_run == "uv":
+        return replace(step, env=pairs({**dict(installer.env), **dict(step.env)}), at_run="")
+    if step.at_run == "uv-install":
+        return replace(step, env=with_uv_indexes(installer.env, installer.indexes), at_run="")
+    if step.at_run == "pip-install":
+        return replace(step, argv=(*step.argv[:-1], *pip_index_args(installer.indexes), step.argv[-1]), at_run="")
+    return step
 
 
 def pip_index_args(indexes: Sequence[str]) -> tuple[str, ...]:
@@ -416,16 +440,37 @@ def smoke_with(runner: Runner, *, python: str, wheel: str, staged: str, scratch:
     ``staged`` is a folder written by :func:`stage`. Where uv fails to make the venv or install the
     wheel, venv + pip runs in a fresh folder under ``scratch`` and the outcome says why.
     """
-    *setup, probe = smoke_steps(python=python, wheel=wheel, staged=staged, scratch=scratch, target=target,
-                                installer=installer)
+    steps = planned_steps(python=python, wheel=wheel, staged=staged, scratch=scratch, target=target,
+                          installer=installer)
+    fallback = fallback_steps(python=python, wheel=wheel, staged=staged, scratch=scratch, target=target,
+                              installer=installer)
+    return run_planned(runner, steps, fallback, installer)
+
+
+def fallback_steps(*, python: str, wheel: str, staged: str, scratch: str, target: Target,
+                   installer: Installer) -> tuple[Step, ...]:
+    """Where uv is planned: venv + pip in a fresh folder under ``scratch``, should uv not run or fail."""
+    if installer.kind != UV:
+        return ()
+    return planned_steps(python=python, wheel=wheel, staged=staged, scratch=f"{scratch}/{PIP}", target=target)
+
+
+def run_planned(runner: Runner, steps: Sequence[Step], fallback: Sequence[Step], installer: Installer) -> SmokeOutcome:
+    """Planned ``steps`` (:func:`planned_steps`) through ``runner``, each filled in by :func:`at_run`.
+
+    Where uv was planned but ``installer`` is venv + pip (uv does not run there), or uv fails to make the venv
+    or install the wheel, the planned ``fallback`` runs instead and the outcome says why.
+    """
+    if installer.kind != UV and fallback:
+        steps, fallback = fallback, ()
+    *setup, probe = (at_run(step, installer) for step in steps)
     try:
         for step in setup:
             runner.run(list(step.argv), env=dict(step.env), cwd=step.cwd, timeout=step.timeout)
     except ProcessError as exc:
-        if installer.kind != UV:
+        if installer.kind != UV or not fallback:
             raise
-        return smoke_with(runner, python=python, wheel=wheel, staged=staged, scratch=f"{scratch}/{PIP}",
-                          target=target, installer=installer.fallback(f"uv failed: {_last_words(exc)}"))
+        return run_planned(runner, fallback, (), installer.fallback(f"uv failed: {_last_words(exc)}"))
     try:
         out = runner.run(list(probe.argv), env={}, cwd=probe.cwd, separate_stderr=True, timeout=probe.timeout).stdout
         found = outcome(out)

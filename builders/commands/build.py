@@ -239,8 +239,8 @@ def dry_run(resolved: Sequence[Resolved], config: RunConfig, *, as_json: bool) -
     print(render_table((*headers, "stored"), [(*row, "yes" if stored.get(row[0]) else "") for row in rows]))
     for plan in plans:
         print(f"\n{plan.id}  (plan {plan.digest})")
-        for name, command in plan.commands():
-            print(f"  {name:<6} {command.shell()}")
+        for name, line in plan.steps():
+            print(f"  {name:<9} {line}")
 
 
 @contextlib.contextmanager

@@ -26,6 +26,7 @@ from ..buildplan import (
     BuildPlan,
     Command,
     Context,
+    Provision,
     Recipe,
     Resolved,
     RunnerSpec,
@@ -42,7 +43,7 @@ from ..process import Log
 from ..repair import repair_command
 from ..targets import Target
 from .container import CONTAINER_CA, ContainerEngine, container_env, image_settings
-from .local import LocalEngine, host_smoke_runner, host_toolchain
+from .local import LocalEngine, host_provision, host_smoke_runner, host_toolchain
 
 PLATFORMS = {OS.LINUX: "linux", OS.MACOS: "macos", OS.WINDOWS: "windows"}
 ARCHS = {OS.LINUX: "CIBW_ARCHS_LINUX", OS.MACOS: "CIBW_ARCHS_MACOS", OS.WINDOWS: "CIBW_ARCHS_WINDOWS"}
@@ -126,7 +127,8 @@ class CibwEngine:
         return Recipe(engine=self.name, runner=RunnerSpec(kind="host", inherits=ctx.inherits() if here else ()),
                       smoke_runner=host_smoke_runner(target), interpreter=identifier(target), smoke_interpreter=python,
                       toolchain=toolchain, source=str(ctx.source), work=work, build_cwd=str(ctx.source),
-                      smoke_scratch=f"{work}/smoke", smoke_inbox="", build=build)
+                      smoke_scratch=f"{work}/smoke", smoke_inbox="", build=build,
+                      provision=host_provision(target, toolchain))
 
     def linux_recipe(self, target: Target, ctx: Context) -> Recipe:
         """cibuildwheel on this host, its builds in the variant's image; smoke in a fresh container of it."""
@@ -136,7 +138,8 @@ class CibwEngine:
                       interpreter=identifier(target), smoke_interpreter=container.recipe(target, ctx).interpreter,
                       toolchain=container.toolchain(target), source=str(ctx.source), work=work,
                       build_cwd=str(ctx.source), smoke_scratch="/tmp/smoke", smoke_inbox="/tmp",
-                      build=self.command(target, ctx, work, image_settings(target, ctx.epoch), here=True))
+                      build=self.command(target, ctx, work, image_settings(target, ctx.epoch), here=True),
+                      provision=Provision(image=container.image_spec(target).tag))
 
     def command(self, target: Target, ctx: Context, work: str, variables: Mapping[str, str], *, here: bool) -> Command:
         """cibuildwheel for exactly this target, into ``<work>/raw`` (``here``: on this host, else on the runner)."""

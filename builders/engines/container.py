@@ -25,6 +25,7 @@ from ..buildplan import (
     BuildPlan,
     Command,
     Context,
+    Provision,
     Recipe,
     Resolved,
     RunnerSpec,
@@ -147,7 +148,12 @@ class ContainerEngine:
                       toolchain=self.toolchain(target), source="/tmp/src", work="/work", build_cwd="/tmp",
                       prepare=(COPY_SOURCE,),
                       smoke_scratch="/tmp/smoke", smoke_inbox=INBOX, build_env=pairs({**OFFLINE_PIP, **CCACHE_ENV}),
-                      repair_tools=Tools())
+                      repair_tools=Tools(), provision=self.provisions(target, ctx.source))
+
+    def provisions(self, target: Target, source: Path) -> Provision:
+        """What :meth:`provision` makes ready: the image, the offline wheelhouse, the compiler cache."""
+        return Provision(image=self.image_spec(target).tag, wheelhouse=str(self.build_requirements(source)),
+                         folders=(str(self.compiler_cache(target)),))
 
     def runner(self, target: Target, mounts: tuple[Mount, ...], *, network: bool,
                env: Mapping[str, str] = BASE_ENV) -> RunnerSpec:

@@ -6,7 +6,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..buildplan import BuildPlan, Context, Recipe, Resolved, RunnerSpec, Skipped, ToolchainPin, assemble, pairs
+from ..buildplan import (
+    BuildPlan,
+    Context,
+    Provision,
+    Recipe,
+    Resolved,
+    RunnerSpec,
+    Skipped,
+    ToolchainPin,
+    assemble,
+    pairs,
+)
 from ..host import unbuildable
 from ..model import Accelerator
 from ..once import Once
@@ -28,6 +39,14 @@ def host_toolchain(target: Target, ctx: Context) -> ToolchainPin:
     return replace(pin, provider=f"installed at {root}") if root else pin
 
 
+def host_provision(target: Target, toolchain: ToolchainPin) -> Provision:
+    """What :meth:`LocalEngine.provision` makes ready: the pinned toolkit installed where the plan finds it, or
+    the compiler the toolchain needs on PATH; nothing for the host's own compiler."""
+    if toolchain.pins:
+        return Provision(pins=toolchain.pins, index_url=toolchain.index_url, into=toolchain.root)
+    return Provision(on_path=toolchain_for(target.variant.accelerator).on_path)
+
+
 def host_smoke_runner(target: Target) -> RunnerSpec:
     """The host without the project's build variables: an installed wheel must not need them."""
     return RunnerSpec(kind="host", unset=tuple(sorted({*target.project.build_env_names, *HIDDEN_ENV})))
@@ -45,11 +64,11 @@ class LocalEngine:
         if reason:
             return Skipped(id=target.id, reason=reason)
         python = str(ctx.host.interpreter(target.python.abi))
-        work = str(ctx.work(target))
+        work, toolchain = str(ctx.work(target)), host_toolchain(target, ctx)
         recipe = Recipe(
             engine=self.name, runner=RunnerSpec(kind="host", inherits=ctx.inherits()),
             smoke_runner=host_smoke_runner(target), interpreter=python, smoke_interpreter=python,
-            toolchain=host_toolchain(target, ctx), source=str(ctx.source), work=work, build_cwd=str(ctx.source),
+            toolchain=toolchain, provision=host_provision(target, toolchain), source=str(ctx.source), work=work, build_cwd=str(ctx.source),
             smoke_scratch=f"{work}/smoke", smoke_inbox="", repair_tools=Tools.of(ctx.tools_python),
             repair_env=pairs({"PATH": ctx.tools_path}))
         return assemble(target, ctx, recipe)

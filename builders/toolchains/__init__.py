@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 class Toolchain(Protocol):
     accelerator: Accelerator
+    asks: tuple[str, ...]  # the tools its check asks where the build runs (none: nothing to ask)
+    on_path: str | None  # the compiler provision requires on PATH (nothing installed), if any
 
     def unavailable(self, target: Target, host: Host) -> str | None:
         """Why this host cannot provide the target's toolchain, or None."""

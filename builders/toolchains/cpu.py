@@ -24,6 +24,8 @@ def cxx_unavailable(target: Target, host: Host) -> str | None:
 
 class CpuToolchain:
     accelerator = Accelerator.CPU
+    asks: tuple[str, ...] = ()
+    on_path: str | None = None
 
     def unavailable(self, target: Target, host: Host) -> str | None:
         return cxx_unavailable(target, host)

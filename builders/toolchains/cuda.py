@@ -27,6 +27,8 @@ def runtime_version(version: str) -> int:
 
 class CudaToolchain:
     accelerator = Accelerator.CUDA
+    asks: tuple[str, ...] = ("nvcc",)
+    on_path: str | None = None
 
     def unavailable(self, target: Target, host: Host) -> str | None:
         if host.os is not OS.LINUX:

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 class RocmToolchain:
     accelerator = Accelerator.ROCM
+    asks: tuple[str, ...] = ("hipcc", "clang")
+    on_path: str | None = "hipcc"
 
     def unavailable(self, target: Target, host: Host) -> str | None:
         want = target.variant.version or ""
@@ -44,8 +46,8 @@ class RocmToolchain:
 
     def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
         """Nothing is installed: the toolkit must already be on PATH."""
-        if shutil.which("hipcc", path=env.get("PATH")) is None:
-            raise ToolchainError(f"hipcc not found on PATH for {target.id}")
+        if shutil.which(str(self.on_path), path=env.get("PATH")) is None:
+            raise ToolchainError(f"{self.on_path} not found on PATH for {target.id}")
 
     def check(self, target: Target, root: str | None, call: Call) -> None:
         """``hipcc`` where the build runs is the matrix's release, and its clang can build every declared arch."""

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 class XpuToolchain:
     accelerator = Accelerator.XPU
+    asks: tuple[str, ...] = ()
+    on_path: str | None = "icpx"
 
     def unavailable(self, target: Target, host: Host) -> str | None:
         if host.icpx is None:
@@ -31,8 +33,8 @@ class XpuToolchain:
 
     def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
         """Nothing is installed: the toolkit must already be on PATH."""
-        if shutil.which("icpx", path=env.get("PATH")) is None:
-            raise ToolchainError(f"icpx not found on PATH for {target.id}")
+        if shutil.which(str(self.on_path), path=env.get("PATH")) is None:
+            raise ToolchainError(f"{self.on_path} not found on PATH for {target.id}")
 
     def check(self, target: Target, root: str | None, call: Call) -> None:
         """Its release was checked against the matrix when the host was probed."""

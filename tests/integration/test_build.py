@@ -226,6 +226,19 @@ def logged_commands(log: str) -> list[tuple[list[str], str | None, dict[str, str
     return out
 
 
+def assert_every_step_logged_in_order(plan: dict, log: str, core: list[dict]) -> None:
+    """Provision's and check's lines, then the check's probe, prepare, core, build, repair and smoke commands: each
+    in the log, after the one before it."""
+    commands = [plan["check"]["probe"], *plan["prepare"], *core, plan["build"], plan["repair"], *plan["smoke"]]
+    wanted = [f"# provision: {line}" for line in plan["provision"]["steps"]]
+    wanted += [f"# check: {line}" for line in plan["check"]["steps"]]
+    wanted += ["$ " + shlex.join([shutil.which(c["argv"][0]) or c["argv"][0], *c["argv"][1:]]) for c in commands if c]
+    lines, at = log.splitlines(), 0
+    for step in wanted:
+        assert step in lines[at:], (plan["id"], step, lines[at:at + 5])
+        at = lines.index(step, at) + 1
+
+
 def test_the_dry_run_plan_is_exactly_what_the_build_ran(wheelhouse: Path, results: dict[str, dict], root: Path) -> None:
     plans = dry_run_plans(root, "--output", str(wheelhouse))
     assert set(plans) == BUILDABLE
@@ -242,6 +255,7 @@ def test_the_dry_run_plan_is_exactly_what_the_build_ran(wheelhouse: Path, result
             assert same, (tid, command["argv"])
             assert any({k: v for k, v in env.items() if k not in at_run} == command["env"] for env in same), \
                 (tid, command["argv"], same)
+        assert_every_step_logged_in_order(plan, (wheelhouse / results[tid]["log"]).read_text(), core)
     built_cores = [tid for tid in plans if results[tid].get("core", {}).get("status") == "built"]
     assert len(built_cores) == len({plans[tid]["core"]["digest"] for tid in plans}), "one core built per variant"
 

@@ -218,3 +218,69 @@ def test_the_longest_builds_start_first(m) -> None:
     assert order[:len(accelerated)] == accelerated  # no history: device code first, matrix order kept
     cpu = next(p.id for p in found if p.toolchain.accelerator == "cpu")
     assert longest_first(found, {cpu: {"durations": {"build": 500.0, "smoke": 10.0}}})[0].id == cpu
+
+
+# ---- provision and check are plan steps: what they make ready and verify, shown by the dry run ----
+
+
+def test_local_provision_and_check_steps(m, data) -> None:
+    found = built(plans(m))
+    cuda = next(p for tid, p in found.items() if tid.startswith("cu") and "-cp313-" in tid)
+    assert cuda.provision.pins == cuda.toolchain.pins and cuda.provision.into == cuda.toolchain.root
+    assert cuda.provision.index_url == cuda.toolchain.index_url and cuda.provision.image is None
+    assert cuda.check is not None and cuda.check.asks == ("nvcc",) and cuda.check.root == cuda.toolchain.root
+    assert cuda.check.arch_list == cuda.target.arch_list and cuda.check.version == cuda.target.variant.version
+    cpu = found["cpu-cp313-linux-x86_64"]
+    assert cpu.provision.lines() == () and cpu.check is not None and cpu.check.asks == ()
+    assert (cpu.check.python, cpu.check.abi, cpu.check.interpreter) == ("3.13", "cp313", "/py/3.13/bin/python3.13")
+    assert cpu.check.probe.argv[:2] == ("/py/3.13/bin/python3.13", "-c")
+    assert cpu.check.lines() == ("/py/3.13/bin/python3.13 is CPython 3.13 (cp313)",)
+
+
+def test_every_step_in_order_check_and_provision_first(m) -> None:
+    plan = next(p for tid, p in built(plans(m)).items() if tid.startswith("cu") and "-cp312-" in tid)
+    stages = [name for name, _ in plan.steps()]
+    assert stages == sorted(stages, key=["provision", "check", "prepare", "core", "build", "repair", "smoke"].index)
+    assert stages[:3] == ["provision", "check", "check"] and plan.commands()[0] == ("check", plan.check.probe)
+    assert [line for name, line in plan.steps() if name == "provision"] == list(plan.provision.lines())
+    as_json = plan.to_json()
+    assert as_json["provision"]["steps"] == list(plan.provision.lines())
+    assert as_json["check"]["probe"] == plan.check.probe.to_json()
+
+
+def test_provision_and_check_are_not_part_of_the_digest(m) -> None:
+    plan = built(plans(m))["cpu-cp313-linux-x86_64"]
+    assert replace(plan, check=None, provision=replace(plan.provision, folders=("/x",))).digest == plan.digest
+
+
+def test_the_container_provisions_its_image_wheelhouse_and_cache(m) -> None:
+    plan = CONTAINER.plan(select(m, Selection(targets=("cu132-cp314-linux-x86_64",)))[0],
+                          context(host=replace(HOST, container_engines=("podman",))))
+    assert isinstance(plan, BuildPlan) and plan.check is not None
+    assert plan.provision.image == plan.runner.image and plan.provision.pins == ()
+    mounts = {m.target: m.source for m in plan.runner.mounts}
+    assert plan.provision.wheelhouse == mounts["/wheels"] and plan.provision.folders == (mounts["/ccache"],)
+    assert plan.check.interpreter == plan.interpreter and plan.check.root == "/opt/toolkit/nvidia/cu13"
+
+
+def test_cibuildwheel_checks_its_own_build(m) -> None:
+    target = select(m, Selection(targets=("cpu-cp315-linux-x86_64",)))[0]
+    plan = CibwEngine(container=CONTAINER).plan(target, context(host=replace(HOST, container_engines=("podman",))))
+    assert isinstance(plan, BuildPlan) and plan.check is None
+    assert plan.provision.image == CONTAINER.image_spec(target).tag and plan.to_json()["check"] is None
+
+
+def test_the_smoke_runs_the_planned_steps_filled_in_where_it_runs(m) -> None:
+    from builders import smoke
+
+    plan = built(plans(m))["cpu-cp313-linux-x86_64"]
+    assert plan.smoke.installer.kind == "uv" and [s.at_run for s in plan.smoke.steps] == ["", "uv", "uv-install", ""]
+    assert all(s.env == () for s in plan.smoke.steps)  # uv's settings are read where the smoke runs
+    assert [s.at_run for s in plan.smoke.fallback] == ["", "", "pip-install", ""]
+    assert plan.smoke.fallback[1].argv[-1] == f"{plan.smoke.scratch}/pip/venv"
+    ready = replace(plan.smoke.installer, env=(("UV_CACHE_DIR", "/c"),), indexes=("https://extra.invalid/",))
+    filled = [smoke.at_run(s, ready) for s in plan.smoke.steps]
+    assert filled == list(smoke.smoke_steps(python=plan.smoke.python, wheel=plan.smoke.wheel, staged=plan.smoke.staged,
+                                            scratch=plan.smoke.scratch, target=plan.target, installer=ready))
+    assert dict(filled[2].env) == {"UV_CACHE_DIR": "/c", "UV_INDEX": "https://extra.invalid/"}
+    assert plan.to_json()["smoke"][2]["at_run"] == "uv-install"
