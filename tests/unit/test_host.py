@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from builders import interpreters
+from builders.arch import canonical_arch
 from builders.host import Host, unbuildable
 from builders.model import OS, PythonVersion
 from builders.targets import Selection, select
@@ -105,6 +106,6 @@ def test_a_launcher_is_recorded_as_the_interpreter_it_started() -> None:
 
 
 def test_a_windows_host_says_where_it_searched(m) -> None:
-    windows = Host(os=OS.WINDOWS, arch="x86_64", cxx20="cl.exe")
-    tid = next(t.id for t in select(m, Selection(select=("cpu-*-windows-*",))))
-    assert "the runner's tool cache, the py launcher and PATH" in (unbuildable(one(m, tid), windows) or "")
+    target = next(t for t in select(m, Selection(select=("cpu-*-windows-*",))))
+    windows = Host(os=OS.WINDOWS, arch=canonical_arch(target.platform.arch), cxx20="cl.exe")  # the target's own arch
+    assert "the runner's tool cache, the py launcher and PATH" in (unbuildable(target, windows) or "")
