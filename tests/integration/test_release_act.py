@@ -40,7 +40,15 @@ pytestmark = pytest.mark.slow
 
 PYTHON = "3.13"  # one the local base image (Debian unstable) and this host (pyenv) both have
 FIRST, SECOND = "2.15.0", "2.15.1"
-HOST_PYTHONS = "3.11.7:3.12.1:3.13.0"  # pyenv's versions the shims may run (setup-python's and uv's finds)
+
+
+def host_pythons() -> str:
+    """pyenv's CPython 3.11 to 3.13 on this host, for PYENV_VERSION: the shims setup-python's stand-in and
+    uv find then run them (3.11 for the tools, 3.12 for builders' smoke venv, PYTHON for the smoke)."""
+    versions = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found = sorted((p.name for p in versions.glob("3.1[1-3].*") if p.name.count(".") == 2 and p.name.replace(".", "").isdigit()),
+                   key=lambda v: tuple(map(int, v.split("."))))
+    return ":".join(found)
 
 
 def base_digest(base_image: str) -> str:
@@ -104,7 +112,7 @@ def act_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def harness(repo: Path, home: Path, local: Services) -> Harness:
-    return Harness(repo=repo, home=home, services=local, env={"PYENV_VERSION": HOST_PYTHONS})
+    return Harness(repo=repo, home=home, services=local, env={"PYENV_VERSION": host_pythons()})
 
 
 @pytest.fixture(scope="module")
