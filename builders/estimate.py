@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ci import build_groups, images
+from .ci import build_groups, build_id, images
 from .targets import Target
 
 # Jobs outside the build and smoke matrices: plan, report, release files, publish, deploy, and
@@ -99,9 +99,9 @@ def _build_seconds(group: Sequence[Target], costs: Costs, container: bool) -> fl
 def estimate(targets: Sequence[Target], costs: Costs, *, per_target: bool, shards: int) -> Estimate:
     """The run's cost with one build job per target (``per_target``) or per (variant, platform)."""
     image_jobs = images(targets)
-    pulls = {f"{i['name']}" for i in image_jobs}
+    pulls = {i["name"] for i in image_jobs}  # an image job is named like the build job that pulls its image
     groups = [[t] for t in targets] if per_target else build_groups(targets)
-    builds = [_build_seconds(g, costs, f"{g[0].variant.label}-{g[0].platform.name}" in pulls) for g in groups]
+    builds = [_build_seconds(g, costs, build_id(g[0]) in pulls) for g in groups]
     smoke = costs.setup + costs.smoke
     image = costs.setup + costs.image
     fixed = len(FIXED_JOBS) + shards

@@ -459,6 +459,7 @@ def release_site(folder: Path, version: str) -> list[Path]:
     """What `index` writes for one release, in its shape: each label's wheels under whl/<label>/<project>/."""
     from dataclasses import replace
 
+    from builders.index import refresh_pages
     from tests.hostile import make_wheels
 
     wheels = []
@@ -470,8 +471,7 @@ def release_site(folder: Path, version: str) -> list[Path]:
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(make_wheels.good_bytes(facts))
         wheels.append(dest)
-    subprocess.run([sys.executable, "-m", "builders", "merge-index", str(folder), "--into", str(folder)], check=True,
-                   capture_output=True, timeout=120)  # the pages, as index writes them
+    refresh_pages(folder)  # the pages, as index writes them
     return wheels
 
 
