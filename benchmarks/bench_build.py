@@ -44,14 +44,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builders import images
-from builders import matrix as matrix_mod
-from builders.commands.build import commit_epoch
+from builders.base.process import Log, Result, run
+from builders.build.store import IGNORED_DIRS, IGNORED_SUFFIXES
+from builders.cli.build import commit_epoch
+from builders.engines import images
 from builders.engines.cibw import cibw_options
 from builders.engines.container import ContainerEngine, image_settings
-from builders.process import Log, Result, run
-from builders.store import IGNORED_DIRS, IGNORED_SUFFIXES
-from builders.targets import Selection, select
+from builders.spec import matrix as matrix_mod
+from builders.spec.targets import Selection, select
 
 ROOT = Path(__file__).resolve().parent.parent
 IGNORED = shutil.ignore_patterns(*IGNORED_DIRS, *(f"*{suffix}" for suffix in IGNORED_SUFFIXES))

@@ -5,7 +5,7 @@ Python this host builds both for; by default the variants ``cpu`` and ``cu132``)
 
 1. both wheels are built with the local engine (``build --target ID --no-smoke``), or taken from
    ``--wheelhouse DIR`` where a results.json there lists them as built;
-2. per wheel, the smoke test (builders' own, in-process: :func:`builders.smoke.smoke`) runs with
+2. per wheel, the smoke test (builders' own, in-process: :func:`builders.wheel.smoke.smoke`) runs with
    venv + pip and with uv: once cold (an empty pip cache; an empty uv cache), then ``--repeat``
    times warm (the same caches). Every run must pass its checks.
 
@@ -32,12 +32,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from builders import matrix
-from builders.host import detect
-from builders.process import HostRunner, Log
-from builders.smoke import HIDDEN_ENV, host_key, pip_config, smoke
-from builders.targets import Selection, Target, select
-from builders.wheels import Wheel
+from builders.base.process import HostRunner, Log
+from builders.build.host import detect
+from builders.spec import matrix
+from builders.spec.targets import Selection, Target, select
+from builders.wheel.archive import Wheel
+from builders.wheel.smoke import HIDDEN_ENV, host_key, pip_config, smoke
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,8 +7,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from builders.model import Matrix
-from builders.targets import Selection, Target, select
+from builders.spec.model import Matrix
+from builders.spec.targets import Selection, Target, select
 
 
 def builders(*args: str, cwd: Path, env: Mapping[str, str] | None = None,

@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "builders"
 
 
 def module_name(path: Path) -> str:
-    """``builders/engines/__init__.py`` -> ``builders.engines``; ``builders/core.py`` -> ``builders.core``."""
+    """``builders/engines/__init__.py`` -> ``builders.engines``; ``builders/core.py`` -> ``builders.build.core``."""
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 

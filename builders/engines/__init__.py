@@ -2,8 +2,8 @@
 
 An engine is a recipe (how a target's build looks on it: runners, interpreter, toolchain,
 paths; pure), provisioning (toolchains or images, each made once per run behind a lock) and
-a :class:`~builders.process.Runner` per plan (:func:`open_runner`). Build, label, repair,
-verify and smoke are written once, in :mod:`builders.pipeline`, against the runner.
+a :class:`~builders.base.process.Runner` per plan (:func:`open_runner`). Build, label, repair,
+verify and smoke are written once, in :mod:`builders.build.pipeline`, against the runner.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import shutil
 from collections.abc import Iterator, Mapping
 from typing import Protocol, TypeVar
 
-from ..buildplan import BuildPlan, Context, Resolved, RunnerSpec
-from ..process import HostRunner, Log, Runner
-from ..targets import Target
+from builders.base.process import HostRunner, Log, Runner
+from builders.build.plan import BuildPlan, Context, Resolved, RunnerSpec
+from builders.spec.targets import Target
 
 T = TypeVar("T")
 
@@ -35,7 +35,7 @@ class Engine(Protocol):
 def missing_container_engine(env: Mapping[str, str], preferred: str | None = None) -> str:
     """Why no container engine works here, engine by engine: not on PATH, or found but not answering
     (``find_engine`` counts one only when ``ENGINE info`` succeeds)."""
-    from ..host import CONTAINER_ENGINES
+    from builders.build.host import CONTAINER_ENGINES
 
     parts = []
     for name in [preferred] if preferred else CONTAINER_ENGINES:
@@ -52,7 +52,7 @@ def open_runner(spec: RunnerSpec, host_env: Mapping[str, str], log: Log) -> Iter
         env = {k: v for k, v in host_env.items() if k not in spec.unset}
         yield HostRunner({**env, **dict(spec.env)}, log)
         return
-    from .container import Container
+    from builders.engines.container import Container
 
     with Container(spec, host_env=host_env, log=log) as container:
         yield container

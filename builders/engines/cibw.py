@@ -21,8 +21,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..arch import canonical_arch
-from ..buildplan import (
+from builders.base.arch import canonical_arch
+from builders.base.errors import EngineError
+from builders.base.process import Log
+from builders.build.host import Host
+from builders.build.plan import (
     BuildPlan,
     Command,
     Context,
@@ -35,15 +38,12 @@ from ..buildplan import (
     resolve_with,
     settings,
 )
-from ..errors import EngineError
-from ..host import Host
-from ..images import Dialect
-from ..model import OS, PythonVersion
-from ..process import Log
-from ..repair import repair_command
-from ..targets import Target
-from .container import CONTAINER_CA, ContainerEngine, container_env, image_settings
-from .local import LocalEngine, host_provision, host_smoke_runner, host_toolchain
+from builders.engines.container import CONTAINER_CA, ContainerEngine, container_env, image_settings
+from builders.engines.images import Dialect
+from builders.engines.local import LocalEngine, host_provision, host_smoke_runner, host_toolchain
+from builders.spec.model import OS, PythonVersion
+from builders.spec.targets import Target
+from builders.wheel.repair import repair_command
 
 PLATFORMS = {OS.LINUX: "linux", OS.MACOS: "macos", OS.WINDOWS: "windows"}
 ARCHS = {OS.LINUX: "CIBW_ARCHS_LINUX", OS.MACOS: "CIBW_ARCHS_MACOS", OS.WINDOWS: "CIBW_ARCHS_WINDOWS"}

@@ -6,7 +6,7 @@ target's work folder is the only writable mount. Repair runs in the same contain
 image's auditwheel; the smoke test runs in a fresh container of the same image (with
 network, for the runtime requirements), the wheel and the probe copied in. Containers are
 always removed, also on failure or interrupt. Podman and docker differ only where
-:class:`builders.images.Dialect` says (network, removal, the image build's environment).
+:class:`builders.engines.images.Dialect` says (network, removal, the image build's environment).
 """
 
 from __future__ import annotations
@@ -20,8 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from .. import images
-from ..buildplan import (
+from builders.base.errors import NotBuildableHere
+from builders.base.once import Once
+from builders.base.process import LogLike, Result, run
+from builders.base.runnerspec import Mount
+from builders.build.interpreters import image_interpreter
+from builders.build.plan import (
     BuildPlan,
     Command,
     Context,
@@ -34,16 +38,12 @@ from ..buildplan import (
     resolve_with,
     settings,
 )
-from ..errors import NotBuildableHere
-from ..interpreters import image_interpreter
-from ..model import Accelerator
-from ..once import Once
-from ..process import LogLike, Result, run
-from ..repair import Tools
-from ..runnerspec import Mount
-from ..smoke import UV_CACHE_MOUNT
-from ..targets import Target
-from ..toolchains.provision import pip_download
+from builders.engines import images
+from builders.families.provision import pip_download
+from builders.spec.model import Accelerator
+from builders.spec.targets import Target
+from builders.wheel.repair import Tools
+from builders.wheel.smoke import UV_CACHE_MOUNT
 
 __all__ = ["Container", "ContainerEngine", "NotBuildableHere", "container_env", "find_engine", "reap_stale"]
 
@@ -62,7 +62,7 @@ BASE_ENV = {"HOME": "/tmp", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
 
 class Container:
-    """A running container of ``spec``: a :class:`~builders.process.Runner`; removed on exit, always."""
+    """A running container of ``spec``: a :class:`~builders.base.process.Runner`; removed on exit, always."""
 
     def __init__(self, spec: RunnerSpec, *, host_env: Mapping[str, str], log: LogLike) -> None:
         self.spec, self.host_env, self.log = spec, host_env, log
@@ -237,7 +237,7 @@ def image_settings(target: Target, epoch: int) -> dict[str, str]:
 
 def find_engine(env: Mapping[str, str], preferred: str | None = None) -> str | None:
     """The first working container engine (``preferred`` first), or None."""
-    from ..host import engine_works
+    from builders.build.host import engine_works
 
     for name in ([preferred] if preferred else ["podman", "docker"]):
         if engine_works(name, env):

@@ -6,7 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..buildplan import (
+from builders.base.once import Once
+from builders.base.process import Log
+from builders.build.host import unbuildable
+from builders.build.plan import (
     BuildPlan,
     Context,
     Provision,
@@ -18,14 +21,11 @@ from ..buildplan import (
     assemble,
     pairs,
 )
-from ..host import unbuildable
-from ..model import Accelerator
-from ..once import Once
-from ..process import Log
-from ..repair import Tools
-from ..smoke import HIDDEN_ENV
-from ..targets import Target
-from ..toolchains import toolchain_for
+from builders.families import toolchain_for
+from builders.spec.model import Accelerator
+from builders.spec.targets import Target
+from builders.wheel.repair import Tools
+from builders.wheel.smoke import HIDDEN_ENV
 
 
 def host_toolchain(target: Target, ctx: Context) -> ToolchainPin:

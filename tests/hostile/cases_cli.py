@@ -13,14 +13,14 @@ from pathlib import Path
 
 import yaml
 
-from builders.wheels import write_wheel
+from builders.wheel.archive import write_wheel
 from tests.hostile.corpus import Case, Content
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TEXT = (ROOT / "matrix.yaml").read_text(encoding="utf-8")
 
 
-def MATRIX(folder: Path) -> None:  # noqa: N802 (a file's content, like the other entries)
+def MATRIX(folder: Path) -> None:
     """The shipped matrix as ``m.yaml``, with the source folder and smoke script its paths name."""
     (folder / "m.yaml").write_text(TEXT, encoding="utf-8")
     project = yaml.safe_load(TEXT)["project"]

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from builders.model import Matrix
-    from builders.targets import Target
+    from builders.spec.model import Matrix
+    from builders.spec.targets import Target
 
 ROOT = Path(__file__).resolve().parents[2]
 MATRIX = ROOT / "matrix.yaml"
@@ -72,7 +72,7 @@ class Facts:
 
 @functools.cache
 def shipped() -> Matrix:
-    from builders import matrix
+    from builders.spec import matrix
 
     return matrix.load(MATRIX)
 
@@ -80,8 +80,8 @@ def shipped() -> Matrix:
 @functools.cache
 def target(variant: str = "pypi") -> Target:
     """The first Linux x86_64 CUDA target that PyPI gets (``pypi``), or the CPU target of the same Python."""
-    from builders.model import OS, Accelerator
-    from builders.targets import expand
+    from builders.spec.model import OS, Accelerator
+    from builders.spec.targets import expand
 
     targets, _excluded = expand(shipped())
     cuda = next(t for t in targets if t.on_pypi and t.platform.os is OS.LINUX and t.platform.arch == "x86_64"
@@ -129,7 +129,7 @@ def make_elf(needed: Iterable[str] = ("libc.so.6",), runpath: str | None = None,
 
 
 def metadata(f: Facts, *, requires: Iterable[str] | None = None, extra: str = "", body: str = "") -> bytes:
-    lines = [f"Metadata-Version: 2.4", f"Name: {f.project}", f"Version: {f.version}",
+    lines = ["Metadata-Version: 2.4", f"Name: {f.project}", f"Version: {f.version}",
              f"Requires-Python: {f.requires_python}", *(f"Requires-Dist: {r}" for r in
                                                        (f.requires if requires is None else requires))]
     text = "\n".join(lines) + "\n" + extra + (f"\n{body}" if body else "")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from builders import matrix
-from builders.images import engine_env
-from builders.model import Matrix
+from builders.engines.images import engine_env
+from builders.spec import matrix
+from builders.spec.model import Matrix
 
 BASE = "localhost/builders-base:sid"
 

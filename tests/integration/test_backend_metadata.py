@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 from packaging.metadata import Metadata
 
-from builders import matrix
-from builders.model import Matrix
-from builders.promote import check_promoted, public_version, pypi_requirements
-from builders.targets import Target, expand
-from builders.verify import METADATA_CODES, Expectation, verify
-from builders.wheels import Wheel, label, rewrite
+from builders.release.promote import check_promoted, public_version, pypi_requirements
+from builders.spec import matrix
+from builders.spec.model import Matrix
+from builders.spec.targets import Target, expand
+from builders.wheel.archive import Wheel, label, rewrite
+from builders.wheel.verify import METADATA_CODES, Expectation, verify
 
 pytestmark = pytest.mark.slow
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from builders.targets import Selection, expand, select
-from builders.verify import Expectation, verify
-from builders.wheels import Wheel, file_sha256, write_wheel
+from builders.spec.targets import Selection, expand, select
+from builders.wheel.archive import Wheel, file_sha256, write_wheel
+from builders.wheel.verify import Expectation, verify
 from tests.helpers import builders
 
 pytestmark = pytest.mark.slow

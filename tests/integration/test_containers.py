@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from builders import images
-from builders.images import engine_env
-from builders.model import Accelerator
-from builders.wheels import Wheel
+from builders.engines import images
+from builders.engines.images import engine_env
+from builders.spec.model import Accelerator
+from builders.wheel.archive import Wheel
 from tests import helpers
 
 pytestmark = pytest.mark.slow

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from builders import images
-from builders import matrix as matrix_mod
+from builders.engines import images
 from builders.engines.container import OWNER_LABEL, owners, reap_stale
-from builders.images import engine_env
-from builders.targets import Selection, select
+from builders.engines.images import engine_env
+from builders.spec import matrix as matrix_mod
+from builders.spec.targets import Selection, select
 from tests import expected
 from tests.helpers import builders
 

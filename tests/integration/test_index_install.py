@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from builders.wheels import Wheel
+from builders.wheel.archive import Wheel
 from tests import helpers
 
 pytestmark = pytest.mark.slow
@@ -156,9 +156,9 @@ def test_cu132_installs_from_its_index_alone_and_passes_the_smoke_checks(root: P
     runtime requirements (mirrored by ``index``, hash-checked) install, and builders' smoke probe
     passes on the installed venv: version, extension loaded from the venv, libcudart from the
     runtime wheel reporting the variant's CUDA version."""
-    from builders import matrix as matrix_mod
-    from builders.smoke import expected_runtime_version, outcome, probe_argv, stage
-    from builders.targets import Selection, select
+    from builders.spec import matrix as matrix_mod
+    from builders.spec.targets import Selection, select
+    from builders.wheel.smoke import expected_runtime_version, outcome, probe_argv, stage
 
     m = matrix_mod.load(root / "matrix.yaml")
     (target,) = select(m, Selection(targets=(CU132,)))

@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pytest
 
-from builders import matrix as matrix_mod
-from builders.host import detect, unbuildable
-from builders.model import Accelerator
-from builders.targets import Target, expand
+from builders.build.host import detect, unbuildable
+from builders.spec import matrix as matrix_mod
+from builders.spec.model import Accelerator
+from builders.spec.targets import Target, expand
 from tests import expected
 
 pytestmark = pytest.mark.slow

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders import matrix
-
+from builders.spec import matrix
 
 PLATFORM = """\
   windows-arm64:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from builders import process
-from builders.process import Cancelled, Log, ProcessError, run
+from builders.base import process
+from builders.base.process import Cancelled, Log, ProcessError, run
 
 PY = sys.executable
 ENV = dict(os.environ)

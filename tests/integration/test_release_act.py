@@ -31,9 +31,9 @@ import pytest
 import requests
 from packaging.utils import parse_wheel_filename
 
-from builders import matrix
-from builders.images import engine_env
-from builders.targets import expand
+from builders.engines.images import engine_env
+from builders.spec import matrix
+from builders.spec.targets import expand
 from tests.act.harness import Harness, Run, Services, commit, copy_repository, narrowed, services
 
 pytestmark = pytest.mark.slow

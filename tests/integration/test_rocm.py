@@ -28,10 +28,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders import images, matrix
-from builders.errors import ToolchainError
-from builders.targets import Selection, select
-from builders.toolchains.rocm import check_hipcc
+from builders.base.errors import ToolchainError
+from builders.engines import images
+from builders.families.rocm import check_hipcc
+from builders.spec import matrix
+from builders.spec.targets import Selection, select
 from tests import helpers
 
 pytestmark = pytest.mark.slow

@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from builders.smoke import SmokeOutcome, smoke
-from builders.targets import Selection, select
-from builders.wheels import write_wheel
+from builders.spec.targets import Selection, select
+from builders.wheel.archive import write_wheel
+from builders.wheel.smoke import SmokeOutcome, smoke
 
 pytestmark = pytest.mark.slow
 
@@ -227,8 +227,8 @@ def test_uvs_cache_keeps_the_runtime_wheels_for_the_next_smoke(m, tmp_path: Path
 
 
 def test_a_uv_that_does_not_run_gives_way_to_pip(m, tmp_path: Path) -> None:
-    from builders.process import HostRunner
-    from builders.smoke import Installer, ready, smoke_with, stage
+    from builders.base.process import HostRunner
+    from builders.wheel.smoke import Installer, ready, smoke_with, stage
 
     broken = tmp_path / "uv"
     broken.write_text("not a program\n")
@@ -247,12 +247,12 @@ def test_a_uv_that_does_not_run_gives_way_to_pip(m, tmp_path: Path) -> None:
 
 def test_the_container_engine_runs_the_same_probe(m, tmp_path: Path, base_image: str) -> None:
     """The staged probe folder mounted into a fresh container of the cpu image (Debian's CPython 3.13)."""
+    from builders.base.process import Log
+    from builders.build.interpreters import image_interpreter
     from builders.engines import open_runner
     from builders.engines.container import ContainerEngine
-    from builders.images import engine_env, image_pythons
-    from builders.interpreters import image_interpreter
-    from builders.process import Log
-    from builders.smoke import UV_CACHE_MOUNT, find_uv, planned_installer, ready, smoke_with, stage, uv_cache
+    from builders.engines.images import engine_env, image_pythons
+    from builders.wheel.smoke import UV_CACHE_MOUNT, find_uv, planned_installer, ready, smoke_with, stage, uv_cache
 
     subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--python-version",
                     "3.13", "--platform", "manylinux_2_28_x86_64", "--dest", str(tmp_path), "markupsafe==3.0.3"],

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders.elf import parse
-from builders.images import engine_env
-from builders.wheels import Wheel
+from builders.engines.images import engine_env
+from builders.wheel.archive import Wheel
+from builders.wheel.elf import parse
 from tests import helpers
 
 pytestmark = pytest.mark.slow

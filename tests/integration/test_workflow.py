@@ -17,9 +17,10 @@ import pytest
 import yaml
 from packaging.version import Version
 
-from builders import ci, matrix
-from builders.targets import expand
-from builders.workflow import drift
+from builders.release import ci
+from builders.release.workflow import drift
+from builders.spec import matrix
+from builders.spec.targets import expand
 from tests import helpers
 from tests.unit.test_ci_shards import synthetic
 
@@ -280,7 +281,7 @@ def test_an_attestation_after_the_upload_is_no_provenance(root: Path, tmp_path: 
 
 def test_report_merges_every_build_jobs_results(root: Path, tmp_path: Path) -> None:
     """The report job passes one --results per downloaded build artifact (ci/report.sh)."""
-    from builders import results
+    from builders.build import results
 
     results.record(tmp_path / "a" / "results.json", results.Result(id="cu132-cp312-linux-x86_64", status="built",
                                                                    engine="container"))
@@ -459,7 +460,7 @@ def release_site(folder: Path, version: str) -> list[Path]:
     """What `index` writes for one release, in its shape: each label's wheels under whl/<label>/<project>/."""
     from dataclasses import replace
 
-    from builders.index import refresh_pages
+    from builders.release.index import refresh_pages
     from tests.hostile import make_wheels
 
     wheels = []

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from builders import matrix
-from builders.model import Matrix
+from builders.spec import matrix
+from builders.spec.model import Matrix
 
 
 @pytest.fixture(scope="module")

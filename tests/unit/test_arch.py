@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from builders import arch, elf
-from builders.interpreters import windows_candidates
-from builders.model import PythonVersion
+from builders.base import arch
+from builders.build.interpreters import windows_candidates
+from builders.spec.model import PythonVersion
+from builders.wheel import elf
 
 
 @pytest.mark.parametrize(("spelling", "canonical"), [

@@ -13,8 +13,8 @@ import zipfile
 
 import pytest
 
-from builders import audit
-from builders.errors import AuditError, SelectionError
+from builders.base.errors import AuditError, SelectionError
+from builders.release import audit
 from tests import expected
 
 

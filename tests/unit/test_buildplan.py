@@ -13,15 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from builders import images, matrix
-from builders.buildplan import BuildPlan, Context, Skipped, labelled_name
+from builders.build.host import Host
+from builders.build.plan import BuildPlan, Context, Skipped, labelled_name
+from builders.engines import images
 from builders.engines.cibw import CibwEngine
 from builders.engines.container import ContainerEngine
 from builders.engines.local import LocalEngine
-from builders.host import Host
-from builders.model import OS
-from builders.repair import repair_command
-from builders.targets import Selection, select
+from builders.spec import matrix
+from builders.spec.model import OS
+from builders.spec.targets import Selection, select
+from builders.wheel.repair import repair_command
 from tests import expected
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -210,7 +211,7 @@ def test_shell_line_of_a_command(m) -> None:
 
 
 def test_the_longest_builds_start_first(m) -> None:
-    from builders.pipeline import longest_first
+    from builders.build.pipeline import longest_first
 
     found = list(built(plans(m)).values())
     order = [p.id for p in longest_first(found, {})]
@@ -271,7 +272,7 @@ def test_cibuildwheel_checks_its_own_build(m) -> None:
 
 
 def test_the_smoke_runs_the_planned_steps_filled_in_where_it_runs(m) -> None:
-    from builders import smoke
+    from builders.wheel import smoke
 
     plan = built(plans(m))["cpu-cp313-linux-x86_64"]
     assert plan.smoke.installer.kind == "uv" and [s.at_run for s in plan.smoke.steps] == ["", "uv", "uv-install", ""]

@@ -2,7 +2,7 @@
 
 GitHub starts at most 256 jobs from one job matrix and takes at most 1 MB of outputs per job
 (sized as UTF-16); those two numbers are restated here from GitHub's documentation, not read
-from builders.ci, and the sizes are measured here the way GitHub measures them.
+from builders.release.ci, and the sizes are measured here the way GitHub measures them.
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from collections import Counter
 import pytest
 import yaml
 
-from builders import ci, matrix
-from builders.errors import SelectionError
-from builders.targets import expand
+from builders.base.errors import SelectionError
+from builders.release import ci
+from builders.spec import matrix
+from builders.spec.targets import expand
 
 GITHUB_MAX_JOBS = 256
 GITHUB_MAX_OUTPUT_BYTES = 1_000_000
-# The loader's caps (builders.matrix): at most 32 Pythons, 32 versions of a family and 4,000
+# The loader's caps (builders.spec.matrix): at most 32 Pythons, 32 versions of a family and 4,000
 # candidate targets.
 MAX_PYTHONS = 32
 MAX_VERSIONS = 32

@@ -169,9 +169,9 @@ def test_report_refuses_results_of_another_matrix(place: Path, capsys: pytest.Ca
 
 
 def test_one_target_is_an_exact_id(capsys: pytest.CaptureFixture[str]) -> None:
-    from builders import matrix
-    from builders.commands.plan import one_target
-    from builders.errors import SelectionError
+    from builders.base.errors import SelectionError
+    from builders.cli.plan import one_target
+    from builders.spec import matrix
 
     m = matrix.load(MATRIX)
     first = next(iter(m.variants)).label

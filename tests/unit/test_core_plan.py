@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders import matrix
-from builders.buildplan import BuildPlan, LOCATION_VARS
-from builders.compilercache import parse_stats_log
-from builders.errors import MatrixError
+from builders.base.errors import MatrixError
+from builders.build.compilercache import parse_stats_log
+from builders.build.plan import LOCATION_VARS, BuildPlan
+from builders.spec import matrix
 from tests.unit.test_buildplan import CONTAINER, HOST, LOCAL, built, context, plans
 
 CORE = {"commands": [["cmake", "-S", "{source}/core", "-B", "{builddir}", "-DCMAKE_INSTALL_PREFIX={coredir}"],

@@ -14,20 +14,20 @@ from pathlib import Path
 
 import pytest
 
-from builders import matrix
-from builders.arch import canonical_arch
-from builders.buildplan import BuildPlan, Context, Skipped
-from builders.commands.build import NothingToBuild, something_to_build
-from builders.console import Console
-from builders.device import DeviceMissing, Machine, Tool, judge, needed, probe, require
+from builders.base.arch import canonical_arch
+from builders.base.console import Console
+from builders.base.errors import EngineError
+from builders.build.host import Host
+from builders.build.plan import BuildPlan, Context, Skipped
+from builders.build.results import Result
+from builders.cli.build import NothingToBuild, something_to_build
 from builders.engines import missing_container_engine
 from builders.engines.cibw import CibwEngine
 from builders.engines.local import LocalEngine
-from builders.errors import EngineError
-from builders.host import Host
-from builders.model import OS, Accelerator
-from builders.results import Result
-from builders.targets import Target, expand
+from builders.families.device import DeviceMissing, Machine, Tool, judge, needed, probe, require
+from builders.spec import matrix
+from builders.spec.model import OS, Accelerator
+from builders.spec.targets import Target, expand
 from tests import expected
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,9 +6,11 @@ import json
 
 import pytest
 
-from builders import errors, report, results
-from builders.process import ProcessError
-from builders.results import ResultsError
+from builders.base import errors
+from builders.base.process import ProcessError
+from builders.build import results
+from builders.build.results import ResultsError
+from builders.release import report
 from tests import expected
 
 
@@ -73,7 +75,7 @@ def test_every_error_class_is_declared_in_errors_with_a_meaning() -> None:
     import_every_module()
     for cls in all_subclasses(errors.BuildersError):
         if cls.__module__.startswith("builders."):
-            assert cls.__module__ == "builders.errors", cls
+            assert cls.__module__ == "builders.base.errors", cls
             assert cls.what and "\n" not in cls.what, cls
 
 
@@ -115,7 +117,7 @@ def test_no_error_leaves_with_the_base_class_code(root) -> None:
 
 
 def test_index_errors_exit_16() -> None:
-    from builders.index import IndexBuildError
+    from builders.release.index import IndexBuildError
 
     assert IndexBuildError.exit_code == 16
 
@@ -172,7 +174,7 @@ def test_ids_the_matrix_does_not_have_are_listed(m, tmp_path) -> None:
 
 
 def matrix_targets(m):
-    from builders.targets import expand
+    from builders.spec.targets import expand
 
     return expand(m)[0]
 

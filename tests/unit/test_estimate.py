@@ -1,15 +1,16 @@
 """Runner time of a release run, from the plan: one build job per (variant, platform) against one per target.
 
 Expected figures are computed here from the targets and the costs, independently of
-builders.estimate's arithmetic (sums written out per job)."""
+builders.release.estimate's arithmetic (sums written out per job)."""
 
 from __future__ import annotations
 
 import pytest
 
-from builders import ci, matrix
-from builders.estimate import Costs, compare, estimate, measured
-from builders.targets import expand
+from builders.release import ci
+from builders.release.estimate import Costs, compare, estimate, measured
+from builders.spec import matrix
+from builders.spec.targets import expand
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from builders import interpreters
-from builders.arch import canonical_arch
-from builders.host import Host, unbuildable
-from builders.model import OS, PythonVersion
-from builders.targets import Selection, select
+from builders.base.arch import canonical_arch
+from builders.build import interpreters
+from builders.build.host import Host, unbuildable
+from builders.spec.model import OS, PythonVersion
+from builders.spec.targets import Selection, select
 from tests.helpers import one
 
 LINUX = Host(os=OS.LINUX, arch="x86_64", interpreters=(("cp312", "/py312"),), cxx20="/usr/bin/c++")
@@ -91,7 +91,7 @@ def test_a_launcher_is_recorded_as_the_interpreter_it_started() -> None:
     records. No ``py`` launcher runs here: the call answers as one on a Windows runner does."""
     import json
 
-    from builders.process import Result
+    from builders.base.process import Result
 
     answer = json.dumps(["cpython", 3, 12, False, r"C:\hostedtoolcache\windows\Python\3.12.10\x64\python.exe"])
     seen: list[list[str]] = []

@@ -6,14 +6,15 @@ import shlex
 
 import pytest
 
-from builders import images, matrix
-from builders.arch import canonical_arch
+from builders.base.arch import canonical_arch
+from builders.base.errors import EngineError
+from builders.engines import images
 from builders.engines.cibw import cibw_options, identifier
 from builders.engines.container import CONTAINER_CA, container_env
-from builders.errors import EngineError
-from builders.model import OS, Accelerator
-from builders.repair import repair_argv, repair_command
-from builders.targets import Selection, expand, select
+from builders.spec import matrix
+from builders.spec.model import OS, Accelerator
+from builders.spec.targets import Selection, expand, select
+from builders.wheel.repair import repair_argv, repair_command
 from tests.helpers import one
 
 ENV = {"THEROCK_INDEX_URL": "https://rocm.example/v2/gfx-all/", "ONEAPI_REPOSITORY": "https://oneapi.example/deb",

@@ -2,8 +2,8 @@
 
 Every import counts, at module level, inside a function (the usual way to hide a cycle) or
 under ``TYPE_CHECKING``; relative imports are resolved (:mod:`tests.importgraph`). A cycle is
-broken by moving the shared piece down (``builders.hostfacts``, ``builders.runnerspec`` and
-``builders.once`` were made that way), not by hiding the import.
+broken by moving the shared piece down (``builders.spec.hostfacts``, ``builders.base.runnerspec`` and
+``builders.base.once`` were made that way), not by hiding the import.
 """
 
 from __future__ import annotations
@@ -71,13 +71,61 @@ def test_the_import_graph_has_no_new_cycle() -> None:
 
 def test_the_reader_sees_function_level_and_relative_imports() -> None:
     graph = importgraph.graph()
-    assert "builders.toolchains" in graph["builders.host"]  # ``from .toolchains import ...`` inside detect()
+    assert "builders.families" in graph["builders.build.host"]  # ``from .toolchains import ...`` inside detect()
     assert "builders.engines.container" in graph["builders.engines"]  # inside open_runner()
-    assert "builders.toolchains.cpu" in graph["builders.toolchains"]  # ``from . import cpu, ...`` in a function
-    assert "builders.errors" in graph["builders.engines.cibw"]  # ``from ..errors import ...``
+    assert "builders.families.cpu" in graph["builders.families"]  # ``from . import cpu, ...`` in a function
+    assert "builders.base.errors" in graph["builders.engines.cibw"]  # ``from ..errors import ...``
 
 
 def test_a_cycle_is_found_and_named() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
     assert one_cycle(graph, ["a", "b", "c"]) == ["a", "b", "c", "a"]
+
+
+# The house, floor by floor: a package imports only from its own floor and the floors below.
+# The top-level modules (``builders``, ``builders.__main__``) stand outside the floors.
+FLOORS = ("base", "spec", "families", "wheel", "build", "engines", "release", "cli")
+# Upward imports accepted for now, with why (empty: any upward import fails).
+KNOWN_UPWARD: dict[tuple[str, str], str] = {
+    ("builders.build.pipeline", "builders.engines"): "the pipeline opens runners through the engine registry",
+}
+
+
+def floor(module: str) -> int | None:
+    parts = module.split(".")
+    return FLOORS.index(parts[1]) if len(parts) > 1 and parts[1] in FLOORS else None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Every import of a module on a higher floor than the importer's."""
+    found = []
+    for module, imported in sorted(graph.items()):
+        for dep in sorted(imported):
+            low, high = floor(module), floor(dep)
+            if low is not None and high is not None and high > low:
+                found.append((module, dep))
+    return found
+
+
+def test_every_package_is_a_floor_and_every_module_lives_in_one() -> None:
+    graph = importgraph.graph()
+    packages = {m.split(".")[1] for m in graph if m.count(".") >= 1} - {"__main__", "resources"}
+    assert packages == set(FLOORS)
+    loose = [m for m in graph if floor(m) is None and m not in ("builders", "builders.__main__")
+             and not m.startswith("builders.resources.")]
+    assert not loose, f"modules outside every package: {loose}"
+
+
+def test_no_package_imports_from_a_floor_above_it() -> None:
+    new = [edge for edge in upward_imports(importgraph.graph()) if edge not in KNOWN_UPWARD]
+    assert not new, "upward imports: " + "; ".join(f"{a} -> {b}" for a, b in new)
+
+
+def test_every_accepted_upward_import_still_exists() -> None:
+    assert set(KNOWN_UPWARD) <= set(upward_imports(importgraph.graph()))
+
+
+def test_an_upward_import_is_found() -> None:
+    graph = {"builders.base.errors": {"builders.cli"}, "builders.cli": {"builders.base.errors"}}
+    assert upward_imports(graph) == [("builders.base.errors", "builders.cli")]

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from builders import matrix, untrusted, yamlmarks
-from builders.errors import DroppedError, EngineError, InputError, MatrixError
-from builders.model import Accelerator, PythonVersion
+from builders.base import untrusted, yamlmarks
+from builders.base.errors import DroppedError, EngineError, InputError, MatrixError
+from builders.spec import matrix
+from builders.spec.model import Accelerator, PythonVersion
 from tests import expected
 
 

@@ -17,11 +17,11 @@ from packaging.metadata import Metadata
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from builders import matrix
-from builders.promote import public_version, pypi_requirements
-from builders.targets import Target, expand
-from builders.verify import METADATA_CODES, Expectation, verify
-from builders.wheels import Wheel, header_fields, label, rewrite, write_wheel
+from builders.release.promote import public_version, pypi_requirements
+from builders.spec import matrix
+from builders.spec.targets import Target, expand
+from builders.wheel.archive import Wheel, header_fields, label, rewrite, write_wheel
+from builders.wheel.verify import METADATA_CODES, Expectation, verify
 
 LICENSE = ["BSD 3-Clause License", "        ", "        Copyright (c) 2024, Someone", "        ",
            "        Redistribution and use in source and binary forms, with or without", "\t", "        modification:"]
@@ -144,7 +144,7 @@ def test_verify_reads_a_labelled_folded_license_without_metadata_findings(tmp_pa
 
 
 def test_a_version_change_alone_keeps_every_other_byte() -> None:
-    from builders.wheels import _new_metadata
+    from builders.wheel.archive import _new_metadata
 
     head, tail, rest = CASES["crlf-body"]
     assert _new_metadata(head + b"Version: 1\r\n" + tail + rest, Version("2"), None) == \

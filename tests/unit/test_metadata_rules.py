@@ -1,4 +1,4 @@
-"""One rule, one verdict: verify and audit judge the same METADATA alike (builders.metadata_rules).
+"""One rule, one verdict: verify and audit judge the same METADATA alike (builders.wheel.rules).
 
 Each case is one METADATA, put in a wheel: verify's ``check_metadata`` reads it out of the
 wheel, audit's ``check_file`` reads it out of the same file with its range reader (file://). Each
@@ -19,11 +19,13 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
-from builders import audit, metadata_rules, verify
-from builders.model import DroppedKind, Matrix
-from builders.promote import public_version, pypi_requirements
-from builders.targets import Target, expand
-from builders.wheels import Wheel, write_wheel
+from builders.release import audit
+from builders.release.promote import public_version, pypi_requirements
+from builders.spec.model import DroppedKind, Matrix
+from builders.spec.targets import Target, expand
+from builders.wheel import rules as metadata_rules
+from builders.wheel import verify
+from builders.wheel.archive import Wheel, write_wheel
 from tests.hostile import make_wheels as mw
 
 CHANNELS = ("label", "pypi")  # a target's own index (its labelled wheel), and PyPI (as promote checks it)

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from builders import matrix, mirror
-from builders.errors import EngineError
-from builders.index import IndexBuildError, build_index
-from builders.targets import Selection, expand, select
+from builders.base.errors import EngineError
+from builders.release import mirror
+from builders.release.index import IndexBuildError, build_index
+from builders.spec import matrix
+from builders.spec.targets import Selection, expand, select
 from tests import expected
 
 

@@ -11,12 +11,12 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from builders.base.errors import VerifyError
 from builders.cli import main
-from builders.errors import VerifyError
-from builders.index import IndexBuildError, build_index, find_wheels, matrix_checker
-from builders.model import Matrix
-from builders.promote import PromoteError, promote, pypi_requirements, target_of
-from builders.wheels import Wheel, record_hash, write_wheel
+from builders.release.index import IndexBuildError, build_index, find_wheels, matrix_checker
+from builders.release.promote import PromoteError, promote, pypi_requirements, target_of
+from builders.spec.model import Matrix
+from builders.wheel.archive import Wheel, record_hash, write_wheel
 from tests import expected
 from tests.hostile import make_wheels as mw
 from tests.hostile.make_wheels import make_elf
@@ -163,7 +163,7 @@ def test_promote_refuses_an_input_that_does_not_verify(tmp_path: Path, m) -> Non
 
 def test_promote_fails_when_the_result_does_not_verify(tmp_path: Path, m, monkeypatch: pytest.MonkeyPatch) -> None:
     """A rewrite that went wrong (here: Requires-Dist emptied) is caught by the check after it."""
-    import builders.promote as promote_mod
+    import builders.release.promote as promote_mod
 
     real = promote_mod.rewrite
     monkeypatch.setattr(promote_mod, "rewrite", lambda wheel, dest, **kw: real(wheel, dest, **{**kw, "requirements": ()}))

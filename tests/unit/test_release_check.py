@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from builders import ci, cli, matrix
-from builders.targets import expand
+from builders import cli
+from builders.release import ci
+from builders.spec import matrix
+from builders.spec.targets import expand
 
 
 @pytest.fixture

@@ -11,27 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from builders import images, matrix
-from builders.errors import EngineError, ToolchainError
-from builders.model import Accelerator, Matrix
+from builders.base.errors import EngineError, ToolchainError
+from builders.engines import images
+from builders.families.rocm import check_hipcc, installed_dir, offload_archs, runtime_release
 from builders.resources import smoke_probe
-from builders.smoke import RUNTIME_PROBES, facts
-from builders.targets import Selection, Target, select
-from builders.toolchains.rocm import check_hipcc, installed_dir, offload_archs, runtime_release
-from builders.verify import check_label, check_libraries, check_providers
+from builders.spec import matrix
+from builders.spec.model import Accelerator, Matrix
+from builders.spec.targets import Selection, Target, select
+from builders.wheel.smoke import RUNTIME_PROBES, facts
+from builders.wheel.verify import check_label, check_libraries, check_providers
 from tests.helpers import one
 from tests.unit.test_verify_reader import build_wheel, findings, linux_ext, make_elf
 
 DEBIAN = Path(__file__).resolve().parents[1] / "projects/minifw-rocm-debian/matrix.yaml"
 HIPCC_72 = ("HIP version: 7.2.53211-9999\nDebian clang version 22.1.8 (3)\nTarget: x86_64-pc-linux-gnu\n"
             "Thread model: posix\nInstalledDir: /usr/lib/llvm-22/bin\n")
-CLANG_22_CPUS = "Available CPUs for this target:\n\n" + "".join(f"\t{cpu}\n" for cpu in (
-    "bonaire carrizo fiji generic generic-hsa gfx10-1-generic gfx10-3-generic gfx1010 gfx1011 gfx1012 gfx1013 gfx1030 "
-    "gfx1031 gfx1032 gfx1033 gfx1034 gfx1035 gfx1036 gfx11-generic gfx1100 gfx1101 gfx1102 gfx1103 gfx1150 gfx1151 "
-    "gfx1152 gfx1153 gfx12-generic gfx1200 gfx1201 gfx1250 gfx1251 gfx600 gfx601 gfx602 gfx700 gfx701 gfx702 gfx703 "
-    "gfx704 gfx705 gfx801 gfx802 gfx803 gfx805 gfx810 gfx9-4-generic gfx9-generic gfx900 gfx902 gfx904 gfx906 gfx908 "
-    "gfx909 gfx90a gfx90c gfx942 gfx950 hainan hawaii iceland kabini kaveri mullins oland pitcairn polaris10 "
-    "polaris11 stoney tahiti tonga tongapro verde").split())
+CLANG_22_CPUS = "Available CPUs for this target:\n\n" + "".join(f"\t{cpu}\n" for cpu in ["bonaire", "carrizo", "fiji", "generic", "generic-hsa", "gfx10-1-generic", "gfx10-3-generic", "gfx1010", "gfx1011", "gfx1012", "gfx1013", "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036", "gfx11-generic", "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153", "gfx12-generic", "gfx1200", "gfx1201", "gfx1250", "gfx1251", "gfx600", "gfx601", "gfx602", "gfx700", "gfx701", "gfx702", "gfx703", "gfx704", "gfx705", "gfx801", "gfx802", "gfx803", "gfx805", "gfx810", "gfx9-4-generic", "gfx9-generic", "gfx900", "gfx902", "gfx904", "gfx906", "gfx908", "gfx909", "gfx90a", "gfx90c", "gfx942", "gfx950", "hainan", "hawaii", "iceland", "kabini", "kaveri", "mullins", "oland", "pitcairn", "polaris10", "polaris11", "stoney", "tahiti", "tonga", "tongapro", "verde"])
 ENV = {"THEROCK_INDEX_URL": "https://rocm.example/v2/gfx-all/"}
 PYTHONS = ("3.13", "3.14", "3.15")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from builders.rpath import rpaths_in_flags
+from builders.wheel.rpath import rpaths_in_flags
 
 PYENV = ("gcc -shared -L/root/.pyenv/versions/3.12.1/lib -Wl,-rpath,/root/.pyenv/versions/3.12.1/lib "
          "-L/root/.pyenv/versions/3.12.1/lib")

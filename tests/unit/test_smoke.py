@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 
-import builders.smoke as smoke_mod
-from builders import matrix
-from builders.errors import EngineError
-from builders.model import OS, Accelerator
-from builders.process import ProcessError, Result
+import builders.wheel.smoke as smoke_mod
+from builders.base.errors import EngineError
+from builders.base.process import ProcessError, Result
+from builders.families.cuda import runtime_version
 from builders.resources import smoke_probe as probe
-from builders.targets import Selection, select
-from builders.toolchains.cuda import runtime_version
+from builders.spec import matrix
+from builders.spec.model import OS, Accelerator
+from builders.spec.targets import Selection, select
 from tests.helpers import one
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -521,7 +521,7 @@ def test_uv_runs_with_its_settings_and_the_probe_without_them(m) -> None:
 
 
 def test_uv_cache_is_builders_own_on_the_host_and_a_mount_in_a_container(tmp_path: Path) -> None:
-    from builders.runnerspec import Mount, RunnerSpec
+    from builders.base.runnerspec import Mount, RunnerSpec
 
     folder = tmp_path / "cache" / "uv"
     assert smoke_mod.uv_cache(RunnerSpec(kind="host"), folder) == {"UV_CACHE_DIR": str(folder)}
@@ -536,7 +536,7 @@ def test_uv_cache_is_builders_own_on_the_host_and_a_mount_in_a_container(tmp_pat
 
 
 def test_the_plan_shows_the_uv_commands_where_the_smoke_runner_sees_uv(m) -> None:
-    from builders.buildplan import Recipe, RunnerSpec, ToolchainPin, smoke_plan
+    from builders.build.plan import Recipe, RunnerSpec, ToolchainPin, smoke_plan
 
     target = one(m, "cu132-cp313-linux-x86_64")
     recipe = Recipe(engine="container", runner=RunnerSpec(kind="container", image="i"),
@@ -551,7 +551,7 @@ def test_the_plan_shows_the_uv_commands_where_the_smoke_runner_sees_uv(m) -> Non
 
 
 def test_results_keep_the_installer_and_reject_an_unknown_one() -> None:
-    from builders.results import schema_problems
+    from builders.build.results import schema_problems
 
     summary = replace(smoke_mod.outcome(json.dumps(RECORD)), installer="uv").summary
     assert (summary["installer"], summary["installer_note"]) == ("uv", "")
@@ -565,9 +565,9 @@ def test_results_keep_the_installer_and_reject_an_unknown_one() -> None:
 
 def test_the_smoke_runner_drops_the_projects_build_variables(m, tmp_path: Path) -> None:
     """An installed wheel must not need its build settings: the plan's smoke runner unsets them."""
+    from builders.base.process import HostRunner, Log
     from builders.engines import open_runner
     from builders.engines.local import host_smoke_runner
-    from builders.process import HostRunner, Log
 
     t = one(m, "cu132-cp313-linux-x86_64")
     build_vars = {var for _, var in t.project.build_env}
@@ -588,7 +588,7 @@ def _code_without_docstrings(path: Path) -> str:
     return ast.unparse(tree)
 
 
-@pytest.mark.parametrize("path", ["builders/smoke.py", "builders/resources/smoke_probe.py", "builders/commands/smoke.py",
+@pytest.mark.parametrize("path", ["builders/wheel/smoke.py", "builders/resources/smoke_probe.py", "builders/cli/smoke.py",
                                   "builders/engines/container.py", "builders/engines/cibw.py"])
 def test_smoke_code_names_no_framework(path: str) -> None:
     assert "minifw" not in _code_without_docstrings(ROOT / path).lower()

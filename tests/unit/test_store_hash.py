@@ -1,72 +1,71 @@
-"""builders' own code in a plan's digest: every module unless it is explicitly release-only work."""
+"""builders' own code in a plan's digest: every package unless it is release-only work (by package)."""
 
 from __future__ import annotations
 
-from fnmatch import fnmatch
 from pathlib import Path
 
-from builders import store
+from builders.build import store
 from tests import importgraph
 
 # Release-only modules that a hashed module may still import, and why that cannot reach a wheel.
 ALLOWED_IMPORTS = {
-    "console": "it prints progress; nothing it does reaches a wheel",
-    "commands.plan": "build takes its target selection from it: which targets, not their bytes",
+    "cli.plan": "build takes its target selection from it: which targets, not their bytes",
+    "cli.__init__": "the argparse types and the exit-code epilog: how a path is checked, not what is built",
 }
 
 
 def package_files() -> list[Path]:
-    package = Path(store.__file__).resolve().parent
+    package = Path(store.__file__).resolve().parent.parent
     return [p.relative_to(package) for p in store._source_files(package)]
 
 
 def relative_name(module: str) -> str:
-    return module.removeprefix("builders").removeprefix(".") or "__init__"
+    name = module.removeprefix("builders").removeprefix(".") or "__init__"
+    return name if (importgraph.PACKAGE / Path(*name.split("."))).with_suffix(".py").exists() else f"{name}.__init__"
 
 
 def excluded_modules() -> set[str]:
     return {store.module_of(r) for r in package_files() if r.suffix == ".py" and not store.hashed(r)}
 
 
-def test_every_module_is_hashed_unless_a_pattern_excludes_it() -> None:
+def test_a_module_is_left_out_exactly_when_its_package_is_release_only() -> None:
     for relative in package_files():
         if relative.suffix != ".py":
             continue
         name = store.module_of(relative)
-        explicit = name not in store.HASHED_ANYWAY and any(fnmatch(name, p) for p in store.RELEASE_ONLY)
-        assert store.hashed(relative) != explicit, name
+        release_only = relative.parts[0] in store.RELEASE_ONLY and name not in store.HASHED_ANYWAY
+        assert store.hashed(relative) != release_only, name
 
 
-def test_a_new_module_is_hashed_by_default() -> None:
-    assert store.hashed(Path("newstage.py")) and store.hashed(Path("engines/newengine.py"))
-    assert store.hashed(Path("toolchains/newfamily.py"))
+def test_a_new_module_or_package_is_hashed_by_default() -> None:
+    assert store.hashed(Path("build/newstage.py")) and store.hashed(Path("engines/newengine.py"))
+    assert store.hashed(Path("families/newfamily.py")) and store.hashed(Path("newpackage/__init__.py"))
     assert store.hashed(Path("resources/containers/new.Containerfile"))
+    assert not store.hashed(Path("release/newreport.py"))
 
 
 def test_what_builds_label_repairs_verifies_or_smokes_a_wheel_is_hashed() -> None:
-    for name in ("pipeline", "buildplan", "core", "repair", "rpath", "verify", "smoke", "wheels", "process", "host",
-                 "images", "interpreters", "compilercache", "results", "targets", "model", "matrix", "policy",
-                 "commands.build", "engines.__init__", "engines.container", "engines.cibw", "engines.local",
-                 "toolchains.__init__", "toolchains.cuda", "toolchains.provision", "resources.smoke_probe"):
-        assert store.hashed(Path(*name.split(".")).with_suffix(".py")), name
+    for folder in ("base", "spec", "families", "wheel", "build", "engines"):
+        modules = sorted((importgraph.PACKAGE / folder).glob("*.py"))
+        assert modules, folder
+        for path in modules:
+            assert store.hashed(path.relative_to(importgraph.PACKAGE)), path
+    assert store.hashed(Path("cli/build.py")) and store.hashed(Path("resources/smoke_probe.py"))
     assert not store.hashed(Path("templates/compatibility.html.j2"))
     assert not store.hashed(Path("schema/matrix.schema.json"))
 
 
-def test_every_exclusion_pattern_matches_a_module() -> None:
-    excluded = excluded_modules()
-    for pattern in store.RELEASE_ONLY:
-        assert any(fnmatch(name, pattern) for name in excluded), f"{pattern} matches no module: drop it"
+def test_every_release_only_package_exists() -> None:
+    for package in store.RELEASE_ONLY:
+        assert (importgraph.PACKAGE / package / "__init__.py").is_file(), package
 
 
 def test_hashed_modules_import_no_release_only_module_but_the_allowed_ones() -> None:
     """A release-only module that code which builds imports could change a wheel: hash it, or say here why not."""
     excluded = excluded_modules()
     for module, imported in importgraph.graph().items():
-        name = store.module_of(Path(*relative_name(module).split(".")).with_suffix(".py"))
-        if name in excluded or f"{name}.__init__" in excluded:
+        if relative_name(module) in excluded:
             continue
         for dep in imported:
-            dep_name = relative_name(dep)
-            if dep_name in excluded or f"{dep_name}.__init__" in excluded:
-                assert dep_name in ALLOWED_IMPORTS, f"{module} (hashed) imports {dep} (release-only)"
+            if relative_name(dep) in excluded:
+                assert relative_name(dep) in ALLOWED_IMPORTS, f"{module} (hashed) imports {dep} (release-only)"

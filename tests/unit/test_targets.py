@@ -10,9 +10,9 @@ from packaging.tags import Tag
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
-from builders import ci
-from builders.errors import DroppedError, SelectionError
-from builders.targets import Selection, expand, select
+from builders.base.errors import DroppedError, SelectionError
+from builders.release import ci
+from builders.spec.targets import Selection, expand, select
 from tests import expected
 
 # The release policy of the 2.15 issue, as a floor: these variants ship on these platforms.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from builders.errors import ToolchainError
-from builders.toolchains.cuda import _pin, arch_numbers, check_nvcc, runtime_version
+from builders.base.errors import ToolchainError
+from builders.families.cuda import _pin, arch_numbers, check_nvcc, runtime_version
 from tests.helpers import one
 
 NVCC_132 = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.2, V13.2.86\n"

@@ -22,12 +22,14 @@ from packaging.requirements import Requirement
 from packaging.tags import parse_tag
 from packaging.utils import canonicalize_name
 
-from builders import elf, matrix
-from builders.commands.verify import channel_of, check
-from builders.model import OS, Accelerator, Matrix
-from builders.promote import pypi_requirements
-from builders.targets import Target, expand
-from builders.verify import (
+from builders.cli.verify import channel_of, check
+from builders.release.promote import pypi_requirements
+from builders.spec import matrix
+from builders.spec.model import OS, Accelerator, Matrix
+from builders.spec.targets import Target, expand
+from builders.wheel import elf
+from builders.wheel.archive import Wheel, write_wheel
+from builders.wheel.verify import (
     CHECKS,
     SPOOL_MAX,
     Check,
@@ -41,7 +43,6 @@ from builders.verify import (
     extension_suffixes,
     verify,
 )
-from builders.wheels import Wheel, write_wheel
 
 EM = {"x86_64": 62, "aarch64": 183}
 LOADERS = {"x86_64": "ld-linux-x86-64.so.2", "aarch64": "ld-linux-aarch64.so.1"}

@@ -18,9 +18,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builders.errors import BuildersError
-from builders.verify import Expectation, verify
-from builders.wheels import Wheel
+from builders.base.errors import BuildersError
+from builders.wheel.archive import Wheel
+from builders.wheel.verify import Expectation, verify
 from tests.hostile import make_wheels as mw
 
 # WHEEL_PROPERTY_EXAMPLES=5000 for a deeper search than the unit suite's few seconds.

@@ -10,10 +10,18 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from builders import matrix
-from builders.targets import Selection, select
-from builders.verify import Check, Contents, Expectation, Finding, check_metadata, check_name_and_tags, check_record
-from builders.wheels import Wheel, label, record_hash, rewrite, write_wheel
+from builders.spec import matrix
+from builders.spec.targets import Selection, select
+from builders.wheel.archive import Wheel, label, record_hash, rewrite, write_wheel
+from builders.wheel.verify import (
+    Check,
+    Contents,
+    Expectation,
+    Finding,
+    check_metadata,
+    check_name_and_tags,
+    check_record,
+)
 
 DIST_INFO = "minifw-2.15.0.dist-info"
 
@@ -115,7 +123,7 @@ def test_record_hash_format() -> None:
 
 
 def test_driver_library_and_size_budget_findings(tmp_path: Path, shipped_text: str) -> None:
-    from builders.verify import check_extension_modules, check_libraries, check_size
+    from builders.wheel.verify import check_extension_modules, check_libraries, check_size
 
     m = matrix.loads(shipped_text.replace("wheel_size_budget_mb: 64", "wheel_size_budget_mb: 0.0001"))
     (t,) = select(m, Selection(targets=("cu132-cp312-linux-x86_64",)))
@@ -139,9 +147,9 @@ def test_driver_library_and_size_budget_findings(tmp_path: Path, shipped_text: s
 # Hostile archives come from tests/hostile/make_wheels.py, which writes zips byte by byte; the
 # caps are module constants, lowered here where a test would otherwise need gigabytes.
 
-from builders import wheels as wheels_mod  # noqa: E402
-from builders.errors import WheelError  # noqa: E402
-from builders.verify import check_archive, integrity, verify  # noqa: E402
+from builders.base.errors import WheelError  # noqa: E402
+from builders.wheel import archive as wheels_mod  # noqa: E402
+from builders.wheel.verify import check_archive, integrity, verify  # noqa: E402
 from tests.hostile import make_wheels as mw  # noqa: E402
 
 

@@ -1,0 +1,74 @@
+"""What this host can build, as plain facts, and the reason a target cannot be built here.
+
+``detect`` is the only effectful function; ``unbuildable`` is pure, so tests describe any host
+in one line (``Host(os=OS.LINUX, arch="x86_64", interpreters=...)``).
+"""
+
+from __future__ import annotations
+
+import platform as _platform
+import shutil
+import sys
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+
+from builders.base.arch import canonical_arch
+from builders.build import interpreters
+from builders.spec.hostfacts import Host
+from builders.spec.model import OS, PythonVersion
+from builders.spec.targets import Target
+
+CONTAINER_ENGINES = ("podman", "docker")
+SEARCHED = {OS.LINUX: "pyenv, uv and PATH", OS.MACOS: "pyenv, uv and PATH",
+            OS.WINDOWS: "the runner's tool cache, the py launcher and PATH"}  # see builders.build.interpreters
+
+
+def detect(pythons: Iterable[PythonVersion], env: Mapping[str, str], *, engines: bool = True) -> Host:
+    """Probe this machine: interpreters, compilers and (with ``engines``) container engines, in parallel."""
+    from builders.families import probe_compilers
+
+    os_ = {"linux": OS.LINUX, "darwin": OS.MACOS, "win32": OS.WINDOWS}[sys.platform]
+    arch = canonical_arch(_platform.machine())
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        found = pool.submit(interpreters.discover, pythons, env, os_, arch)
+        compilers = pool.submit(probe_compilers, env)
+        working = [(e, pool.submit(engine_works, e, env)) for e in (CONTAINER_ENGINES if engines else ())]
+        return Host(
+            os=os_,
+            arch=arch,
+            interpreters=tuple(sorted((abi, str(p)) for abi, p in found.result().items())),
+            container_engines=tuple(e for e, ok in working if ok.result()),
+            ccache=shutil.which("ccache", path=env.get("PATH")),
+            **compilers.result(),
+        )
+
+
+def engine_works(name: str, env: Mapping[str, str]) -> bool:
+    """A container engine counts only if its daemon/runtime answers, not just its client."""
+    from builders.base.process import ProcessError, run
+
+    exe = shutil.which(name, path=env.get("PATH"))
+    if exe is None:
+        return False
+    try:
+        run([exe, "info", "--format", "{{.Host.Arch}}" if name == "podman" else "{{.ServerVersion}}"], env=env, timeout=20)
+    except ProcessError:
+        return False
+    return True
+
+
+def unbuildable(target: Target, host: Host, engine: str = "local") -> str | None:
+    """Why ``target`` cannot be built on ``host`` with ``engine``, or None if it can."""
+    from builders.families import toolchain_for
+
+    plat = target.platform
+    if plat.os is not host.os or canonical_arch(plat.arch) != host.arch:
+        return f"needs a {plat.name} host (this is {host.platform}); CI runner: {plat.runner}"
+    if engine in ("container", "cibw") and plat.os is OS.LINUX:
+        if not host.container_engines:
+            return "no working container engine (docker or podman) on this host"
+        return None
+    if host.interpreter(target.python.abi) is None:
+        kind = "free-threaded CPython" if target.python.free_threaded else "CPython"
+        return f"no {kind} {target.python} interpreter found (searched {SEARCHED.get(host.os, SEARCHED[OS.LINUX])})"
+    return toolchain_for(target.variant.accelerator).unavailable(target, host)

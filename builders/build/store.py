@@ -1,0 +1,165 @@
+"""Content-addressed reuse: finished, verified wheels stored under their plan's digest.
+
+A plan's digest covers everything that decides the wheel's bytes (the source tree's
+content with uncommitted changes, the target's matrix record, the toolchain pins or image
+tag, the commands, builders' own code). ``build`` looks a plan's digest up before building;
+a hit is published as it is (``reused``), so a rebuild with nothing changed costs a lookup
+per target. ``--force`` builds anyway. The store lives in the output folder
+(``<output>/.store/<digest>/``): one wheel and the record of its verified build.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from builders import __version__
+
+# Never part of a source's identity: VCS data, caches and build outputs.
+IGNORED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
+                          ".nox", ".tox", ".venv", "build", "dist", "wheelhouse", "_skbuild"})
+IGNORED_SUFFIXES = (".pyc", ".pyo", ".egg-info")
+RECORD = "record.json"
+LOG = "build.log"
+
+
+def _source_files(root: Path) -> Iterator[Path]:
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in IGNORED_DIRS and not d.endswith(IGNORED_SUFFIXES))
+        for name in sorted(files):
+            if not name.endswith(IGNORED_SUFFIXES):
+                yield Path(folder) / name
+
+
+def tree_digest(root: Path) -> str:
+    """sha256 over every file's relative path, kind, executable bit and content (symlinks: their target)."""
+    h = hashlib.sha256()
+    for path in _source_files(root):
+        info = path.lstat()
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        if stat.S_ISLNK(info.st_mode):
+            h.update(b"L" + os.readlink(path).encode())
+        else:
+            h.update(b"X" if info.st_mode & 0o111 else b"F")
+            with path.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+# builders' code is part of every plan's digest, all of it by default: a new package is hashed
+# until someone decides otherwise here. Left out, by package, is the work done after a build on
+# what builds produced: ``release`` (promotion, indexes, mirrors, audit, report, CI matrices,
+# estimates, release gates) and ``cli``, the argparse fronts, except ``cli.build``, which makes the
+# run's configuration. The schemas and templates are left out too: the matrix's meaning reaches a
+# plan through the target's record.
+RELEASE_ONLY = frozenset({"release", "cli"})
+HASHED_ANYWAY = frozenset({"cli.build"})
+UNHASHED_DATA = frozenset({"schema", "templates"})
+
+
+def module_of(relative: Path) -> str:
+    """``commands/build.py`` -> ``commands.build`` (a package's ``__init__.py`` keeps its name)."""
+    return ".".join(relative.with_suffix("").parts)
+
+
+def hashed(relative: Path) -> bool:
+    """Whether the package file at ``relative`` can change a wheel's bytes (see :data:`RELEASE_ONLY`)."""
+    if relative.parts[0] in UNHASHED_DATA:
+        return False
+    if relative.suffix != ".py":
+        return True  # Containerfiles, install scripts, the smoke probe's neighbours: build inputs
+    return module_of(relative) in HASHED_ANYWAY or relative.parts[0] not in RELEASE_ONLY
+
+
+@cache
+def builders_version() -> str:
+    """The package version and a digest of the code that builds: a changed pipeline is a new pipeline."""
+    package = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for path in _source_files(package):
+        relative = path.relative_to(package)
+        if hashed(relative):
+            h.update(relative.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return f"{__version__}+{h.hexdigest()[:16]}"
+
+
+def canonical(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def digest(data: Any) -> str:
+    return hashlib.sha256(canonical(data).encode()).hexdigest()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stored:
+    """A stored wheel and the record of the build that made it."""
+
+    wheel: Path
+    record: Mapping[str, Any]
+
+    @property
+    def log(self) -> Path:
+        return self.wheel.parent / LOG
+
+
+@dataclass(frozen=True)
+class Store:
+    root: Path
+
+    def get(self, key: str) -> Stored | None:
+        """The wheel stored under ``key``, if it is there whole."""
+        folder = self.root / key
+        try:
+            record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+            wheel = folder / record["wheel"]
+            if wheel.stat().st_size != record["size"]:
+                return None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return Stored(wheel=wheel, record=record)
+
+    def put(self, key: str, wheel: Path, record: Mapping[str, Any], log: Path | None = None) -> Stored:
+        """Store ``wheel`` (and the log of its build) with ``record`` under ``key``: all or nothing."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=f".{key[:12]}-"))
+        try:
+            shutil.copy2(wheel, tmp / wheel.name)
+            if log is not None and log.exists():
+                shutil.copyfile(log, tmp / LOG)
+            full = {**record, "wheel": wheel.name, "size": wheel.stat().st_size}
+            (tmp / RECORD).write_text(json.dumps(full, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            shutil.rmtree(self.root / key, ignore_errors=True)
+            os.replace(tmp, self.root / key)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return Stored(wheel=self.root / key / wheel.name, record=full)
+
+
+def place(source: Path, dest: Path) -> Path:
+    """Put ``source`` at ``dest`` all at once: a hard link (the store's files never change) or a copy."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.parent / f".{dest.name}.partial"
+    tmp.unlink(missing_ok=True)
+    try:
+        try:
+            os.link(source, tmp)
+        except OSError:
+            shutil.copy2(source, tmp)
+        os.replace(tmp, dest)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return dest

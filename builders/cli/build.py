@@ -1,0 +1,258 @@
+"""``build``: plan every selected target, then build, label, repair, verify and smoke-test the plans.
+
+Plan, then apply: each target resolves, purely, to a :class:`~builders.build.plan.BuildPlan`
+(``--dry-run`` prints them, ``--json`` as JSON); the plans then build ``--jobs`` at a time, a
+plan whose digest is already in the store is reused (``--force`` builds anyway).
+
+A run that leaves nothing to build fails, as cibuildwheel does on an empty selection: in CI
+a green job with no wheel hides a runner that cannot build its target. A skip counts the
+same whether the plan decided it or the build found it (the check stage: the image has no
+CPython 3.12): a run that made no wheel exits 22, and so does a run in which a target the plan
+could build was skipped while building, since the plan promised that wheel. ``--allow-skip``
+accepts both (cibuildwheel's ``--allow-empty``). An engine asked for by name that cannot run
+here is an error naming what is missing, never silently another engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import FrameType
+
+from builders.base import process
+from builders.base.console import Console, render_table
+from builders.base.errors import EngineError, Interrupted, NothingToBuild, TargetsFailed
+from builders.base.process import ProcessError, run
+from builders.build.host import Host, detect
+from builders.build.pipeline import RunConfig, build_all, summarize
+from builders.build.plan import BuildPlan, Context, Resolved, Skipped, describe
+from builders.build.results import Result
+from builders.build.store import builders_version, tree_digest
+from builders.cli import add_container_options, add_matrix_option, add_selection_options, input_dir, output_dir
+from builders.cli.plan import selected
+from builders.engines import Engine, missing_container_engine
+from builders.engines.cibw import CibwEngine
+from builders.engines.container import ContainerEngine, find_engine, reap_stale
+from builders.engines.images import base_image, engine_env, image_pythons
+from builders.engines.local import LocalEngine
+from builders.families.provision import default_cache
+from builders.spec import matrix as matrix_mod
+from builders.spec.model import OS, Matrix
+from builders.spec.targets import Target
+from builders.wheel.archive import source_date_epoch
+
+
+def configure_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("build", help="build, repair, verify and smoke-test wheels",
+                       description="Plan every selected target this host can build (all of them by default), then "
+                                   "run each plan through build, label, repair, verify and smoke. Targets this host "
+                                   "cannot build are skipped with the reason; a plan whose digest is in the store "
+                                   "(<output>/.store) is reused. A failed target does not stop the others; the exit "
+                                   "code is 1 if any failed; 22 (unless --allow-skip) if no wheel was made because every "
+                                   "selected target was skipped, before the build or during it, or if a target the "
+                                   "plan could build was skipped during the build (its check found no such "
+                                   "interpreter or toolkit); 9 if the engine asked for cannot run here.")
+    add_matrix_option(p)
+    add_selection_options(p)
+    p.add_argument("--output", type=output_dir, default=Path("wheelhouse"), metavar="DIR",
+                   help="wheels by channel (whl/<label>/), logs/<id>.log, results.json and the store of verified "
+                        "wheels by plan digest, .store/ (default: wheelhouse/)")
+    p.add_argument("--source", type=input_dir, default=None, metavar="DIR",
+                   help="framework source tree (default: project.source in the matrix)")
+    p.add_argument("--engine", choices=("local", "container", "cibw", "auto"), default="local",
+                   help="local: this host; container: the variant's image with docker/podman; cibw: cibuildwheel, "
+                        "natively on macOS and Windows, in the variant's image on Linux (a dry run also plans macOS "
+                        "and Windows targets as their CI runners would); auto: a container engine when one works, "
+                        "else local, and it says which and why. An engine asked for that cannot run here is an "
+                        "error, exit 9 (default: local)")
+    p.add_argument("--allow-skip", action="store_true",
+                   help="exit 0 even if every selected target is skipped here, or a planned target is skipped "
+                        "during the build (default: exit 22 with each target's reason, as cibuildwheel fails on "
+                        "an empty selection without --allow-empty)")
+    p.add_argument("--jobs", "-j", type=_jobs, default=os.cpu_count() or 1, metavar="N",
+                   help="targets in their build stages (provision, compile, repair) at the same time; verify and "
+                        "smoke of finished builds run beside them (default: the number of cores)")
+    p.add_argument("--force", action="store_true", help="build every plan, even one whose wheel is in the store")
+    p.add_argument("--verbose", "-v", action="store_true", help="show every command's output as it is written")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print each selected target's build plan (commands, environment, digest), build nothing")
+    p.add_argument("--json", action="store_true", help="with --dry-run: the plans as JSON")
+    add_container_options(p)
+    p.add_argument("--cache", type=output_dir, default=None, metavar="DIR",
+                   help="toolchain cache (default: $BUILDERS_CACHE or ~/.cache/builders/toolchains)")
+    p.add_argument("--no-smoke", dest="smoke", action="store_false", help="skip the smoke stage")
+    p.set_defaults(execute=execute)
+
+
+def _jobs(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def execute(args: argparse.Namespace, console: Console) -> int:
+    m = matrix_mod.load(args.matrix)
+    targets = selected(m, args)
+    env = engine_env(os.environ)
+    host = detect(m.pythons, env, engines=args.engine != "local")
+    engine, why = choose_engine(args, m, targets, host, env)
+    ctx = context(args, m, host, env)
+    resolved = [engine.plan(t, ctx) for t in targets]
+    config = RunConfig(matrix=m, output=ctx.output, engine=engine, env=env, run_smoke=args.smoke, force=args.force,
+                       jobs=args.jobs, verbose=args.verbose)
+    console.line(f"{len(targets)} targets selected; engine {engine.name} ({why}) on {host.platform}; "
+                 f"{args.jobs} builds at a time; output {config.output}")
+    if args.dry_run:
+        dry_run(resolved, config, as_json=args.json)
+        return something_to_build(resolved, args.allow_skip, console)
+    process.reset_cancel()
+    with stop_on_signals():
+        outcomes = build_all(resolved, config, console)
+    summarize(outcomes, console)
+    if process.cancelled():
+        stopped = [r.id for r in outcomes if r.status == "interrupted"]
+        raise Interrupted(f"interrupted while building {', '.join(stopped) or 'nothing'}; partial outputs removed")
+    failed = [r.id for r in outcomes if r.status == "failed"]
+    if failed:
+        raise TargetsFailed(f"{len(failed)} target(s) failed: {', '.join(failed)} (see {config.output / 'logs'})")
+    return something_to_build(resolved, args.allow_skip, console, outcomes)
+
+
+def something_to_build(resolved: Sequence[Resolved], allow_skip: bool, console: Console,
+                       outcomes: Sequence[Result] = ()) -> int:
+    """0 when every plan made its wheel (``outcomes``: the run's results; none for a dry run). Else
+    :class:`NothingToBuild` with each reason, or 0 and a note with ``--allow-skip``: when no wheel was
+    made because every target was skipped (cibuildwheel's rule for an empty selection), wherever the
+    skip was decided, and when a target the plan could build was skipped during the build."""
+    planned = {r.id for r in resolved if isinstance(r, BuildPlan)}
+    late = [r for r in outcomes if r.status == "skipped" and r.id in planned]
+    if not late and planned:
+        return 0
+    skips: list[Skipped | Result] = list(late)
+    if planned - {r.id for r in late}:
+        what = f"{len(late)} target(s) the plan could build were skipped during the build"
+    else:
+        what = "nothing to build here: every selected target is skipped"
+        skips[:0] = [r for r in resolved if isinstance(r, Skipped)]
+    reasons = "\n  ".join(f"{r.id}: {r.reason}" for r in skips)
+    if allow_skip:
+        console.line(f"{what} (--allow-skip):\n  {reasons}")
+        return 0
+    raise NothingToBuild(f"{what} (pass --allow-skip to accept that):\n  {reasons}")
+
+
+def context(args: argparse.Namespace, m: Matrix, host: Host, env: dict[str, str]) -> Context:
+    """The run's fixed inputs every plan depends on (source digest, commit time, cache, builders' version)."""
+    source = (args.source or m.project.source).resolve()
+    return Context(host=host, env=env, source=source, source_digest=tree_digest(source),
+                   epoch=commit_epoch(source, env), output=args.output.resolve(),
+                   cache=(args.cache or default_cache(env)).resolve(), tools_python=sys.executable,
+                   builders_version=builders_version())
+
+
+def commit_epoch(source: Path, env: dict[str, str]) -> int:
+    """The time of the last commit that changed the source tree (or $SOURCE_DATE_EPOCH): one source,
+    one timestamp, whatever else the repository's later commits touched."""
+    if env.get("SOURCE_DATE_EPOCH"):
+        return source_date_epoch(env)
+    try:
+        argv = ["git", "-C", str(source), "log", "-1", "--format=%ct", "--", "."]
+        out = run(argv, env=env, separate_stderr=True).stdout
+        return source_date_epoch({"SOURCE_DATE_EPOCH": out.strip()})
+    except (ProcessError, ValueError):
+        return source_date_epoch({})
+
+
+def choose_engine(args: argparse.Namespace, m: Matrix, targets: Sequence[Target], host: Host,
+                  env: dict[str, str]) -> tuple[Engine, str]:
+    """The engine to use, and why it was picked (``auto`` says which and why). An engine asked for by
+    name that cannot run here is an :class:`EngineError` naming what is missing."""
+    local = LocalEngine(cache=cache_dir(args, env), env=env)
+    if args.engine == "local":
+        return local, "asked for"
+    if args.engine == "cibw":
+        return cibw_engine(args, m, targets, host, env, local)
+    exe = find_engine(env, args.container_engine)
+    if exe is None:
+        missing = missing_container_engine(env, args.container_engine)
+        if args.engine == "container":
+            raise EngineError(f"--engine container cannot run here: {missing}")
+        return local, f"auto: {missing}"
+    engine, why = container_engine(args, m, exe, env)
+    return engine, f"auto: {why}" if args.engine == "auto" else why
+
+
+def cache_dir(args: argparse.Namespace, env: dict[str, str]) -> Path:
+    return (args.cache or default_cache(env)).resolve()
+
+
+def container_engine(args: argparse.Namespace, m: Matrix, exe: str, env: dict[str, str]) -> tuple[ContainerEngine, str]:
+    """The container engine with ``exe`` (containers a killed run left behind are removed first)."""
+    base = base_image(args.base_image, env)
+    engine = ContainerEngine(exe=exe, pythons=image_pythons(m), cache=cache_dir(args, env), host_env=env,
+                             base_image=base)
+    reap_stale(exe, env)
+    return engine, exe + (f", base {base}" if base else "")
+
+
+def cibw_engine(args: argparse.Namespace, m: Matrix, targets: Sequence[Target], host: Host, env: dict[str, str],
+                local: LocalEngine) -> tuple[CibwEngine, str]:
+    """cibuildwheel: natively for macOS and Windows targets; in the variant's image for Linux targets, which
+    needs a working container engine when this Linux host could build them."""
+    plats = {t.platform.os for t in targets}
+    notes = [f"natively for {' and '.join(sorted(o.value for o in plats - {OS.LINUX}))}"] if plats - {OS.LINUX} else []
+    container = None
+    if host.os is OS.LINUX and any(t.platform.name == host.platform for t in targets):
+        exe = find_engine(env, args.container_engine)
+        if exe is None:
+            raise EngineError("--engine cibw builds Linux targets in the variant's image with a container engine, "
+                              f"and none works here: {missing_container_engine(env, args.container_engine)}")
+        container, why = container_engine(args, m, exe, env)
+        notes.insert(0, f"Linux in the variant's image with {why}")
+    foreign = sorted({f"{t.platform.name} on {t.platform.runner}" for t in targets
+                      if t.platform.os not in (OS.LINUX, host.os)})
+    if args.dry_run and foreign:
+        notes.append(f"planned as the CI runner would run it: {', '.join(foreign)}")
+    why = "; ".join(notes) or f"no target of {host.platform}"
+    return CibwEngine(container=container, local=local, foreign=args.dry_run), f"cibuildwheel: {why}"
+
+
+def dry_run(resolved: Sequence[Resolved], config: RunConfig, *, as_json: bool) -> None:
+    """Plan, then apply: print the plans the build would run (and which the store already holds)."""
+    plans = [r for r in resolved if isinstance(r, BuildPlan)]
+    stored = {p.id: config.store.get(p.digest) is not None for p in plans}
+    if as_json:
+        skipped = [{"id": r.id, "reason": r.reason} for r in resolved if not isinstance(r, BuildPlan)]
+        doc = {"engine": config.engine.name, "output": str(config.output),
+               "plans": [{**p.to_json(), "stored": stored[p.id]} for p in plans], "skipped": skipped}
+        print(json.dumps(doc, indent=2))
+        return
+    headers, rows = describe(resolved)
+    print(render_table((*headers, "stored"), [(*row, "yes" if stored.get(row[0]) else "") for row in rows]))
+    for plan in plans:
+        print(f"\n{plan.id}  (plan {plan.digest})")
+        for name, line in plan.steps():
+            print(f"  {name:<9} {line}")
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM stop every running target (their commands' process groups), then the run ends."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        threading.Thread(target=process.cancel_all, daemon=True).start()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

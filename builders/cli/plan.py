@@ -1,0 +1,169 @@
+"""``plan``: the expanded targets, with what this host can build and why not."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from builders.base.console import Console, render_table
+from builders.base.errors import ReleaseError, SelectionError
+from builders.build import results as results_mod
+from builders.build.host import detect, unbuildable
+from builders.cli import add_matrix_option, add_selection_options, input_file
+from builders.engines.images import engine_env
+from builders.release import ci
+from builders.release.checks import release_problems
+from builders.release.estimate import Costs, compare, measured
+from builders.spec import matrix as matrix_mod
+from builders.spec.model import Matrix
+from builders.spec.targets import Selection, Target, expand, select
+
+
+def configure_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("plan", help="list the targets the matrix implies",
+                       description="Expand matrix.yaml into targets and show, for this host, which can be built "
+                                   "and why the others cannot.")
+    add_matrix_option(p)
+    add_selection_options(p)
+    p.add_argument("--format", choices=("table", "json", "github"), default="table",
+                   help="table (default); json: full records; github: the shards of job matrices the release "
+                        "workflow consumes (<= 256 jobs each) and the images to build")
+    p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
+    p.add_argument("--engine", choices=("local", "container"), default="local",
+                   help="which engine's host capability to report (default: local)")
+    release = p.add_argument_group("the release workflow")
+    p.add_argument("--output", default=None, metavar="FILE",
+                   help="with --format json or github: write the document to FILE instead of stdout (under nox, "
+                        "whose sessions merge stderr into stdout, warnings would otherwise land in it)")
+    release.add_argument("--release-tag", default=None, metavar="TAG",
+                         help="this run publishes the release tagged TAG: refused (exit 25) unless TAG names the "
+                              "matrix's project.version (v2.15.0), the selection is the whole matrix and every Linux "
+                              "base image is pinned by digest; the plan then says release: true")
+    release.add_argument("--gpu-runners", default=None, metavar="LABELS",
+                         help="labels of the self-hosted runners the repository has (space or comma separated); a "
+                              "GPU smoke job whose runner nobody serves goes to its build runner, where "
+                              "--require-device fails it at once instead of queueing for a day")
+    release.add_argument("--estimate", action="store_true",
+                         help="the run's job count, core builds, runner-minutes and critical path, one build job per "
+                              "(variant, platform) against one per target (with --format github: under 'estimate')")
+    release.add_argument("--results", action="append", default=[], type=input_file, metavar="FILE",
+                         help="with --estimate: stage times measured by these results.json files (repeatable)")
+    p.set_defaults(execute=execute)
+
+
+def selection_of(args: argparse.Namespace) -> Selection:
+    return Selection(targets=tuple(args.target), select=tuple(args.select), skip=tuple(args.skip))
+
+
+def selected(m: Matrix, args: argparse.Namespace) -> tuple[Target, ...]:
+    """The targets the command line selects; an empty selection is an error, never a run of nothing."""
+    selection = selection_of(args)
+    targets = select(m, selection)
+    if targets:
+        return targets
+    given = [f"--{flag} {shlex.quote(value)}" for flag in ("target", "select", "skip")
+             for value in getattr(selection, "targets" if flag == "target" else flag)]
+    hint = ("; --target takes an exact id, --select a glob" if any(set(t) & set("*?[") for t in selection.targets)
+            else "")
+    raise SelectionError(f"nothing selected by {' '.join(given)}{hint}")
+
+
+def one_target(m: Matrix, target_id: str) -> Target:
+    """The target ``--target ID`` names: an exact id (a glob is refused with a hint, never unpacked to nothing)."""
+    return selected(m, argparse.Namespace(target=[target_id], select=[], skip=[]))[0]
+
+
+def execute(args: argparse.Namespace, console: Console) -> int:
+    m = matrix_mod.load(args.matrix)
+    targets = selected(m, args)
+    if args.format == "github":
+        emit(json.dumps(github(m, targets, args, console), indent=None, sort_keys=True), args.output)
+        return 0
+    if args.estimate:
+        print(estimate_table(m, targets, args.results))
+        return 0
+    host = detect(m.pythons, engine_env(os.environ))
+    reasons = {t.id: unbuildable(t, host, args.engine) for t in targets}
+    if args.format == "json":
+        _, excluded = expand(m)
+        records = [{**t.record(), "buildable_here": reasons[t.id] is None, "reason": reasons[t.id]} for t in targets]
+        out = {"matrix": str(args.matrix), "host": host.platform, "engine": args.engine, "count": len(records),
+               "targets": records, "excluded": [{"id": e.id, "reason": e.reason, "where": e.where} for e in excluded]}
+        emit(json.dumps(out, indent=2), args.output)
+        return 0
+    rows = [(t.id, ",".join(t.channels), t.wheel_name, "yes" if reasons[t.id] is None else f"no: {reasons[t.id]}")
+            for t in targets]
+    print(console_table(rows))
+    here = sum(r is None for r in reasons.values())
+    console.line(f"{len(targets)} targets, {here} buildable here ({host.platform}, engine {args.engine})")
+    return 0
+
+
+def console_table(rows: list[tuple[str, str, str, str]]) -> str:
+    return render_table(("target", "channel", "wheel", "buildable here"), rows)
+
+
+def emit(text: str, output: str | None) -> None:
+    """The machine-readable document, to stdout or whole to ``output`` (never half-written)."""
+    if output is None:
+        print(text)
+        return
+    dest = Path(output)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = dest.with_name(f".{dest.name}.partial")
+    partial.write_text(text + "\n", encoding="utf-8")
+    os.replace(partial, dest)
+
+
+def served_labels(text: str | None) -> frozenset[str] | None:
+    """``--gpu-runners``: None when not given (every smoke runner taken as declared)."""
+    return None if text is None else frozenset(text.replace(",", " ").split())
+
+
+def github(m: Matrix, targets: Sequence[Target], args: argparse.Namespace, console: Console) -> dict[str, Any]:
+    """The release workflow's plan; with ``--release-tag``, only for a complete release of that version."""
+    if args.release_tag is not None:
+        refuse_release(m, args.release_tag, targets)
+    served = served_labels(args.gpu_runners)
+    plan = ci.github_plan(targets, served=served)
+    plan["release"] = args.release_tag is not None
+    plan["version"] = str(m.project.version)
+    for labels in ci.unserved(targets, served) if served is not None else ():
+        console.warning(f"no self-hosted runner labelled {labels} is declared (--gpu-runners): its GPU smoke jobs run "
+                        "on their build runners and fail at once with exit 23, blocking the release")
+    if args.estimate:
+        plan["estimate"] = compare(targets, costs_from(args.results, targets), shards=len(plan["shards"]))
+    return plan
+
+
+def refuse_release(m: Matrix, tag: str, targets: Sequence[Target]) -> None:
+    """A release publishes exactly the matrix's version, every target of it, from digest-pinned images."""
+    problems = release_problems(m, tag)
+    everything, _ = expand(m)
+    if len(targets) != len(everything):
+        problems.append(f"the selection holds {len(targets)} of the matrix's {len(everything)} targets; a release "
+                        "publishes all of them (a run of a subset is a workflow_dispatch, which publishes nothing)")
+    if problems:
+        raise ReleaseError(f"tag {tag} is not released:\n  " + "\n  ".join(problems))
+
+
+def costs_from(paths: Sequence[Path], targets: Sequence[Target]) -> Costs:
+    records = [record for path in paths for record in results_mod.read(path).values()]
+    return measured(records, targets)
+
+
+def estimate_table(m: Matrix, targets: Sequence[Target], results: Sequence[Path]) -> str:
+    """Both layouts side by side, and the ratio of their runner-minutes."""
+    plan = ci.github_plan(targets)
+    found = compare(targets, costs_from(results, targets), shards=len(plan["shards"]))
+    keys = ("jobs", "build_jobs", "core_builds", "runner_minutes", "critical_path_minutes")
+    rows = [(key.replace("_", " "), str(found["before"][key]), str(found["after"][key])) for key in keys]
+    rows.append(("runner-minutes, after / before", "", str(found["runner_minutes_ratio"])))
+    source = ", ".join(map(str, results)) if results else "default stage times (builders.release.estimate.Costs)"
+    return render_table(("release run of " + m.project.name, "one build job per target",
+                         "per (variant, platform)"), rows) + f"\nstage times: {source}"

@@ -1,0 +1,78 @@
+"""``report``: write the compatibility matrix (Markdown, JSON, HTML)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from builders.base.console import Console
+from builders.build import results
+from builders.cli import PathError, add_matrix_option, input_file, output_dir
+from builders.release import report
+from builders.spec import matrix as matrix_mod
+from builders.spec.model import Matrix
+from builders.spec.targets import expand
+
+DEFAULT_RESULTS = Path("wheelhouse/results.json")
+
+
+def configure_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="write the compatibility matrix",
+                       description="Write the compatibility matrix (Python x variant per platform) as Markdown "
+                                   "(each reason once, as footnotes; sized for a GitHub job summary), JSON and a "
+                                   "self-contained HTML page with an install selector (OS, pip or uv, Python, "
+                                   "compute platform) and the command of every combination. With build results, "
+                                   "each built cell shows its real status and links its log. "
+                                   "A results file that is malformed or names targets the matrix does not have "
+                                   "is refused (exit 13).")
+    add_matrix_option(p)
+    p.add_argument("--output", type=output_dir, default=Path("report"), metavar="DIR",
+                   help="folder for compatibility.{md,json,html} (default: report/)")
+    p.add_argument("--results", type=input_file, action="append", default=[], metavar="PATH",
+                   help="build results to show, repeatable (default: wheelhouse/results.json, if it exists); "
+                        "the HTML page links each target's log next to its results file")
+    p.set_defaults(execute=execute)
+
+
+def execute(args: argparse.Namespace, console: Console) -> int:
+    m = matrix_mod.load(args.matrix)
+    found = read_results(m, args.matrix, args.results or [DEFAULT_RESULTS], output=args.output)
+    md = report.to_markdown(m, found)
+    written = {
+        "compatibility.md": md,
+        "compatibility.json": json.dumps(report.to_json(m, found), indent=2) + "\n",
+        "compatibility.html": report.to_html(m, found),
+    }
+    write_all(args.output, written, console)
+    console.job_summary(md)
+    return 0
+
+
+def read_results(m: Matrix, matrix_path: Path, paths: list[Path], *, output: Path | None = None
+                 ) -> dict[str, dict[str, Any]]:
+    """Every results file merged (a later file wins for the same id), each checked against the matrix.
+
+    With ``output`` (where the page goes), each result's log path is made relative to it, so
+    the page links the log next to the results file it came from.
+    """
+    known = {t.id for t in expand(m)[0]}
+    found: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        these = results.read(path)
+        results.check_known(path, these, known, matrix_path)
+        if output is not None:
+            these = report.rebase_logs(these, str(path.parent), str(output))
+        found.update(these)
+    return found
+
+
+def write_all(folder: Path, files: dict[str, str], console: Console) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (folder / name).write_text(text, encoding="utf-8")
+            console.line(f"wrote {folder / name}")
+    except OSError as exc:
+        raise PathError(f"--output {folder}: cannot write: {exc.strerror or exc}") from None

@@ -1,0 +1,85 @@
+"""``workflow --check``: fail when the release workflow no longer matches the plan."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from builders.base import untrusted
+from builders.base.console import Console
+from builders.base.errors import InputError, Problem, WorkflowDrift
+from builders.cli import add_matrix_option, input_file
+from builders.release.workflow import Workflow, drift, local_calls
+from builders.spec import matrix as matrix_mod
+
+MAX_BYTES = untrusted.MIB
+
+
+def configure_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("workflow", help="check the release workflow against the plan",
+                       description="Check that .github/workflows/release.yml (and the local workflows it calls) still "
+                                   "consumes what the plan emits and keeps the release's gates: a timeout on every "
+                                   "job, smoke jobs that do not wait for every build to succeed, build provenance "
+                                   "before anything is published (exit 17 on drift, or when a file is not a "
+                                   "workflow). The workflow is not generated: adding a Python or a variant to "
+                                   "matrix.yaml needs no workflow edit.")
+    add_matrix_option(p)
+    p.add_argument("--workflow", type=input_file, default=Path(".github/workflows/release.yml"), metavar="PATH")
+    p.add_argument("--check", action="store_true", help="check for drift (the only mode)")
+    p.set_defaults(execute=execute)
+
+
+def execute(args: argparse.Namespace, console: Console) -> int:
+    m = matrix_mod.load(args.matrix)
+    check_shape(args.workflow)
+    for name in local_calls(Workflow.read(args.workflow)).values():
+        if (args.workflow.parent / name).is_file():
+            check_shape(args.workflow.parent / name)
+    problems = drift(m, args.workflow)
+    if problems:
+        raise WorkflowDrift([Problem(message=p) for p in problems])
+    console.line(f"{args.workflow}: in step with {args.matrix}")
+    return 0
+
+
+def check_shape(path: Path) -> None:
+    """Refuse a file ``drift`` cannot read as a workflow: not UTF-8 YAML, or jobs and steps of the wrong kind."""
+    try:
+        text = untrusted.read_text(path, what="workflow", limit=MAX_BYTES)
+    except InputError as exc:
+        raise WorkflowDrift(exc.problems) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}: " if mark else f"{path}: "
+        raise WorkflowDrift([Problem(message=f"{where}not valid YAML: {getattr(exc, 'problem', None) or exc}")]) from None
+    wrong = list(_shape_problems(data))
+    if wrong:
+        raise WorkflowDrift([Problem(message=f"{path}: {w}") for w in wrong])
+
+
+def _shape_problems(data: Any) -> Iterator[str]:
+    if not isinstance(data, dict):
+        yield f"not a workflow: the top level is {type(data).__name__}, not a mapping"
+        return
+    jobs = data.get("jobs", {})
+    if not isinstance(jobs, dict):
+        yield "jobs: not a mapping"
+        return
+    for name, job in jobs.items():
+        if not isinstance(job, dict):
+            yield f"jobs.{name}: not a mapping"
+            continue
+        steps = job.get("steps", [])
+        if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+            yield f"jobs.{name}.steps: not a list of mappings"
+        elif any(not isinstance(s.get("run", ""), str) for s in steps):
+            yield f"jobs.{name}.steps: a run: that is not a string"
+        strategy = job.get("strategy", {})
+        if not isinstance(strategy, dict):
+            yield f"jobs.{name}.strategy: not a mapping"

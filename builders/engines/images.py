@@ -1,0 +1,239 @@
+"""Build images per accelerator family: Containerfile + build arguments from the matrix.
+
+The tag is content-addressed (hash of the Containerfile, the scripts it copies, the arguments
+and the platform it is for), so a laptop and CI computing the same matrix agree on the image,
+a changed pin or base gives a new tag instead of a stale image, and an x86_64 and an aarch64
+image never share a tag, even built from one ``--base-image``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+
+from builders.base.errors import EngineError
+from builders.base.process import LogLike, run
+from builders.spec.matrix import ENV_REF, toolkit_url
+from builders.spec.model import Accelerator, Matrix, Toolkit, Variant
+from builders.spec.targets import Target
+
+
+def _containers_dir() -> Path:
+    """The Containerfiles and their scripts: package data, so an installed builders finds them.
+
+    A build context must be a real folder; setuptools installs package data as files.
+    """
+    folder = resources.files("builders").joinpath("resources", "containers")
+    if not isinstance(folder, Path):
+        raise EngineError(f"builders' Containerfiles are not on the file system ({folder}); install builders unzipped")
+    return folder
+
+
+CONTAINERS_DIR = _containers_dir()
+TOOLKIT_PREFIX = "/opt/toolkit"
+# Where the rocm image takes its toolkit from ($BUILDERS_ROCM_SOURCE; the first is the default).
+ROCM_SOURCES = ("therock", "debian")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageSpec:
+    family: Accelerator
+    containerfile: Path
+    args: tuple[tuple[str, str], ...]
+    platform: str  # the matrix platform, ``linux-aarch64``: one base reference may serve several
+    arch: str
+
+    @cached_property
+    def tag(self) -> str:
+        h = hashlib.sha256(self.containerfile.read_bytes())
+        h.update(f"\0platform={self.platform}\0arch={self.arch}".encode())
+        for script in sorted(copied_files(self.containerfile)):
+            h.update(script.encode() + (self.containerfile.parent / script).read_bytes())
+        for key, value in self.args:
+            h.update(f"\0{key}={value}".encode())
+        return f"localhost/builders-{self.family.value}:{h.hexdigest()[:16]}"
+
+
+def copied_files(containerfile: Path) -> list[str]:
+    """Files a Containerfile COPYs from its context (the build context is its folder)."""
+    names: list[str] = []
+    for line in containerfile.read_text().splitlines():
+        if line.startswith("COPY "):
+            names += line.split()[1:-1]
+    return names
+
+
+def declared_args(containerfile: Path) -> set[str]:
+    return {m.group(1) for m in re.finditer(r"^ARG\s+([A-Z_][A-Z0-9_]*)", containerfile.read_text(), re.M)}
+
+
+def toolkit_root(toolkit: Toolkit) -> str:
+    """Where the toolkit lives inside the image."""
+    root = toolkit.root or ""
+    return root if root.startswith("/") else f"{TOOLKIT_PREFIX}/{root}".rstrip("/")
+
+
+def expand(variant: Variant, name: str, env: Mapping[str, str], unset: set[str] | None = None) -> str:
+    """``variant.toolkit.<name>`` with its ``${VAR}`` references filled from ``env``.
+
+    With ``unset`` (a dry run), a variable that is not set stays as ``${VAR}`` in the result
+    and is added to ``unset`` instead of failing: the commands are shown, the gaps named.
+    """
+    value = getattr(variant.toolkit, name) or ""
+    if unset is None:
+        return toolkit_url(variant, name, env)
+    missing = {ref for ref in ENV_REF.findall(value) if not env.get(ref)}
+    unset.update(missing)
+    return ENV_REF.sub(lambda m: m.group(0) if m.group(1) in missing else env[m.group(1)], value)
+
+
+def image_spec(target: Target, pythons: tuple[str, ...], env: Mapping[str, str], base_image: str | None = None,
+               *, unset: set[str] | None = None) -> ImageSpec:
+    """The image ``target`` builds in; ``base_image`` overrides the platform's (local bases in tests).
+
+    ``unset`` collects the variables a dry run could not fill (see :func:`expand`).
+    """
+    family = target.variant.accelerator
+    toolkit = target.variant.toolkit
+    base = base_image or target.platform.base_image
+    if not base:
+        raise EngineError(f"{target.platform.name} names no base_image; container builds are for Linux platforms")
+    args = {"BASE_IMAGE": base, "PYTHONS": " ".join(pythons)}
+    if family in (Accelerator.CUDA, Accelerator.ROCM):
+        args["TOOLKIT_REQUIREMENTS"] = "\n".join(toolkit.requirements)
+        args["TOOLKIT_INDEX_URL"] = expand(target.variant, "index_url", env, unset)
+    if family is Accelerator.CUDA:
+        args["MAX_GCC"] = str(toolkit.max_gcc or "")
+    if family is Accelerator.ROCM:
+        args |= rocm_source_args(target, env)
+    if family is Accelerator.XPU:
+        args["TOOLKIT_SYSTEM_REPOSITORY"] = expand(target.variant, "system_repository", env, unset)
+        args["TOOLKIT_SYSTEM_REPOSITORY_KEY"] = expand(target.variant, "system_repository_key", env, unset)
+        args["TOOLKIT_SYSTEM_PACKAGES"] = "\n".join(toolkit.system_packages)
+    return ImageSpec(family=family, containerfile=CONTAINERS_DIR / f"{family.value}.Containerfile",
+                     args=tuple(sorted(args.items())), platform=target.platform.name, arch=target.platform.arch)
+
+
+def rocm_source_args(target: Target, env: Mapping[str, str]) -> dict[str, str]:
+    """``ROCM_SOURCE`` from ``$BUILDERS_ROCM_SOURCE`` (TheRock unless it says otherwise) and its packages.
+
+    ``debian`` installs the matrix's ``toolkit.system_packages`` from the base's Debian mirror
+    (``resources/containers/install-rocm.sh``): a stand-in for TheRock where its index cannot be reached.
+    """
+    variant, source = target.variant, env.get("BUILDERS_ROCM_SOURCE") or "therock"
+    if source not in ROCM_SOURCES:
+        raise EngineError(f"BUILDERS_ROCM_SOURCE={source!r} is not a ROCm source; use one of {', '.join(ROCM_SOURCES)}")
+    toolkit, where = variant.toolkit, f"{variant.label} ({variant.location})"
+    if source == "debian" and not toolkit.system_packages:
+        raise EngineError(f"BUILDERS_ROCM_SOURCE=debian installs the matrix's toolkit.system_packages, and {where} "
+                          "names none: use a matrix that declares Debian's HIP packages, or unset BUILDERS_ROCM_SOURCE")
+    if source == "therock" and not toolkit.requirements:
+        raise EngineError(f"{where} names no toolkit.requirements to install from TheRock; a matrix of Debian's HIP "
+                          "packages (toolkit.system_packages) builds with BUILDERS_ROCM_SOURCE=debian")
+    packages = "\n".join(toolkit.system_packages) if source == "debian" else ""
+    return {"ROCM_SOURCE": source, "TOOLKIT_SYSTEM_PACKAGES": packages}
+
+
+CA_SECRET = "ca"  # the build secret the Containerfiles mount at /run/builders/ca.crt (RUN --mount=type=secret)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dialect:
+    """Where podman and docker differ, in one place: pieces of argv and of the environment.
+
+    Networking: a docker daemon run without a bridge (``dockerd --bridge=none``, as here) gives a
+    container no network but the host's, and one with a bridge but ``--iptables=false`` gives it no
+    NAT to the outside; the host's network works with every daemon. So docker containers that need
+    the network (image builds, the smoke test's install) share the host's; podman keeps its own.
+    Containers that must not reach the network run with ``--network none`` on both.
+    """
+
+    exe: str
+
+    @property
+    def docker(self) -> bool:
+        return Path(self.exe).name.startswith("docker")
+
+    def network(self, online: bool) -> list[str]:
+        """The ``--network`` argv of a container (or an image build) that needs the network or must not have it."""
+        if not online:
+            return ["--network", "none"]
+        return ["--network", "host"] if self.docker else []
+
+    def remove(self, name: str) -> list[str]:
+        """Force-remove a container now: podman's ``rm --force`` first waits ``--time`` (10 s) for a SIGTERM that
+        ``sleep`` as PID 1 ignores; docker's kills at once and has no ``--time``."""
+        return [self.exe, "rm", "--force", *([] if self.docker else ["--time", "0"]), name]
+
+    def build_env(self) -> dict[str, str]:
+        """Docker: BuildKit, which build secrets need (the classic builder has none); buildah: keep layers."""
+        return {"DOCKER_BUILDKIT": "1"} if self.docker else {"BUILDAH_LAYERS": "true"}
+
+    def build_problem(self, env: Mapping[str, str], log: LogLike = None) -> str | None:
+        """Why this engine cannot build the Containerfiles (they mount the CA bundle as a build secret), or None.
+
+        Podman (buildah) always can. A docker CLI can with BuildKit: through the buildx plugin, or built in
+        (18.09 to 22.x); from 23.0 on a CLI without buildx has only the classic builder.
+        """
+        if not self.docker:
+            return None
+        helped = run([self.exe, "build", "--help"], env={**env, **self.build_env()}, log=log, check=False, timeout=60)
+        if helped.returncode == 0 and "--secret" in helped.stdout:
+            return None
+        return (f"{helped.argv[0]} cannot build with BuildKit, which the Containerfiles need (the CA bundle is a build "
+                "secret, RUN --mount=type=secret): install the docker buildx plugin, or put a docker CLI with BuildKit "
+                "built in (18.09 to 22.x, such as Debian's docker.io /usr/bin/docker) first on PATH")
+
+
+def build_argv(engine: str, spec: ImageSpec, ca_bundle: Path | None) -> list[str]:
+    """The image build; the CA bundle is a build secret, so no image layer (and not the tag) holds it."""
+    argv = [engine, "build", "--file", str(spec.containerfile), "--tag", spec.tag, *Dialect(exe=engine).network(True)]
+    for key, value in spec.args:
+        argv += ["--build-arg", f"{key}={value}"]
+    if ca_bundle is not None:
+        argv += ["--secret", f"id={CA_SECRET},src={ca_bundle}"]
+    return [*argv, str(spec.containerfile.parent)]
+
+
+def ensure(engine: str, spec: ImageSpec, env: Mapping[str, str], log: LogLike, ca_bundle: Path | None,
+           *, timeout: float = 3600) -> str:
+    """Build the image unless an image with its content-addressed tag exists; return the tag."""
+    if run([engine, "image", "inspect", "--format", "{{.Id}}", spec.tag], env=env, log=log, check=False).returncode == 0:
+        return spec.tag
+    dialect = Dialect(exe=engine)
+    problem = dialect.build_problem(env, log)
+    if problem:
+        raise EngineError(problem)
+    run(build_argv(engine, spec, ca_bundle), env={**env, **dialect.build_env()}, log=log, timeout=timeout)
+    return spec.tag
+
+
+def host_ca_bundle(env: Mapping[str, str]) -> Path | None:
+    """The CA bundle to pass into builds (TLS-intercepting proxies need it)."""
+    for candidate in (env.get("PIP_CERT"), env.get("SSL_CERT_FILE"), "/etc/ssl/certs/ca-certificates.crt"):
+        if candidate and os.path.isfile(candidate):
+            return Path(candidate)
+    return None
+
+
+def engine_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with the project's containers.conf for podman, unless the user chose one."""
+    out = dict(env)
+    out.setdefault("CONTAINERS_CONF", str(CONTAINERS_DIR / "containers.conf"))
+    return out
+
+
+def image_pythons(matrix: Matrix) -> tuple[str, ...]:
+    """The CPython releases an image provides (free-threaded builds share the release)."""
+    return tuple(dict.fromkeys(p.release for p in matrix.pythons))
+
+
+def base_image(option: str | None, env: Mapping[str, str]) -> str | None:
+    """``--base-image``, else ``$BUILDERS_BASE_IMAGE``, else None (the platform's own base)."""
+    return option or env.get("BUILDERS_BASE_IMAGE") or None

@@ -1,0 +1,94 @@
+"""CUDA variants: toolkits installed from pinned pip requirements (``cuda-toolkit[...]``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from builders.base.errors import ToolchainError
+from builders.base.process import Call, LogLike
+from builders.families.cpu import cxx_unavailable
+from builders.families.provision import pip_prefix
+from builders.spec.matrix import toolkit_url
+from builders.spec.model import OS, Accelerator
+
+if TYPE_CHECKING:
+    from builders.spec.hostfacts import Host
+    from builders.spec.targets import Target
+
+
+def runtime_version(version: str) -> int:
+    """The integer ``cudaRuntimeGetVersion`` reports for CUDA ``13.2``: 13020."""
+    major, minor = (int(p) for p in version.split(".")[:2])
+    return major * 1000 + minor * 10
+
+
+class CudaToolchain:
+    accelerator = Accelerator.CUDA
+    asks: tuple[str, ...] = ("nvcc",)
+    on_path: str | None = None
+
+    def unavailable(self, target: Target, host: Host) -> str | None:
+        if host.os is not OS.LINUX:
+            return "the local engine provisions CUDA toolkits from pip wheels on Linux only"
+        if not target.variant.toolkit.requirements:
+            return f"matrix declares no toolkit requirements for {target.variant.label}"
+        return cxx_unavailable(target, host)
+
+    def toolkit_root(self, target: Target, cache: Path, host: Host) -> str | None:
+        """``<cache>/cuda-<pin>/<toolkit.root>``: one folder per pinned release."""
+        return str(self.prefix(target, cache) / (target.variant.toolkit.root or ""))
+
+    @staticmethod
+    def prefix(target: Target, cache: Path) -> Path:
+        return cache / f"cuda-{_pin(target.variant.toolkit.requirements)}"
+
+    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
+        """Install the pinned toolkit (once per pin; a finished install is reused)."""
+        toolkit = target.variant.toolkit
+        index_url = toolkit_url(target.variant, "index_url", env) or None
+        prefix = pip_prefix(self.prefix(target, cache).name, toolkit.requirements, cache, env, log, index_url,
+                            timeout=target.project.timeouts.provision)
+        nvcc = prefix / (toolkit.root or "") / "bin" / "nvcc"
+        if not nvcc.exists():
+            raise ToolchainError(f"{target.variant.location}: toolkit installed to {prefix} has no "
+                                 f"{nvcc.relative_to(prefix)} (check accelerators.cuda toolkit.root)")
+
+    def check(self, target: Target, root: str | None, call: Call) -> None:
+        """``nvcc`` where the build runs reports the matrix's release and lists every declared arch."""
+        nvcc = f"{root}/bin/nvcc"
+        check_nvcc(target, call([nvcc, "--version"]).stdout, call([nvcc, "--list-gpu-arch"]).stdout)
+
+
+def _pin(requirements: tuple[str, ...]) -> str:
+    """``cuda-toolkit[...]==13.2.2`` -> ``13.2.2``: the cache key of a toolkit."""
+    for req in requirements:
+        match = re.search(r"==\s*([0-9][0-9.]*)", req)
+        if match:
+            return match.group(1)
+    raise ToolchainError(f"CUDA toolkit requirements {list(requirements)} pin no exact version (use ==)")
+
+
+def arch_numbers(arch_list: str) -> list[str]:
+    """``7.5;8.0;12.0+PTX`` -> ``["75", "80", "120"]``."""
+    return [a.removesuffix("+PTX").replace(".", "") for a in arch_list.split(";") if a]
+
+
+def check_nvcc(target: Target, version_out: str, arch_out: str) -> None:
+    """The toolkit is the matrix's release and can build every declared arch."""
+    variant = target.variant
+    match = re.search(r"release (\d+\.\d+)", version_out)
+    if not match or match.group(1) != variant.version:
+        found = match.group(1) if match else "unknown"
+        raise ToolchainError(f"{variant.location}: nvcc reports CUDA {found}, matrix says {variant.version}")
+    supported = set(re.findall(r"compute_(\d+)", arch_out))
+    missing = [a for a in arch_numbers(target.arch_list or "") if a not in supported]
+    if missing:
+        raise ToolchainError(f"{variant.location}: arch_list for {target.platform.name} has "
+                             f"{', '.join(missing)} which nvcc {variant.version} cannot build "
+                             f"(it lists compute_{min(supported, key=int, default='?')}..compute_{max(supported, key=int, default='?')})")
+
+
+CUDA = CudaToolchain()

@@ -1,0 +1,76 @@
+"""Pip-installed toolkits, cached by their pins and reused across targets and runs.
+
+An install goes to a temporary folder first and is renamed into place only when complete,
+so an interrupted install never looks like a cached toolkit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from builders.base.process import LogLike, run
+
+
+def default_cache(env: Mapping[str, str]) -> Path:
+    base = env.get("BUILDERS_CACHE") or os.path.join(env.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "builders")
+    return Path(base) / "toolchains"
+
+
+def pip_prefix(name: str, requirements: Sequence[str], cache: Path, env: Mapping[str, str],
+               log: LogLike, index_url: str | None = None, *, timeout: float = 3600) -> Path:
+    """A folder holding ``requirements`` installed with ``pip install --target``."""
+    return _cached(name, ["install", "--target"], requirements, cache, env, log, index_url, timeout)
+
+
+def pip_download(name: str, requirements: Sequence[str], cache: Path, env: Mapping[str, str], log: LogLike,
+                 *, timeout: float = 3600) -> Path:
+    """A folder of wheels for ``requirements`` and their dependencies (an offline wheelhouse)."""
+    return _cached(name, ["download", "--only-binary", ":all:", "--dest"], requirements, cache, env, log, None, timeout)
+
+
+def _cached(name: str, verb: list[str], requirements: Sequence[str], cache: Path, env: Mapping[str, str],
+            log: LogLike, index_url: str | None, timeout: float) -> Path:
+    final = cache / name
+    want = {"requirements": list(requirements), "index_url": index_url}
+    if _stamped(final, want):
+        return final
+    cache.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(json.dumps(want).encode()).hexdigest()[:12]
+    tmp = cache / f".partial-{name}-{digest}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    argv = [sys.executable, "-m", "pip", *verb, str(tmp), "--no-input", *requirements]
+    if index_url:
+        argv += ["--index-url", index_url]
+    try:
+        run(argv, env=env, log=log, timeout=timeout)
+        (tmp / ".builders-stamp.json").write_text(json.dumps(want))
+        _publish(tmp, final, want)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def _stamped(folder: Path, want: Mapping[str, object]) -> bool:
+    stamp = folder / ".builders-stamp.json"
+    try:
+        return bool(json.loads(stamp.read_text()) == want)
+    except (OSError, ValueError):
+        return False
+
+
+def _publish(tmp: Path, final: Path, want: Mapping[str, object]) -> None:
+    """``tmp`` becomes ``final``, unless another run published the same content first: a folder
+    in use (a running build mounts it) is never replaced under it. Only a stale one is."""
+    try:
+        os.rename(tmp, final)  # atomic; refused while final exists and holds anything
+    except OSError:
+        if _stamped(final, want):
+            return
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)

@@ -1,0 +1,651 @@
+"""Audit a published index against the matrix: does it hold exactly the promised files?
+
+For one channel (``pypi``, or a variant label's own index) the matrix promises one wheel per
+target published there, with a file name, a version, Requires-Dist and Requires-Python. The
+audit reads the index's project page (PEP 691 JSON, or PEP 503 HTML with its PEP 658/714
+attributes) and each promised file's metadata: the ``.metadata`` file the index declares, or,
+where it declares none, ``METADATA`` read out of the wheel with HTTP range requests (the
+zip's end record, its central directory, then the one member). Whole wheels are never
+downloaded.
+
+What it reports (:class:`Drift`, each with a stable code): ``missing`` files, ``unexpected``
+files (a dropped Python, an excluded combination, another channel's wheel), ``wrong-tag``
+(a file in place of a promised one, with other tags), ``requires-dist``, ``requires-python``,
+``yanked``, and metadata that cannot be read or does not match its declared hash.
+
+The index URL comes from the command line or pip's configuration, never from this code.
+"""
+
+from __future__ import annotations
+
+import email.message
+import email.parser
+import email.policy
+import hashlib
+import json
+import re
+import struct
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+from urllib.request import url2pathname
+
+import requests
+from packaging.requirements import Requirement
+from packaging.tags import Tag
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import Version
+
+from builders.base.errors import AuditError, SelectionError
+from builders.release.promote import public_version, pypi_requirements
+from builders.spec.model import Matrix, PythonVersion
+from builders.spec.policy import dropped_pythons, exclusion_for
+from builders.spec.targets import Target, expand, target_id, wheel_filename
+from builders.wheel import rules as metadata_rules
+from builders.wheel.archive import MAX_CENTRAL_DIRECTORY, MAX_MEMBERS, MIB, printable
+from builders.wheel.verify import platform_kind
+
+PYPI = "pypi"
+ACCEPT = ("application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
+          "text/html;q=0.01")
+MAX_PAGE = 64 * MIB  # a project page; PyPI's largest JSON pages are a few MiB
+MAX_METADATA = 4 * MIB  # one METADATA (torch's is 12 KiB)
+TAIL = 8 * 1024  # the first range read: the zip's end record and, for most wheels, its central directory
+MAX_TAIL = 22 + 0xFFFF + 20  # end record + the longest zip comment + the zip64 locator
+TIMEOUT = 60.0
+
+
+# --- what the matrix promises ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Promise:
+    """One file a channel must hold."""
+
+    filename: str
+    target: Target
+    version: Version
+    requirements: tuple[Requirement, ...]
+
+    @property
+    def tag(self) -> Tag:
+        return self.target.tag
+
+
+def channels(matrix: Matrix) -> tuple[str, ...]:
+    return (PYPI, *(v.label for v in matrix.variants))
+
+
+def promises(matrix: Matrix, channel: str) -> dict[str, Promise]:
+    """File name -> promise, for every target ``channel`` publishes."""
+    if channel not in channels(matrix):
+        raise SelectionError(f"--channel {channel!r}: not a channel of the matrix; one of {', '.join(channels(matrix))}")
+    targets, _excluded = expand(matrix)
+    out = {}
+    for t in targets:
+        if channel == PYPI and t.on_pypi:
+            name = wheel_filename(t.project.name, public_version(matrix), t.tag)
+            out[name] = Promise(filename=name, target=t, version=public_version(matrix),
+                                requirements=pypi_requirements(matrix))
+        elif channel == t.variant.label:
+            out[t.wheel_name] = Promise(filename=t.wheel_name, target=t, version=t.version, requirements=t.requirements)
+    return out
+
+
+# --- what the index lists ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexFile:
+    """One file of a project page, as PEP 691 (or PEP 503 with PEP 658/714) describes it."""
+
+    filename: str
+    url: str
+    sha256: str | None = None
+    requires_python: str | None = None
+    yanked: str | None = None  # None: not yanked; otherwise the reason ("" when none given)
+    metadata: bool = False
+    metadata_sha256: str | None = None
+
+
+def files_from_json(data: object, base: str) -> list[IndexFile]:
+    """A PEP 691 project page's files; URLs resolved against ``base``."""
+    if not isinstance(data, dict) or not isinstance(data.get("files"), list):
+        raise AuditError(f"{base}: not a PEP 691 project page (no 'files' list)")
+    return [_json_file(f, base) for f in data["files"] if isinstance(f, dict) and isinstance(f.get("filename"), str)]
+
+
+def _json_file(f: Mapping[str, object], base: str) -> IndexFile:
+    hashes = f.get("hashes") if isinstance(f.get("hashes"), dict) else {}
+    meta = f.get("core-metadata", f.get("dist-info-metadata", False))
+    yanked = f.get("yanked", False)
+    return IndexFile(
+        filename=str(f["filename"]), url=urljoin(base, str(f.get("url", f["filename"]))),
+        sha256=_text(hashes.get("sha256")) if isinstance(hashes, dict) else None,
+        requires_python=_text(f.get("requires-python")),
+        yanked=(yanked if isinstance(yanked, str) else "") if yanked else None,
+        metadata=bool(meta), metadata_sha256=_text(meta.get("sha256")) if isinstance(meta, dict) else None)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[dict[str, str], list[str]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self.found.append(({k: v if v is not None else "" for k, v in attrs}, []))
+
+    def handle_data(self, data: str) -> None:
+        if self.found:
+            self.found[-1][1].append(data)
+
+
+def files_from_html(text: str, base: str) -> list[IndexFile]:
+    """A PEP 503 project page's files, with the PEP 592/658/714 ``data-`` attributes."""
+    parser = _Anchors()
+    parser.feed(text)
+    return [_html_file(attrs, base) for attrs, _ in parser.found if attrs.get("href")]
+
+
+def _html_file(attrs: Mapping[str, str], base: str) -> IndexFile:
+    url = urljoin(base, attrs["href"])
+    fragment = urlsplit(url).fragment
+    meta = attrs.get("data-core-metadata", attrs.get("data-dist-info-metadata"))
+    return IndexFile(
+        filename=unquote(urlsplit(url).path.rsplit("/", 1)[-1]), url=url.split("#", 1)[0],
+        sha256=fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else None,
+        requires_python=attrs.get("data-requires-python") or None,
+        yanked=attrs.get("data-yanked"),
+        metadata=meta is not None and meta != "false",
+        metadata_sha256=meta.removeprefix("sha256=") if meta and meta.startswith("sha256=") else None)
+
+
+# --- reading over HTTP (or file://), bounded and counted ---------------------------------------
+
+
+class RangeUnsupported(Exception):
+    """The server answered a range request with the whole file."""
+
+
+@dataclass
+class Client:
+    """GETs and range reads with size caps; counts every byte it reads, by kind."""
+
+    session: requests.Session = field(default_factory=requests.Session)
+    timeout: float = TIMEOUT
+    read: dict[str, int] = field(default_factory=lambda: {"pages": 0, "metadata": 0, "ranges": 0})
+    requests: int = 0
+
+    def get(self, url: str, *, accept: str = "", limit: int, kind: str) -> tuple[str, bytes] | None:
+        """(content type, body) of ``url``; None when it does not exist (404 / no such file)."""
+        self.requests += 1
+        if url.startswith("file:"):
+            return self._get_file(url, accept, limit, kind)
+        headers = {"Accept": accept} if accept else {}
+        with self.session.get(url, headers=headers, stream=True, timeout=self.timeout) as r:
+            if r.status_code in (404, 410):
+                return None
+            _raise_for(r, url)
+            return r.headers.get("Content-Type", ""), self._body(r.iter_content(64 * 1024), url, limit, kind)
+
+    def range(self, url: str, start: int | None, length: int) -> tuple[bytes, int]:
+        """``length`` bytes from ``start`` (from the end when ``start`` is None), and the file's size."""
+        self.requests += 1
+        if url.startswith("file:"):
+            return self._range_file(url, start, length)
+        spec = f"bytes=-{length}" if start is None else f"bytes={start}-{start + length - 1}"
+        headers = {"Range": spec, "Accept-Encoding": "identity"}
+        with self.session.get(url, headers=headers, stream=True, timeout=self.timeout) as r:
+            if r.status_code == 200:
+                raise RangeUnsupported(f"{url}: the server ignores HTTP Range requests")
+            _raise_for(r, url)
+            total = _content_range_total(r.headers.get("Content-Range", ""), url)
+            return self._body(r.iter_content(64 * 1024), url, length, "ranges"), total
+
+    def _body(self, chunks: Iterable[bytes], url: str, limit: int, kind: str) -> bytes:
+        data = bytearray()
+        for chunk in chunks:
+            data += chunk
+            self.read[kind] += len(chunk)
+            if len(data) > limit:
+                raise AuditError(f"{printable(url)}: larger than {limit} bytes; refused")
+        return bytes(data)
+
+    def _get_file(self, url: str, accept: str, limit: int, kind: str) -> tuple[str, bytes] | None:
+        path = Path(url2pathname(urlsplit(url).path))
+        if path.is_dir():  # a static index on disk: the page pip would be served
+            names = ("index.json", "index.html") if "json" in accept else ("index.html",)
+            path = next((path / n for n in names if (path / n).is_file()), path / "index.html")
+        if not path.is_file():
+            return None
+        with path.open("rb") as fh:
+            data = self._body(iter(lambda: fh.read(64 * 1024), b""), url, limit, kind)
+        return ("application/vnd.pypi.simple.v1+json" if path.suffix == ".json" else "text/html"), data
+
+    def _range_file(self, url: str, start: int | None, length: int) -> tuple[bytes, int]:
+        path = Path(url2pathname(urlsplit(url).path))
+        with path.open("rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(size - length, 0) if start is None else start)
+            data = fh.read(length)
+        self.read["ranges"] += len(data)
+        return data, size
+
+
+def _raise_for(r: requests.Response, url: str) -> None:
+    if r.status_code >= 400:
+        raise AuditError(f"{printable(url)}: HTTP {r.status_code} {printable(r.reason or '')}")
+
+
+def _content_range_total(value: str, url: str) -> int:
+    match = re.fullmatch(r"bytes \d+-\d+/(\d+)", value.strip())
+    if not match:
+        raise AuditError(f"{printable(url)}: a range answer without a usable Content-Range ({printable(value)!r})")
+    return int(match.group(1))
+
+
+def read_project(client: Client, index_url: str, project: str) -> list[IndexFile] | None:
+    """The files of ``project`` on the index at ``index_url``; None when the index has no such project."""
+    url = urljoin(index_url if index_url.endswith("/") else index_url + "/", f"{canonicalize_name(project)}/")
+    got = client.get(url, accept=ACCEPT, limit=MAX_PAGE, kind="pages")
+    if got is None:
+        return None
+    content_type, body = got
+    if "json" in content_type:
+        try:
+            return files_from_json(json.loads(body), url)
+        except ValueError as exc:
+            raise AuditError(f"{printable(url)}: not valid JSON: {exc}") from None
+    return files_from_html(body.decode("utf-8", errors="replace"), url)
+
+
+# --- METADATA out of a remote wheel: the zip's central directory, then one member ------------
+
+EOCD = struct.Struct("<4s4H2LH")
+ZIP64_LOCATOR = struct.Struct("<4sLQL")
+ZIP64_EOCD = struct.Struct("<4sQ2H2L4Q")
+CENTRAL = struct.Struct("<4s4B4HL2L5H2L")
+LOCAL = struct.Struct("<4s5H3L2H")
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    method: int
+    crc: int
+    compressed: int
+    size: int
+    offset: int
+
+
+def remote_member(client: Client, url: str, wanted: Callable[[str], bool]) -> bytes:
+    """The one member of the remote zip at ``url`` that ``wanted`` picks, inflated, CRC-checked."""
+    tail, size = client.range(url, None, TAIL)
+    entries, cd_size, cd_offset = _end_record(client, url, tail, size)
+    if cd_size > MAX_CENTRAL_DIRECTORY or entries > MAX_MEMBERS:
+        raise AuditError(f"{printable(url)}: central directory of {cd_size} bytes / {entries} entries; refused")
+    tail_start = size - len(tail)
+    if cd_offset >= tail_start:
+        directory = tail[cd_offset - tail_start: cd_offset - tail_start + cd_size]
+    else:
+        directory = client.range(url, cd_offset, cd_size)[0]
+    hits = [m for m in central_directory(directory, entries, url) if wanted(m.name)]
+    if len(hits) != 1:
+        raise AuditError(f"{printable(url)}: {len(hits)} members match, one expected")
+    return _member_bytes(client, url, hits[0])
+
+
+def _end_record(client: Client, url: str, tail: bytes, size: int) -> tuple[int, int, int]:
+    """(entries, central directory size, its offset), zip64 included."""
+    at = _find_end(tail)
+    if at < 0 and len(tail) < min(size, MAX_TAIL):
+        tail = client.range(url, None, min(size, MAX_TAIL))[0]
+        at = _find_end(tail)
+    if at < 0:
+        raise AuditError(f"{printable(url)}: no zip end record; not a wheel")
+    _sig, _disk, _cd_disk, _n, entries, cd_size, cd_offset, _comment = EOCD.unpack_from(tail, at)
+    if entries != 0xFFFF and 0xFFFFFFFF not in (cd_size, cd_offset):
+        return entries, cd_size, cd_offset
+    locator = tail[at - ZIP64_LOCATOR.size: at] if at >= ZIP64_LOCATOR.size else b""
+    if len(locator) != ZIP64_LOCATOR.size or locator[:4] != b"PK\x06\x07":
+        raise AuditError(f"{printable(url)}: zip64 values without a zip64 locator")
+    record = client.range(url, ZIP64_LOCATOR.unpack(locator)[2], ZIP64_EOCD.size)[0]
+    if len(record) != ZIP64_EOCD.size or record[:4] != b"PK\x06\x06":
+        raise AuditError(f"{printable(url)}: bad zip64 end record")
+    fields = ZIP64_EOCD.unpack(record)
+    return fields[7], fields[8], fields[9]
+
+
+def _find_end(tail: bytes) -> int:
+    """Where the end record starts: its signature, with a comment reaching exactly to the end."""
+    at = tail.rfind(b"PK\x05\x06")
+    while at >= 0:
+        if at + EOCD.size <= len(tail) and at + EOCD.size + EOCD.unpack_from(tail, at)[7] == len(tail):
+            return at
+        at = tail.rfind(b"PK\x05\x06", 0, at)
+    return -1
+
+
+def central_directory(data: bytes, entries: int, url: str = "") -> Iterator[Member]:
+    pos = 0
+    for _ in range(entries):
+        if pos + CENTRAL.size > len(data) or data[pos:pos + 4] != b"PK\x01\x02":
+            raise AuditError(f"{printable(url)}: damaged central directory")
+        f = CENTRAL.unpack_from(data, pos)
+        flags, method, crc, compressed, size, n, e, c, offset = f[5], f[6], f[9], f[10], f[11], f[12], f[13], f[14], f[18]
+        raw = data[pos + CENTRAL.size: pos + CENTRAL.size + n]
+        name = raw.decode("utf-8" if flags & 0x800 else "cp437", errors="replace")
+        extra = data[pos + CENTRAL.size + n: pos + CENTRAL.size + n + e]
+        size, compressed, offset = _zip64_extra(extra, size, compressed, offset)
+        yield Member(name=name, method=method, crc=crc, compressed=compressed, size=size, offset=offset)
+        pos += CENTRAL.size + n + e + c
+
+
+def _zip64_extra(extra: bytes, size: int, compressed: int, offset: int) -> tuple[int, int, int]:
+    """The 64-bit values of the zip64 extra field, for each 32-bit field that is saturated."""
+    pos = 0
+    while pos + 4 <= len(extra):
+        kind, length = struct.unpack_from("<2H", extra, pos)
+        if kind == 1:
+            values = list(struct.unpack_from(f"<{length // 8}Q", extra, pos + 4))
+            size = values.pop(0) if size == 0xFFFFFFFF and values else size
+            compressed = values.pop(0) if compressed == 0xFFFFFFFF and values else compressed
+            offset = values.pop(0) if offset == 0xFFFFFFFF and values else offset
+        pos += 4 + length
+    return size, compressed, offset
+
+
+def _member_bytes(client: Client, url: str, m: Member) -> bytes:
+    if m.compressed > MAX_METADATA or m.size > MAX_METADATA or m.method not in (0, 8):
+        raise AuditError(f"{printable(url)}: {printable(m.name)} is {m.size} bytes (method {m.method}); refused")
+    head = client.range(url, m.offset, LOCAL.size + len(m.name.encode()) + 256 + m.compressed)[0]
+    if len(head) < LOCAL.size or head[:4] != b"PK\x03\x04":
+        raise AuditError(f"{printable(url)}: no local header for {printable(m.name)}")
+    n, e = LOCAL.unpack_from(head)[9:11]
+    start = LOCAL.size + n + e
+    data = head[start:start + m.compressed]
+    if len(data) < m.compressed:
+        data += client.range(url, m.offset + start + len(data), m.compressed - len(data))[0]
+    out = data if m.method == 0 else zlib.decompressobj(-15).decompress(data, MAX_METADATA + 1)
+    if len(out) != m.size or zlib.crc32(out) != m.crc:
+        raise AuditError(f"{printable(url)}: {printable(m.name)} does not match its size or CRC")
+    return out
+
+
+def is_metadata(name: str) -> bool:
+    """The wheel's ``<name>-<version>.dist-info/METADATA`` (top level)."""
+    return re.fullmatch(r"[^/]+\.dist-info/METADATA", name) is not None
+
+
+# --- the audit ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Drift:
+    """One way the index differs from what the matrix promises."""
+
+    code: str
+    file: str
+    message: str
+    rule: str = ""  # the builders.wheel.rules code a METADATA drift comes from
+
+    def to_json(self) -> dict[str, str]:
+        return {"code": self.code, "file": self.file, "message": self.message}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Audit:
+    index_url: str
+    channel: str
+    project: str
+    version: str
+    promised: int
+    listed: int
+    drift: tuple[Drift, ...]
+    bytes_read: Mapping[str, int]
+    requests: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"index_url": self.index_url, "channel": self.channel, "project": self.project,
+                "version": self.version, "promised": self.promised, "listed": self.listed,
+                "drift": [d.to_json() for d in self.drift], "bytes_read": dict(self.bytes_read),
+                "requests": self.requests}
+
+
+def audit(matrix: Matrix, channel: str, index_url: str, client: Client | None = None) -> Audit:
+    """Compare the index's files of this release with what ``channel`` promises."""
+    client = client or Client()
+    promised = promises(matrix, channel)
+    listed = read_project(client, index_url, matrix.project.name)
+    files = [f for f in listed or () if _this_release(f.filename, matrix)]
+    drift = [Drift(code="missing", file=matrix.project.name, message=f"the index has no project "
+                   f"{matrix.project.canonical_name!r} at {index_url}")] if listed is None else []
+    drift += compare(matrix, channel, promised, files, lambda f: read_metadata(client, f))
+    return Audit(index_url=index_url, channel=channel, project=matrix.project.name,
+                 version=str(matrix.project.version), promised=len(promised), listed=len(files), drift=tuple(drift),
+                 bytes_read=dict(client.read), requests=client.requests)
+
+
+def compare(matrix: Matrix, channel: str, promised: Mapping[str, Promise], files: Sequence[IndexFile],
+            metadata: Callable[[IndexFile], bytes]) -> list[Drift]:
+    """Every drift between the promises and the index's files of this release."""
+    present = {f.filename: f for f in files}
+    missing = {name: p for name, p in promised.items() if name not in present}
+    drift: list[Drift] = []
+    for f in files:
+        fulfils = promised.get(f.filename) or _fulfils(f.filename, missing)
+        if fulfils is not None:
+            missing.pop(fulfils.filename, None)
+            drift += check_file(matrix, fulfils, f, metadata)
+            continue
+        replaced = _replaces(f.filename, missing)
+        if replaced is not None:
+            del missing[replaced.filename]
+            drift.append(Drift(code="wrong-tag", file=f.filename, message=f"in place of {replaced.filename} "
+                               f"({replaced.target.id}): tags {_tags_of(f.filename)} instead of {replaced.tag}"))
+        else:
+            drift.append(Drift(code="unexpected", file=f.filename, message=why_unexpected(matrix, channel, f.filename)))
+    drift += [Drift(code="missing", file=name, message=f"{p.target.id} is promised on this channel")
+              for name, p in sorted(missing.items())]
+    return drift
+
+
+def _this_release(filename: str, matrix: Matrix) -> bool:
+    """Whether ``filename`` is a file of this project's release (other releases are not audited)."""
+    try:
+        if filename.endswith(".whl"):
+            name, version, _build, _tags = parse_wheel_filename(filename)
+        else:
+            name, version = parse_sdist_filename(filename)
+    except (InvalidWheelFilename, InvalidSdistFilename):
+        return False
+    return name == matrix.project.canonical_name and version.public == matrix.project.version.public
+
+
+def _tags_of(filename: str) -> str:
+    if not filename.endswith(".whl"):
+        return "(not a wheel)"
+    return ".".join(sorted(str(t) for t in parse_wheel_filename(filename)[3]))
+
+
+def _fulfils(filename: str, missing: Mapping[str, Promise]) -> Promise | None:
+    """The missing promise ``filename`` keeps under a compressed tag set (PEP 425): its tags
+    include the promised one and add only siblings of it (same Python, ABI, OS, architecture),
+    as in ``...-manylinux2014_x86_64.manylinux_2_17_x86_64.manylinux_2_28_x86_64.whl``."""
+    if not filename.endswith(".whl"):
+        return None
+    _name, version, _build, tags = parse_wheel_filename(filename)
+    for p in missing.values():
+        kind = (p.tag.interpreter, p.tag.abi, os_arch(p.tag.platform))
+        if version == p.version and p.tag in tags and all((t.interpreter, t.abi, os_arch(t.platform)) == kind
+                                                          for t in tags):
+            return p
+    return None
+
+
+def _replaces(filename: str, missing: Mapping[str, Promise]) -> Promise | None:
+    """The missing promise that ``filename`` stands in for: same version, Python and ABI, the
+    same operating system and architecture, other tags (an unrepaired ``linux_x86_64`` wheel)."""
+    if not filename.endswith(".whl"):
+        return None
+    _name, version, _build, tags = parse_wheel_filename(filename)
+    for p in missing.values():
+        want = p.tag
+        if version == p.version and any((t.interpreter, t.abi) == (want.interpreter, want.abi)
+                                        and os_arch(t.platform) == os_arch(want.platform) for t in tags):
+            return p
+    return None
+
+
+def os_arch(platform: str) -> tuple[str, str]:
+    """(operating system, architecture) of a platform tag: ``linux_x86_64``, ``manylinux_2_28_x86_64``
+    and ``musllinux_1_2_x86_64`` are all ("linux", "x86_64")."""
+    family, arch = platform_kind(platform)
+    return {"manylinux": "linux", "musllinux": "linux", "macosx": "macos"}.get(family, family), arch
+
+
+def why_unexpected(matrix: Matrix, channel: str, filename: str) -> str:
+    """Why a file of this release does not belong on ``channel``: dropped, excluded, elsewhere."""
+    if not filename.endswith(".whl"):
+        return "not a wheel; the matrix promises only wheels"
+    _name, version, _build, tags = parse_wheel_filename(filename)
+    label = version.local or ""
+    if channel == PYPI and label:
+        return f"labelled version {version}: labelled wheels belong on their variant's index, not PyPI"
+    if channel != PYPI and label != channel:
+        return f"version {version} carries label {label or '(none)'!r}, not this index's {channel!r}"
+    for tag in sorted(tags, key=str):
+        reason = _why_tag(matrix, channel, tag)
+        if reason:
+            return reason
+    return f"tags {_tags_of(filename)}: no target of the matrix has them"
+
+
+def _why_tag(matrix: Matrix, channel: str, tag: Tag) -> str:
+    python = _python_of(tag.abi)
+    if python is None:
+        return ""
+    for dropped_python, d in dropped_pythons(matrix):
+        if dropped_python == python:
+            return d.describe()
+    platform = next((p for p in matrix.platforms if platform_kind(p.wheel_platform) == platform_kind(tag.platform)), None)
+    if platform is None:
+        return ""
+    labels = [channel] if channel != PYPI else [label for name, label in matrix.channels.pypi if name == platform.name]
+    for label in labels:
+        rule = exclusion_for(target_id(label, python, platform.name), matrix.exclusions)
+        if rule is not None:
+            return f"excluded ({target_id(label, python, platform.name)}): {rule.reason}"
+    if channel == PYPI and not labels:
+        return f"nothing is published to PyPI for {platform.name}"
+    return ""
+
+
+def _python_of(abi: str) -> PythonVersion | None:
+    match = re.fullmatch(r"cp(\d)(\d+)(t?)", abi)
+    if not match:
+        return None
+    return PythonVersion(major=int(match.group(1)), minor=int(match.group(2)), free_threaded=bool(match.group(3)))
+
+
+def check_file(matrix: Matrix, promise: Promise, f: IndexFile, metadata: Callable[[IndexFile], bytes]) -> list[Drift]:
+    """A promised file that is there: not yanked, and its metadata what the matrix says."""
+    drift = []
+    if f.yanked is not None:
+        drift.append(Drift(code="yanked", file=f.filename, message=f"yanked{': ' + f.yanked if f.yanked else ''}"))
+    try:
+        raw = metadata(f)
+    except (AuditError, RangeUnsupported, requests.RequestException) as exc:
+        return [*drift, Drift(code="metadata-unreadable", file=f.filename, message=printable(str(exc)))]
+    meta = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(raw)
+    drift += metadata_drift(matrix, promise, meta, f)
+    return drift
+
+
+# What each METADATA rule's problem is called here (builders.wheel.rules holds the rules).
+METADATA_CODES = {"name": "metadata", "version": "metadata", "requires-python": "requires-python",
+                  "requires-python-missing": "requires-python", "requires-python-invalid": "requires-python",
+                  "requires-python-admits-dropped": "requires-python",
+                  "requires-dist": "requires-dist", "requires-dist-invalid": "requires-dist"}
+
+
+def metadata_drift(matrix: Matrix, promise: Promise, meta: email.message.Message, f: IndexFile) -> list[Drift]:
+    """The METADATA rules (builders.wheel.rules), then whether the index says the same Requires-Python."""
+    want = metadata_rules.Wanted(project=matrix.project.name, version=promise.version,
+                                 requires_python=matrix.project.requires_python, requirements=promise.requirements,
+                                 dropped=matrix.dropped)
+    have = metadata_rules.Headers.of(meta)
+    found = metadata_rules.problems(have, want)
+    drift = [Drift(code=METADATA_CODES[p.code], file=f.filename, message=p.message, rule=p.code) for p in found]
+    if not any(p.code == "requires-python-invalid" for p in found):
+        drift += _index_requires_python_drift(have.requires_python, f)
+    return drift
+
+
+def _index_requires_python_drift(text: str | None, f: IndexFile) -> list[Drift]:
+    """The index's data-requires-python is the wheel's METADATA Requires-Python, as text."""
+    if f.requires_python is None or not text or f.requires_python == text.strip():
+        return []
+    return [Drift(code="requires-python", file=f.filename, message=f"the index says Requires-Python "
+                  f"{f.requires_python}, the wheel's METADATA {text.strip()}")]
+
+
+def read_metadata(client: Client, f: IndexFile) -> bytes:
+    """The file's METADATA: its PEP 658 ``.metadata`` file (hash-checked), else out of the wheel."""
+    if f.metadata:
+        got = client.get(f.url + ".metadata", limit=MAX_METADATA, kind="metadata")
+        if got is None:
+            raise AuditError(f"{f.url}.metadata: declared by the index but not there")
+        data = got[1]
+        if f.metadata_sha256 and hashlib.sha256(data).hexdigest() != f.metadata_sha256:
+            raise AuditError(f"{f.url}.metadata: sha256 differs from the index's {f.metadata_sha256}")
+        return data
+    return remote_member(client, f.url, is_metadata)
+
+
+# --- output ------------------------------------------------------------------------------------
+
+
+def to_markdown(result: Audit) -> str:
+    """A job-summary-sized report: the verdict, the counts, one row per drift."""
+    verdict = "no drift" if not result.drift else f"{len(result.drift)} drift finding(s)"
+    read = ", ".join(f"{k} {v:,} bytes" for k, v in result.bytes_read.items())
+    out = [f"# Audit of {_md(result.project)} {_md(result.version)} on {_md(result.channel)}: {verdict}", "",
+           f"Index: `{_md(result.index_url)}`; {result.promised} file(s) promised, {result.listed} listed for this "
+           f"release; read {read} in {result.requests} request(s).", ""]
+    if result.drift:
+        out += ["| drift | file | what |", "|---|---|---|"]
+        out += [f"| {d.code} | `{_md(d.file)}` | {_md(d.message)} |" for d in result.drift]
+        out.append("")
+    return "\n".join(out)
+
+
+def _md(text: str) -> str:
+    return " ".join(str(text).replace("<", "&lt;").replace("|", "\\|").replace("`", "'").split())
+
+
+def configured_index_url(listing: str) -> str | None:
+    """The index URL in ``pip config list`` output (environment first, then the config files)."""
+    values = {}
+    for line in listing.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip().strip("'\"")
+    for key in (":env:.index-url", "download.index-url", "install.index-url", "global.index-url"):
+        if values.get(key):
+            return values[key]
+    return None

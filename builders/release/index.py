@@ -1,0 +1,351 @@
+"""A static package index per variant label: PEP 503 HTML, PEP 691 JSON, PEP 658/714 metadata.
+
+Layout, for each label (``index_path`` comes from the matrix, ``whl/{label}/`` by default)::
+
+    DIR/whl/<label>/index.html            PEP 503 root: one link per project
+    DIR/whl/<label>/index.json            PEP 691 root
+    DIR/whl/<label>/<project>/index.html  one link per wheel, #sha256=, data-requires-python,
+                                          data-dist-info-metadata and data-core-metadata
+    DIR/whl/<label>/<project>/index.json  PEP 691 v1.1 project detail
+    DIR/whl/<label>/<project>/<wheel>     the wheel itself
+    DIR/whl/<label>/<project>/<wheel>.metadata   its METADATA bytes (PEP 658)
+    DIR/whl/<label>/<requirement>/...     with ``requirements``: the wheels the label's wheels
+                                          need, mirrored (builders.release.mirror), laid out the same way
+
+Any static file server (or a ``file://`` URL) serves it to ``pip install --index-url``. The
+output is a function of the wheels alone: everything is sorted, nothing carries a time.
+
+Every wheel is checked before anything is written (by default its archive and RECORD; the
+``index`` command verifies each against its target in the matrix), and every path written is
+resolved and must lie inside the output folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from packaging.utils import canonicalize_name
+
+from builders.base.errors import IndexBuildError
+from builders.release.mirror import RECORD, MirrorError
+from builders.release.promote import PromoteError, target_of
+from builders.spec.model import Matrix
+from builders.wheel.archive import Wheel, file_sha256, header, printable
+from builders.wheel.verify import Expectation, Finding, integrity, verify
+
+API_VERSION = "1.1"
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexedFile:
+    filename: str
+    project: str
+    label: str
+    sha256: str
+    size: int
+    version: str
+    requires_python: str | None
+    metadata: bytes
+
+    @property
+    def metadata_sha256(self) -> str:
+        return hashlib.sha256(self.metadata).hexdigest()
+
+    @property
+    def href(self) -> str:
+        return quote(self.filename)
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexResult:
+    root: Path
+    files: tuple[IndexedFile, ...]
+    skipped: tuple[Path, ...]
+    mirrored: tuple[IndexedFile, ...] = ()  # requirement wheels added next to the labels' own
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(sorted({f.label for f in self.files}))
+
+
+def default_layout(label: str) -> str:
+    return f"whl/{label}/"
+
+
+def find_wheels(wheelhouse: Path) -> list[Path]:
+    """Every ``*.whl`` under ``wheelhouse``, sorted."""
+    return sorted(p for p in wheelhouse.rglob("*.whl") if p.is_file() and not p.name.startswith("."))
+
+
+# What a wheel is checked with before it is indexed: findings, empty when it may be indexed.
+Checker = Callable[[Wheel], Sequence[Finding]]
+
+# What gives the requirement wheels of one label's wheels (a builders.release.mirror.Mirror): resolved
+# for each wheel's target, hash-checked, so that the label's index installs with --index-url alone.
+Requirements = Callable[[str, Sequence[Path]], Sequence[Path]]
+
+
+def matrix_checker(matrix: Matrix) -> Checker:
+    """Full verification of each wheel as the target its label and tags name in ``matrix``."""
+    def check(wheel: Wheel) -> Sequence[Finding]:
+        try:
+            target = target_of(matrix, wheel)
+        except PromoteError as exc:
+            return [Finding(code="no-target", message=str(exc))]
+        return verify(wheel, Expectation(target=target, dropped=matrix.dropped))
+    return check
+
+
+def describe(path: Path, label: str) -> IndexedFile:
+    wheel = Wheel(path)
+    with wheel.open() as reader:
+        metadata = reader.read(f"{reader.dist_info}/METADATA")
+        requires_python = header(reader.metadata, "Requires-Python")
+    return IndexedFile(filename=path.name, project=canonicalize_name(wheel.name), label=label,
+                       sha256=file_sha256(path), size=path.stat().st_size, version=str(wheel.version),
+                       requires_python=requires_python.strip() if requires_python else None, metadata=metadata)
+
+
+def build_index(wheels: Iterable[Path], output: Path, *, layout: Callable[[str], str] = default_layout,
+                labels: Iterable[str] | None = None, check: Checker = integrity,
+                requirements: Requirements | None = None) -> IndexResult:
+    """Lay out ``wheels`` as one static index per local version label under ``output``.
+
+    Unlabelled wheels are skipped (returned in ``skipped``); with ``labels`` given, a label
+    outside it is an error. Two different files with the same name are an error, and so is a
+    wheel ``check`` finds anything in: every wheel is checked before anything is written.
+    With ``requirements``, each label's index also holds the requirement wheels it returns
+    for that label's wheels (returned in ``mirrored``).
+    """
+    known = set(labels) if labels is not None else None
+    labelled, skipped = _labelled(wheels, known)
+    _refuse_findings(labelled, check)
+    chosen: dict[tuple[str, str], tuple[Path, IndexedFile]] = {}
+    for path, label in labelled:
+        info = describe(path, label)
+        key = (label, path.name)
+        if key in chosen:
+            if chosen[key][1].sha256 != info.sha256:
+                raise IndexBuildError(f"{path.name}: two different files with this name: {chosen[key][0]} and {path}")
+            continue
+        chosen[key] = (path, info)
+
+    by_label: dict[str, dict[str, list[tuple[Path, IndexedFile]]]] = {}
+    for key in sorted(chosen):
+        path, info = chosen[key]
+        by_label.setdefault(info.label, {}).setdefault(info.project, []).append((path, info))
+    mirrored = _add_requirements(by_label, requirements) if requirements is not None else ()
+    for label in by_label:  # every label's folder is checked before the first write
+        _inside(output, output / layout(label))
+    for label, projects in sorted(by_label.items()):
+        _write_label(output, layout(label), projects)
+    files = tuple(info for key in sorted(chosen) for _path, info in [chosen[key]])
+    return IndexResult(root=output, files=files, skipped=tuple(skipped), mirrored=mirrored)
+
+
+def _add_requirements(by_label: dict[str, dict[str, list[tuple[Path, IndexedFile]]]],
+                      requirements: Requirements) -> tuple[IndexedFile, ...]:
+    """Each label's requirement wheels, added to its projects before anything is written."""
+    added: list[IndexedFile] = []
+    for label, projects in sorted(by_label.items()):
+        own = [path for entries in projects.values() for path, _info in entries]
+        try:
+            extra = requirements(label, own)
+        except MirrorError as exc:
+            raise IndexBuildError(f"label {label}: cannot mirror its wheels' requirements, nothing was written: "
+                                  f"{exc}") from None
+        for path in sorted(extra):
+            info = describe(path, label)
+            entries = projects.setdefault(info.project, [])
+            if not any(known.filename == info.filename for _path, known in entries):
+                entries.append((path, info))
+                added.append(info)
+    return tuple(added)
+
+
+def _labelled(wheels: Iterable[Path], known: set[str] | None) -> tuple[list[tuple[Path, str]], list[Path]]:
+    """(path, label) of each labelled wheel, and the unlabelled ones; a label outside ``known`` is an error."""
+    labelled: list[tuple[Path, str]] = []
+    skipped: list[Path] = []
+    for path in sorted(wheels):
+        label = Wheel(path).version.local
+        if not label:
+            skipped.append(path)
+        elif known is not None and label not in known:
+            raise IndexBuildError(f"{path}: label {label!r} is not a variant of the matrix ({', '.join(sorted(known))})")
+        else:
+            labelled.append((path, label))
+    return labelled, skipped
+
+
+def _refuse_findings(labelled: Iterable[tuple[Path, str]], check: Checker) -> None:
+    """Check every wheel; one error names each refused wheel with its findings."""
+    refused = [(path, findings) for path, _label in labelled if (findings := check(Wheel(path)))]
+    if refused:
+        lines = [f"{printable(str(path))}: " + "; ".join(map(str, findings)) for path, findings in refused]
+        raise IndexBuildError(f"{len(refused)} wheel(s) refused, nothing was written:\n  " + "\n  ".join(lines))
+
+
+def _write_label(output: Path, relative: str, projects: dict[str, list[tuple[Path, IndexedFile]]]) -> None:
+    """One label's index: each project's folder, files and pages, then the label's root pages."""
+    base = _inside(output, output / relative)
+    for project, entries in sorted(projects.items()):
+        folder = _inside(output, base / project)
+        folder.mkdir(parents=True, exist_ok=True)
+        files = [info for _path, info in entries]
+        for path, info in entries:
+            _copy(path, _inside(output, folder / info.filename))
+            _write(_inside(output, folder / f"{info.filename}.metadata"), info.metadata)
+        _write(_inside(output, folder / "index.html"), project_html(project, files).encode())
+        _write(_inside(output, folder / "index.json"), _dumps(project_json(project, files)))
+    _write(_inside(output, base / "index.html"), root_html(sorted(projects)).encode())
+    _write(_inside(output, base / "index.json"), _dumps(root_json(sorted(projects))))
+
+
+def _inside(output: Path, path: Path) -> Path:
+    """``path``, refused unless it (and its temporary sibling), resolved, lies inside ``output``."""
+    root = output.resolve()
+    for candidate in (path, path.with_name(f".{path.name}.partial")):
+        if not candidate.resolve().is_relative_to(root):
+            raise IndexBuildError(f"{printable(str(path))}: resolves to {printable(str(candidate.resolve()))}, outside "
+                                  f"--output {root}; refused (check the matrix's index layout and links in {output})")
+    return path
+
+
+def root_html(projects: Iterable[str]) -> str:
+    links = "".join(f'    <a href="{quote(p)}/">{html.escape(p)}</a><br/>\n' for p in projects)
+    return _page("Simple index", links)
+
+
+def project_html(project: str, files: Iterable[IndexedFile]) -> str:
+    links = []
+    for f in sorted(files, key=lambda f: f.filename):
+        attrs = [f'href="{html.escape(f.href)}#sha256={f.sha256}"']
+        if f.requires_python:
+            attrs.append(f'data-requires-python="{html.escape(f.requires_python)}"')
+        attrs.append(f'data-dist-info-metadata="sha256={f.metadata_sha256}"')
+        attrs.append(f'data-core-metadata="sha256={f.metadata_sha256}"')
+        links.append(f'    <a {" ".join(attrs)}>{html.escape(f.filename)}</a><br/>\n')
+    return _page(f"Links for {html.escape(project)}", "".join(links), heading=True)
+
+
+def root_json(projects: Iterable[str]) -> dict[str, object]:
+    return {"meta": {"api-version": API_VERSION}, "projects": [{"name": p} for p in projects]}
+
+
+def project_json(project: str, files: Iterable[IndexedFile]) -> dict[str, object]:
+    ordered = sorted(files, key=lambda f: f.filename)
+    return {
+        "meta": {"api-version": API_VERSION},
+        "name": project,
+        "versions": sorted({f.version for f in ordered}),
+        "files": [
+            {
+                "filename": f.filename,
+                "url": f.href,
+                "hashes": {"sha256": f.sha256},
+                **({"requires-python": f.requires_python} if f.requires_python else {}),
+                "core-metadata": {"sha256": f.metadata_sha256},
+                "dist-info-metadata": {"sha256": f.metadata_sha256},
+                "size": f.size,
+            }
+            for f in ordered
+        ],
+    }
+
+
+def _page(title: str, body: str, heading: bool = False) -> str:
+    h1 = f"    <h1>{title}</h1>\n" if heading else ""
+    return ("<!DOCTYPE html>\n<html>\n  <head>\n"
+            f'    <meta name="pypi:repository-version" content="{API_VERSION}">\n'
+            f"    <title>{title}</title>\n  </head>\n  <body>\n{h1}{body}  </body>\n</html>\n")
+
+
+def _dumps(data: object) -> bytes:
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
+
+
+def _write(dest: Path, data: bytes) -> None:
+    if dest.exists() and dest.read_bytes() == data:
+        return
+    tmp = dest.with_name(f".{dest.name}.partial")
+    tmp.write_bytes(data)
+    os.replace(tmp, dest)
+
+
+def _copy(src: Path, dest: Path) -> None:
+    if dest.exists() and (dest.resolve() == src.resolve() or file_sha256(dest) == file_sha256(src)):
+        return
+    tmp = dest.with_name(f".{dest.name}.partial")
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, dest)
+
+
+# Files of a published index that are rewritten from the files it holds, never copied over.
+DERIVED = frozenset({"index.html", "index.json", "SHA256SUMS", RECORD})
+
+
+def merge_into(new: Path, published: Path) -> tuple[str, ...]:
+    """Add one release's indexes (``new``, what ``index`` wrote) to ``published``, earlier releases kept.
+
+    A published file never changes: a file of ``new`` whose name is published with other bytes
+    is refused before anything is written (a re-release needs a new version). Each label's
+    ``mirror.json`` records both releases' requirement wheels, and every project's pages and
+    each label's root pages are rewritten from the wheels the merged folder holds. Returns the
+    files added, relative to ``published``.
+    """
+    copies = [(src, published / src.relative_to(new)) for src in sorted(new.rglob("*"))
+              if src.is_file() and src.name not in DERIVED and not src.name.startswith(".")]
+    clashes = [str(dest.relative_to(published)) for src, dest in copies
+               if _inside(published, dest).is_file() and file_sha256(dest) != file_sha256(src)]
+    if clashes:
+        raise IndexBuildError(f"{len(clashes)} file(s) of {new} are published with other bytes, nothing was written: "
+                              + ", ".join(clashes[:5]) + " (a published file never changes: release a new version)")
+    added = []
+    for src, dest in copies:
+        if not dest.exists():
+            added.append(str(dest.relative_to(published)))
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        _copy(src, dest)
+    for record in sorted(new.rglob(RECORD)):
+        _merge_record(record, _inside(published, published / record.relative_to(new)))
+    refresh_pages(published)
+    return tuple(added)
+
+
+def _merge_record(new: Path, published: Path) -> None:
+    """``mirror.json``: every file either release mirrored, with the targets of both."""
+    files: dict[str, dict[str, Any]] = {}
+    for path in (published, new):
+        if path.is_file():
+            for entry in json.loads(path.read_text(encoding="utf-8")).get("files", []):
+                known = files.setdefault(entry["filename"], dict(entry))
+                known["targets"] = sorted({*known.get("targets", []), *entry.get("targets", [])})
+    data = json.loads(new.read_text(encoding="utf-8"))
+    data["files"] = [files[name] for name in sorted(files)]
+    _write(published, _dumps(data))
+
+
+def refresh_pages(root: Path) -> None:
+    """Every project's and label's pages under ``root``, rewritten from the wheels there."""
+    projects: dict[Path, list[Path]] = {}
+    for wheel in find_wheels(root):
+        projects.setdefault(wheel.parent, []).append(wheel)
+    labels: dict[Path, list[str]] = {}
+    for folder, wheels in sorted(projects.items()):
+        files = [describe(w, folder.parent.name) for w in wheels]
+        _write(_inside(root, folder / "index.html"), project_html(folder.name, files).encode())
+        _write(_inside(root, folder / "index.json"), _dumps(project_json(folder.name, files)))
+        labels.setdefault(folder.parent, []).append(folder.name)
+    for base, names in labels.items():
+        _write(_inside(root, base / "index.html"), root_html(sorted(names)).encode())
+        _write(_inside(root, base / "index.json"), _dumps(root_json(sorted(names))))

@@ -1,0 +1,131 @@
+"""Promote a labelled default-variant wheel to the PyPI wheel.
+
+``minifw-2.15.0+cu132-cp312-cp312-manylinux_2_28_x86_64.whl`` becomes
+``minifw-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl``: the version and dist-info folder
+lose the label, METADATA's Version is rewritten and Requires-Dist set to the PyPI channel's
+requirements, RECORD is regenerated, and every other member keeps its bytes.
+
+PyPI needs every wheel of one version to carry the same Requires-Dist (resolvers read one
+wheel's metadata and assume it holds for all), so the PyPI requirements are the union of the
+runtime requirements of every variant that is the PyPI default on some platform; their
+environment markers keep each one to the platforms it applies to.
+
+Nothing is written before the input is verified as its labelled target (RECORD, METADATA,
+WHEEL tags, archive safety, and that the contents back the label): a wheel altered after its
+RECORD was written, or a CPU build renamed ``+cu132``, is refused rather than laundered into a
+fresh, valid PyPI wheel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from builders.base.errors import PromoteError, VerifyError
+from builders.spec.model import Matrix
+from builders.spec.targets import Target, expand
+from builders.wheel.archive import ZIP_EPOCH, Wheel, rewrite
+from builders.wheel.verify import Expectation, Finding, verify
+
+
+def pypi_requirements(matrix: Matrix) -> tuple[Requirement, ...]:
+    """The Requires-Dist every PyPI wheel of the release carries (order-stable, deduplicated)."""
+    seen: dict[str, Requirement] = {str(r): r for r in matrix.project.requirements}
+    labels = list(dict.fromkeys(label for _platform, label in matrix.channels.pypi))
+    for label in labels:
+        for req in matrix.variant(label).requirements:
+            seen.setdefault(str(req), req)
+    return tuple(seen.values())
+
+
+def public_version(matrix: Matrix) -> Version:
+    return Version(matrix.project.version.public)
+
+
+def target_of(matrix: Matrix, wheel: Wheel) -> Target:
+    """The target a labelled wheel was built for, from its tags and local version label."""
+    label = wheel.version.local
+    if not label:
+        raise PromoteError(f"{wheel.path.name}: unlabelled wheel (version {wheel.version}); "
+                           "promote takes a labelled wheel such as 2.15.0+cu132")
+    targets, _excluded = expand(matrix)
+    hits = [t for t in targets if t.variant.label == label and t.tag in wheel.tags]
+    if not hits:
+        raise PromoteError(f"{wheel.path.name}: no target of the matrix has label {label!r} "
+                           f"and tags {','.join(sorted(map(str, wheel.tags)))}")
+    if len(hits) > 1:
+        raise PromoteError(f"{wheel.path.name}: matches several targets: {', '.join(t.id for t in hits)}")
+    return hits[0]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Promoted:
+    source: Path
+    path: Path
+    target: Target
+
+
+def wheel_epoch(wheel: Wheel) -> int:
+    """The newest member timestamp of ``wheel``, so a promotion is a function of its input alone
+    (a timestamp no calendar has, month 0 say, is left out)."""
+    import calendar
+
+    stamps = [ZIP_EPOCH]
+    with wheel.open() as reader:
+        for info in reader.infos:
+            try:
+                stamps.append(calendar.timegm((*info.date_time, 0, 0, 0)))
+            except (ValueError, OverflowError):
+                continue
+    return max(stamps)
+
+
+def promotable(matrix: Matrix, wheel: Wheel) -> Target:
+    """The target ``wheel`` is promoted as, once it is a verified default-variant wheel; else raise."""
+    target = target_of(matrix, wheel)
+    if not target.on_pypi:
+        default = matrix.channels.pypi_label(target.platform.name)
+        wanted = f"the PyPI default there is {default!r}" if default else "nothing is published to PyPI for it"
+        raise PromoteError(f"{wheel.path.name}: label {target.variant.label!r} is not the PyPI default for "
+                           f"{target.platform.name} ({wanted}); only default-variant wheels are promoted")
+    if wheel.version != target.version:
+        raise PromoteError(f"{wheel.path.name}: version {wheel.version} != the release's {target.version}")
+    refuse_unverified(matrix, wheel, target)
+    return target
+
+
+def promote(matrix: Matrix, wheel: Wheel, dest_dir: Path, *, epoch: int | None = None,
+            checked: Target | None = None) -> Promoted:
+    """Write the PyPI wheel for ``wheel`` into ``dest_dir`` and verify it; raise on any finding.
+
+    ``epoch`` (the zip timestamp) defaults to the input wheel's own, so promoting the same
+    wheel twice gives the same bytes. ``checked`` is the target :func:`promotable` already
+    verified ``wheel`` as (a folder is checked whole before anything is written).
+    """
+    target = checked or promotable(matrix, wheel)
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    if epoch is None:
+        epoch = wheel_epoch(wheel)
+    out = rewrite(wheel, dest_dir, version=public_version(matrix), requirements=pypi_requirements(matrix), epoch=epoch)
+    findings = check_promoted(matrix, Wheel(out), target)
+    if findings:
+        out.unlink(missing_ok=True)
+        raise VerifyError(f"{out.name}: promoted wheel has {len(findings)} finding(s):\n  "
+                          + "\n  ".join(map(str, findings)))
+    return Promoted(source=wheel.path, path=out, target=target)
+
+
+def refuse_unverified(matrix: Matrix, wheel: Wheel, target: Target) -> None:
+    """Raise :class:`PromoteError` with every finding when ``wheel`` is not ``target``'s labelled wheel."""
+    findings = verify(wheel, Expectation(target=target, dropped=matrix.dropped))
+    if findings:
+        raise PromoteError(f"{wheel.path.name}: not promoted, it does not verify as {target.id}'s wheel "
+                           f"({len(findings)} finding(s)); nothing was written:\n  " + "\n  ".join(map(str, findings)))
+
+
+def check_promoted(matrix: Matrix, wheel: Wheel, target: Target) -> list[Finding]:
+    return verify(wheel, Expectation(target=target, dropped=matrix.dropped, version=public_version(matrix),
+                                     requirements=pypi_requirements(matrix)))

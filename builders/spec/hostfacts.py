@@ -1,0 +1,34 @@
+"""The facts about a build host, as one frozen value: what :mod:`builders.build.host` probes and the
+toolchains and engines read (kept apart from the probing, so a toolchain depends on the facts,
+not on the module that imports every toolchain)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from builders.spec.model import OS
+
+
+@dataclass(frozen=True, kw_only=True)
+class Host:
+    """Facts about a build host, probed once."""
+
+    os: OS
+    arch: str
+    interpreters: tuple[tuple[str, str], ...] = ()
+    container_engines: tuple[str, ...] = ()
+    cxx20: str | None = None
+    cxx20_problem: str = "no C++ compiler probed"
+    hipcc_version: str | None = None
+    hipcc: str | None = None
+    icpx: str | None = None
+    ccache: str | None = None  # the compiler cache builds on this host go through, if installed
+
+    @property
+    def platform(self) -> str:
+        return f"{self.os.value}-{self.arch}"
+
+    def interpreter(self, abi: str) -> Path | None:
+        found = dict(self.interpreters).get(abi)
+        return Path(found) if found else None

@@ -1,0 +1,286 @@
+"""The release matrix as immutable values.
+
+Built once by :mod:`builders.spec.matrix` from ``matrix.yaml``; nothing downstream sees YAML or
+dicts. Every value is frozen and hashable so that targets can be set members and cache keys.
+"""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
+
+from builders.base.errors import Location
+
+Pairs = tuple[tuple[str, str], ...]
+
+
+class Accelerator(enum.Enum):
+    """Accelerator families; each has one toolchain module."""
+
+    CPU = "cpu"
+    CUDA = "cuda"
+    ROCM = "rocm"
+    XPU = "xpu"
+
+
+class OS(enum.Enum):
+    LINUX = "linux"
+    WINDOWS = "windows"
+    MACOS = "macos"
+
+
+@dataclass(frozen=True, kw_only=True, order=True)
+class PythonVersion:
+    """A CPython release line; ``free_threaded`` is the ``t`` build (PEP 703)."""
+
+    major: int
+    minor: int
+    free_threaded: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> PythonVersion:
+        """``"3.14t"`` -> PythonVersion(3, 14, free_threaded=True)."""
+        ft = text.endswith("t")
+        major, minor = text.removesuffix("t").split(".")
+        return cls(major=int(major), minor=int(minor), free_threaded=ft)
+
+    @property
+    def interpreter(self) -> str:
+        """The wheel's python tag: ``cp314``."""
+        return f"cp{self.major}{self.minor}"
+
+    @property
+    def abi(self) -> str:
+        """The wheel's ABI tag and the target-id part: ``cp314t``."""
+        return self.interpreter + ("t" if self.free_threaded else "")
+
+    @property
+    def release(self) -> str:
+        """``3.14`` (no ``t``), for Requires-Python and interpreter lookup."""
+        return f"{self.major}.{self.minor}"
+
+    def __str__(self) -> str:
+        return self.release + ("t" if self.free_threaded else "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Platform:
+    name: str
+    os: OS
+    arch: str
+    wheel_platform: str
+    runner: str
+    base_image: str | None = None
+    deployment_target: str | None = None
+    mps_min_macos: str | None = None  # checked at load against dropped MPS releases; nothing reads it after
+    location: Location = field(compare=False, repr=False)
+
+    @property
+    def image_digest(self) -> str | None:
+        """``sha256:...`` when ``base_image`` is pinned by digest (its form is checked at load), else None:
+        a tag can be moved to other content, a digest cannot, so a release builds only on digests."""
+        _, at, digest = (self.base_image or "").partition("@")
+        return digest if at else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Toolkit:
+    """How a variant's compiler toolchain is obtained (pinned pip requirements)."""
+
+    requirements: tuple[str, ...] = ()
+    index_url: str | None = None
+    root: str | None = None
+    system_repository: str | None = None
+    system_packages: tuple[str, ...] = ()
+    system_repository_key: str | None = None
+    max_gcc: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Variant:
+    """One accelerator version: the unit that carries a local-version label."""
+
+    accelerator: Accelerator
+    version: str | None
+    label: str
+    notes: str = ""
+    arch_lists: Pairs = ()
+    toolkit: Toolkit = Toolkit()
+    runtime_requirements: tuple[str, ...] = ()
+    lib_providers: Pairs = ()
+    system_libs: Pairs = ()  # library -> the system package that provides it (no pip requirement)
+    rpath: tuple[str, ...] = ()
+    smoke_runners: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    location: Location = field(compare=False, repr=False)
+
+    def arch_list(self, platform: str) -> str | None:
+        """The GPU arch list for ``platform`` (``*`` is the all-platform default)."""
+        lists = dict(self.arch_lists)
+        return lists.get(platform, lists.get("*"))
+
+    def smoke_runner(self, platform: str) -> tuple[str, ...] | None:
+        return dict(self.smoke_runners).get(platform)
+
+    @cached_property
+    def requirements(self) -> tuple[Requirement, ...]:
+        """The variant's own runtime requirements (the accelerator's runtime wheels), parsed once."""
+        return tuple(Requirement(r) for r in self.runtime_requirements)
+
+    @property
+    def exclude_libs(self) -> frozenset[str]:
+        """Library names (or globs) that are never bundled: a runtime requirement or a system package provides them."""
+        return frozenset(lib for lib, _ in (*self.lib_providers, *self.system_libs))
+
+    def system_package_for(self, library: str) -> str | None:
+        """The system package declared to provide ``library`` (first matching glob of ``system_libs``)."""
+        return next((package for pattern, package in self.system_libs if fnmatch.fnmatchcase(library, pattern)), None)
+
+    def provider_for(self, library: str) -> Requirement | None:
+        """The requirement declared to provide ``library`` (first matching glob)."""
+        for pattern, requirement in self.lib_providers:
+            if fnmatch.fnmatchcase(library, pattern):
+                return Requirement(requirement)
+        return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exclusion:
+    pattern: str
+    reason: str
+    location: Location = field(compare=False, repr=False)
+
+
+class DroppedKind(enum.Enum):
+    PYTHON = "python"
+    MPS_MACOS = "mps-macos"
+    CXX_STANDARD = "cxx_standard"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dropped:
+    """Something this release no longer supports, enforced wherever it is asked for."""
+
+    kind: DroppedKind
+    value: str
+    since: str
+    reason: str
+    location: Location = field(compare=False, repr=False)
+
+    def describe(self) -> str:
+        what = {
+            DroppedKind.PYTHON: f"Python {self.value}",
+            DroppedKind.MPS_MACOS: f"MPS acceleration on macOS {self.value}",
+            DroppedKind.CXX_STANDARD: f"C++{self.value}",
+        }[self.kind]
+        return f"{what} was dropped in {self.since}: {self.reason}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Channels:
+    pypi: Pairs
+    index_base_url: str
+    index_layout: str
+
+    def pypi_label(self, platform: str) -> str | None:
+        """The variant label published without a label on PyPI for ``platform``."""
+        return dict(self.pypi).get(platform)
+
+    def index_path(self, label: str) -> str:
+        return self.index_layout.format(label=label)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timeouts:
+    """Seconds each stage's commands may run (``project.timeouts``; every key optional).
+
+    The smoke probe's own limit is ``smoke.timeout``; ``install`` bounds the smoke test's venv
+    and the installation of the wheel with its requirements.
+    """
+
+    provision: float = 3600.0
+    build: float = 3600.0
+    repair: float = 1800.0
+    install: float = 1800.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Project:
+    name: str
+    import_name: str
+    version: Version
+    released: str | None
+    source: Path
+    requires_python: SpecifierSet
+    cxx_standard: int | None
+    wheel_size_budget_mb: float | None
+    build_command: tuple[str, ...]
+    build_env: Pairs
+    # build.core: argv lists run once per (variant, platform); empty = no core step.
+    core_commands: tuple[tuple[str, ...], ...] = ()
+    # build.environment_pass: host variables every build (and core) gets, wherever it runs.
+    environment_pass: tuple[str, ...] = ()
+    dependencies: tuple[str, ...] = ()
+    optional_dependencies: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    extension_modules: tuple[str, ...] = ()
+    smoke_script: Path | None = None
+    smoke_timeout: float = 300.0
+    timeouts: Timeouts = Timeouts()
+
+    @property
+    def canonical_name(self) -> NormalizedName:
+        """The PEP 503 form every comparison of distribution names uses."""
+        return canonicalize_name(self.name)
+
+    @property
+    def build_env_names(self) -> frozenset[str]:
+        """The environment variables through which the project receives build settings."""
+        return frozenset(var for _, var in self.build_env)
+
+    @property
+    def core_dir_var(self) -> str | None:
+        """The variable through which the per-Python build finds the installed core (``build.env.core_dir``)."""
+        return dict(self.build_env).get("core_dir")
+
+    @cached_property
+    def requirements(self) -> tuple[Requirement, ...]:
+        """Requires-Dist common to every variant: dependencies, then each extra's, marked."""
+        base = [Requirement(r) for r in self.dependencies]
+        extras = [with_extra(Requirement(r), extra) for extra, reqs in self.optional_dependencies for r in reqs]
+        return (*base, *extras)
+
+
+def with_extra(req: Requirement, extra: str) -> Requirement:
+    """``req`` guarded by ``extra == "<extra>"``, keeping any marker it already has."""
+    guard = f'extra == "{extra}"'
+    marker = f"({req.marker}) and {guard}" if req.marker else guard
+    req = Requirement(str(req))
+    req.marker = None
+    return Requirement(f"{req}; {marker}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Matrix:
+    """The whole validated release matrix."""
+
+    path: Path
+    project: Project
+    pythons: tuple[PythonVersion, ...]
+    platforms: tuple[Platform, ...]
+    variants: tuple[Variant, ...]
+    channels: Channels
+    exclusions: tuple[Exclusion, ...]
+    dropped: tuple[Dropped, ...]
+
+    def platform(self, name: str) -> Platform:
+        return next(p for p in self.platforms if p.name == name)
+
+    def variant(self, label: str) -> Variant:
+        return next(v for v in self.variants if v.label == label)

@@ -1,0 +1,220 @@
+"""Expansion of the matrix into targets, target ids, and selection by glob.
+
+All pure: a target is a function of the matrix alone. Host facts (what can be built here)
+live in :mod:`builders.build.host`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from packaging.requirements import Requirement
+from packaging.tags import Tag
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from builders.base.errors import DroppedError, Problem, SelectionError
+from builders.spec.model import OS, Matrix, Platform, Project, PythonVersion, Variant
+from builders.spec.policy import dropped_pythons, exclusion_for
+
+
+def target_id(label: str, python: PythonVersion, platform: str) -> str:
+    """``cu132-cp314t-linux-x86_64``."""
+    return f"{label}-{python.abi}-{platform}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """One wheel of the release: a variant x Python x platform."""
+
+    project: Project = field(repr=False)
+    variant: Variant = field(repr=False)
+    python: PythonVersion
+    platform: Platform = field(repr=False)
+    on_pypi: bool = False
+    index_path: str = ""
+
+    @property
+    def id(self) -> str:
+        return target_id(self.variant.label, self.python, self.platform.name)
+
+    @cached_property
+    def version(self) -> Version:
+        """The labelled version: ``2.15.0+cu132``."""
+        return Version(f"{self.project.version.public}+{self.variant.label}")
+
+    @property
+    def tag(self) -> Tag:
+        return Tag(self.python.interpreter, self.python.abi, self.platform.wheel_platform)
+
+    @property
+    def tags(self) -> frozenset[Tag]:
+        return frozenset({self.tag})
+
+    @cached_property
+    def wheel_name(self) -> str:
+        return wheel_filename(self.project.name, self.version, self.tag)
+
+    @cached_property
+    def requirements(self) -> tuple[Requirement, ...]:
+        """The wheel's whole Requires-Dist: the project's (extras marked), then the variant's."""
+        return (*self.project.requirements, *self.variant.requirements)
+
+    @property
+    def arch_list(self) -> str | None:
+        return self.variant.arch_list(self.platform.name)
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        """Where the wheel is published: its variant index, and PyPI for the default."""
+        return ("pypi", self.index_path) if self.on_pypi else (self.index_path,)
+
+    @property
+    def runner(self) -> str:
+        return self.platform.runner
+
+    @property
+    def smoke_runner(self) -> tuple[str, ...]:
+        return self.variant.smoke_runner(self.platform.name) or (self.platform.runner,)
+
+    @property
+    def containerfile(self) -> str | None:
+        if self.platform.os is not OS.LINUX:
+            return None
+        return f"builders/resources/containers/{self.variant.accelerator.value}.Containerfile"
+
+    @property
+    def env(self) -> tuple[tuple[str, str], ...]:
+        """The variant's settings, keyed by the env var names the project declares.
+
+        ``toolkit_root`` is left out: it is a host path the toolchain fills in at build time.
+        """
+        values = {
+            "accelerator": self.variant.accelerator.value,
+            "accelerator_version": self.variant.version or "",
+            "version": str(self.version),
+            "gpu_archs": self.arch_list or "",
+            "rpath": ";".join(self.variant.rpath),
+        }
+        env = [(var, values[setting]) for setting, var in self.project.build_env if setting in values]
+        if self.platform.deployment_target:
+            env.append(("MACOSX_DEPLOYMENT_TARGET", self.platform.deployment_target))
+        return tuple(sorted(env))
+
+    def record(self) -> dict[str, object]:
+        """The full plan record of this target, as JSON-ready data."""
+        return {
+            "id": self.id,
+            "variant": self.variant.label,
+            "accelerator": self.variant.accelerator.value,
+            "accelerator_version": self.variant.version,
+            "python": str(self.python),
+            "abi": self.python.abi,
+            "platform": self.platform.name,
+            "version": str(self.version),
+            "wheel": self.wheel_name,
+            "tags": sorted(str(t) for t in self.tags),
+            "requires_python": str(self.project.requires_python),
+            "requirements": [str(r) for r in self.requirements],
+            "arch_list": self.arch_list,
+            "env": dict(self.env),
+            "exclude_libs": sorted(self.variant.exclude_libs),
+            "rpath": list(self.variant.rpath),
+            "channels": list(self.channels),
+            "runner": self.runner,
+            "smoke_runner": list(self.smoke_runner),
+            "base_image": self.platform.base_image,
+            "containerfile": self.containerfile,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Excluded:
+    """A candidate the matrix excludes, with the reason to show in its place."""
+
+    id: str
+    reason: str
+    where: str
+
+
+def wheel_filename(name: str, version: Version, tag: Tag) -> str:
+    """The PEP 427 file name; the inverse of ``packaging.utils.parse_wheel_filename``."""
+    dist = canonicalize_name(name).replace("-", "_")
+    return f"{dist}-{version}-{tag.interpreter}-{tag.abi}-{tag.platform}.whl"
+
+
+def expand(matrix: Matrix) -> tuple[tuple[Target, ...], tuple[Excluded, ...]]:
+    """All targets of the matrix, and the excluded candidates with their reasons."""
+    targets: list[Target] = []
+    excluded: list[Excluded] = []
+    for variant in matrix.variants:
+        for platform in matrix.platforms:
+            on_pypi = matrix.channels.pypi_label(platform.name) == variant.label
+            for python in matrix.pythons:
+                tid = target_id(variant.label, python, platform.name)
+                rule = exclusion_for(tid, matrix.exclusions)
+                if rule is not None:
+                    excluded.append(Excluded(id=tid, reason=rule.reason, where=str(rule.location)))
+                    continue
+                targets.append(Target(project=matrix.project, variant=variant, python=python, platform=platform,
+                                      on_pypi=on_pypi, index_path=matrix.channels.index_path(variant.label)))
+    return tuple(targets), tuple(excluded)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Selection:
+    """What the user asked for: exact ids, include globs and skip globs (all optional)."""
+
+    targets: tuple[str, ...] = ()
+    select: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+
+    def matches(self, tid: str) -> bool:
+        wanted = not (self.targets or self.select) or tid in self.targets or _any_glob(tid, self.select)
+        return wanted and not _any_glob(tid, self.skip)
+
+
+def _any_glob(tid: str, globs: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(tid, g) for g in globs)
+
+
+def select(matrix: Matrix, selection: Selection) -> tuple[Target, ...]:
+    """The targets ``selection`` picks; every selector must pick something real."""
+    targets, excluded = expand(matrix)
+    ids = [t.id for t in targets]
+    for tid in selection.targets:
+        if any(c in tid for c in "*?["):
+            raise SelectionError(f"--target takes an exact id, not the glob {tid!r}; use --select {tid!r}")
+    for selector in (*selection.targets, *selection.select):
+        _check_selector(matrix, selector, ids, excluded)
+    return tuple(t for t in targets if selection.matches(t.id))
+
+
+def _check_selector(matrix: Matrix, selector: str, ids: Sequence[str], excluded: Sequence[Excluded]) -> None:
+    if fnmatch.filter(ids, selector):
+        return
+    hits = [e for e in excluded if fnmatch.fnmatchcase(e.id, selector)]
+    if hits:
+        reasons = sorted({f"{e.reason} ({e.where})" for e in hits})
+        raise SelectionError(f"selector {selector!r} only matches excluded targets:\n  " + "\n  ".join(reasons))
+    dropped = _dropped_matches(matrix, selector)
+    if dropped:
+        raise DroppedError([Problem(message=f"selector {selector!r} only names dropped targets: {d.describe()}",
+                                    location=d.location, dropped=True) for d in dropped])
+    close = difflib.get_close_matches(selector, ids, n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else "; ids look like cu132-cp312-linux-x86_64 (see `nox -s plan`)"
+    raise SelectionError(f"selector {selector!r} matches no target{hint}")
+
+
+def _dropped_matches(matrix: Matrix, selector: str) -> list:
+    """Dropped Pythons whose would-be ids match ``selector``."""
+    found = []
+    for python, dropped in dropped_pythons(matrix):
+        would_be = [target_id(v.label, python, p.name) for v in matrix.variants for p in matrix.platforms]
+        if selector == python.abi or fnmatch.filter(would_be, selector):
+            found.append(dropped)
+    return found

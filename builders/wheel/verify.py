@@ -1,0 +1,515 @@
+"""Static checks of one wheel against the target it claims to be.
+
+Usable on any wheel, including ones built elsewhere: ``python -m builders verify WHEEL
+--target ID``. Every finding is structured (code, message, file inside the wheel); any
+finding fails the target.
+
+A wheel is opened once and every member is read once, in one streaming pass that hashes it
+for RECORD and, when it starts with the ELF magic, spools it to a bounded temporary file for
+the ELF checks. That keeps a 700 MB torch wheel to seconds and a flat memory profile.
+
+The archive is read defensively (:mod:`builders.wheel.archive`): unsafe member names, links,
+encryption, unknown compression, sizes past the caps, a bad CRC are findings of
+:func:`check_archive`, and a member unsafe to inflate is never inflated. A dist-info file that
+cannot be read becomes a ``wheel-unreadable`` finding; only a file that is not a zip archive at
+all raises :class:`~builders.base.errors.WheelError`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import itertools
+import posixpath
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import cache, cached_property
+from typing import IO
+
+from packaging.requirements import Requirement
+from packaging.tags import Tag
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from builders.base.errors import WheelError
+from builders.spec.model import OS, Dropped, Variant
+from builders.spec.targets import Target
+from builders.wheel import elf
+from builders.wheel import rules as metadata_rules
+from builders.wheel.archive import Finding, RecordEntry, Wheel, WheelReader, record_digest
+
+# Driver-side libraries come with the GPU driver on the user's machine, never in a wheel.
+DRIVER_LIBS = ("libcuda.so*", "libnvidia-*.so*", "libhsakmt.so*", "libdrm_amdgpu.so*", "libze_intel_gpu.so*",
+               "libigdrcl.so*", "libamdhip64_driver*")
+
+# An ELF member is spooled to disk past this size: enough for most .so files, flat for libtorch.
+SPOOL_MAX = 8 << 20
+
+# RECORD hashes a verifier may recompute (PEP 376/427: sha256 or stronger; never md5 or sha1).
+RECORD_ALGORITHMS = frozenset({"sha256", "sha384", "sha512", "sha3_256", "sha3_384", "sha3_512", "blake2b", "blake2s"})
+
+# Signature files sit next to RECORD and cannot list themselves in it (PEP 427).
+RECORD_SIGNATURES = ("RECORD.jws", "RECORD.p7s")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Expectation:
+    """What the wheel must be; by default the target's labelled wheel."""
+
+    target: Target
+    dropped: tuple[Dropped, ...]
+    version: Version | None = None
+    requirements: tuple[Requirement, ...] | None = None
+
+    @property
+    def wanted_version(self) -> Version:
+        return self.version or self.target.version
+
+    @property
+    def wanted_requirements(self) -> tuple[Requirement, ...]:
+        return self.target.requirements if self.requirements is None else self.requirements
+
+    @property
+    def wanted_metadata(self) -> metadata_rules.Wanted:
+        project = self.target.project
+        return metadata_rules.Wanted(project=project.name, version=self.wanted_version,
+                                     requires_python=project.requires_python, requirements=self.wanted_requirements,
+                                     dropped=self.dropped)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Member:
+    """One file of the wheel after its single streaming pass."""
+
+    name: str
+    size: int = 0
+    hash: str = ""
+    elf: elf.ElfInfo | None = None
+    elf_error: str = ""
+    problem: Finding | None = None  # refused (never inflated) or damaged (see check_archive)
+    inflated: bool = True  # False: refused from the central directory, nothing was read
+
+    @property
+    def is_elf(self) -> bool:
+        return self.elf is not None or bool(self.elf_error)
+
+
+class Contents:
+    """A wheel open for verification: its reader, and every member scanned once (on first use)."""
+
+    def __init__(self, reader: WheelReader) -> None:
+        self.reader = reader
+
+    @cached_property
+    def record(self) -> dict[str, RecordEntry]:
+        return {e.path: e for e in self.reader.record()}
+
+    @cached_property
+    def members(self) -> dict[str, Member]:
+        """Every file, hashed with the algorithm its RECORD entry names (sha256 if unlisted or
+        if RECORD is unreadable: check_record reports that)."""
+        try:
+            algorithms = {path: _algorithm(e.hash) for path, e in self.record.items()}
+        except WheelError:
+            algorithms = {}
+        return {i.filename: scan_member(self.reader, i, algorithms.get(i.filename, "sha256")) for i in self.reader.infos}
+
+    @property
+    def elves(self) -> list[Member]:
+        return [m for m in self.members.values() if m.is_elf]
+
+    @cached_property
+    def basenames(self) -> frozenset[str]:
+        return frozenset(posixpath.basename(i.filename) for i in self.reader.infos)
+
+
+Check = Callable[[Contents, Expectation], Iterator[Finding]]
+
+
+def verify(wheel: Wheel, expect: Expectation) -> list[Finding]:
+    """All findings for ``wheel``; an empty list means it is what the matrix promised.
+
+    Raises :class:`WheelError` only for a file that is not a readable zip archive.
+    """
+    with wheel.open() as reader:
+        return run_checks(Contents(reader), expect, CHECKS)
+
+
+def run_checks(contents: Contents, expect: Expectation, checks: Iterable[Check]) -> list[Finding]:
+    """Every check's findings, in order; a check that cannot read the dist-info file it needs
+    adds one ``wheel-unreadable`` finding (once per distinct reason) and the others go on."""
+    findings: list[Finding] = []
+    for check in checks:
+        try:
+            findings.extend(check(contents, expect))
+        except WheelError as exc:
+            unreadable = Finding(code="wheel-unreadable", message=str(exc))
+            if unreadable not in findings:
+                findings.append(unreadable)
+    return findings
+
+
+def scan_member(reader: WheelReader, info: zipfile.ZipInfo, algorithm: str) -> Member:
+    """Hash one member in chunks; an ELF member is spooled in the same pass and parsed after.
+    A member refused from the central directory is not read at all."""
+    digest = hashlib.new(algorithm)
+    stream = reader.member_stream(info)
+    if stream.refusal is not None:
+        return Member(name=info.filename, problem=stream.refusal, inflated=False)
+    chunks = iter(stream)
+    first = next(chunks, b"")
+    rest = itertools.chain([first], chunks)
+    if not first.startswith(elf.MAGIC):
+        size = _consume(rest, digest)
+        return Member(name=info.filename, size=size, hash=record_digest(digest), problem=stream.problem)
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_MAX) as spool:
+        size = _consume(rest, digest, spool)
+        spool.seek(0)
+        try:
+            parsed, error = elf.parse(spool), ""
+        except elf.ElfParseError as exc:
+            parsed, error = None, str(exc)
+    if stream.problem is not None:  # a damaged member's ELF headers mean nothing
+        return Member(name=info.filename, size=size, hash=record_digest(digest), problem=stream.problem)
+    return Member(name=info.filename, size=size, hash=record_digest(digest), elf=parsed, elf_error=error)
+
+
+def _consume(chunks: Iterable[bytes], digest: hashlib._Hash, sink: IO[bytes] | None = None) -> int:
+    size = 0
+    for chunk in chunks:
+        digest.update(chunk)
+        size += len(chunk)
+        if sink is not None:
+            sink.write(chunk)
+    return size
+
+
+def _algorithm(record_hash: str) -> str:
+    """The hash RECORD names for an entry; sha256 (which then will not match) for anything weaker."""
+    name = record_hash.partition("=")[0]
+    return name if name in RECORD_ALGORITHMS else "sha256"
+
+
+# --- the archive itself --------------------------------------------------------------------------
+
+
+def check_archive(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    """What the central directory shows (names, links, flags, compression, declared sizes), then
+    what inflating showed (bad CRC, corrupt stream, a size that lied)."""
+    yield from wheel.reader.problems
+    for member in wheel.members.values():
+        if member.problem is not None and member.inflated:
+            yield member.problem
+
+
+def integrity(wheel: Wheel) -> list[Finding]:
+    """The checks that need no target: the archive, and every member against RECORD."""
+    with wheel.open() as reader:
+        return run_checks(Contents(reader), None, (check_archive, check_record))  # type: ignore[arg-type]
+
+
+# --- name, tags, version ---------------------------------------------------------------------
+
+
+def check_name_and_tags(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    r, t = wheel.reader, expect.target
+    yield from _filename_tag_findings(r.tags, t.tag)
+    if r.wheel_tags != r.tags:
+        yield Finding(code="wheel-file-tags", message=f"WHEEL Tag lines {_tags(r.wheel_tags)} != file name tags {_tags(r.tags)}",
+                      file=f"{r.dist_info}/WHEEL")
+    if r.version != expect.wanted_version:
+        yield Finding(code="version-mismatch", message=f"version {r.version} != expected {expect.wanted_version}")
+    if canonicalize_name(r.name) != t.project.canonical_name:
+        yield Finding(code="name-mismatch", message=f"distribution {r.name!r} != {t.project.name!r} (PEP 503-normalised)")
+    yield from _dist_info_findings(r)
+
+
+def _dist_info_findings(r: WheelReader) -> Iterator[Finding]:
+    """The .dist-info folder names the distribution and version the file name does (a renamed file does not)."""
+    name, _, version = r.dist_info.removesuffix(".dist-info").partition("-")
+    if canonicalize_name(name) != canonicalize_name(r.name) or not _same_version(version, r.version):
+        yield Finding(code="dist-info-mismatch", message=f"folder {r.dist_info!r} is not {r.name}-{r.version}.dist-info: "
+                      "the file was renamed after it was built", file=r.dist_info)
+
+
+def _same_version(text: str, version: Version) -> bool:
+    try:
+        return Version(text) == version
+    except InvalidVersion:
+        return False
+
+
+def _filename_tag_findings(tags: frozenset[Tag], want: Tag) -> Iterator[Finding]:
+    """A compressed tag set passes when it includes the target's tag and adds only siblings of it."""
+    if want not in tags:
+        yield Finding(code="tag-mismatch", message=f"file name tags {_tags(tags)} do not include the target's {want}")
+    foreign = [t for t in tags if not _same_kind(t, want)]
+    if foreign:
+        family, arch = platform_kind(want.platform)
+        yield Finding(code="tag-mismatch", message=f"file name tags {_tags(foreign)} are not for "
+                      f"{want.interpreter}-{want.abi} on {family} {arch}")
+
+
+def _same_kind(tag: Tag, want: Tag) -> bool:
+    return (tag.interpreter, tag.abi) == (want.interpreter, want.abi) and platform_kind(tag.platform) == platform_kind(want.platform)
+
+
+def platform_kind(platform: str) -> tuple[str, str]:
+    """(family, arch) of a platform tag: ``manylinux_2_27_x86_64`` and ``manylinux2014_x86_64``
+    are both ("manylinux", "x86_64"); ``win_amd64`` is ("win", "amd64")."""
+    for family in ("manylinux", "musllinux", "macosx"):
+        if platform.startswith(family + "_"):
+            return family, platform.split("_", 3)[-1]
+    head, _, arch = platform.partition("_")
+    return head.rstrip("0123456789"), arch
+
+
+# --- METADATA and RECORD -------------------------------------------------------------------------
+
+
+# What each METADATA rule's problem is called here (builders.wheel.rules holds the rules).
+METADATA_CODES = {"name": "name-mismatch", "version": "version-mismatch", "requires-python": "requires-python-mismatch",
+                  "requires-python-missing": "requires-python-missing", "requires-python-invalid": "requires-python-invalid",
+                  "requires-python-admits-dropped": "requires-python-admits-dropped",
+                  "requires-dist": "requirements-mismatch", "requires-dist-invalid": "requirements-invalid"}
+
+
+def check_metadata(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    where = f"{wheel.reader.dist_info}/METADATA"
+    for p in metadata_rules.problems(metadata_rules.Headers.of(wheel.reader.metadata), expect.wanted_metadata):
+        yield Finding(code=METADATA_CODES[p.code], message=p.message, file=where)
+
+
+def check_record(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    dist_info = wheel.reader.dist_info
+    unlisted_ok = {f"{dist_info}/{s}" for s in RECORD_SIGNATURES}
+    for name, member in wheel.members.items():
+        if member.problem is not None:  # refused or damaged: check_archive says so
+            continue
+        entry = wheel.record.get(name)
+        if entry is None:
+            if name not in unlisted_ok:
+                yield Finding(code="record-unlisted", message="file is not listed in RECORD", file=name)
+        elif name != f"{dist_info}/RECORD" and (entry.hash != member.hash or entry.size != str(member.size)):
+            yield Finding(code="record-mismatch", message="hash or size differs from RECORD", file=name)
+    for name in sorted(set(wheel.record) - set(wheel.members)):
+        yield Finding(code="record-missing", message="listed in RECORD but absent", file=name)
+
+
+# --- extension modules -------------------------------------------------------------------------
+
+
+def check_extension_modules(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    """Every module the project declares is a file with an extension suffix this target imports."""
+    names = {i.filename for i in wheel.reader.infos}
+    suffixes = extension_suffixes(expect.target)
+    for module in expect.target.project.extension_modules:
+        base = module.replace(".", "/")
+        if not any(base + suffix in names for suffix in suffixes):
+            yield Finding(code="extension-missing", message=f"extension module {module} is not in the wheel "
+                          f"(looked for {base} + one of {', '.join(suffixes)})")
+
+
+def extension_suffixes(target: Target) -> tuple[str, ...]:
+    """The file suffixes CPython imports an extension module from on ``target`` (EXTENSION_SUFFIXES)."""
+    py, platform = target.python, target.platform
+    if platform.os is OS.WINDOWS:
+        return (f".{py.abi}-{platform.wheel_platform}.pyd", ".pyd")
+    soabi = f"cpython-{py.abi.removeprefix('cp')}"
+    host = "darwin" if platform.os is OS.MACOS else _multiarch(platform.arch, platform.wheel_platform)
+    stable = () if py.free_threaded else (".abi3.so",)
+    return (f".{soabi}-{host}.so", *stable, ".so")
+
+
+def _multiarch(arch: str, wheel_platform: str) -> str:
+    """The Linux multiarch triplet in CPython's SOABI suffix (``x86_64-linux-gnu``)."""
+    arch = elf.normalise_arch(arch)
+    libc = "musl" if wheel_platform.startswith("musllinux") else "gnu"
+    special = {"i686": "i386", "ppc64le": "powerpc64le", "ppc64": "powerpc64"}
+    if arch == "armv7l":
+        return f"arm-linux-{libc}eabihf"
+    return f"{special.get(arch, arch)}-linux-{libc}"
+
+
+# --- ELF files ----------------------------------------------------------------------------------
+
+
+def check_libraries(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    """Every ELF file (found by magic bytes, executables too): what it bundles, needs, and where it looks."""
+    allowed = policy_libs(expect.target.platform.wheel_platform)
+    for member in wheel.elves:
+        yield from _bundled_findings(member.name, expect.target.variant)
+        if member.elf is None:
+            yield Finding(code="bad-elf", message=f"cannot parse ELF: {member.elf_error}", file=member.name)
+            continue
+        yield from _machine_findings(member.name, member.elf, expect.target)
+        yield from _rpath_findings(member.name, member.elf)
+        yield from _needed_findings(member.name, member.elf, wheel.basenames, allowed, expect.target)
+
+
+def _bundled_findings(name: str, variant: Variant) -> Iterator[Finding]:
+    base = posixpath.basename(name)
+    if _matches(base, DRIVER_LIBS):
+        yield Finding(code="driver-bundled", message="GPU driver library is bundled; it must come from the driver", file=name)
+    elif _matches(base, variant.exclude_libs):
+        yield Finding(code="accelerator-bundled",
+                      message="accelerator library is bundled; it must come from the runtime requirement", file=name)
+
+
+def _machine_findings(name: str, info: elf.ElfInfo, target: Target) -> Iterator[Finding]:
+    want = elf.normalise_arch(target.platform.arch)
+    if info.arch != want:
+        have = info.arch or "an unknown architecture"
+        yield Finding(code="elf-machine-mismatch", message=f"ELF for {have} ({info.machine}, {info.elf_class}-bit) "
+                      f"in a wheel for {want}", file=name)
+
+
+def _rpath_findings(name: str, info: elf.ElfInfo) -> Iterator[Finding]:
+    bad = [p for p in info.rpaths if not elf.is_origin_relative(p)]
+    if bad:
+        yield Finding(code="bad-rpath", message=f"RPATH/RUNPATH entries {bad} are absolute or point at the build tree",
+                      file=name)
+
+
+def _needed_findings(name: str, info: elf.ElfInfo, bundled: frozenset[str], allowed: frozenset[str],
+                     target: Target) -> Iterator[Finding]:
+    variant = target.variant
+    for lib in info.needed:
+        if lib in bundled or lib in allowed or _is_system(lib, info):
+            continue
+        if _matches(lib, variant.exclude_libs):
+            missing = [r for r in variant.rpath if r not in info.rpaths]
+            if missing:
+                yield Finding(code="missing-rpath", message=f"needs {lib} from a runtime requirement but lacks RPATH {missing}",
+                              file=name)
+            continue
+        yield Finding(code="unresolved-library", message=f"needs {lib}: not bundled, not a declared runtime library, "
+                      f"not allowed by {target.platform.wheel_platform}", file=name)
+
+
+def _is_system(lib: str, info: elf.ElfInfo) -> bool:
+    """The loader (auditwheel's rule, or this file's own PT_INTERP), the driver, libpython."""
+    own_loader = info.interpreter is not None and lib == posixpath.basename(info.interpreter)
+    return own_loader or elf.is_loader(lib) or _matches(lib, DRIVER_LIBS) or lib.startswith("libpython")
+
+
+# --- the variant label ------------------------------------------------------------------------
+
+
+def check_label(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    """An accelerator label the contents back: some ELF file needs one of the variant's runtime
+    libraries. A CPU build renamed ``+cu132`` needs none of them and is refused."""
+    variant = expect.target.variant
+    if not variant.exclude_libs or any(m.problem for m in wheel.members.values()):
+        return  # a member left unread (check_archive says why) could be the one that needs them
+    needed = {lib for m in wheel.elves if m.elf for lib in m.elf.needed}
+    if not any(_matches(lib, variant.exclude_libs) for lib in needed):
+        yield Finding(code="label-contradicted", message=f"labelled {variant.label!r} but no ELF file needs any of its "
+                      f"runtime libraries ({', '.join(variant.exclude_libs)}): a build for another variant")
+
+
+# --- excluded libraries and their providers ----------------------------------------------------
+
+
+def check_providers(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    """An excluded library an ELF file needs must come from a requirement the wheel declares
+    (or from the system package the matrix names for it in ``system_libs``)."""
+    target = expect.target
+    declared = installed_requirements(wheel.reader.requires_dist, target)
+    for lib, users in sorted(_excluded_needs(wheel, target.variant).items()):
+        if target.variant.system_package_for(lib):
+            continue
+        provider = target.variant.provider_for(lib)
+        where = f"needed by {len(users)} ELF file(s)"
+        if provider is None:
+            yield Finding(code="unprovided-library", message=f"{lib} is excluded ({where}) but no requirement "
+                          "is declared to provide it", file=users[0])
+        elif not any(_provides(req, provider) for req in declared):
+            yield Finding(code="unprovided-library", message=f"{lib} is excluded ({where}) and must come from "
+                          f"{provider}, which Requires-Dist does not declare for {target.id}", file=users[0])
+
+
+def _excluded_needs(wheel: Contents, variant: Variant) -> dict[str, list[str]]:
+    """Excluded (not bundled) library -> the ELF members that need it."""
+    needs: dict[str, list[str]] = {}
+    for member in wheel.elves:
+        for lib in member.elf.needed if member.elf else ():
+            if lib not in wheel.basenames and _matches(lib, variant.exclude_libs):
+                needs.setdefault(lib, []).append(member.name)
+    return needs
+
+
+def _provides(declared: Requirement, provider: Requirement) -> bool:
+    return canonicalize_name(declared.name) == canonicalize_name(provider.name) and provider.extras <= declared.extras
+
+
+def installed_requirements(requirements: Iterable[Requirement], target: Target) -> list[Requirement]:
+    """The requirements pip installs with the wheel on ``target`` (markers true, no extra asked for)."""
+    env = marker_environment(target)
+    return [r for r in requirements if r.marker is None or _evaluate(r, env)]
+
+
+def _evaluate(requirement: Requirement, env: dict[str, str]) -> bool:
+    """A marker that cannot be evaluated (``python_version ~= "x"``) installs nothing."""
+    try:
+        return bool(requirement.marker and requirement.marker.evaluate(env))
+    except ValueError:  # packaging's UndefinedComparison, InvalidVersion
+        return False
+
+
+def marker_environment(target: Target) -> dict[str, str]:
+    """PEP 508 marker values of the target's platform and Python (not of this host)."""
+    system = {OS.LINUX: "Linux", OS.WINDOWS: "Windows", OS.MACOS: "Darwin"}[target.platform.os]
+    return {
+        "platform_system": system,
+        "sys_platform": {"Linux": "linux", "Windows": "win32", "Darwin": "darwin"}[system],
+        "os_name": "nt" if system == "Windows" else "posix",
+        "platform_machine": target.platform.arch,
+        "python_version": target.python.release,
+        "python_full_version": f"{target.python.release}.0",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+        "extra": "",
+    }
+
+
+# --- size and policy -----------------------------------------------------------------------------
+
+
+def check_size(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    budget = expect.target.project.wheel_size_budget_mb
+    size = wheel.reader.size
+    if budget is not None and size > budget * 1024 * 1024:
+        yield Finding(code="size-budget", message=f"{size / 2**20:.1f} MiB exceeds the budget of {budget} MiB")
+
+
+CHECKS: tuple[Check, ...] = (check_archive, check_name_and_tags, check_metadata, check_record, check_extension_modules,
+                             check_libraries, check_label, check_providers, check_size)
+
+
+@cache
+def policy_libs(wheel_platform: str) -> frozenset[str]:
+    """System libraries a manylinux policy allows a wheel to need (auditwheel's policy data)."""
+    family, arch = platform_kind(wheel_platform)
+    if family not in ("manylinux", "musllinux"):
+        return frozenset()
+    from auditwheel.architecture import Architecture
+    from auditwheel.libc import Libc
+    from auditwheel.policy import WheelPolicies
+
+    libc = Libc.MUSL if family == "musllinux" else Libc.GLIBC
+    try:
+        policy = WheelPolicies(libc=libc, arch=Architecture(arch)).get_policy_by_name(wheel_platform)
+    except (LookupError, ValueError):
+        return frozenset()
+    return frozenset(policy.whitelist)
+
+
+def _matches(name: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def _tags(tags: Iterable[object]) -> str:
+    return ",".join(sorted(map(str, tags))) or "(none)"
