@@ -9,15 +9,15 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "builders"
 
 
-def module_name(path: Path) -> str:
-    """``builders/engines/__init__.py`` -> ``builders.engines``; ``builders/core.py`` -> ``builders.build.core``."""
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    """``builders/engines/__init__.py`` -> ``builders.engines``; ``builders/build/core.py`` -> ``builders.build.core``."""
+    parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def modules() -> dict[str, Path]:
+def modules(package: Path = PACKAGE) -> dict[str, Path]:
     """Every module of the package by dotted name."""
-    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "__pycache__" not in p.parts}
+    return {module_name(p, package): p for p in sorted(package.rglob("*.py")) if "__pycache__" not in p.parts}
 
 
 def _resolve(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
@@ -50,8 +50,8 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
-def graph() -> dict[str, set[str]]:
-    """Each builders module and the builders modules it imports."""
-    mods = modules()
+def graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Each builders module and the builders modules it imports (``package``: another checkout's)."""
+    mods = modules(package)
     known = set(mods)
     return {name: imports_of(name, path, known) for name, path in mods.items()}
