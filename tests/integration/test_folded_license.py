@@ -1,0 +1,74 @@
+"""A real sdist whose METADATA setuptools folds, through label, repair, verify and smoke (issue 20).
+
+mmh3 5.0.1's sdist is fetched from the package index at test time (through pip's own
+configuration) and built by builders with ``tests/projects/mmh3``, whose variant adds a
+runtime requirement as every GPU variant does. The wheel setuptools writes has a License
+field folded over the whole licence text with whitespace-only continuation lines; label must
+append Requires-Dist after the headers, not inside the fold. The target must build, repair,
+verify with zero findings and pass its smoke test, and the licence must read as written.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.metadata import Metadata
+
+from builders.spec import matrix
+from builders.spec.targets import expand
+from builders.wheel.archive import Wheel
+from tests import helpers
+
+pytestmark = pytest.mark.slow
+
+PROJECT = Path(__file__).resolve().parent.parent / "projects" / "mmh3"
+MATRIX = PROJECT / "matrix.yaml"
+
+
+@pytest.fixture(scope="module")
+def sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The pinned sdist, downloaded through pip's own configuration and unpacked."""
+    project = yaml.safe_load(MATRIX.read_text())["project"]
+    where = tmp_path_factory.mktemp("sdist")
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--dest", str(where),
+                    f"{project['name']}=={project['version']}"], check=True, capture_output=True, timeout=600)
+    (archive,) = where.glob("*.tar.gz")
+    with tarfile.open(archive) as tar:
+        tar.extractall(where, filter="data")
+    (source,) = [p for p in where.iterdir() if p.is_dir()]
+    return source
+
+
+def test_the_sdists_own_metadata_folds_with_whitespace_only_lines(sdist: Path) -> None:
+    """The input the bug needs, as the project's maintainers published it."""
+    lines = (sdist / "PKG-INFO").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("License:"))
+    fold = [line for line in lines[start + 1:] if line[:1] in (" ", "\t")]
+    assert len(fold) > 5 and any(not line.strip() for line in fold), lines[start:start + 6]
+
+
+def test_a_folded_license_survives_label_repair_verify_and_smoke(sdist: Path, tmp_path: Path) -> None:
+    m = matrix.load(MATRIX)
+    targets, _ = expand(m)
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"  # an interpreter this host surely has
+    target = next(t for t in targets if t.variant.requirements and t.python.release == here)
+    proc = helpers.builders("build", "--matrix", str(MATRIX), "--source", str(sdist), "--target", target.id,
+                            "--output", str(tmp_path), cwd=tmp_path)
+    record = {r["id"]: r for r in json.loads((tmp_path / "results.json").read_text())["targets"]}[target.id]
+    assert proc.returncode == 0, (record, (tmp_path / record["log"]).read_text()[-5000:])
+    assert record["status"] == "built" and not record.get("findings"), record
+    smoke = record["smoke"]
+    assert smoke["extension_loaded"] and smoke["project_ok"] and smoke["failed_checks"] == [], smoke
+    assert smoke["version"] == str(target.version), smoke
+
+    wheel = Wheel(tmp_path / record["wheel"])
+    meta = Metadata.from_email(wheel.read(f"{wheel.dist_info}/METADATA"), validate=False)
+    assert wheel.requires_dist == target.requirements
+    licence = (sdist / "LICENSE").read_text()
+    assert all(line.strip() in (meta.license or "") for line in licence.splitlines() if line.strip())
