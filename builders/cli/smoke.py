@@ -11,9 +11,9 @@ from builders.base.console import Console
 from builders.base.errors import SmokeError, WheelError
 from builders.build.host import detect
 from builders.cli import add_matrix_option
+from builders.families import family_for
 from builders.families.device import require
 from builders.spec import matrix as matrix_mod
-from builders.spec.model import Accelerator
 from builders.spec.targets import Selection, Target, select
 from builders.wheel.archive import Wheel
 from builders.wheel.smoke import smoke
@@ -67,7 +67,8 @@ def require_device(target: Target, env: dict[str, str], console: Console) -> Non
     """Before anything is installed: a GPU smoke job on a machine without its GPU fails here (exit 23)."""
     verdict = require(target, env)
     if verdict is None:
-        why = ("a cpu wheel" if target.variant.accelerator is Accelerator.CPU else
+        accelerator = target.variant.accelerator
+        why = (f"a {accelerator.value} wheel" if not family_for(accelerator).needs_device else
                f"the matrix names no GPU smoke runner for {target.variant.label} on {target.platform.name}")
         console.line(f"{target.id}: no device needed ({why})")
     else:
