@@ -21,8 +21,8 @@ from pathlib import Path
 
 from builders.base.errors import DeviceMissing
 from builders.base.process import ProcessError, run
-from builders.families.registry import family_for
 from builders.families.machine import Machine, Tool
+from builders.families.registry import family_for
 from builders.spec.model import Accelerator
 from builders.spec.targets import Target
 
