@@ -13,12 +13,11 @@ import pytest
 
 from builders.base.errors import EngineError, ToolchainError
 from builders.engines import images
-from builders.families.rocm import check_hipcc, installed_dir, offload_archs, runtime_release
+from builders.families.rocm import ROCM, check_hipcc, installed_dir, offload_archs, runtime_release
 from builders.resources import smoke_probe
 from builders.spec import matrix
-from builders.spec.model import Accelerator, Matrix
+from builders.spec.model import Matrix
 from builders.spec.targets import Selection, Target, select
-from builders.families.rocm import ROCM
 from builders.wheel.smoke import facts
 from builders.wheel.verify import check_label, check_libraries, check_providers
 from tests.helpers import one

@@ -77,7 +77,10 @@ def make_elf(*, arch: str = "x86_64", needed: tuple[str, ...] = ("libc.so.6",), 
     return body + b"\0" * (dyn_off - len(body)) + dynamic + random.Random(pad).randbytes(pad)
 
 
-def pick(m: Matrix, *, accelerator: Accelerator = Accelerator("cuda"), os: OS = OS.LINUX, arch: str = "x86_64",
+CUDA = Accelerator("cuda")
+
+
+def pick(m: Matrix, *, accelerator: Accelerator = CUDA, os: OS = OS.LINUX, arch: str = "x86_64",
          free_threaded: bool = False, on_pypi: bool | None = None) -> Target:
     """The first target of the matrix that is what a test needs."""
     targets, _excluded = expand(m)
