@@ -15,7 +15,6 @@ Host compiler probes (:func:`probe_compilers`) live here too: the facts every fa
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -37,9 +36,8 @@ CXX20_PROBE = ("#include <concepts>\n#include <span>\ntemplate <std::integral T>
 def probe_compilers(env: Mapping[str, str]) -> dict[str, Any]:
     """Host compiler facts for :class:`builders.build.host.Host`."""
     cxx, problem = probe_cxx20(env)
-    hipcc, icpx = (shutil.which(name, path=env.get("PATH")) for name in ("hipcc", "icpx"))
-    return {"cxx20": cxx, "cxx20_problem": problem, "hipcc_version": _hipcc_version(env),
-            "hipcc": str(Path(hipcc).resolve()) if hipcc else None, "icpx": str(Path(icpx).resolve()) if icpx else None}
+    tools = tuple(sorted(tool for family in families() for tool in family.probe_host(env)))
+    return {"cxx20": cxx, "cxx20_problem": problem, "tools": tools}
 
 
 def probe_cxx20(env: Mapping[str, str]) -> tuple[str | None, str]:
@@ -58,18 +56,6 @@ def probe_cxx20(env: Mapping[str, str]) -> tuple[str | None, str]:
                 return None, f"{exe} cannot compile C++20: {exc.tail.splitlines()[-1] if exc.tail else exc.returncode}"
         return exe, ""
     return None, f"no C++ compiler found (tried {', '.join(names)})"
-
-
-def _hipcc_version(env: Mapping[str, str]) -> str | None:
-    exe = shutil.which("hipcc", path=env.get("PATH"))
-    if exe is None:
-        return None
-    try:
-        out = run([exe, "--version"], env=env, timeout=60).stdout
-    except ProcessError:
-        return None
-    match = re.search(r"HIP version:\s*([0-9.]+)", out)
-    return match.group(1) if match else None
 
 
 discover()

@@ -11,7 +11,8 @@ the modules; code outside this package asks the family, never names one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import shutil
+from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -34,6 +35,9 @@ class Toolchain(Protocol):
     asks: tuple[str, ...]  # the tools its check asks where the build runs (none: nothing to ask)
     on_path: str | None  # the compiler provision requires on PATH (nothing installed), if any
     pins_on_host: bool  # the local engine installs the toolkit from the variant's pinned requirements
+
+    def probe_host(self, env: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:
+        """The family's compilers on this host, for :attr:`Host.tools`: (name, resolved path, version or "")."""
 
     def unavailable(self, target: Target, host: Host) -> str | None:
         """Why this host cannot provide the target's toolchain, or None."""
@@ -112,6 +116,15 @@ def pip_toolkit_args(target: Target, env: Mapping[str, str], unset: set[str] | N
     """The build arguments of a toolkit installed from pinned pip requirements."""
     return {"TOOLKIT_REQUIREMENTS": "\n".join(target.variant.toolkit.requirements),
             "TOOLKIT_INDEX_URL": expand(target.variant, "index_url", env, unset)}
+
+
+def found_tool(name: str, env: Mapping[str, str], version: Callable[[str], str | None] | None = None
+               ) -> tuple[tuple[str, str, str], ...]:
+    """``name`` on ``env``'s PATH, resolved, with the version ``version(exe)`` reads (none: not asked)."""
+    exe = shutil.which(name, path=env.get("PATH"))
+    if exe is None:
+        return ()
+    return ((name, str(Path(exe).resolve()), (version(exe) if version else None) or ""),)
 
 
 def no_summary(seen: Mapping[str, Any]) -> dict[str, Any]:

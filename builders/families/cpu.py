@@ -44,6 +44,9 @@ class CpuFamily:
     render_nodes = False
     driver_libraries: tuple[str, ...] = ()
 
+    def probe_host(self, env: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:
+        return ()  # the host C++ compiler is probed for every family
+
     def unavailable(self, target: Target, host: Host) -> str | None:
         return cxx_unavailable(target, host)
 

@@ -52,6 +52,9 @@ class CudaFamily:
     render_nodes = False
     driver_libraries: tuple[str, ...] = ("libcuda.so*", "libnvidia-*.so*")
 
+    def probe_host(self, env: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:
+        return ()  # the host C++ compiler is probed for every family (the toolkit is pip-installed)
+
     def unavailable(self, target: Target, host: Host) -> str | None:
         if host.os is not OS.LINUX:
             return "the local engine provisions CUDA toolkits from pip wheels on Linux only"

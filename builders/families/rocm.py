@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builders.base.errors import EngineError, ToolchainError
-from builders.base.process import Call, LogLike
-from builders.families.base import builders_containerfile, image_toolkit_root, no_summary, pip_toolkit_args
+from builders.base.process import Call, LogLike, ProcessError, run
+from builders.families.base import builders_containerfile, found_tool, image_toolkit_root, no_summary, pip_toolkit_args
 from builders.families.machine import Machine, listed
 from builders.spec.family import FamilyFacts, declare
 from builders.spec.model import Toolkit, Variant
@@ -57,9 +57,12 @@ class RocmFamily:
     render_nodes = False
     driver_libraries: tuple[str, ...] = ("libhsakmt.so*", "libdrm_amdgpu.so*", "libamdhip64_driver*")
 
+    def probe_host(self, env: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:
+        return found_tool("hipcc", env, lambda exe: hipcc_version(exe, env))
+
     def unavailable(self, target: Target, host: Host) -> str | None:
         want = target.variant.version or ""
-        have = host.hipcc_version
+        have = host.tool_version("hipcc")
         if have is not None and (have == want or have.startswith(want + ".")):
             return None
         found = f"found hipcc {have}" if have else "no hipcc on PATH"
@@ -68,7 +71,8 @@ class RocmFamily:
 
     def toolkit_root(self, target: Target, cache: Path, host: Host) -> str | None:
         """The installed toolkit (never fetched here): the folder above ``bin/hipcc``."""
-        return str(Path(host.hipcc).parent.parent) if host.hipcc else None
+        hipcc = host.tool("hipcc")
+        return str(Path(hipcc).parent.parent) if hipcc else None
 
     def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
         """Nothing is installed: the toolkit must already be on PATH."""
@@ -122,6 +126,16 @@ def rocm_source_args(target: Target, env: Mapping[str, str]) -> dict[str, str]:
                           "packages (toolkit.system_packages) builds with BUILDERS_ROCM_SOURCE=debian")
     packages = "\n".join(toolkit.system_packages) if source == "debian" else ""
     return {"ROCM_SOURCE": source, "TOOLKIT_SYSTEM_PACKAGES": packages}
+
+
+def hipcc_version(exe: str, env: Mapping[str, str]) -> str | None:
+    """The HIP release ``hipcc --version`` reports (``7.2.4``), or None."""
+    try:
+        out = run([exe, "--version"], env=env, timeout=60).stdout
+    except ProcessError:
+        return None
+    match = re.search(r"HIP version:\s*([0-9.]+)", out)
+    return match.group(1) if match else None
 
 
 def runtime_release(version: str) -> int:

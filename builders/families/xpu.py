@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from builders.base.errors import ToolchainError
 from builders.base.process import Call, LogLike
-from builders.families.base import builders_containerfile, expand, image_toolkit_root, no_summary
+from builders.families.base import builders_containerfile, expand, found_tool, image_toolkit_root, no_summary
 from builders.families.machine import Machine, listed
 from builders.spec.family import FamilyFacts, declare
 from builders.spec.model import Toolkit, Variant
@@ -43,15 +43,19 @@ class XpuFamily:
     render_nodes = True
     driver_libraries: tuple[str, ...] = ("libze_intel_gpu.so*", "libigdrcl.so*")
 
+    def probe_host(self, env: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:
+        return found_tool("icpx", env)
+
     def unavailable(self, target: Target, host: Host) -> str | None:
-        if host.icpx is None:
+        if host.tool("icpx") is None:
             return ("oneAPI DPC++ compiler (icpx) not found on this host; the local engine does not install oneAPI: "
                     f"use the container engine ({target.containerfile}) or CI")
         return None
 
     def toolkit_root(self, target: Target, cache: Path, host: Host) -> str | None:
         """The installed toolkit (never fetched here): the folder above ``bin/icpx``."""
-        return str(Path(host.icpx).parent.parent) if host.icpx else None
+        icpx = host.tool("icpx")
+        return str(Path(icpx).parent.parent) if icpx else None
 
     def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
         """Nothing is installed: the toolkit must already be on PATH."""

@@ -10,7 +10,7 @@ module, so by the time any builders module runs every family is declared; a test
 family, families import spec.
 
 :class:`Accelerator` is the family as a value: one object per declared name (``is`` compares,
-as it did when it was an enum), ``Accelerator("cuda")`` for a declared name and ``ValueError``
+as it did when it was an enum), ``Accelerator(name)`` for a declared name and ``ValueError``
 for any other; the matrix schema's list of family names is :func:`names`, read at validation.
 """
 
@@ -41,7 +41,7 @@ class FamilyFacts:
 
 
 class Accelerator:
-    """A declared accelerator family (``Accelerator("cuda")``); ``value`` is its name."""
+    """A declared accelerator family (``Accelerator(name)``); ``value`` is its name."""
 
     __slots__ = ("facts", "value")
     _declared: ClassVar[dict[str, Accelerator]] = {}
