@@ -11,7 +11,7 @@ from builders.base.console import Console
 from builders.base.errors import SmokeError, WheelError
 from builders.build.host import detect
 from builders.cli import add_matrix_option
-from builders.families import family_for
+from builders.families import families, family_for
 from builders.families.device import require
 from builders.spec import matrix as matrix_mod
 from builders.spec.targets import Selection, Target, select
@@ -37,10 +37,15 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                         "requirements), venv + pip, or uv where it runs, else pip with a note (default: auto)")
     p.add_argument("--require-device", action="store_true",
                    help="fail (exit 23) unless this machine shows a device of the target's accelerator, where the "
-                        "matrix names GPU smoke runners for its variant and platform (nvidia-smi -L or /dev/nvidia0; "
-                        "/dev/kfd and rocminfo or amd-smi; /dev/dri/renderD* and sycl-ls where installed); cpu "
-                        "wheels never need one")
+                        f"matrix names GPU smoke runners for its variant and platform ({device_rules()})")
     p.set_defaults(execute=execute)
+
+
+def device_rules() -> str:
+    """What counts as a device, family by family (their own words), for ``--help``."""
+    rules = [f"{f.accelerator.value}: {f.device_help}" for f in families() if f.needs_device]
+    spared = [f.accelerator.value for f in families() if not f.needs_device]
+    return "; ".join(rules) + (f"; {', '.join(spared)} wheels never need one" if spared else "")
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:

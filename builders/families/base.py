@@ -58,6 +58,8 @@ class Family(Toolchain, Protocol):
     # the build image
     containerfile: Path  # its build context is the Containerfile's folder
 
+    cmake_languages: tuple[str, ...]  # the CMake languages of its device code, compiled through ccache too
+
     def image_args(self, target: Target, env: Mapping[str, str], unset: set[str] | None) -> dict[str, str]:
         """The family's build arguments (beyond BASE_IMAGE and PYTHONS); ``unset`` as in :func:`expand`."""
 
@@ -79,6 +81,7 @@ class Family(Toolchain, Protocol):
     device_files: tuple[str, ...]  # names under /dev the probe records
     device_tools: tuple[tuple[str, ...], ...]  # the vendor tools asked, in order (each optional)
     render_nodes: bool  # the probe records /dev/dri/renderD* and their PCI vendors
+    device_help: str  # what counts as a device, in a few words for ``smoke --help``
 
     def judge_device(self, machine: Machine) -> tuple[list[str], list[str]]:
         """The devices ``machine`` shows, and what was looked for in vain (pure)."""

@@ -37,11 +37,13 @@ class CpuFamily:
     on_path: str | None = None
     pins_on_host = False
     containerfile = builders_containerfile("cpu")
+    cmake_languages: tuple[str, ...] = ()
     runtime_probe: Mapping[str, Any] | None = None
     needs_device = False  # a cpu wheel is smoke-tested on any machine
     device_files: tuple[str, ...] = ()
     device_tools: tuple[tuple[str, ...], ...] = ()
     render_nodes = False
+    device_help = "no device needed"
     driver_libraries: tuple[str, ...] = ()
 
     def probe_host(self, env: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:

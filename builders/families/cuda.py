@@ -44,12 +44,14 @@ class CudaFamily:
     on_path: str | None = None
     pins_on_host = True
     containerfile = builders_containerfile("cuda")
+    cmake_languages: tuple[str, ...] = ("CUDA",)
     runtime_probe: Mapping[str, Any] | None = {
         "libraries": ["libcudart.so*", "cudart64_*.dll", "libcudart*.dylib"], "symbol": "cudaRuntimeGetVersion"}
     needs_device = True
     device_files: tuple[str, ...] = ("nvidia0",)
     device_tools: tuple[tuple[str, ...], ...] = (("nvidia-smi", "-L"),)
     render_nodes = False
+    device_help = "nvidia-smi -L or /dev/nvidia0"
     driver_libraries: tuple[str, ...] = ("libcuda.so*", "libnvidia-*.so*")
 
     def probe_host(self, env: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:

@@ -48,6 +48,7 @@ class RocmFamily:
     on_path: str | None = "hipcc"
     pins_on_host = False
     containerfile = builders_containerfile("rocm")
+    cmake_languages: tuple[str, ...] = ("HIP",)
     # HIP_VERSION = major * 10**7 + minor * 10**5 + build (70253211 for HIP 7.2): the release is // 10**5.
     runtime_probe: Mapping[str, Any] | None = {
         "libraries": ["libamdhip64.so*"], "symbol": "hipRuntimeGetVersion", "divisor": 100_000}
@@ -55,6 +56,7 @@ class RocmFamily:
     device_files: tuple[str, ...] = ("kfd",)
     device_tools: tuple[tuple[str, ...], ...] = (("rocminfo",), ("amd-smi", "list"))
     render_nodes = False
+    device_help = "/dev/kfd and rocminfo or amd-smi"
     driver_libraries: tuple[str, ...] = ("libhsakmt.so*", "libdrm_amdgpu.so*", "libamdhip64_driver*")
 
     def probe_host(self, env: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:

@@ -36,11 +36,13 @@ class XpuFamily:
     on_path: str | None = "icpx"
     pins_on_host = False
     containerfile = builders_containerfile("xpu")
+    cmake_languages: tuple[str, ...] = ()
     runtime_probe: Mapping[str, Any] | None = None
     needs_device = True
     device_files: tuple[str, ...] = ()
     device_tools: tuple[tuple[str, ...], ...] = (("sycl-ls",),)
     render_nodes = True
+    device_help = "/dev/dri/renderD* and sycl-ls where installed"
     driver_libraries: tuple[str, ...] = ("libze_intel_gpu.so*", "libigdrcl.so*")
 
     def probe_host(self, env: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:
