@@ -832,7 +832,8 @@ class _Rules:
             return None
         if accel.facts.needs_arch_list and all(self.get((*k, "arch_list")) is None for k in levels) \
                 and not any((*k, "arch_list") in self.bad for k in levels):
-            self.report(where, Finding(f"{accel.value} variant has no arch_list", hint="add arch_list: '8.0;9.0;...'"))
+            self.report(where, Finding(f"{accel.value} variant has no arch_list",
+                                       hint=f"add arch_list: {accel.facts.arch_example}"))
         self.providers(levels)
         return [(label, where)]
 
