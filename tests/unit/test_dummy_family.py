@@ -246,3 +246,9 @@ def test_the_schema_lists_no_family() -> None:
     text = (PACKAGE / "schema" / "matrix.schema.json").read_text()
     assert not [name for name in (f.accelerator.value for f in families()) if f'"{name}"' in text]
     assert matrix.schema()["properties"]["accelerators"]["propertyNames"] == {"enum": list(names())}
+
+
+def test_every_declared_family_has_its_module_registered() -> None:
+    """spec's names (what the matrix admits) and the registry (what builds, smokes, reports) cannot drift."""
+    assert names() == tuple(f.accelerator.value for f in families())
+    assert all(Accelerator(f.accelerator.value) is f.accelerator for f in families())
