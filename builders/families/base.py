@@ -129,6 +129,3 @@ def found_tool(name: str, env: Mapping[str, str], version: Callable[[str], str |
         return ()
     return ((name, str(Path(exe).resolve()), (version(exe) if version else None) or ""),)
 
-
-def no_summary(seen: Mapping[str, Any]) -> dict[str, Any]:
-    return {}

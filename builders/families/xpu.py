@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from builders.base.errors import ToolchainError
 from builders.base.process import Call, LogLike
-from builders.families.base import builders_containerfile, expand, found_tool, image_toolkit_root, no_summary
+from builders.families.base import builders_containerfile, expand, found_tool, image_toolkit_root
 from builders.families.machine import Machine, listed
 from builders.spec.family import FamilyFacts, declare
 from builders.spec.model import Toolkit, Variant
@@ -80,7 +80,7 @@ class XpuFamily:
         return None  # no runtime probe: the oneAPI runtimes report no version without a device
 
     def smoke_summary(self, seen: Mapping[str, Any]) -> dict[str, Any]:
-        return no_summary(seen)
+        return {}
 
     def judge_device(self, machine: Machine) -> tuple[list[str], list[str]]:
         nodes = [node for node, vendor in machine.render_vendors if vendor in ("", INTEL_VENDOR)]
