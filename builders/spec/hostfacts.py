@@ -1,6 +1,7 @@
 """The facts about a build host, as one frozen value: what :mod:`builders.build.host` probes and the
-toolchains and engines read (kept apart from the probing, so a toolchain depends on the facts,
-not on the module that imports every toolchain)."""
+families and engines read (kept apart from the probing, so a family depends on the facts, not on
+the module that imports every family). A family's own compilers are ``tools``, by name, as its
+``probe_host`` found them: no field here names a family."""
 
 from __future__ import annotations
 
