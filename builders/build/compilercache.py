@@ -1,5 +1,6 @@
-"""The compiler cache (ccache) for C, C++ and the families' device languages (CUDA, HIP): the variables that route compilers through it,
-and the hit rate of one target's compilations, read from its own stats log.
+"""The compiler cache (ccache) for C, C++ and the families' device languages (their ``cmake_languages``):
+the variables that route compilers through it, and the hit rate of one target's compilations, read
+from its own stats log.
 
 One cache folder per toolchain or image (same compilers, same cache); CMake (>= 3.17) takes
 the launchers from ``CMAKE_<LANG>_COMPILER_LAUNCHER``. Every target writes its own stats log
