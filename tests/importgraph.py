@@ -50,8 +50,33 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
+# Imports made by name at run time, which the reader cannot see: the family registry imports every
+# module of builders.families that assigns ``FAMILY`` (:func:`builders.families.registry.discover`).
+REGISTRIES = {"builders.families.registry": ("builders.families", "FAMILY")}
+
+
+def defines(path: Path, name: str) -> bool:
+    """``path`` assigns ``name`` at module level."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return True
+    return False
+
+
+def discovered(mods: dict[str, Path], package: str, marker: str) -> set[str]:
+    """The modules of ``package`` (not below it) that assign ``marker``: what its registry imports."""
+    return {name for name, path in mods.items()
+            if name.rpartition(".")[0] == package and path.name != "__init__.py" and defines(path, marker)}
+
+
 def graph(package: Path = PACKAGE) -> dict[str, set[str]]:
-    """Each builders module and the builders modules it imports (``package``: another checkout's)."""
+    """Each builders module and the builders modules it imports (a registry's discoveries too;
+    ``package``: another checkout's)."""
     mods = modules(package)
     known = set(mods)
-    return {name: imports_of(name, path, known) for name, path in mods.items()}
+    out = {name: imports_of(name, path, known) for name, path in mods.items()}
+    for registry, (owner, marker) in REGISTRIES.items():
+        if registry in out:
+            out[registry] |= discovered(mods, owner, marker)
+    return out

@@ -1,5 +1,6 @@
-"""The compiler cache (ccache) for C, C++ and nvcc: the variables that route compilers through it,
-and the hit rate of one target's compilations, read from its own stats log.
+"""The compiler cache (ccache) for C, C++ and the families' device languages (their ``cmake_languages``):
+the variables that route compilers through it, and the hit rate of one target's compilations, read
+from its own stats log.
 
 One cache folder per toolchain or image (same compilers, same cache); CMake (>= 3.17) takes
 the launchers from ``CMAKE_<LANG>_COMPILER_LAUNCHER``. Every target writes its own stats log
@@ -13,10 +14,16 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-LAUNCHERS = ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_CUDA_COMPILER_LAUNCHER",
-             "CMAKE_HIP_COMPILER_LAUNCHER")
+from builders.families import families
+
 STATS_LOG = "ccache-stats.log"
 _HITS = frozenset({"direct_cache_hit", "preprocessed_cache_hit", "remote_storage_hit"})
+
+
+def launchers() -> tuple[str, ...]:
+    """``CMAKE_<LANG>_COMPILER_LAUNCHER`` for C, C++ and every family's own CMake languages."""
+    languages = dict.fromkeys(["C", "CXX", *(lang for family in families() for lang in family.cmake_languages)])
+    return tuple(f"CMAKE_{lang}_COMPILER_LAUNCHER" for lang in languages)
 
 
 def cache_env(cache_dir: str, basedir: str, stats_log: str) -> dict[str, str]:
@@ -25,7 +32,7 @@ def cache_env(cache_dir: str, basedir: str, stats_log: str) -> dict[str, str]:
     ``basedir`` makes absolute paths below it relative, and the working directory is not hashed, so
     the same sources built from another scratch folder (another target of the variant) still hit.
     """
-    env = dict.fromkeys(LAUNCHERS, "ccache")
+    env = dict.fromkeys(launchers(), "ccache")
     return env | {"CCACHE_DIR": cache_dir, "CCACHE_BASEDIR": basedir, "CCACHE_NOHASHDIR": "1",
                   "CCACHE_STATSLOG": stats_log}
 

@@ -149,7 +149,7 @@ def longest_first(plans: Sequence[BuildPlan], previous: Mapping[str, Mapping[str
 
     def cost(plan: BuildPlan) -> float:
         seconds = sum(previous.get(plan.id, {}).get("durations", {}).values())
-        return seconds or (60.0 if plan.toolchain.accelerator != "cpu" else 30.0)
+        return seconds or (60.0 if toolchain_for(plan.target.variant.accelerator).needs_device else 30.0)
 
     return sorted(plans, key=cost, reverse=True)
 

@@ -11,9 +11,9 @@ from builders.base.console import Console
 from builders.base.errors import SmokeError, WheelError
 from builders.build.host import detect
 from builders.cli import add_matrix_option
+from builders.families import families, family_for
 from builders.families.device import require
 from builders.spec import matrix as matrix_mod
-from builders.spec.model import Accelerator
 from builders.spec.targets import Selection, Target, select
 from builders.wheel.archive import Wheel
 from builders.wheel.smoke import smoke
@@ -37,10 +37,15 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                         "requirements), venv + pip, or uv where it runs, else pip with a note (default: auto)")
     p.add_argument("--require-device", action="store_true",
                    help="fail (exit 23) unless this machine shows a device of the target's accelerator, where the "
-                        "matrix names GPU smoke runners for its variant and platform (nvidia-smi -L or /dev/nvidia0; "
-                        "/dev/kfd and rocminfo or amd-smi; /dev/dri/renderD* and sycl-ls where installed); cpu "
-                        "wheels never need one")
+                        f"matrix names GPU smoke runners for its variant and platform ({device_rules()})")
     p.set_defaults(execute=execute)
+
+
+def device_rules() -> str:
+    """What counts as a device, family by family (their own words), for ``--help``."""
+    rules = [f"{f.accelerator.value}: {f.device_help}" for f in families() if f.needs_device]
+    spared = [f.accelerator.value for f in families() if not f.needs_device]
+    return "; ".join(rules) + (f"; {', '.join(spared)} wheels never need one" if spared else "")
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
@@ -67,7 +72,8 @@ def require_device(target: Target, env: dict[str, str], console: Console) -> Non
     """Before anything is installed: a GPU smoke job on a machine without its GPU fails here (exit 23)."""
     verdict = require(target, env)
     if verdict is None:
-        why = ("a cpu wheel" if target.variant.accelerator is Accelerator.CPU else
+        accelerator = target.variant.accelerator
+        why = (f"a {accelerator.value} wheel" if not family_for(accelerator).needs_device else
                f"the matrix names no GPU smoke runner for {target.variant.label} on {target.platform.name}")
         console.line(f"{target.id}: no device needed ({why})")
     else:

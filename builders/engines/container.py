@@ -39,8 +39,8 @@ from builders.build.plan import (
     settings,
 )
 from builders.engines import images
+from builders.families import family_for
 from builders.families.provision import pip_download
-from builders.spec.model import Accelerator
 from builders.spec.targets import Target
 from builders.wheel.repair import Tools
 from builders.wheel.smoke import UV_CACHE_MOUNT
@@ -175,7 +175,7 @@ class ContainerEngine:
     def toolchain(self, target: Target) -> ToolchainPin:
         """The image is the toolchain: its tag covers the pins; the toolkit root is inside it."""
         variant = target.variant
-        root = None if variant.accelerator is Accelerator.CPU else images.toolkit_root(variant.toolkit)
+        root = family_for(variant.accelerator).image_toolkit_root(variant.toolkit)
         return ToolchainPin(accelerator=variant.accelerator.value, version=variant.version,
                             pins=variant.toolkit.requirements, index_url=variant.toolkit.index_url, root=root,
                             provider=f"image {self.image_spec(target).tag}")
@@ -231,7 +231,7 @@ def container_env(target: Target, env: Mapping[str, str]) -> dict[str, str]:
 
 def image_settings(target: Target, epoch: int) -> dict[str, str]:
     """The build variables of ``target`` in its image (the toolkit root is the image's)."""
-    root = None if target.variant.accelerator is Accelerator.CPU else images.toolkit_root(target.variant.toolkit)
+    root = family_for(target.variant.accelerator).image_toolkit_root(target.variant.toolkit)
     return settings(target, root, epoch)
 
 

@@ -1,4 +1,4 @@
-"""Build images per accelerator family: Containerfile + build arguments from the matrix.
+"""Build images per accelerator family: the family's Containerfile + its build arguments from the matrix.
 
 The tag is content-addressed (hash of the Containerfile, the scripts it copies, the arguments
 and the platform it is for), so a laptop and CI computing the same matrix agree on the image,
@@ -19,8 +19,10 @@ from pathlib import Path
 
 from builders.base.errors import EngineError
 from builders.base.process import LogLike, run
-from builders.spec.matrix import ENV_REF, toolkit_url
-from builders.spec.model import Accelerator, Matrix, Toolkit, Variant
+from builders.families import family_for
+from builders.families.base import TOOLKIT_PREFIX, expand
+from builders.families.base import image_toolkit_root as toolkit_root
+from builders.spec.model import Accelerator, Matrix
 from builders.spec.targets import Target
 
 
@@ -36,9 +38,7 @@ def _containers_dir() -> Path:
 
 
 CONTAINERS_DIR = _containers_dir()
-TOOLKIT_PREFIX = "/opt/toolkit"
-# Where the rocm image takes its toolkit from ($BUILDERS_ROCM_SOURCE; the first is the default).
-ROCM_SOURCES = ("therock", "debian")
+__all__ = ["CONTAINERS_DIR", "TOOLKIT_PREFIX", "ImageSpec", "expand", "image_spec", "toolkit_root"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,71 +73,19 @@ def declared_args(containerfile: Path) -> set[str]:
     return {m.group(1) for m in re.finditer(r"^ARG\s+([A-Z_][A-Z0-9_]*)", containerfile.read_text(), re.M)}
 
 
-def toolkit_root(toolkit: Toolkit) -> str:
-    """Where the toolkit lives inside the image."""
-    root = toolkit.root or ""
-    return root if root.startswith("/") else f"{TOOLKIT_PREFIX}/{root}".rstrip("/")
-
-
-def expand(variant: Variant, name: str, env: Mapping[str, str], unset: set[str] | None = None) -> str:
-    """``variant.toolkit.<name>`` with its ``${VAR}`` references filled from ``env``.
-
-    With ``unset`` (a dry run), a variable that is not set stays as ``${VAR}`` in the result
-    and is added to ``unset`` instead of failing: the commands are shown, the gaps named.
-    """
-    value = getattr(variant.toolkit, name) or ""
-    if unset is None:
-        return toolkit_url(variant, name, env)
-    missing = {ref for ref in ENV_REF.findall(value) if not env.get(ref)}
-    unset.update(missing)
-    return ENV_REF.sub(lambda m: m.group(0) if m.group(1) in missing else env[m.group(1)], value)
-
-
 def image_spec(target: Target, pythons: tuple[str, ...], env: Mapping[str, str], base_image: str | None = None,
                *, unset: set[str] | None = None) -> ImageSpec:
     """The image ``target`` builds in; ``base_image`` overrides the platform's (local bases in tests).
 
     ``unset`` collects the variables a dry run could not fill (see :func:`expand`).
     """
-    family = target.variant.accelerator
-    toolkit = target.variant.toolkit
+    family = family_for(target.variant.accelerator)
     base = base_image or target.platform.base_image
     if not base:
         raise EngineError(f"{target.platform.name} names no base_image; container builds are for Linux platforms")
-    args = {"BASE_IMAGE": base, "PYTHONS": " ".join(pythons)}
-    if family in (Accelerator.CUDA, Accelerator.ROCM):
-        args["TOOLKIT_REQUIREMENTS"] = "\n".join(toolkit.requirements)
-        args["TOOLKIT_INDEX_URL"] = expand(target.variant, "index_url", env, unset)
-    if family is Accelerator.CUDA:
-        args["MAX_GCC"] = str(toolkit.max_gcc or "")
-    if family is Accelerator.ROCM:
-        args |= rocm_source_args(target, env)
-    if family is Accelerator.XPU:
-        args["TOOLKIT_SYSTEM_REPOSITORY"] = expand(target.variant, "system_repository", env, unset)
-        args["TOOLKIT_SYSTEM_REPOSITORY_KEY"] = expand(target.variant, "system_repository_key", env, unset)
-        args["TOOLKIT_SYSTEM_PACKAGES"] = "\n".join(toolkit.system_packages)
-    return ImageSpec(family=family, containerfile=CONTAINERS_DIR / f"{family.value}.Containerfile",
+    args = {"BASE_IMAGE": base, "PYTHONS": " ".join(pythons), **family.image_args(target, env, unset)}
+    return ImageSpec(family=family.accelerator, containerfile=family.containerfile,
                      args=tuple(sorted(args.items())), platform=target.platform.name, arch=target.platform.arch)
-
-
-def rocm_source_args(target: Target, env: Mapping[str, str]) -> dict[str, str]:
-    """``ROCM_SOURCE`` from ``$BUILDERS_ROCM_SOURCE`` (TheRock unless it says otherwise) and its packages.
-
-    ``debian`` installs the matrix's ``toolkit.system_packages`` from the base's Debian mirror
-    (``resources/containers/install-rocm.sh``): a stand-in for TheRock where its index cannot be reached.
-    """
-    variant, source = target.variant, env.get("BUILDERS_ROCM_SOURCE") or "therock"
-    if source not in ROCM_SOURCES:
-        raise EngineError(f"BUILDERS_ROCM_SOURCE={source!r} is not a ROCm source; use one of {', '.join(ROCM_SOURCES)}")
-    toolkit, where = variant.toolkit, f"{variant.label} ({variant.location})"
-    if source == "debian" and not toolkit.system_packages:
-        raise EngineError(f"BUILDERS_ROCM_SOURCE=debian installs the matrix's toolkit.system_packages, and {where} "
-                          "names none: use a matrix that declares Debian's HIP packages, or unset BUILDERS_ROCM_SOURCE")
-    if source == "therock" and not toolkit.requirements:
-        raise EngineError(f"{where} names no toolkit.requirements to install from TheRock; a matrix of Debian's HIP "
-                          "packages (toolkit.system_packages) builds with BUILDERS_ROCM_SOURCE=debian")
-    packages = "\n".join(toolkit.system_packages) if source == "debian" else ""
-    return {"ROCM_SOURCE": source, "TOOLKIT_SYSTEM_PACKAGES": packages}
 
 
 CA_SECRET = "ca"  # the build secret the Containerfiles mount at /run/builders/ca.crt (RUN --mount=type=secret)

@@ -22,7 +22,6 @@ from builders.build.plan import (
     pairs,
 )
 from builders.families import toolchain_for
-from builders.spec.model import Accelerator
 from builders.spec.targets import Target
 from builders.wheel.repair import Tools
 from builders.wheel.smoke import HIDDEN_ENV
@@ -33,7 +32,7 @@ def host_toolchain(target: Target, ctx: Context) -> ToolchainPin:
     variant = target.variant
     root = toolchain_for(variant.accelerator).toolkit_root(target, ctx.cache, ctx.host)
     pin = ToolchainPin(accelerator=variant.accelerator.value, version=variant.version, root=root)
-    if variant.accelerator is Accelerator.CUDA:
+    if toolchain_for(variant.accelerator).pins_on_host:
         return replace(pin, pins=variant.toolkit.requirements, index_url=variant.toolkit.index_url,
                        provider="pip install --target (cached per pin)")
     return replace(pin, provider=f"installed at {root}") if root else pin

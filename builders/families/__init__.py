@@ -1,51 +1,32 @@
-"""Accelerator toolchains: one module per family, behind one Protocol and a registry.
+"""Accelerator families: one module per family behind :class:`Family`, and their registry.
 
-A toolchain answers two questions: can this host build a target (pure, from host facts),
-and, in the build stage, how to provision the compiler it needs.
+Each module of this package that defines ``FAMILY`` is a family (cpu, cuda, rocm, xpu); the
+registry imports every module of the package once, when the package is imported, and registers
+each ``FAMILY`` it finds, so adding a family is adding its module (and its Containerfile). A
+family module declares its matrix facts to spec (:func:`builders.spec.family.declare`) and
+never imports this registry; code outside the package asks :func:`family_for`, never names a
+family. :func:`register` takes a family from anywhere (a test's own module) and checks it
+answers every member of the protocol: a family that forgot its device rule is refused, not
+taken for one that needs no device.
+
+Host compiler probes (:func:`probe_compilers`) live here too: the facts every family's
+``unavailable`` reads.
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from builders.base.process import Call, LogLike, ProcessError, run
-from builders.spec.model import Accelerator
+from builders.base.process import ProcessError, run
+from builders.families.base import Family, Toolchain
+from builders.families.registry import discover, families, family_for, register, toolchain_for, unregister
 
-if TYPE_CHECKING:
-    from builders.spec.hostfacts import Host
-    from builders.spec.targets import Target
-
-
-class Toolchain(Protocol):
-    accelerator: Accelerator
-    asks: tuple[str, ...]  # the tools its check asks where the build runs (none: nothing to ask)
-    on_path: str | None  # the compiler provision requires on PATH (nothing installed), if any
-
-    def unavailable(self, target: Target, host: Host) -> str | None:
-        """Why this host cannot provide the target's toolchain, or None."""
-
-    def toolkit_root(self, target: Target, cache: Path, host: Host) -> str | None:
-        """Where the target's toolkit is (or will be, once provisioned) on this host; pure."""
-
-    def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
-        """Make the toolchain ready on this host (pinned toolkits installed once into ``cache``)."""
-
-    def check(self, target: Target, root: str | None, call: Call) -> None:
-        """The toolkit at ``root``, asked through ``call`` where the build runs, is what the matrix says."""
-
-
-def toolchain_for(accelerator: Accelerator) -> Toolchain:
-    from builders.families import cpu, cuda, rocm, xpu
-
-    registry: dict[Accelerator, Toolchain] = {
-        Accelerator.CPU: cpu.CPU, Accelerator.CUDA: cuda.CUDA, Accelerator.ROCM: rocm.ROCM, Accelerator.XPU: xpu.XPU,
-    }
-    return registry[accelerator]
+__all__ = ["Family", "Toolchain", "families", "family_for", "probe_compilers", "register", "toolchain_for",
+           "unregister"]
 
 
 CXX20_PROBE = ("#include <concepts>\n#include <span>\ntemplate <std::integral T> T twice(T v) { return v * 2; }\n"
@@ -55,9 +36,8 @@ CXX20_PROBE = ("#include <concepts>\n#include <span>\ntemplate <std::integral T>
 def probe_compilers(env: Mapping[str, str]) -> dict[str, Any]:
     """Host compiler facts for :class:`builders.build.host.Host`."""
     cxx, problem = probe_cxx20(env)
-    hipcc, icpx = (shutil.which(name, path=env.get("PATH")) for name in ("hipcc", "icpx"))
-    return {"cxx20": cxx, "cxx20_problem": problem, "hipcc_version": _hipcc_version(env),
-            "hipcc": str(Path(hipcc).resolve()) if hipcc else None, "icpx": str(Path(icpx).resolve()) if icpx else None}
+    tools = tuple(sorted(tool for family in families() for tool in family.probe_host(env)))
+    return {"cxx20": cxx, "cxx20_problem": problem, "tools": tools}
 
 
 def probe_cxx20(env: Mapping[str, str]) -> tuple[str | None, str]:
@@ -78,13 +58,4 @@ def probe_cxx20(env: Mapping[str, str]) -> tuple[str | None, str]:
     return None, f"no C++ compiler found (tried {', '.join(names)})"
 
 
-def _hipcc_version(env: Mapping[str, str]) -> str | None:
-    exe = shutil.which("hipcc", path=env.get("PATH"))
-    if exe is None:
-        return None
-    try:
-        out = run([exe, "--version"], env=env, timeout=60).stdout
-    except ProcessError:
-        return None
-    match = re.search(r"HIP version:\s*([0-9.]+)", out)
-    return match.group(1) if match else None
+discover()

@@ -1,15 +1,21 @@
-"""CPU variant: the host compiler; C++20 support is required only when the project declares it."""
+"""CPU variant: the host compiler; C++20 support is required only when the project declares it.
+
+Its smoke jobs need no device (said here, not left out), its image installs no toolkit.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from builders.base.process import Call, LogLike
-from builders.spec.model import Accelerator
+from builders.families.base import builders_containerfile
+from builders.spec.family import FamilyFacts, declare
+from builders.spec.model import Toolkit, Variant
 
 if TYPE_CHECKING:
+    from builders.families.machine import Machine
     from builders.spec.hostfacts import Host
     from builders.spec.targets import Target
 
@@ -22,10 +28,26 @@ def cxx_unavailable(target: Target, host: Host) -> str | None:
     return None
 
 
-class CpuToolchain:
-    accelerator = Accelerator.CPU
+ACCELERATOR = declare(FamilyFacts(name="cpu", display="CPU"))
+
+
+class CpuFamily:
+    accelerator = ACCELERATOR
     asks: tuple[str, ...] = ()
     on_path: str | None = None
+    pins_on_host = False
+    containerfile = builders_containerfile("cpu")
+    cmake_languages: tuple[str, ...] = ()
+    runtime_probe: Mapping[str, Any] | None = None
+    needs_device = False  # a cpu wheel is smoke-tested on any machine
+    device_files: tuple[str, ...] = ()
+    device_tools: tuple[tuple[str, ...], ...] = ()
+    render_nodes = False
+    device_help = "no device needed"
+    driver_libraries: tuple[str, ...] = ()
+
+    def probe_host(self, env: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:
+        return ()  # the host C++ compiler is probed for every family
 
     def unavailable(self, target: Target, host: Host) -> str | None:
         return cxx_unavailable(target, host)
@@ -39,5 +61,20 @@ class CpuToolchain:
     def check(self, target: Target, root: str | None, call: Call) -> None:
         """Nothing to ask: the compiler was probed with the host."""
 
+    def image_args(self, target: Target, env: Mapping[str, str], unset: set[str] | None) -> dict[str, str]:
+        return {}
 
-CPU = CpuToolchain()
+    def image_toolkit_root(self, toolkit: Toolkit) -> str | None:
+        return None  # the image's own compiler
+
+    def expected_runtime_version(self, variant: Variant) -> int | None:
+        return None
+
+    def smoke_summary(self, seen: Mapping[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def judge_device(self, machine: Machine) -> tuple[list[str], list[str]]:
+        return ["no device needed"], []
+
+
+CPU = FAMILY = CpuFamily()

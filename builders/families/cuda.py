@@ -1,22 +1,35 @@
-"""CUDA variants: toolkits installed from pinned pip requirements (``cuda-toolkit[...]``)."""
+"""CUDA variants: toolkits installed from pinned pip requirements (``cuda-toolkit[...]``).
+
+The runtime (``libcudart``) reports its version without a GPU; a device is ``nvidia-smi -L``
+listing a GPU, or ``/dev/nvidia0``. The driver's libraries (libcuda, libnvidia-*) are never bundled.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from builders.base.errors import ToolchainError
 from builders.base.process import Call, LogLike
+from builders.families.base import builders_containerfile, image_toolkit_root, pip_toolkit_args
 from builders.families.cpu import cxx_unavailable
+from builders.families.machine import Machine, listed
 from builders.families.provision import pip_prefix
+from builders.spec.family import FamilyFacts, declare
 from builders.spec.matrix import toolkit_url
-from builders.spec.model import OS, Accelerator
+from builders.spec.model import OS, Toolkit, Variant
 
 if TYPE_CHECKING:
     from builders.spec.hostfacts import Host
     from builders.spec.targets import Target
+
+
+ACCELERATOR = declare(FamilyFacts(
+    name="cuda", display="CUDA", needs_arch_list=True,
+    arch_entry=re.compile(r"[0-9]+\.[0-9]+[af]?(\+PTX)?"), arch_example="CUDA compute capabilities such as 8.0;9.0;12.0+PTX"))
+NVIDIA_GPU = re.compile(r"^GPU \d+: .+$", re.M)
 
 
 def runtime_version(version: str) -> int:
@@ -25,10 +38,24 @@ def runtime_version(version: str) -> int:
     return major * 1000 + minor * 10
 
 
-class CudaToolchain:
-    accelerator = Accelerator.CUDA
+class CudaFamily:
+    accelerator = ACCELERATOR
     asks: tuple[str, ...] = ("nvcc",)
     on_path: str | None = None
+    pins_on_host = True
+    containerfile = builders_containerfile("cuda")
+    cmake_languages: tuple[str, ...] = ("CUDA",)
+    runtime_probe: Mapping[str, Any] | None = {
+        "libraries": ["libcudart.so*", "cudart64_*.dll", "libcudart*.dylib"], "symbol": "cudaRuntimeGetVersion"}
+    needs_device = True
+    device_files: tuple[str, ...] = ("nvidia0",)
+    device_tools: tuple[tuple[str, ...], ...] = (("nvidia-smi", "-L"),)
+    render_nodes = False
+    device_help = "nvidia-smi -L or /dev/nvidia0"
+    driver_libraries: tuple[str, ...] = ("libcuda.so*", "libnvidia-*.so*")
+
+    def probe_host(self, env: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:
+        return ()  # the host C++ compiler is probed for every family (the toolkit is pip-installed)
 
     def unavailable(self, target: Target, host: Host) -> str | None:
         if host.os is not OS.LINUX:
@@ -61,6 +88,25 @@ class CudaToolchain:
         nvcc = f"{root}/bin/nvcc"
         check_nvcc(target, call([nvcc, "--version"]).stdout, call([nvcc, "--list-gpu-arch"]).stdout)
 
+    def image_args(self, target: Target, env: Mapping[str, str], unset: set[str] | None) -> dict[str, str]:
+        return {**pip_toolkit_args(target, env, unset), "MAX_GCC": str(target.variant.toolkit.max_gcc or "")}
+
+    def image_toolkit_root(self, toolkit: Toolkit) -> str | None:
+        return image_toolkit_root(toolkit)
+
+    def expected_runtime_version(self, variant: Variant) -> int | None:
+        return runtime_version(variant.version) if variant.version else None
+
+    def smoke_summary(self, seen: Mapping[str, Any]) -> dict[str, Any]:
+        """results.json's CUDA fields: the runtime's version and where libcudart was loaded from."""
+        return {"cuda_runtime_version": seen.get("runtime_version"), "cudart_path": seen.get("runtime_library")}
+
+    def judge_device(self, machine: Machine) -> tuple[list[str], list[str]]:
+        gpus, why = listed(machine, "nvidia-smi", NVIDIA_GPU, "GPU")
+        node = ["/dev/nvidia0"] if "/dev/nvidia0" in machine.files else []
+        found = gpus + node
+        return found, [] if found else [why, "/dev/nvidia0: absent"]
+
 
 def _pin(requirements: tuple[str, ...]) -> str:
     """``cuda-toolkit[...]==13.2.2`` -> ``13.2.2``: the cache key of a toolkit."""
@@ -91,4 +137,4 @@ def check_nvcc(target: Target, version_out: str, arch_out: str) -> None:
                              f"(it lists compute_{min(supported, key=int, default='?')}..compute_{max(supported, key=int, default='?')})")
 
 
-CUDA = CudaToolchain()
+CUDA = FAMILY = CudaFamily()

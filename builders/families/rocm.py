@@ -7,6 +7,10 @@ with ``BUILDERS_ROCM_SOURCE=debian``, from Debian's HIP packages; see builders/e
 
 Where the build runs, ``hipcc --version`` must report the matrix's HIP release, and the clang
 it drives must list every arch of the target's ``arch_list`` as an ``amdgcn`` processor.
+
+The image takes its toolkit from TheRock's index, or with ``BUILDERS_ROCM_SOURCE=debian`` from
+Debian's HIP packages (:func:`rocm_source_args`). A device is ``/dev/kfd`` plus a gfx agent in
+``rocminfo`` or a GPU in ``amd-smi list``.
 """
 
 from __future__ import annotations
@@ -15,25 +19,52 @@ import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from builders.base.errors import ToolchainError
-from builders.base.process import Call, LogLike
-from builders.spec.model import Accelerator
+from builders.base.errors import EngineError, ToolchainError
+from builders.base.process import Call, LogLike, ProcessError, run
+from builders.families.base import builders_containerfile, found_tool, image_toolkit_root, pip_toolkit_args
+from builders.families.machine import Machine, listed
+from builders.spec.family import FamilyFacts, declare
+from builders.spec.model import Toolkit, Variant
 
 if TYPE_CHECKING:
     from builders.spec.hostfacts import Host
     from builders.spec.targets import Target
 
 
-class RocmToolchain:
-    accelerator = Accelerator.ROCM
+ACCELERATOR = declare(FamilyFacts(
+    name="rocm", display="ROCm", needs_arch_list=True,
+    arch_entry=re.compile(r"gfx[0-9a-f]{3,4}(:(sramecc|xnack)[+-])*"), arch_example="AMD GPU targets such as gfx90a;gfx942"))
+# Where the image takes its toolkit from ($BUILDERS_ROCM_SOURCE; the first is the default).
+ROCM_SOURCES = ("therock", "debian")
+ROCM_AGENT = re.compile(r"^\s*Name:\s+(gfx[0-9a-f]+)\s*$", re.M)
+AMD_SMI_GPU = re.compile(r"^GPU: \d+\s*$", re.M)
+
+
+class RocmFamily:
+    accelerator = ACCELERATOR
     asks: tuple[str, ...] = ("hipcc", "clang")
     on_path: str | None = "hipcc"
+    pins_on_host = False
+    containerfile = builders_containerfile("rocm")
+    cmake_languages: tuple[str, ...] = ("HIP",)
+    # HIP_VERSION = major * 10**7 + minor * 10**5 + build (70253211 for HIP 7.2): the release is // 10**5.
+    runtime_probe: Mapping[str, Any] | None = {
+        "libraries": ["libamdhip64.so*"], "symbol": "hipRuntimeGetVersion", "divisor": 100_000}
+    needs_device = True
+    device_files: tuple[str, ...] = ("kfd",)
+    device_tools: tuple[tuple[str, ...], ...] = (("rocminfo",), ("amd-smi", "list"))
+    render_nodes = False
+    device_help = "/dev/kfd and rocminfo or amd-smi"
+    driver_libraries: tuple[str, ...] = ("libhsakmt.so*", "libdrm_amdgpu.so*", "libamdhip64_driver*")
+
+    def probe_host(self, env: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:
+        return found_tool("hipcc", env, lambda exe: hipcc_version(exe, env))
 
     def unavailable(self, target: Target, host: Host) -> str | None:
         want = target.variant.version or ""
-        have = host.hipcc_version
+        have = host.tool_version("hipcc")
         if have is not None and (have == want or have.startswith(want + ".")):
             return None
         found = f"found hipcc {have}" if have else "no hipcc on PATH"
@@ -42,7 +73,8 @@ class RocmToolchain:
 
     def toolkit_root(self, target: Target, cache: Path, host: Host) -> str | None:
         """The installed toolkit (never fetched here): the folder above ``bin/hipcc``."""
-        return str(Path(host.hipcc).parent.parent) if host.hipcc else None
+        hipcc = host.tool("hipcc")
+        return str(Path(hipcc).parent.parent) if hipcc else None
 
     def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
         """Nothing is installed: the toolkit must already be on PATH."""
@@ -56,6 +88,56 @@ class RocmToolchain:
         version_out = call([f"{root}/bin/hipcc", "--version"]).stdout
         clang = f"{installed_dir(version_out) or f'{root}/lib/llvm/bin'}/clang"
         check_hipcc(target, version_out, call([clang, "--target=amdgcn-amd-amdhsa", "--print-supported-cpus"]).stdout)
+
+    def image_args(self, target: Target, env: Mapping[str, str], unset: set[str] | None) -> dict[str, str]:
+        return {**pip_toolkit_args(target, env, unset), **rocm_source_args(target, env)}
+
+    def image_toolkit_root(self, toolkit: Toolkit) -> str | None:
+        return image_toolkit_root(toolkit)
+
+    def expected_runtime_version(self, variant: Variant) -> int | None:
+        return runtime_release(variant.version) if variant.version else None
+
+    def smoke_summary(self, seen: Mapping[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def judge_device(self, machine: Machine) -> tuple[list[str], list[str]]:
+        agents, rocminfo = listed(machine, "rocminfo", ROCM_AGENT, "gfx agent")
+        gpus, amd_smi = listed(machine, "amd-smi", AMD_SMI_GPU, "GPU")
+        missing = [] if "/dev/kfd" in machine.files else ["/dev/kfd: absent (no amdgpu kernel driver)"]
+        if not agents and not gpus:
+            missing.append(f"{rocminfo}; {amd_smi}")
+        return ["/dev/kfd", *agents, *gpus], missing
+
+
+def rocm_source_args(target: Target, env: Mapping[str, str]) -> dict[str, str]:
+    """``ROCM_SOURCE`` from ``$BUILDERS_ROCM_SOURCE`` (TheRock unless it says otherwise) and its packages.
+
+    ``debian`` installs the matrix's ``toolkit.system_packages`` from the base's Debian mirror
+    (``resources/containers/install-rocm.sh``): a stand-in for TheRock where its index cannot be reached.
+    """
+    variant, source = target.variant, env.get("BUILDERS_ROCM_SOURCE") or "therock"
+    if source not in ROCM_SOURCES:
+        raise EngineError(f"BUILDERS_ROCM_SOURCE={source!r} is not a ROCm source; use one of {', '.join(ROCM_SOURCES)}")
+    toolkit, where = variant.toolkit, f"{variant.label} ({variant.location})"
+    if source == "debian" and not toolkit.system_packages:
+        raise EngineError(f"BUILDERS_ROCM_SOURCE=debian installs the matrix's toolkit.system_packages, and {where} "
+                          "names none: use a matrix that declares Debian's HIP packages, or unset BUILDERS_ROCM_SOURCE")
+    if source == "therock" and not toolkit.requirements:
+        raise EngineError(f"{where} names no toolkit.requirements to install from TheRock; a matrix of Debian's HIP "
+                          "packages (toolkit.system_packages) builds with BUILDERS_ROCM_SOURCE=debian")
+    packages = "\n".join(toolkit.system_packages) if source == "debian" else ""
+    return {"ROCM_SOURCE": source, "TOOLKIT_SYSTEM_PACKAGES": packages}
+
+
+def hipcc_version(exe: str, env: Mapping[str, str]) -> str | None:
+    """The HIP release ``hipcc --version`` reports (``7.2.4``), or None."""
+    try:
+        out = run([exe, "--version"], env=env, timeout=60).stdout
+    except ProcessError:
+        return None
+    match = re.search(r"HIP version:\s*([0-9.]+)", out)
+    return match.group(1) if match else None
 
 
 def runtime_release(version: str) -> int:
@@ -90,4 +172,4 @@ def check_hipcc(target: Target, version_out: str, cpus_out: str) -> None:
                              f"which hipcc {match.group(1)} cannot build (its clang lists: {known})")
 
 
-ROCM = RocmToolchain()
+ROCM = FAMILY = RocmFamily()

@@ -1,35 +1,63 @@
-"""Intel XPU variant: the oneAPI DPC++ compiler (``icpx -fsycl``)."""
+"""Intel XPU variant: the oneAPI DPC++ compiler (``icpx -fsycl``).
+
+The image installs oneAPI from the matrix's system repository. A device is a
+``/dev/dri/renderD*`` node (of Intel's PCI vendor, where sysfs says) and, where ``sycl-ls`` is
+installed, a Level Zero or OpenCL GPU in its list.
+"""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from builders.base.errors import ToolchainError
 from builders.base.process import Call, LogLike
-from builders.spec.model import Accelerator
+from builders.families.base import builders_containerfile, expand, found_tool, image_toolkit_root
+from builders.families.machine import Machine, listed
+from builders.spec.family import FamilyFacts, declare
+from builders.spec.model import Toolkit, Variant
 
 if TYPE_CHECKING:
     from builders.spec.hostfacts import Host
     from builders.spec.targets import Target
 
 
-class XpuToolchain:
-    accelerator = Accelerator.XPU
+ACCELERATOR = declare(FamilyFacts(name="xpu", display="XPU"))
+INTEL_VENDOR = "0x8086"
+SYCL_GPU = re.compile(r"^.*(?:level_zero|opencl):gpu.*$", re.M)
+
+
+class XpuFamily:
+    accelerator = ACCELERATOR
     asks: tuple[str, ...] = ()
     on_path: str | None = "icpx"
+    pins_on_host = False
+    containerfile = builders_containerfile("xpu")
+    cmake_languages: tuple[str, ...] = ()
+    runtime_probe: Mapping[str, Any] | None = None
+    needs_device = True
+    device_files: tuple[str, ...] = ()
+    device_tools: tuple[tuple[str, ...], ...] = (("sycl-ls",),)
+    render_nodes = True
+    device_help = "/dev/dri/renderD* and sycl-ls where installed"
+    driver_libraries: tuple[str, ...] = ("libze_intel_gpu.so*", "libigdrcl.so*")
+
+    def probe_host(self, env: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:
+        return found_tool("icpx", env)
 
     def unavailable(self, target: Target, host: Host) -> str | None:
-        if host.icpx is None:
+        if host.tool("icpx") is None:
             return ("oneAPI DPC++ compiler (icpx) not found on this host; the local engine does not install oneAPI: "
                     f"use the container engine ({target.containerfile}) or CI")
         return None
 
     def toolkit_root(self, target: Target, cache: Path, host: Host) -> str | None:
         """The installed toolkit (never fetched here): the folder above ``bin/icpx``."""
-        return str(Path(host.icpx).parent.parent) if host.icpx else None
+        icpx = host.tool("icpx")
+        return str(Path(icpx).parent.parent) if icpx else None
 
     def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
         """Nothing is installed: the toolkit must already be on PATH."""
@@ -39,5 +67,37 @@ class XpuToolchain:
     def check(self, target: Target, root: str | None, call: Call) -> None:
         """Its release was checked against the matrix when the host was probed."""
 
+    def image_args(self, target: Target, env: Mapping[str, str], unset: set[str] | None) -> dict[str, str]:
+        variant = target.variant
+        return {"TOOLKIT_SYSTEM_REPOSITORY": expand(variant, "system_repository", env, unset),
+                "TOOLKIT_SYSTEM_REPOSITORY_KEY": expand(variant, "system_repository_key", env, unset),
+                "TOOLKIT_SYSTEM_PACKAGES": "\n".join(variant.toolkit.system_packages)}
 
-XPU = XpuToolchain()
+    def image_toolkit_root(self, toolkit: Toolkit) -> str | None:
+        return image_toolkit_root(toolkit)
+
+    def expected_runtime_version(self, variant: Variant) -> int | None:
+        return None  # no runtime probe: the oneAPI runtimes report no version without a device
+
+    def smoke_summary(self, seen: Mapping[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def judge_device(self, machine: Machine) -> tuple[list[str], list[str]]:
+        nodes = [node for node, vendor in machine.render_vendors if vendor in ("", INTEL_VENDOR)]
+        missing = [] if nodes else [_render_problem(machine)]
+        sycl = machine.tool("sycl-ls")
+        gpus: list[str] = []
+        if sycl is not None and sycl.problem != "not on PATH":  # sycl-ls counts only where it is installed
+            gpus, why = listed(machine, "sycl-ls", SYCL_GPU, "Level Zero or OpenCL GPU")
+            missing += [why] if why else []
+        return [*nodes, *gpus], missing
+
+
+def _render_problem(machine: Machine) -> str:
+    if not machine.render_vendors:
+        return "/dev/dri/renderD*: none"
+    others = ", ".join(f"{node} (vendor {vendor})" for node, vendor in machine.render_vendors)
+    return f"/dev/dri/renderD*: none of Intel's (vendor {INTEL_VENDOR}): {others}"
+
+
+XPU = FAMILY = XpuFamily()

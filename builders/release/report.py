@@ -28,7 +28,7 @@ import jinja2
 from markupsafe import Markup
 
 from builders.base.console import markdown_table
-from builders.spec.model import OS, Accelerator, Dropped, Matrix, Platform, PythonVersion, Variant
+from builders.spec.model import OS, Dropped, Matrix, Platform, PythonVersion, Variant
 from builders.spec.policy import dropped_pythons
 from builders.spec.targets import expand, target_id
 
@@ -50,7 +50,6 @@ LEGEND: dict[str, tuple[str, str, str]] = {
 NOTED = ("excluded", "dropped")  # statuses whose reason is what the cell means
 NOTE_GROUPS = (("dropped", "Dropped in this release"), ("excluded", "Excluded combinations"),
                ("build", "Build results"))
-FAMILY = {Accelerator.CPU: "CPU", Accelerator.CUDA: "CUDA", Accelerator.ROCM: "ROCm", Accelerator.XPU: "XPU"}
 OS_NAME = {OS.LINUX: "Linux", OS.WINDOWS: "Windows", OS.MACOS: "macOS"}
 MANAGERS = ("pip", "uv")
 SUMMARY_LIMIT = 1 << 20  # a GitHub job summary takes at most 1 MiB per step
@@ -148,7 +147,7 @@ def install_commands(matrix: Matrix) -> dict[str, str]:
 
 def variant_name(variant: Variant) -> str:
     """``CUDA 13.4``, ``CPU``."""
-    family = FAMILY[variant.accelerator]
+    family = variant.accelerator.facts.display
     return f"{family} {variant.version}" if variant.version else family
 
 

@@ -1,6 +1,7 @@
 """The facts about a build host, as one frozen value: what :mod:`builders.build.host` probes and the
-toolchains and engines read (kept apart from the probing, so a toolchain depends on the facts,
-not on the module that imports every toolchain)."""
+families and engines read (kept apart from the probing, so a family depends on the facts, not on
+the module that imports every family). A family's own compilers are ``tools``, by name, as its
+``probe_host`` found them: no field here names a family."""
 
 from __future__ import annotations
 
@@ -20,14 +21,21 @@ class Host:
     container_engines: tuple[str, ...] = ()
     cxx20: str | None = None
     cxx20_problem: str = "no C++ compiler probed"
-    hipcc_version: str | None = None
-    hipcc: str | None = None
-    icpx: str | None = None
+    # the families' own compilers found here: (name, resolved path, version or "" where not asked)
+    tools: tuple[tuple[str, str, str], ...] = ()
     ccache: str | None = None  # the compiler cache builds on this host go through, if installed
 
     @property
     def platform(self) -> str:
         return f"{self.os.value}-{self.arch}"
+
+    def tool(self, name: str) -> str | None:
+        """Where the family compiler ``name`` (``hipcc``) is on this host, if found."""
+        return next((path for tool, path, _ in self.tools if tool == name), None)
+
+    def tool_version(self, name: str) -> str | None:
+        """The version ``name`` reports, if it was found and asked."""
+        return next((version or None for tool, _, version in self.tools if tool == name), None)
 
     def interpreter(self, abi: str) -> Path | None:
         found = dict(self.interpreters).get(abi)

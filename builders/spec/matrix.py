@@ -63,6 +63,7 @@ from builders.base import untrusted, yamlmarks
 from builders.base.arch import ARCHES
 from builders.base.errors import SHOWN_PROBLEMS, EngineError, InputError, MatrixError, Problem, raise_problems
 from builders.base.yamlmarks import Marks
+from builders.spec.family import names as family_names
 from builders.spec.model import (
     OS,
     Accelerator,
@@ -88,26 +89,27 @@ FREE_THREADED_SINCE = (3, 13)
 BUILD_PLACEHOLDERS = ("python", "source", "outdir")
 CORE_PLACEHOLDERS = ("source", "builddir", "coredir")
 LAYOUT_PLACEHOLDERS = ("label",)
-GPU_FAMILIES = frozenset({Accelerator.CUDA, Accelerator.ROCM})
 URL_KEYS = ("index_url", "system_repository", "system_repository_key")
 
 LEGACY_MANYLINUX = {"1": "2_5", "2010": "2_12", "2014": "2_17"}
-ARCH_ENTRY = {
-    Accelerator.CUDA: (re.compile(r"[0-9]+\.[0-9]+[af]?(\+PTX)?"), "CUDA compute capabilities such as 8.0;9.0;12.0+PTX"),
-    Accelerator.ROCM: (re.compile(r"gfx[0-9a-f]{3,4}(:(sramecc|xnack)[+-])*"), "AMD GPU targets such as gfx90a;gfx942"),
-}
-OTHER_ARCH = (re.compile(r"[a-z0-9][a-z0-9_.-]*"), "architecture names separated by ';'")
 ENV_REF = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
 IMAGE_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 URL_UNSAFE = re.compile(r"[\s<>\"'`\\{}|^]")
 LAYOUT_CHARS = re.compile(r"[A-Za-z0-9._{}/-]+")
 
 
-@cache
 def schema() -> dict[str, Any]:
-    """The JSON Schema shipped in the package (also what editors use)."""
+    """The JSON Schema shipped in the package (also what editors use), with the declared families
+    (:mod:`builders.spec.family`) as the names ``accelerators`` admits."""
+    return _schema(family_names())
+
+
+@cache
+def _schema(families: tuple[str, ...]) -> dict[str, Any]:
     text = resources.files("builders").joinpath("schema/matrix.schema.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    data = json.loads(text)
+    data["properties"]["accelerators"]["propertyNames"] = {"enum": list(families)}
+    return data
 
 
 def load(path: Path | str, *, source: Path | None = None) -> Matrix:
@@ -499,7 +501,7 @@ def env_ref_problem(text: str) -> Finding | None:
 
 def arch_list_problem(accel: Accelerator, text: str) -> Finding | None:
     """A ``;``-separated list of the family's real architectures, each once."""
-    pattern, example = ARCH_ENTRY.get(accel, OTHER_ARCH)
+    pattern, example = accel.facts.arch_entry, accel.facts.arch_example
     entries = text.split(";")
     for entry in entries:
         if not pattern.fullmatch(entry):
@@ -828,9 +830,10 @@ class _Rules:
         if label is None:
             self.report(where, _no_label(accel, levels))
             return None
-        if accel in GPU_FAMILIES and all(self.get((*k, "arch_list")) is None for k in levels) \
+        if accel.facts.needs_arch_list and all(self.get((*k, "arch_list")) is None for k in levels) \
                 and not any((*k, "arch_list") in self.bad for k in levels):
-            self.report(where, Finding(f"{accel.value} variant has no arch_list", hint="add arch_list: '8.0;9.0;...'"))
+            self.report(where, Finding(f"{accel.value} variant has no arch_list",
+                                       hint=f"add arch_list: {accel.facts.arch_example}"))
         self.providers(levels)
         return [(label, where)]
 

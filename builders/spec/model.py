@@ -18,17 +18,9 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from builders.base.errors import Location
+from builders.spec.family import Accelerator
 
 Pairs = tuple[tuple[str, str], ...]
-
-
-class Accelerator(enum.Enum):
-    """Accelerator families; each has one toolchain module."""
-
-    CPU = "cpu"
-    CUDA = "cuda"
-    ROCM = "rocm"
-    XPU = "xpu"
 
 
 class OS(enum.Enum):

@@ -85,7 +85,7 @@ class Target:
     def containerfile(self) -> str | None:
         if self.platform.os is not OS.LINUX:
             return None
-        return f"builders/resources/containers/{self.variant.accelerator.value}.Containerfile"
+        return self.variant.accelerator.facts.containerfile_shown
 
     @property
     def env(self) -> tuple[tuple[str, str], ...]:

@@ -37,11 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 from builders.base.errors import SmokeError
 from builders.base.process import HostRunner, LogLike, ProcessError, Runner
-from builders.families.cuda import runtime_version
+from builders.families import families, family_for
 from builders.families.provision import default_cache
-from builders.families.rocm import runtime_release
 from builders.spec.matrix import runtime_indexes
-from builders.spec.model import OS, Accelerator, Variant
+from builders.spec.model import OS, Variant
 from builders.spec.targets import Target
 
 if TYPE_CHECKING:
@@ -52,15 +51,6 @@ PROJECT_SCRIPT = "project_smoke.py"
 FACTS = "facts.json"
 # Seconds the probe may take on top of the project's script (imports, library checks).
 PROBE_MARGIN = 120.0
-# How an accelerator's runtime reports its version without a device: a symbol ``int f(int *)``
-# in the loaded library matching one of the globs; the number divided by ``divisor`` (default 1)
-# is what expected_runtime_version promises. Accelerators not listed have no such probe.
-RUNTIME_PROBES: dict[Accelerator, dict[str, Any]] = {
-    Accelerator.CUDA: {"libraries": ["libcudart.so*", "cudart64_*.dll", "libcudart*.dylib"],
-                       "symbol": "cudaRuntimeGetVersion"},
-    # HIP_VERSION = major * 10**7 + minor * 10**5 + build (70253211 for HIP 7.2): the release is // 10**5.
-    Accelerator.ROCM: {"libraries": ["libamdhip64.so*"], "symbol": "hipRuntimeGetVersion", "divisor": 100_000},
-}
 HIDDEN_ENV = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")  # never passed to a smoke test
 UV, PIP = "uv", "pip"
 # Where a container's smoke sees builders' uv cache, if its engine mounts it there.
@@ -108,11 +98,7 @@ class SmokeOutcome:
 def expected_runtime_version(variant: Variant) -> int | None:
     """The number the variant's runtime must report (``13020`` for CUDA 13.2; ``702`` for ROCm 7.2,
     after the probe's divisor), if it has a probe."""
-    if variant.accelerator is Accelerator.CUDA and variant.version:
-        return runtime_version(variant.version)
-    if variant.accelerator is Accelerator.ROCM and variant.version:
-        return runtime_release(variant.version)
-    return None
+    return family_for(variant.accelerator).expected_runtime_version(variant)
 
 
 def facts(target: Target, *, dist_version: str | None = None) -> dict[str, Any]:
@@ -126,7 +112,7 @@ def facts(target: Target, *, dist_version: str | None = None) -> dict[str, Any]:
         "accelerator": variant.accelerator.value,
         "accelerator_version": variant.version,
         "expected_runtime_version": expected_runtime_version(variant),
-        "runtime_probe": RUNTIME_PROBES.get(variant.accelerator),
+        "runtime_probe": family_for(variant.accelerator).runtime_probe,
         "runtime_libraries": sorted(lib for lib, _ in variant.lib_providers),
         "system_libraries": sorted(lib for lib, _ in variant.system_libs),
         "python_abi": target.python.abi,
@@ -524,18 +510,23 @@ def _all_ok(checks: Iterable[Mapping[str, Any]], prefix: str) -> bool | None:
     return all(found) if found else None
 
 
+def family_summary(seen: Mapping[str, Any]) -> dict[str, Any]:
+    """Every family's own smoke fields (None), filled in by the family the probe ran for."""
+    out = {key: None for family in families() for key in family.smoke_summary({})}
+    ran = next((f for f in families() if f.accelerator.value == seen.get("accelerator")), None)
+    return out | (ran.smoke_summary(seen) if ran else {})
+
+
 def summarize(record: Mapping[str, Any]) -> dict[str, Any]:
     """The record's facts results.json keeps: versions, runtime library, GIL, which checks failed."""
     seen, checks = record.get("facts", {}), record.get("checks", [])
-    cuda = seen.get("accelerator") == Accelerator.CUDA.value
     project_ok = _all_ok(checks, "project")
     return {
         "version": seen.get("version"),
         "runtime_version": seen.get("runtime_version"),
         "runtime_libraries": seen.get("runtime_libraries", []),
         "system_libraries": seen.get("system_libraries", []),
-        "cuda_runtime_version": seen.get("runtime_version") if cuda else None,
-        "cudart_path": seen.get("runtime_library") if cuda else None,
+        **family_summary(seen),
         "gil_enabled": seen.get("gil_enabled"),
         "extension_loaded": _all_ok(checks, "extension "),
         "project_ok": project_ok,

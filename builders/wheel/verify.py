@@ -34,15 +34,18 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from builders.base.errors import WheelError
+from builders.families import families
 from builders.spec.model import OS, Dropped, Variant
 from builders.spec.targets import Target
 from builders.wheel import elf
 from builders.wheel import rules as metadata_rules
 from builders.wheel.archive import Finding, RecordEntry, Wheel, WheelReader, record_digest
 
-# Driver-side libraries come with the GPU driver on the user's machine, never in a wheel.
-DRIVER_LIBS = ("libcuda.so*", "libnvidia-*.so*", "libhsakmt.so*", "libdrm_amdgpu.so*", "libze_intel_gpu.so*",
-               "libigdrcl.so*", "libamdhip64_driver*")
+
+def driver_libs() -> tuple[str, ...]:
+    """Driver-side libraries (every family's): they come with the GPU driver on the user's machine, never in a wheel."""
+    return tuple(glob for family in families() for glob in family.driver_libraries)
+
 
 # An ELF member is spooled to disk past this size: enough for most .so files, flat for libtorch.
 SPOOL_MAX = 8 << 20
@@ -351,7 +354,7 @@ def check_libraries(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
 
 def _bundled_findings(name: str, variant: Variant) -> Iterator[Finding]:
     base = posixpath.basename(name)
-    if _matches(base, DRIVER_LIBS):
+    if _matches(base, driver_libs()):
         yield Finding(code="driver-bundled", message="GPU driver library is bundled; it must come from the driver", file=name)
     elif _matches(base, variant.exclude_libs):
         yield Finding(code="accelerator-bundled",
@@ -392,7 +395,7 @@ def _needed_findings(name: str, info: elf.ElfInfo, bundled: frozenset[str], allo
 def _is_system(lib: str, info: elf.ElfInfo) -> bool:
     """The loader (auditwheel's rule, or this file's own PT_INTERP), the driver, libpython."""
     own_loader = info.interpreter is not None and lib == posixpath.basename(info.interpreter)
-    return own_loader or elf.is_loader(lib) or _matches(lib, DRIVER_LIBS) or lib.startswith("libpython")
+    return own_loader or elf.is_loader(lib) or _matches(lib, driver_libs()) or lib.startswith("libpython")
 
 
 # --- the variant label ------------------------------------------------------------------------

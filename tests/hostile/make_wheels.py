@@ -85,10 +85,10 @@ def target(variant: str = "pypi") -> Target:
 
     targets, _excluded = expand(shipped())
     cuda = next(t for t in targets if t.on_pypi and t.platform.os is OS.LINUX and t.platform.arch == "x86_64"
-                and t.variant.accelerator is Accelerator.CUDA and not t.python.free_threaded)
+                and t.variant.accelerator is Accelerator("cuda") and not t.python.free_threaded)
     if variant == "pypi":
         return cuda
-    return next(x for x in targets if x.variant.accelerator is Accelerator.CPU and x.python == cuda.python
+    return next(x for x in targets if x.variant.accelerator is Accelerator("cpu") and x.python == cuda.python
                 and x.platform == cuda.platform)
 
 

@@ -191,8 +191,8 @@ def test_probe_asks_the_vendor_tools_through_the_one_subprocess_helper(tmp_path:
                  **{"amd-smi": "echo 'amdgpu driver not loaded' >&2; exit 9"})
     (tmp_path / "dev").mkdir()
     (tmp_path / "dev/kfd").touch()
-    machine = probe(Accelerator.ROCM, {"PATH": path}, dev=tmp_path / "dev", sysfs=tmp_path / "sys")
+    machine = probe(Accelerator("rocm"), {"PATH": path}, dev=tmp_path / "dev", sysfs=tmp_path / "sys")
     answers = {t.name: (t.output, t.problem) for t in machine.tools}
     assert answers["rocminfo"] == ("  Name:                    gfx90a\n", "")
     assert answers["amd-smi"] == ("", "exited 9: amdgpu driver not loaded")
-    assert judge(Accelerator.ROCM, machine).found == ("/dev/kfd", "gfx90a")
+    assert judge(Accelerator("rocm"), machine).found == ("/dev/kfd", "gfx90a")

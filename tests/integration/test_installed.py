@@ -133,7 +133,7 @@ def builders(installed: Installed, *args: str | Path, cwd: Path) -> subprocess.C
 def cpu_target(root: Path) -> Target:
     """A cpu target of this host's platform whose Python exists here (host facts, not a pinned id)."""
     m = matrix_mod.load(root / "matrix.yaml")
-    cpu = [t for t in expand(m)[0] if t.variant.accelerator is Accelerator.CPU]
+    cpu = [t for t in expand(m)[0] if t.variant.accelerator is Accelerator("cpu")]
     host = detect({t.python for t in cpu}, user_env(), engines=False)
     reasons = {t.id: unbuildable(t, host) for t in cpu}
     buildable = [t for t in cpu if reasons[t.id] is None]

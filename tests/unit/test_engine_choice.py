@@ -208,27 +208,27 @@ ABSENT = "not on PATH"
 
 
 @pytest.mark.parametrize(("accelerator", "machine", "ok"), [
-    (Accelerator.CUDA, Machine(tools=(Tool(name="nvidia-smi", output=CUDA_GPU),)), True),
-    (Accelerator.CUDA, Machine(files=frozenset({"/dev/nvidia0"}), tools=(Tool(name="nvidia-smi", problem=ABSENT),)),
+    (Accelerator("cuda"), Machine(tools=(Tool(name="nvidia-smi", output=CUDA_GPU),)), True),
+    (Accelerator("cuda"), Machine(files=frozenset({"/dev/nvidia0"}), tools=(Tool(name="nvidia-smi", problem=ABSENT),)),
      True),
-    (Accelerator.CUDA, Machine(tools=(Tool(name="nvidia-smi", output="No devices were found\n"),)), False),
-    (Accelerator.CUDA, Machine(tools=(Tool(name="nvidia-smi", problem=ABSENT),)), False),
-    (Accelerator.ROCM, Machine(files=frozenset({"/dev/kfd"}), tools=(Tool(name="rocminfo", output=ROCMINFO),)), True),
-    (Accelerator.ROCM, Machine(files=frozenset({"/dev/kfd"}), tools=(
+    (Accelerator("cuda"), Machine(tools=(Tool(name="nvidia-smi", output="No devices were found\n"),)), False),
+    (Accelerator("cuda"), Machine(tools=(Tool(name="nvidia-smi", problem=ABSENT),)), False),
+    (Accelerator("rocm"), Machine(files=frozenset({"/dev/kfd"}), tools=(Tool(name="rocminfo", output=ROCMINFO),)), True),
+    (Accelerator("rocm"), Machine(files=frozenset({"/dev/kfd"}), tools=(
         Tool(name="rocminfo", problem=ABSENT), Tool(name="amd-smi", output="GPU: 0\n    BDF: 0000:c1:00.0\n"))), True),
-    (Accelerator.ROCM, Machine(tools=(Tool(name="rocminfo", output=ROCMINFO),)), False),  # no /dev/kfd
-    (Accelerator.ROCM, Machine(files=frozenset({"/dev/kfd"}), tools=(
+    (Accelerator("rocm"), Machine(tools=(Tool(name="rocminfo", output=ROCMINFO),)), False),  # no /dev/kfd
+    (Accelerator("rocm"), Machine(files=frozenset({"/dev/kfd"}), tools=(
         Tool(name="rocminfo", output="  Name:                    AMD EPYC 9654\n"), Tool(name="amd-smi", problem=ABSENT))),
      False),
-    (Accelerator.XPU, Machine(render_vendors=(("/dev/dri/renderD128", "0x8086"),),
+    (Accelerator("xpu"), Machine(render_vendors=(("/dev/dri/renderD128", "0x8086"),),
                               tools=(Tool(name="sycl-ls", problem=ABSENT),)), True),
-    (Accelerator.XPU, Machine(render_vendors=(("/dev/dri/renderD128", "0x8086"),),
+    (Accelerator("xpu"), Machine(render_vendors=(("/dev/dri/renderD128", "0x8086"),),
                               tools=(Tool(name="sycl-ls", output=SYCL_CPU + SYCL_GPU),)), True),
-    (Accelerator.XPU, Machine(render_vendors=(("/dev/dri/renderD128", "0x8086"),),
+    (Accelerator("xpu"), Machine(render_vendors=(("/dev/dri/renderD128", "0x8086"),),
                               tools=(Tool(name="sycl-ls", output=SYCL_CPU),)), False),
-    (Accelerator.XPU, Machine(render_vendors=(("/dev/dri/renderD128", "0x10de"),),
+    (Accelerator("xpu"), Machine(render_vendors=(("/dev/dri/renderD128", "0x10de"),),
                               tools=(Tool(name="sycl-ls", problem=ABSENT),)), False),
-    (Accelerator.XPU, Machine(tools=(Tool(name="sycl-ls", output=SYCL_GPU),)), False),  # no render node
+    (Accelerator("xpu"), Machine(tools=(Tool(name="sycl-ls", output=SYCL_GPU),)), False),  # no render node
 ])
 def test_what_counts_as_a_device(accelerator: Accelerator, machine: Machine, ok: bool) -> None:
     verdict = judge(accelerator, machine)
@@ -237,9 +237,9 @@ def test_what_counts_as_a_device(accelerator: Accelerator, machine: Machine, ok:
 
 
 def test_what_is_missing_is_said(targets, data) -> None:
-    missing = judge(Accelerator.CUDA, Machine(tools=(Tool(name="nvidia-smi", problem=ABSENT),))).missing
+    missing = judge(Accelerator("cuda"), Machine(tools=(Tool(name="nvidia-smi", problem=ABSENT),))).missing
     assert missing == ("nvidia-smi: not on PATH", "/dev/nvidia0: absent")
-    xpu = judge(Accelerator.XPU, Machine(render_vendors=(("/dev/dri/renderD128", "0x10de"),))).missing
+    xpu = judge(Accelerator("xpu"), Machine(render_vendors=(("/dev/dri/renderD128", "0x10de"),))).missing
     assert xpu == ("/dev/dri/renderD*: none of Intel's (vendor 0x8086): /dev/dri/renderD128 (vendor 0x10de)",)
 
 
@@ -267,10 +267,10 @@ def test_probe_reads_device_files_and_render_vendors(tmp_path: Path) -> None:
     (sysfs / "class/drm/renderD128/device").mkdir(parents=True)
     (sysfs / "class/drm/renderD128/device/vendor").write_text("0x8086\n")
     empty = {"PATH": str(tmp_path / "no-tools")}  # every vendor tool is missing: recorded, never raised
-    assert probe(Accelerator.CUDA, empty, dev=dev, sysfs=sysfs).files == {"/dev/nvidia0"}
-    rocm = probe(Accelerator.ROCM, empty, dev=dev, sysfs=sysfs)
+    assert probe(Accelerator("cuda"), empty, dev=dev, sysfs=sysfs).files == {"/dev/nvidia0"}
+    rocm = probe(Accelerator("rocm"), empty, dev=dev, sysfs=sysfs)
     assert rocm.files == {"/dev/kfd"} and {t.name: t.problem for t in rocm.tools} == {"rocminfo": ABSENT,
                                                                                       "amd-smi": ABSENT}
-    xpu = probe(Accelerator.XPU, empty, dev=dev, sysfs=sysfs)
+    xpu = probe(Accelerator("xpu"), empty, dev=dev, sysfs=sysfs)
     assert xpu.render_vendors == (("/dev/dri/renderD128", "0x8086"), ("/dev/dri/renderD129", ""))
-    assert judge(Accelerator.XPU, xpu).found == ("/dev/dri/renderD128", "/dev/dri/renderD129")
+    assert judge(Accelerator("xpu"), xpu).found == ("/dev/dri/renderD128", "/dev/dri/renderD129")

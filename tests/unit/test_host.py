@@ -37,7 +37,7 @@ def test_reasons(m, tid: str, host: Host, reason: str) -> None:
 
 
 def test_rocm_builds_where_matching_hipcc_exists(m) -> None:
-    host = Host(os=OS.LINUX, arch="x86_64", interpreters=(("cp312", "/p"),), hipcc_version="7.14.0")
+    host = Host(os=OS.LINUX, arch="x86_64", interpreters=(("cp312", "/p"),), tools=(("hipcc", "/opt/rocm/bin/hipcc", "7.14.0"),))
     assert unbuildable(one(m, "rocm7.14-cp312-linux-x86_64"), host) is None
     assert "found hipcc 7.14.0" in unbuildable(one(m, "rocm10.0-cp312-linux-x86_64"), host)
 

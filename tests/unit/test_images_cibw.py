@@ -11,8 +11,9 @@ from builders.base.errors import EngineError
 from builders.engines import images
 from builders.engines.cibw import cibw_options, identifier
 from builders.engines.container import CONTAINER_CA, container_env
+from builders.families import Family, families
 from builders.spec import matrix
-from builders.spec.model import OS, Accelerator
+from builders.spec.model import OS
 from builders.spec.targets import Selection, expand, select
 from builders.wheel.repair import repair_argv, repair_command
 from tests.helpers import one
@@ -117,10 +118,10 @@ def test_build_environment_per_engine() -> None:
     assert images.Dialect(exe="podman").build_env() == {"BUILDAH_LAYERS": "true"}
 
 
-@pytest.mark.parametrize("family", list(Accelerator))
-def test_every_run_step_mounts_the_ca_secret_build_argv_passes(family: Accelerator) -> None:
+@pytest.mark.parametrize("family", families(), ids=lambda f: f.accelerator.value)
+def test_every_run_step_mounts_the_ca_secret_build_argv_passes(family: Family) -> None:
     """The Containerfiles and build_argv agree on the secret's id and where the scripts look for it."""
-    text = (images.CONTAINERS_DIR / f"{family.value}.Containerfile").read_text()
+    text = family.containerfile.read_text()
     runs = [line for line in text.splitlines() if line.startswith("RUN ")]
     mount = f"--mount=type=secret,id={images.CA_SECRET},target={CONTAINER_CA},required=false"
     assert runs and all(line.split()[1] == mount for line in runs)
@@ -180,8 +181,8 @@ def test_cibw_group_must_share_variant_and_platform(m) -> None:
 
 
 def test_families_have_containerfiles() -> None:
-    for family in Accelerator:
-        assert (images.CONTAINERS_DIR / f"{family.value}.Containerfile").is_file()
+    for family in families():
+        assert family.containerfile.is_file() and family.containerfile.parent == images.CONTAINERS_DIR
 
 
 def test_images_dry_run_names_unset_variables_instead_of_failing(root, monkeypatch, capsys) -> None:

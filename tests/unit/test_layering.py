@@ -73,7 +73,8 @@ def test_the_reader_sees_function_level_and_relative_imports() -> None:
     graph = importgraph.graph()
     assert "builders.families" in graph["builders.build.host"]  # ``from .toolchains import ...`` inside detect()
     assert "builders.engines.container" in graph["builders.engines"]  # inside open_runner()
-    assert "builders.families.cpu" in graph["builders.families"]  # ``from . import cpu, ...`` in a function
+    assert "builders.families.cpu" in graph["builders.families.registry"]  # discovered: it defines FAMILY
+    assert "builders.families.device" not in graph["builders.families.registry"]  # it defines none
     assert "builders.base.errors" in graph["builders.engines.cibw"]  # ``from ..errors import ...``
 
 

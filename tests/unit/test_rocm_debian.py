@@ -13,12 +13,12 @@ import pytest
 
 from builders.base.errors import EngineError, ToolchainError
 from builders.engines import images
-from builders.families.rocm import check_hipcc, installed_dir, offload_archs, runtime_release
+from builders.families.rocm import ROCM, check_hipcc, installed_dir, offload_archs, runtime_release
 from builders.resources import smoke_probe
 from builders.spec import matrix
-from builders.spec.model import Accelerator, Matrix
+from builders.spec.model import Matrix
 from builders.spec.targets import Selection, Target, select
-from builders.wheel.smoke import RUNTIME_PROBES, facts
+from builders.wheel.smoke import facts
 from builders.wheel.verify import check_label, check_libraries, check_providers
 from tests.helpers import one
 from tests.unit.test_verify_reader import build_wheel, findings, linux_ext, make_elf
@@ -159,7 +159,7 @@ def test_smoke_facts_for_rocm(shipped: Matrix, debian: Matrix) -> None:
     (target,) = rocm_targets(debian)
     f = facts(target)
     assert f["runtime_libraries"] == [] and f["system_libraries"] == ["libamdhip64.so.7", "libhsa-runtime64.so.1"]
-    assert f["expected_runtime_version"] == 702 and f["runtime_probe"] == RUNTIME_PROBES[Accelerator.ROCM]
+    assert f["expected_runtime_version"] == 702 and f["runtime_probe"] == ROCM.runtime_probe
     assert f["runtime_probe"]["symbol"] == "hipRuntimeGetVersion"
     release = facts(one(shipped, "rocm7.14-cp313-linux-x86_64"))
     assert release["expected_runtime_version"] == 714 and release["system_libraries"] == []
@@ -181,7 +181,7 @@ def test_system_libraries_must_come_from_the_system() -> None:
 
 
 def test_hip_runtime_version_is_compared_by_release() -> None:
-    probe = RUNTIME_PROBES[Accelerator.ROCM]
+    probe = ROCM.runtime_probe
     loaded = ["/usr/lib/x86_64-linux-gnu/libamdhip64.so.7.2.53211"]
     for reported, ok in ((70253211, True), (71400000, False)):
         found, path, got = smoke_probe.check_runtime_version(

@@ -23,6 +23,7 @@ import pytest
 import builders.wheel.smoke as smoke_mod
 from builders.base.errors import EngineError
 from builders.base.process import ProcessError, Result
+from builders.families import families
 from builders.families.cuda import runtime_version
 from builders.resources import smoke_probe as probe
 from builders.spec import matrix
@@ -385,7 +386,7 @@ class FakeRunner:
 @pytest.mark.parametrize(("os_", "python"), [(OS.LINUX, "/s/venv/bin/python"), (OS.WINDOWS, "/s/venv/Scripts/python.exe")])
 def test_smoke_with_runs_the_probe_from_an_empty_dir_with_the_projects_timeout(m, os_: OS, python: str) -> None:
     """The venv's interpreter where the target's OS keeps it (an accelerator variant where the OS has one)."""
-    on_os = sorted(select(m, Selection()), key=lambda t: (t.variant.accelerator is Accelerator.CPU, t.id))
+    on_os = sorted(select(m, Selection()), key=lambda t: (t.variant.accelerator is Accelerator("cpu"), t.id))
     target = next(t for t in on_os if t.platform.os is os_ and t.python.abi == "cp313")
     call = FakeRunner(json.dumps(RECORD))
     out = smoke_mod.smoke_with(call, python="py3", wheel="/w/x.whl", staged="/staged", scratch="/s",
@@ -638,7 +639,8 @@ def test_minifw_script_reports_wrong_numbers_and_runtime() -> None:
 
 
 def test_accelerators_with_runtime_probes_are_declared() -> None:
-    assert set(smoke_mod.RUNTIME_PROBES) == {Accelerator.CUDA, Accelerator.ROCM}
+    probed = {f.accelerator for f in families() if f.runtime_probe is not None}
+    assert probed == {Accelerator("cuda"), Accelerator("rocm")}
 
 
 # -- a variant's own runtime index (TheRock's for rocm) is added to the smoke install's ------------------

@@ -77,7 +77,10 @@ def make_elf(*, arch: str = "x86_64", needed: tuple[str, ...] = ("libc.so.6",), 
     return body + b"\0" * (dyn_off - len(body)) + dynamic + random.Random(pad).randbytes(pad)
 
 
-def pick(m: Matrix, *, accelerator: Accelerator = Accelerator.CUDA, os: OS = OS.LINUX, arch: str = "x86_64",
+CUDA = Accelerator("cuda")
+
+
+def pick(m: Matrix, *, accelerator: Accelerator = CUDA, os: OS = OS.LINUX, arch: str = "x86_64",
          free_threaded: bool = False, on_pypi: bool | None = None) -> Target:
     """The first target of the matrix that is what a test needs."""
     targets, _excluded = expand(m)
@@ -302,12 +305,12 @@ def test_a_missing_extension_module_is_named(tmp_path: Path, gpu: Target) -> Non
 
 
 @pytest.mark.parametrize("accelerator, os, arch, free_threaded, suffix", [
-    (Accelerator.CUDA, OS.LINUX, "x86_64", True, ".cpython-{v}t-x86_64-linux-gnu.so"),
-    (Accelerator.CUDA, OS.LINUX, "aarch64", False, ".cpython-{v}-aarch64-linux-gnu.so"),
-    (Accelerator.CPU, OS.WINDOWS, "x86_64", False, ".cp{v}-win_amd64.pyd"),
-    (Accelerator.CPU, OS.WINDOWS, "x86_64", True, ".cp{v}t-win_amd64.pyd"),
-    (Accelerator.CPU, OS.MACOS, "aarch64", False, ".cpython-{v}-darwin.so"),
-    (Accelerator.CPU, OS.MACOS, "aarch64", False, ".abi3.so"),
+    (Accelerator("cuda"), OS.LINUX, "x86_64", True, ".cpython-{v}t-x86_64-linux-gnu.so"),
+    (Accelerator("cuda"), OS.LINUX, "aarch64", False, ".cpython-{v}-aarch64-linux-gnu.so"),
+    (Accelerator("cpu"), OS.WINDOWS, "x86_64", False, ".cp{v}-win_amd64.pyd"),
+    (Accelerator("cpu"), OS.WINDOWS, "x86_64", True, ".cp{v}t-win_amd64.pyd"),
+    (Accelerator("cpu"), OS.MACOS, "aarch64", False, ".cpython-{v}-darwin.so"),
+    (Accelerator("cpu"), OS.MACOS, "aarch64", False, ".abi3.so"),
 ])
 def test_extension_suffixes_per_target(shipped: Matrix, accelerator: Accelerator, os: OS, arch: str,
                                        free_threaded: bool, suffix: str) -> None:

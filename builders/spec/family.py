@@ -1,0 +1,102 @@
+"""Accelerator families as the matrix sees them: an open set of names, each with its facts.
+
+spec sits below :mod:`builders.families` and names no family. What the matrix rules need to
+know of a family (its arch grammar, whether a variant must list archs, its display name, where
+its Containerfile is) is pure data, :class:`FamilyFacts`, that the family's own module in
+``builders/families/`` declares with :func:`declare` when it is imported. The package's front
+door (``builders/__init__``) imports :mod:`builders.families`, which imports every family
+module, so by the time any builders module runs every family is declared; a test declares more
+(``tests/unit/test_dummy_family.py``). The import graph keeps pointing down: spec imports no
+family, families import spec.
+
+:class:`Accelerator` is the family as a value: one object per declared name (``is`` compares,
+as it did when it was an enum), ``Accelerator(name)`` for a declared name and ``ValueError``
+for any other; the matrix schema's list of family names is :func:`names`, read at validation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import ClassVar
+
+ANY_ARCH = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+FAMILY_NAME = re.compile(r"[a-z][a-z0-9]*")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FamilyFacts:
+    """What the matrix, the target records and the report know of a family (pure data)."""
+
+    name: str  # the key under ``accelerators:`` in matrix.yaml: ``cuda``
+    display: str  # how the report names it: ``CUDA`` (``CUDA 13.2``)
+    arch_entry: re.Pattern[str] = ANY_ARCH  # one entry of an ``arch_list``
+    arch_example: str = "architecture names separated by ';'"  # the hint when an entry does not match
+    needs_arch_list: bool = False  # a GPU family: every variant declares the archs it is built for
+    containerfile: str = ""  # the Containerfile as target records show it (default: builders' own, by name)
+
+    @property
+    def containerfile_shown(self) -> str:
+        return self.containerfile or f"builders/resources/containers/{self.name}.Containerfile"
+
+
+class Accelerator:
+    """A declared accelerator family (``Accelerator(name)``); ``value`` is its name."""
+
+    __slots__ = ("facts", "value")
+    _declared: ClassVar[dict[str, Accelerator]] = {}
+    value: str
+    facts: FamilyFacts
+
+    def __new__(cls, value: str) -> Accelerator:
+        try:
+            return cls._declared[value]
+        except (KeyError, TypeError):
+            raise ValueError(f"{value!r} is not a declared accelerator family "
+                             f"(declared: {', '.join(names()) or 'none'})") from None
+
+    @classmethod
+    def _make(cls, facts: FamilyFacts) -> Accelerator:
+        self = object.__new__(cls)
+        object.__setattr__(self, "value", facts.name)
+        object.__setattr__(self, "facts", facts)
+        return self
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Accelerator is immutable (set {name})")
+
+    def __reduce__(self) -> tuple[type[Accelerator], tuple[str]]:
+        return Accelerator, (self.value,)
+
+    def __copy__(self) -> Accelerator:
+        return self
+
+    def __deepcopy__(self, memo: object) -> Accelerator:
+        return self
+
+    def __repr__(self) -> str:
+        return f"Accelerator({self.value!r})"
+
+
+def declare(facts: FamilyFacts) -> Accelerator:
+    """Declare a family (once per name; declaring the same facts again returns the same value)."""
+    if not FAMILY_NAME.fullmatch(facts.name):
+        raise ValueError(f"family name {facts.name!r} is not lower-case letters and digits")
+    known = Accelerator._declared.get(facts.name)
+    if known is not None:
+        if known.facts != facts:
+            raise ValueError(f"family {facts.name!r} is declared twice, with different facts")
+        return known
+    made = Accelerator._make(facts)
+    Accelerator._declared[facts.name] = made
+    return made
+
+
+def withdraw(name: str) -> None:
+    """Forget a declared family (tests that declare one of their own clean up with it)."""
+    Accelerator._declared.pop(name, None)
+
+
+def names() -> tuple[str, ...]:
+    """Every declared family's name, sorted: the schema's ``accelerators`` keys."""
+    return tuple(sorted(Accelerator._declared))
