@@ -99,7 +99,7 @@ def _jobs(text: str) -> int:
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix)
+    m = matrix_mod.load(args.matrix, source=args.source)
     targets = selected(m, args)
     env = engine_env(os.environ)
     host = detect(m.pythons, env, engines=args.engine != "local")
