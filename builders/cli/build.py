@@ -35,7 +35,15 @@ from builders.build.pipeline import RunConfig, build_all, summarize
 from builders.build.plan import BuildPlan, Context, Resolved, Skipped, describe
 from builders.build.results import Result
 from builders.build.store import builders_version, tree_digest
-from builders.cli import add_container_options, add_matrix_option, add_selection_options, input_dir, output_dir
+from builders.cli import (
+    add_container_options,
+    add_matrix_option,
+    add_selection_options,
+    add_wait_option,
+    input_dir,
+    output_dir,
+    writing,
+)
 from builders.cli.plan import selected
 from builders.engines import Engine, missing_container_engine
 from builders.engines.cibw import CibwEngine
@@ -58,7 +66,10 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                                    "code is 1 if any failed; 22 (unless --allow-skip) if no wheel was made because every "
                                    "selected target was skipped, before the build or during it, or if a target the "
                                    "plan could build was skipped during the build (its check found no such "
-                                   "interpreter or toolkit); 9 if the engine asked for cannot run here.")
+                                   "interpreter or toolkit); 9 if the engine asked for cannot run here. One run "
+                                   "writes an output folder at a time: another run's is waited for, saying whose "
+                                   "it is (--no-wait: exit 26), and results.json keeps the records of earlier runs' "
+                                   "targets this run did not build.")
     add_matrix_option(p)
     add_selection_options(p)
     p.add_argument("--output", type=output_dir, default=Path("wheelhouse"), metavar="DIR",
@@ -88,6 +99,7 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cache", type=output_dir, default=None, metavar="DIR",
                    help="toolchain cache (default: $BUILDERS_CACHE or ~/.cache/builders/toolchains)")
     p.add_argument("--no-smoke", dest="smoke", action="store_false", help="skip the smoke stage")
+    add_wait_option(p)
     p.set_defaults(execute=execute)
 
 
@@ -113,9 +125,10 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     if args.dry_run:
         dry_run(resolved, config, as_json=args.json)
         return something_to_build(resolved, args.allow_skip, console)
-    process.reset_cancel()
-    with stop_on_signals():
-        outcomes = build_all(resolved, config, console)
+    with writing(config.output, args, console):  # one run per output: its work folders, store, results.json
+        process.reset_cancel()
+        with stop_on_signals():
+            outcomes = build_all(resolved, config, console)
     summarize(outcomes, console)
     if process.cancelled():
         stopped = [r.id for r in outcomes if r.status == "interrupted"]
