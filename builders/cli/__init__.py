@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from builders import __version__
-from builders.base import folderlock
 from builders.base.console import Console
 from builders.base.errors import PIPE_CLOSED, BuildersError, Interrupted, PathError, exit_codes
 
@@ -152,18 +151,6 @@ def add_container_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-image", default=None, metavar="IMAGE",
                         help="base image for every build image instead of the platform's (default: "
                              "$BUILDERS_BASE_IMAGE, else base_image in the matrix)")
-
-
-def add_wait_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--no-wait", dest="wait", action="store_false",
-                        help=f"when another run is writing the output folder (it holds {folderlock.LOCK_NAME} there), "
-                             "stop at once with exit 26 instead of waiting for it to finish (the message names its "
-                             "pid, command line and start)")
-
-
-def writing(folder: Path, args: argparse.Namespace, console: Console) -> contextlib.AbstractContextManager[None]:
-    """Hold ``folder``'s lock while the command writes there: one writer per output folder at a time."""
-    return folderlock.held(folder, wait=args.wait, note=console.line, argv=sys.orig_argv)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
-from builders.base import process
+from builders.base import folderlock, process
 from builders.base.console import Console, render_table
 from builders.base.errors import EngineError, Interrupted, NothingToBuild, TargetsFailed
 from builders.base.process import ProcessError, run
@@ -35,15 +35,7 @@ from builders.build.pipeline import RunConfig, build_all, summarize
 from builders.build.plan import BuildPlan, Context, Resolved, Skipped, describe
 from builders.build.results import Result
 from builders.build.store import builders_version, tree_digest
-from builders.cli import (
-    add_container_options,
-    add_matrix_option,
-    add_selection_options,
-    add_wait_option,
-    input_dir,
-    output_dir,
-    writing,
-)
+from builders.cli import add_container_options, add_matrix_option, add_selection_options, input_dir, output_dir
 from builders.cli.plan import selected
 from builders.engines import Engine, missing_container_engine
 from builders.engines.cibw import CibwEngine
@@ -99,7 +91,10 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cache", type=output_dir, default=None, metavar="DIR",
                    help="toolchain cache (default: $BUILDERS_CACHE or ~/.cache/builders/toolchains)")
     p.add_argument("--no-smoke", dest="smoke", action="store_false", help="skip the smoke stage")
-    add_wait_option(p)
+    p.add_argument("--no-wait", dest="wait", action="store_false",
+                   help=f"when another run is writing the output folder (it holds {folderlock.LOCK_NAME} there), stop "
+                        "at once with exit 26 instead of waiting for it to finish (the message names its pid, command "
+                        "line and start)")
     p.set_defaults(execute=execute)
 
 
@@ -125,7 +120,8 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     if args.dry_run:
         dry_run(resolved, config, as_json=args.json)
         return something_to_build(resolved, args.allow_skip, console)
-    with writing(config.output, args, console):  # one run per output: its work folders, store, results.json
+    # One run per output folder: its work folders, its store and results.json are this run's until it ends.
+    with folderlock.held(config.output, wait=args.wait, note=console.line, argv=sys.orig_argv):
         process.reset_cancel()
         with stop_on_signals():
             outcomes = build_all(resolved, config, console)

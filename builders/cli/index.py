@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from builders.base.console import Console
-from builders.cli import add_matrix_option, add_wait_option, input_dir, output_dir, writing
+from builders.cli import add_matrix_option, input_dir, output_dir
 from builders.release.index import IndexBuildError, IndexResult, build_index, find_wheels, matrix_checker
 from builders.release.mirror import RECORD, pip_mirror
 from builders.spec import matrix as matrix_mod
@@ -34,7 +34,6 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-mirror", action="store_true",
                    help="index only the project's own wheels (offline); pip then needs another index for their "
                         "requirements")
-    add_wait_option(p)
     p.set_defaults(execute=execute)
 
 
@@ -43,8 +42,7 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     wheels = find_wheels(args.wheelhouse)
     if not wheels:
         raise IndexBuildError(f"{args.wheelhouse}: no wheels (*.whl) under this folder, nothing to index")
-    with writing(args.output, args, console):
-        result = index_with_requirements(m, wheels, args.output, mirror=not args.no_mirror)
+    result = index_with_requirements(m, wheels, args.output, mirror=not args.no_mirror)
     for path in result.skipped:
         console.warning(f"{path.name}: unlabelled, not indexed")
     if not result.files:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from builders.base.console import Console
-from builders.cli import add_wait_option, input_dir, output_dir, writing
+from builders.cli import input_dir, output_dir
 from builders.release.index import IndexBuildError, find_wheels, merge_into
 
 
@@ -20,14 +20,13 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("new", type=input_dir, metavar="NEW")
     p.add_argument("--into", type=output_dir, required=True, metavar="PUBLISHED",
                    help="the published indexes, updated in place (an empty folder for the first release)")
-    add_wait_option(p)
     p.set_defaults(execute=execute)
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
     if not find_wheels(args.new):
         raise IndexBuildError(f"{args.new}: no wheels (*.whl) under this folder, nothing to add")
-    with writing(args.into, args, console):
-        added = merge_into(args.new, args.into)
+    args.into.mkdir(parents=True, exist_ok=True)
+    added = merge_into(args.new, args.into)
     console.line(f"{args.into}: {len(added)} file(s) added, {len(find_wheels(args.into))} wheel(s) published in all")
     return 0

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from builders.base.console import Console
-from builders.cli import add_matrix_option, add_wait_option, input_path, output_dir, writing
+from builders.cli import add_matrix_option, input_path, output_dir
 from builders.release.index import find_wheels
 from builders.release.promote import PromoteError, promotable, promote, target_of
 from builders.spec import matrix as matrix_mod
@@ -31,7 +31,6 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                    help="a folder of wheels none of which is a PyPI-default wheel (a release of cu134-* only) "
                         "promotes nothing: write nothing, say why, exit 0 (default: exit 15). A folder with no "
                         "wheels at all is still an error")
-    add_wait_option(p)
     p.set_defaults(execute=execute)
 
 
@@ -42,12 +41,9 @@ def execute(args: argparse.Namespace, console: Console) -> int:
         console.line(f"{args.wheel}: nothing promoted, none of its wheels is a labelled wheel of a PyPI default "
                      f"variant ({pypi_defaults(m)}); --allow-empty, so nothing was written")
     checked = [(wheel, promotable(m, wheel)) for wheel in wheels]  # every input verified before any write
-    if not checked:
-        return 0
-    with writing(args.output, args, console):
-        for wheel, target in checked:
-            result = promote(m, wheel, args.output, checked=target)
-            console.line(f"{wheel.path.name} -> {result.path} (verified for {result.target.id}, channel pypi)")
+    for wheel, target in checked:
+        result = promote(m, wheel, args.output, checked=target)
+        console.line(f"{wheel.path.name} -> {result.path} (verified for {result.target.id}, channel pypi)")
     return 0
 
 

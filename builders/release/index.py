@@ -44,7 +44,7 @@ from builders.base.errors import IndexBuildError
 from builders.release.mirror import RECORD, MirrorError
 from builders.release.promote import PromoteError, target_of
 from builders.spec.model import Matrix
-from builders.wheel.archive import Wheel, file_sha256, header, printable
+from builders.wheel.archive import Wheel, file_sha256, header, partial_path, printable
 from builders.wheel.verify import Expectation, Finding, integrity, verify
 
 API_VERSION = "1.1"
@@ -265,7 +265,7 @@ def _write_label(output: Path, relative: str, projects: Projects) -> None:
 def _inside(output: Path, path: Path) -> Path:
     """``path``, refused unless it (and its temporary sibling), resolved, lies inside ``output``."""
     root = output.resolve()
-    for candidate in (path, path.with_name(f".{path.name}.partial")):
+    for candidate in (path, partial_path(path)):
         if not candidate.resolve().is_relative_to(root):
             raise IndexBuildError(f"{printable(str(path))}: resolves to {printable(str(candidate.resolve()))}, outside "
                                   f"--output {root}; refused (check the matrix's index layout and links in {output})")
@@ -328,7 +328,7 @@ def _dumps(data: object) -> bytes:
 def _write(dest: Path, data: bytes) -> None:
     if dest.exists() and dest.read_bytes() == data:
         return
-    tmp = dest.with_name(f".{dest.name}.partial")
+    tmp = partial_path(dest)
     tmp.write_bytes(data)
     os.replace(tmp, dest)
 
@@ -343,7 +343,7 @@ def _move(copy: Path, dest: Path, sha256: str) -> None:
 def _copy(src: Path, dest: Path) -> None:
     if dest.exists() and (dest.resolve() == src.resolve() or file_sha256(dest) == file_sha256(src)):
         return
-    tmp = dest.with_name(f".{dest.name}.partial")
+    tmp = partial_path(dest)
     shutil.copyfile(src, tmp)
     os.replace(tmp, dest)
 

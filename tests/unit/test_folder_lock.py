@@ -82,17 +82,24 @@ def _points_at(fd: int, path: Path) -> bool:
 
 
 @pytest.mark.parametrize("command", ["promote", "index"])
-def test_writers_of_an_output_folder_refuse_with_exit_26_under_no_wait(tmp_path: Path, root: Path, m, command: str,
-                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_writers_of_publication_folders_leave_no_lock_and_no_one_else_s_partial_file(tmp_path: Path, root: Path, m,
+                                                                                   command: str) -> None:
+    """``promote`` and ``index`` write folders that are published as they are (PyPI's dist, an index's site), so
+    they hold no lock file there; two at once cannot write into one half-written file, each writes its own."""
     label = dict(m.channels.pypi)["linux-x86_64"]
     wheel = make_wheel(tmp_path / "house", version=f"{m.project.version}+{label}", requires=_reqs(m, label), m=m).path
     out = tmp_path / "out"
     given = str(wheel) if command == "promote" else str(wheel.parent)
+    folder = out if command == "promote" else out / m.channels.index_path(label) / m.project.name
+    name = wheel.name.replace(f"+{label}", "") if command == "promote" else wheel.name
+    folder.mkdir(parents=True)
+    others = folder / f".{name}.partial", folder / f".{name}.{os.getpid() + 1}.partial"
+    for other in others:
+        other.write_bytes(b"another run's half-written file")
     argv = [command, "--matrix", str(root / "matrix.yaml"), given, "--output", str(out),
             *(["--no-mirror"] if command == "index" else [])]
-    with folderlock.held(out, argv=["another", "writer"]):
-        assert main([*argv, "--no-wait"]) == FolderBusy.exit_code
-        assert "(another writer)" in capsys.readouterr().err
-        assert not list(out.rglob("*.whl"))
-    assert main([*argv, "--no-wait"]) == 0
-    assert list(out.rglob("*.whl"))
+    assert main(argv) == 0
+    assert (folder / name).is_file()
+    assert all(other.read_bytes() == b"another run's half-written file" for other in others)
+    assert not (out / folderlock.LOCK_NAME).exists()
+    assert {p.name for p in folder.iterdir() if p.name.startswith(".")} == {o.name for o in others}
