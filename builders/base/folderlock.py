@@ -40,7 +40,11 @@ def held(folder: Path, *, wait: bool = True, note: Callable[[str], None] = lambd
     folder.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path(folder), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
-        if not _try_lock(fd):
+        taken = _try_lock(fd, folder, note)
+        if taken is None:
+            yield
+            return
+        if not taken:
             holder = describe(read_holder(fd))
             if not wait:
                 raise FolderBusy(f"{folder} is in use by {holder}; --no-wait given, so this run stops here "
@@ -56,11 +60,17 @@ def held(folder: Path, *, wait: bool = True, note: Callable[[str], None] = lambd
         os.close(fd)  # releases the lock
 
 
-def _try_lock(fd: int) -> bool:
+def _try_lock(fd: int, folder: Path, note: Callable[[str], None]) -> bool | None:
+    """Taken (True), held by another (False), or None where the file system has no ``flock`` (some network
+    mounts): that is said, and the run goes on without the lock."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
+    except OSError as exc:
+        note(f"{folder}: cannot be locked ({exc.strerror or exc}); running without the lock, so start no other run "
+             "into this folder until this one ends")
+        return None
     return True
 
 

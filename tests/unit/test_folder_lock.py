@@ -103,3 +103,16 @@ def test_writers_of_publication_folders_leave_no_lock_and_no_one_else_s_partial_
     assert all(other.read_bytes() == b"another run's half-written file" for other in others)
     assert not (out / folderlock.LOCK_NAME).exists()
     assert {p.name for p in folder.iterdir() if p.name.startswith(".")} == {o.name for o in others}
+
+
+def test_a_folder_that_cannot_be_locked_is_said_and_the_run_goes_on(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_locks(fd: int, operation: int) -> None:
+        raise OSError(37, "No locks available")
+
+    monkeypatch.setattr(folderlock.fcntl, "flock", no_locks)
+    notes: list[str] = []
+    ran = []
+    with folderlock.held(tmp_path, note=notes.append):
+        ran.append(True)
+    assert ran and len(notes) == 1 and "cannot be locked (No locks available)" in notes[0]
