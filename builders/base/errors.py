@@ -272,6 +272,14 @@ class CoreError(BuildersError):
     what = "`build.core` ran and installed nothing into `{coredir}` (recorded as that target's failure; the run exits 1)"
 
 
+class FolderBusy(BuildersError):
+    """Another run holds the output folder's lock (:mod:`builders.base.folderlock`) and ``--no-wait`` was given."""
+
+    exit_code = 26
+    what = ("`--no-wait`: another run holds the output folder's lock (`<output>/.builders.lock`; the message names "
+            "its pid, command line and start); without `--no-wait` the run waits for it")
+
+
 PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
 
 # The codes no error class returns: success, argparse's usage error, a reader that went away.

@@ -4,8 +4,9 @@ Every input is refused, never half-read, when it is too large (at most ``limit +
 ever read, so ``/dev/zero`` ends at once), not UTF-8, starts with a byte-order mark or holds
 a NUL byte. :func:`load_json` adds a nesting cap (checked before Python's recursion could
 fail), refuses duplicate keys, ``NaN`` and numbers too large for a float, and reports a bad
-document at ``file:line:column``. Every refusal is an :class:`~builders.base.errors.InputError`
-whose problems carry their location; a caller with its own error class re-raises them::
+document at ``file:line:column`` (a file refused for its size at ``file:1:1``). Every refusal is
+an :class:`~builders.base.errors.InputError` whose problems carry their location; a caller with
+its own error class re-raises them::
 
     text = read_text(path, what="results file", limit=16 * MIB)
     data = load_json(path, limit=16 * MIB, max_depth=32)      # a Path is read from disk
@@ -59,7 +60,7 @@ def read_bytes(path: Path | str, *, what: str, limit: int) -> bytes:
         refuse(f"cannot read {what}: {exc.strerror or exc}", file=str(path))
     if len(data) > limit:
         refuse(f"{what} is larger than {_size(limit)}; refused without reading further",
-               file=str(path), hint=f"is this the right file? a {what} is plain text well under {_size(limit)}")
+               file=str(path), line=1, hint=f"is this the right file? a {what} is plain text well under {_size(limit)}")
     return data
 
 
@@ -100,7 +101,7 @@ def load_json(source: Path | str, *, limit: int = JSON_LIMIT, max_depth: int = J
     else:
         text, file = source, file or f"<{what}>"
         if len(text) > limit or len(text.encode("utf-8", "surrogatepass")) > limit:
-            refuse(f"{what} is larger than {_size(limit)}", file=file)
+            refuse(f"{what} is larger than {_size(limit)}", file=file, line=1)
     _check_depth(text, max_depth, file, what)
     try:
         return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite)

@@ -1,8 +1,9 @@
 """The results record: what happened to each target of a build run.
 
 ``build`` records each target as it finishes (so an interrupted run keeps what finished),
-through one :class:`Writer` that owns the file and replaces it atomically; ``report`` reads
-it. One JSON file per output folder: ``results.json``.
+through one :class:`Writer` that owns the file and replaces it atomically, keeping the records
+of earlier runs' other targets; ``report`` reads it. One JSON file per output folder:
+``results.json``.
 
 A results file is untrusted input (the report job downloads one per build artifact): it is
 read with a size and a nesting cap, checked against ``schema/results.schema.json`` shipped
@@ -140,7 +141,13 @@ def record(path: Path, result: Result) -> None:
 
 
 class Writer:
-    """The one owner of a results file during a run: reads it once, replaces it whole on each record."""
+    """The one owner of a results file during a run: reads it once, replaces it whole on each record.
+
+    A run's view is merged, never written alone: the records of targets this run did not record stay
+    as they were. Reading once is right because ``build`` holds the output folder's lock
+    (:mod:`builders.base.folderlock`) for as long as its writer lives: no other run writes the file
+    meanwhile.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path

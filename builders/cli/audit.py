@@ -12,7 +12,7 @@ import requests
 
 from builders.base.console import Console
 from builders.base.errors import AuditError
-from builders.base.process import run
+from builders.base.process import ProcessError, run
 from builders.cli import add_matrix_option
 from builders.release import audit
 from builders.release.report import index_url
@@ -33,15 +33,15 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                    help="pypi (default): the unlabelled PyPI wheels; or a variant label (cu132, ...): its own index")
     p.add_argument("--index-url", default=None, metavar="URL",
                    help="the index to read (http, https or file); default: for a variant label, the matrix's "
-                        "channels.index base_url + layout; for pypi, pip's configured index-url "
-                        "(PIP_INDEX_URL or pip.conf)")
+                        "channels.index base_url + layout; for pypi, the index pip uses: its configured "
+                        "index-url (PIP_INDEX_URL or pip.conf), else pip's own default")
     p.add_argument("--format", choices=("markdown", "json"), default="markdown",
                    help="what goes to stdout (default: markdown; it also goes to the GitHub job summary)")
     p.set_defaults(execute=execute)
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix)
+    m = matrix_mod.load(args.matrix, builds=False)
     audit.promises(m, args.channel)  # an unknown channel is refused before anything is read
     url = args.index_url or default_index_url(m, args.channel, dict(os.environ))
     try:
@@ -58,13 +58,26 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+# pip's own default index, asked of pip (builders never names a package index itself).
+PIP_DEFAULT_INDEX = "from pip._internal.models.index import PyPI; print(PyPI.simple_url)"
+
+
 def default_index_url(m: Matrix, channel: str, env: Mapping[str, str]) -> str:
-    """A variant's own index from the matrix; for PyPI, the index pip is configured with."""
+    """A variant's own index from the matrix; for PyPI, the index pip would use: the one it is configured with
+    (``pip config list``: PIP_INDEX_URL, its configuration files), else pip's own default."""
     if channel != audit.PYPI:
         return index_url(m, channel)
     listing = run([sys.executable, "-m", "pip", "config", "list"], env=env, separate_stderr=True, timeout=120).stdout
-    url = audit.configured_index_url(listing)
+    return audit.configured_index_url(listing) or pip_default_index(env)
+
+
+def pip_default_index(env: Mapping[str, str]) -> str:
+    """The index pip uses when none is configured, as this interpreter's pip says."""
+    try:
+        url = run([sys.executable, "-c", PIP_DEFAULT_INDEX], env=env, separate_stderr=True, timeout=120).stdout.strip()
+    except ProcessError:
+        url = ""
     if not url:
-        raise AuditError("no index URL for the pypi channel: pass --index-url URL, or configure pip's index-url "
-                         "(PIP_INDEX_URL or pip.conf)")
+        raise AuditError("no index URL for the pypi channel: pip has none configured and its default could not be "
+                         "read from it; pass --index-url URL, or configure pip's index-url (PIP_INDEX_URL or pip.conf)")
     return url

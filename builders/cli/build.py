@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
-from builders.base import process
+from builders.base import folderlock, process
 from builders.base.console import Console, render_table
 from builders.base.errors import EngineError, Interrupted, NothingToBuild, TargetsFailed
 from builders.base.process import ProcessError, run
@@ -58,7 +58,10 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                                    "code is 1 if any failed; 22 (unless --allow-skip) if no wheel was made because every "
                                    "selected target was skipped, before the build or during it, or if a target the "
                                    "plan could build was skipped during the build (its check found no such "
-                                   "interpreter or toolkit); 9 if the engine asked for cannot run here.")
+                                   "interpreter or toolkit); 9 if the engine asked for cannot run here. One run "
+                                   "writes an output folder at a time: another run's is waited for, saying whose "
+                                   "it is (--no-wait: exit 26), and results.json keeps the records of earlier runs' "
+                                   "targets this run did not build.")
     add_matrix_option(p)
     add_selection_options(p)
     p.add_argument("--output", type=output_dir, default=Path("wheelhouse"), metavar="DIR",
@@ -88,6 +91,10 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cache", type=output_dir, default=None, metavar="DIR",
                    help="toolchain cache (default: $BUILDERS_CACHE or ~/.cache/builders/toolchains)")
     p.add_argument("--no-smoke", dest="smoke", action="store_false", help="skip the smoke stage")
+    p.add_argument("--no-wait", dest="wait", action="store_false",
+                   help=f"when another run is writing the output folder (it holds {folderlock.LOCK_NAME} there), stop "
+                        "at once with exit 26 instead of waiting for it to finish (the message names its pid, command "
+                        "line and start)")
     p.set_defaults(execute=execute)
 
 
@@ -99,7 +106,7 @@ def _jobs(text: str) -> int:
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix)
+    m = matrix_mod.load(args.matrix, source=args.source)
     targets = selected(m, args)
     env = engine_env(os.environ)
     host = detect(m.pythons, env, engines=args.engine != "local")
@@ -113,9 +120,11 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     if args.dry_run:
         dry_run(resolved, config, as_json=args.json)
         return something_to_build(resolved, args.allow_skip, console)
-    process.reset_cancel()
-    with stop_on_signals():
-        outcomes = build_all(resolved, config, console)
+    # One run per output folder: its work folders, its store and results.json are this run's until it ends.
+    with folderlock.held(config.output, wait=args.wait, note=console.line, argv=sys.orig_argv):
+        process.reset_cancel()
+        with stop_on_signals():
+            outcomes = build_all(resolved, config, console)
     summarize(outcomes, console)
     if process.cancelled():
         stopped = [r.id for r in outcomes if r.status == "interrupted"]

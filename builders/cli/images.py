@@ -28,7 +28,7 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix)
+    m = matrix_mod.load(args.matrix, builds=False)
     env = images.engine_env(os.environ)
     base = images.base_image(args.base_image, env)
     pythons = images.image_pythons(m)

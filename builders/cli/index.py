@@ -38,7 +38,7 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix)
+    m = matrix_mod.load(args.matrix, builds=False)
     wheels = find_wheels(args.wheelhouse)
     if not wheels:
         raise IndexBuildError(f"{args.wheelhouse}: no wheels (*.whl) under this folder, nothing to index")

@@ -79,7 +79,7 @@ def one_target(m: Matrix, target_id: str) -> Target:
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix)
+    m = matrix_mod.load(args.matrix, builds=False)
     targets = selected(m, args)
     if args.format == "github":
         emit(json.dumps(github(m, targets, args, console), indent=None, sort_keys=True), args.output)

@@ -35,7 +35,7 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix)
+    m = matrix_mod.load(args.matrix, builds=False)
     wheels = [Wheel(args.wheel)] if args.wheel.is_file() else defaults_under(m, args.wheel, allow_empty=args.allow_empty)
     if not wheels:
         console.line(f"{args.wheel}: nothing promoted, none of its wheels is a labelled wheel of a PyPI default "

@@ -37,7 +37,7 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix)
+    m = matrix_mod.load(args.matrix, builds=False)
     found = read_results(m, args.matrix, args.results or [DEFAULT_RESULTS], output=args.output)
     md = report.to_markdown(m, found)
     written = {

@@ -34,7 +34,7 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix)
+    m = matrix_mod.load(args.matrix, builds=False)
     check_shape(args.workflow)
     for name in local_calls(Workflow.read(args.workflow)).values():
         if (args.workflow.parent / name).is_file():

@@ -15,19 +15,24 @@ Layout, for each label (``index_path`` comes from the matrix, ``whl/{label}/`` b
 Any static file server (or a ``file://`` URL) serves it to ``pip install --index-url``. The
 output is a function of the wheels alone: everything is sorted, nothing carries a time.
 
-Every wheel is checked before anything is written (by default its archive and RECORD; the
-``index`` command verifies each against its target in the matrix), and every path written is
-resolved and must lie inside the output folder.
+Every wheel is copied first into a private folder inside the output (``.index-staging-*``, mode
+0700), and that copy is what is checked (by default its archive and RECORD; the ``index``
+command verifies each against its target in the matrix), hashed, described in the pages and
+then renamed into place: the bytes published are the bytes verified, whatever happens to the
+input files meanwhile. Nothing is published unless every wheel passes, and every path written
+is resolved and must lie inside the output folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import html
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +44,7 @@ from builders.base.errors import IndexBuildError
 from builders.release.mirror import RECORD, MirrorError
 from builders.release.promote import PromoteError, target_of
 from builders.spec.model import Matrix
-from builders.wheel.archive import Wheel, file_sha256, header, printable
+from builders.wheel.archive import Wheel, file_sha256, header, partial_path, printable
 from builders.wheel.verify import Expectation, Finding, integrity, verify
 
 API_VERSION = "1.1"
@@ -82,8 +87,10 @@ def default_layout(label: str) -> str:
 
 
 def find_wheels(wheelhouse: Path) -> list[Path]:
-    """Every ``*.whl`` under ``wheelhouse``, sorted."""
-    return sorted(p for p in wheelhouse.rglob("*.whl") if p.is_file() and not p.name.startswith("."))
+    """Every ``*.whl`` under ``wheelhouse``, sorted; hidden files and folders are not looked into (a build's
+    ``.store/`` holds earlier builds' wheels under the same names, an index's ``.index-staging-*`` its copies)."""
+    return sorted(p for p in wheelhouse.rglob("*.whl")
+                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(wheelhouse).parts))
 
 
 # What a wheel is checked with before it is indexed: findings, empty when it may be indexed.
@@ -121,40 +128,82 @@ def build_index(wheels: Iterable[Path], output: Path, *, layout: Callable[[str],
     """Lay out ``wheels`` as one static index per local version label under ``output``.
 
     Unlabelled wheels are skipped (returned in ``skipped``); with ``labels`` given, a label
-    outside it is an error. Two different files with the same name are an error, and so is a
-    wheel ``check`` finds anything in: every wheel is checked before anything is written.
-    With ``requirements``, each label's index also holds the requirement wheels it returns
-    for that label's wheels (returned in ``mirrored``).
+    outside it is an error. Every wheel is copied into ``output`` first and the copy is checked,
+    described and published (renamed into place): what ``check`` passed is what is served. Two
+    different files with the same name are an error, and so is a wheel ``check`` finds anything
+    in: nothing is published unless every wheel passes. With ``requirements``, each label's index
+    also holds the requirement wheels it returns for that label's wheels (returned in ``mirrored``).
     """
     known = set(labels) if labels is not None else None
     labelled, skipped = _labelled(wheels, known)
-    _refuse_findings(labelled, check)
-    chosen: dict[tuple[str, str], tuple[Path, IndexedFile]] = {}
-    for path, label in labelled:
-        info = describe(path, label)
-        key = (label, path.name)
-        if key in chosen:
-            if chosen[key][1].sha256 != info.sha256:
-                raise IndexBuildError(f"{path.name}: two different files with this name: {chosen[key][0]} and {path}")
-            continue
-        chosen[key] = (path, info)
-
-    by_label: dict[str, dict[str, list[tuple[Path, IndexedFile]]]] = {}
-    for key in sorted(chosen):
-        path, info = chosen[key]
-        by_label.setdefault(info.label, {}).setdefault(info.project, []).append((path, info))
-    mirrored = _add_requirements(by_label, requirements) if requirements is not None else ()
-    for label in by_label:  # every label's folder is checked before the first write
+    for label in sorted({label for _path, label in labelled}):  # every label's folder is checked before the first write
         _inside(output, output / layout(label))
-    for label, projects in sorted(by_label.items()):
-        _write_label(output, layout(label), projects)
-    files = tuple(info for key in sorted(chosen) for _path, info in [chosen[key]])
+    with _staging(output) as stage:
+        copies = [(path, stage.copy(path, label), label) for path, label in labelled]
+        _refuse_findings(copies, check)
+        by_label, files = _chosen(copies)
+        mirrored = _add_requirements(by_label, requirements, stage) if requirements is not None else ()
+        for label, projects in sorted(by_label.items()):
+            _write_label(output, layout(label), projects)
     return IndexResult(root=output, files=files, skipped=tuple(skipped), mirrored=mirrored)
 
 
-def _add_requirements(by_label: dict[str, dict[str, list[tuple[Path, IndexedFile]]]],
-                      requirements: Requirements) -> tuple[IndexedFile, ...]:
-    """Each label's requirement wheels, added to its projects before anything is written."""
+Projects = dict[str, list[tuple[Path, IndexedFile]]]  # project -> (staged copy, its description)
+
+
+def _chosen(copies: Iterable[tuple[Path, Path, str]]) -> tuple[dict[str, Projects], tuple[IndexedFile, ...]]:
+    """The copies by label and project, one per (label, file name); two different files of one name are an error."""
+    chosen: dict[tuple[str, str], tuple[Path, Path, IndexedFile]] = {}
+    for source, copy, label in copies:
+        info = describe(copy, label)
+        key = (label, copy.name)
+        if key in chosen:
+            if chosen[key][2].sha256 != info.sha256:
+                raise IndexBuildError(f"{copy.name}: two different files with this name: {chosen[key][0]} and {source}")
+            continue
+        chosen[key] = (source, copy, info)
+    by_label: dict[str, Projects] = {}
+    for key in sorted(chosen):
+        _source, copy, info = chosen[key]
+        by_label.setdefault(info.label, {}).setdefault(info.project, []).append((copy, info))
+    return by_label, tuple(chosen[key][2] for key in sorted(chosen))
+
+
+class _Stage:
+    """A private folder inside the output (mode 0700) holding the copies to be checked and published."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self._count = folder, 0
+
+    def copy(self, path: Path, label: str) -> Path:
+        """A copy of ``path`` under its own name, in a folder of its own."""
+        self._count += 1
+        folder = self.folder / f"{self._count}-{label}"
+        folder.mkdir()
+        dest = folder / path.name
+        shutil.copyfile(path, dest)
+        return dest
+
+
+@contextlib.contextmanager
+def _staging(output: Path) -> Iterator[_Stage]:
+    """A :class:`_Stage` in ``output``, removed afterwards; the folders made for it go too if nothing was published."""
+    made = [p for p in (output, *output.parents) if not p.exists()]
+    output.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(dir=output, prefix=".index-staging-"))
+    published = False
+    try:
+        yield _Stage(folder)
+        published = True
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        for empty in made if not published else ():
+            with contextlib.suppress(OSError):
+                empty.rmdir()
+
+
+def _add_requirements(by_label: dict[str, Projects], requirements: Requirements, stage: _Stage) -> tuple[IndexedFile, ...]:
+    """Each label's requirement wheels (copied into the stage), added to its projects before anything is written."""
     added: list[IndexedFile] = []
     for label, projects in sorted(by_label.items()):
         own = [path for entries in projects.values() for path, _info in entries]
@@ -164,10 +213,11 @@ def _add_requirements(by_label: dict[str, dict[str, list[tuple[Path, IndexedFile
             raise IndexBuildError(f"label {label}: cannot mirror its wheels' requirements, nothing was written: "
                                   f"{exc}") from None
         for path in sorted(extra):
-            info = describe(path, label)
+            copy = stage.copy(path, label)
+            info = describe(copy, label)
             entries = projects.setdefault(info.project, [])
             if not any(known.filename == info.filename for _path, known in entries):
-                entries.append((path, info))
+                entries.append((copy, info))
                 added.append(info)
     return tuple(added)
 
@@ -187,23 +237,24 @@ def _labelled(wheels: Iterable[Path], known: set[str] | None) -> tuple[list[tupl
     return labelled, skipped
 
 
-def _refuse_findings(labelled: Iterable[tuple[Path, str]], check: Checker) -> None:
-    """Check every wheel; one error names each refused wheel with its findings."""
-    refused = [(path, findings) for path, _label in labelled if (findings := check(Wheel(path)))]
+def _refuse_findings(copies: Iterable[tuple[Path, Path, str]], check: Checker) -> None:
+    """Check the copy of every wheel; one error names each refused wheel (as given) with its findings."""
+    refused = [(source, findings) for source, copy, _label in copies if (findings := check(Wheel(copy)))]
     if refused:
         lines = [f"{printable(str(path))}: " + "; ".join(map(str, findings)) for path, findings in refused]
         raise IndexBuildError(f"{len(refused)} wheel(s) refused, nothing was written:\n  " + "\n  ".join(lines))
 
 
-def _write_label(output: Path, relative: str, projects: dict[str, list[tuple[Path, IndexedFile]]]) -> None:
-    """One label's index: each project's folder, files and pages, then the label's root pages."""
+def _write_label(output: Path, relative: str, projects: Projects) -> None:
+    """One label's index: each project's folder, files (the checked copies, renamed into place) and pages, then the
+    label's root pages."""
     base = _inside(output, output / relative)
     for project, entries in sorted(projects.items()):
         folder = _inside(output, base / project)
         folder.mkdir(parents=True, exist_ok=True)
         files = [info for _path, info in entries]
-        for path, info in entries:
-            _copy(path, _inside(output, folder / info.filename))
+        for copy, info in entries:
+            _move(copy, _inside(output, folder / info.filename), info.sha256)
             _write(_inside(output, folder / f"{info.filename}.metadata"), info.metadata)
         _write(_inside(output, folder / "index.html"), project_html(project, files).encode())
         _write(_inside(output, folder / "index.json"), _dumps(project_json(project, files)))
@@ -214,7 +265,7 @@ def _write_label(output: Path, relative: str, projects: dict[str, list[tuple[Pat
 def _inside(output: Path, path: Path) -> Path:
     """``path``, refused unless it (and its temporary sibling), resolved, lies inside ``output``."""
     root = output.resolve()
-    for candidate in (path, path.with_name(f".{path.name}.partial")):
+    for candidate in (path, partial_path(path)):
         if not candidate.resolve().is_relative_to(root):
             raise IndexBuildError(f"{printable(str(path))}: resolves to {printable(str(candidate.resolve()))}, outside "
                                   f"--output {root}; refused (check the matrix's index layout and links in {output})")
@@ -277,15 +328,22 @@ def _dumps(data: object) -> bytes:
 def _write(dest: Path, data: bytes) -> None:
     if dest.exists() and dest.read_bytes() == data:
         return
-    tmp = dest.with_name(f".{dest.name}.partial")
+    tmp = partial_path(dest)
     tmp.write_bytes(data)
     os.replace(tmp, dest)
+
+
+def _move(copy: Path, dest: Path, sha256: str) -> None:
+    """The checked ``copy`` becomes ``dest`` (a rename: the same bytes), unless ``dest`` already holds them."""
+    if dest.is_file() and not dest.is_symlink() and file_sha256(dest) == sha256:
+        return
+    os.replace(copy, dest)
 
 
 def _copy(src: Path, dest: Path) -> None:
     if dest.exists() and (dest.resolve() == src.resolve() or file_sha256(dest) == file_sha256(src)):
         return
-    tmp = dest.with_name(f".{dest.name}.partial")
+    tmp = partial_path(dest)
     shutil.copyfile(src, tmp)
     os.replace(tmp, dest)
 

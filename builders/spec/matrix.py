@@ -19,7 +19,8 @@ are the small ``*_problem`` functions below; what they accept:
   ``macosx_X_Y_arch`` matching ``deployment_target``).
 - names are PEP 508 names, ``released`` a real date, ``version`` a public PEP 440 version.
 - paths (``project.source``, ``smoke.script``) are relative and stay inside the matrix's
-  folder, and exist (``source`` is not checked when ``--source`` gives it).
+  folder, and exist; checked only for a command that uses them (``build`` and ``smoke``:
+  ``builds=True``), and ``source`` not when ``--source`` gives it, absolute or missing as it may be.
 - RPATH entries: ``$ORIGIN`` followed by ``/name`` or ``/..`` segments. With the extension
   assumed directly in its top-level package folder (``site-packages/pkg/``, the shallowest
   place it can be), the normalised path must stay in ``site-packages`` (at most one net
@@ -112,25 +113,28 @@ def _schema(families: tuple[str, ...]) -> dict[str, Any]:
     return data
 
 
-def load(path: Path | str, *, source: Path | None = None) -> Matrix:
+def load(path: Path | str, *, source: Path | None = None, builds: bool = True) -> Matrix:
     """Read and validate ``path``; raise :class:`MatrixError` listing every problem.
 
     ``source`` is a source tree given on the command line (``--source``): it replaces
-    ``project.source``, which then need not exist.
+    ``project.source``, which then is not checked at all. ``builds=False`` is for a command that
+    neither builds nor smoke-tests (``verify``, ``audit``, ``plan``...): it uses neither the source
+    tree nor the smoke script, so neither is checked (a downloaded wheel verifies without them).
     """
     try:
         text = untrusted.read_text(path, what="matrix", limit=MATRIX_LIMIT)
     except InputError as exc:
         raise MatrixError(exc.problems) from None
-    return loads(text, path, source=source)
+    return loads(text, path, source=source, builds=builds)
 
 
-def loads(text: str, path: Path | str = "matrix.yaml", *, source: Path | None = None) -> Matrix:
-    """Validate matrix ``text`` as if read from ``path`` (used by tests, no I/O but path checks)."""
+def loads(text: str, path: Path | str = "matrix.yaml", *, source: Path | None = None, builds: bool = True) -> Matrix:
+    """Validate matrix ``text`` as if read from ``path`` (used by tests, no I/O but path checks; see :func:`load`)."""
     path = Path(path)
     parsed = yamlmarks.parse(text, str(path))
     found, bad = check_schema(parsed.data, parsed.marks, parsed.invalid)
-    rules = _Rules(parsed.data, parsed.marks, bad, base=path.parent, source_given=source is not None)
+    rules = _Rules(parsed.data, parsed.marks, bad, base=path.parent, check_source=builds and source is None,
+                   check_script=builds)
     raise_problems(sorted([*parsed.problems, *found, *rules.run()], key=_file_order))
     return _Model(parsed.data, parsed.marks, path).build(source)
 
@@ -600,12 +604,13 @@ def pypi_default_problem(platform: str, label: str, ids: list[str], exclusions: 
 class _Rules:
     """Runs every rule on whatever parsed; a rule whose input is missing or ill-typed is skipped."""
 
-    def __init__(self, data: Any, marks: Marks, bad: set[KeyPath], *, base: Path, source_given: bool) -> None:
+    def __init__(self, data: Any, marks: Marks, bad: set[KeyPath], *, base: Path, check_source: bool,
+                 check_script: bool) -> None:
         self.data = data
         self.marks = marks
         self.bad = bad
         self.base = base
-        self.source_given = source_given
+        self.check_source, self.check_script = check_source, check_script
         self.problems: list[Problem] = []
 
     def get(self, path: KeyPath, kind: type | tuple[type, ...] = object) -> Any:
@@ -679,9 +684,10 @@ class _Rules:
         for i, part in self.entries((*key, "build", "command")):
             self.report((*key, "build", "command", i), placeholder_problem(part, BUILD_PLACEHOLDERS))
         self.core((*key, "build"))
-        if not self.source_given:
+        if self.check_source:
             self.check((*key, "source"), str, lambda text: path_problem(self.base, text, folder=True))
-        self.check((*key, "smoke", "script"), str, lambda text: path_problem(self.base, text, folder=False))
+        if self.check_script:
+            self.check((*key, "smoke", "script"), str, lambda text: path_problem(self.base, text, folder=False))
         self.requirements((*key, "dependencies"))
         for extra, _ in self.items((*key, "optional_dependencies")):
             self.requirements((*key, "optional_dependencies", extra))

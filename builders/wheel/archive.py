@@ -642,16 +642,23 @@ def write_wheel(dest: Path, members: Mapping[str, bytes], dist_info: str, modes:
     write_members(dest, {n: (len(data), partial(iter, (data,))) for n, data in members.items()}, dist_info, modes, epoch)
 
 
+def partial_path(dest: Path) -> Path:
+    """Where ``dest`` is written before it is renamed into place: hidden, beside it, and this process's own, so
+    that two runs writing one file at once never write into each other's half-written copy."""
+    return dest.with_name(f".{dest.name}.{os.getpid()}.partial")
+
+
 def write_members(dest: Path, sources: Mapping[str, Source], dist_info: str, modes: Mapping[str, int], epoch: int) -> None:
     """:func:`write_wheel` from streamed sources: each member hashed for RECORD as it is written.
 
-    Sorted order, dist-info last, one timestamp, written to a hidden temporary file that
-    replaces ``dest`` only when complete (and is removed on any failure).
+    Sorted order, dist-info last, one timestamp, written to a hidden temporary file of this
+    process (:func:`partial_path`) that replaces ``dest`` only when complete (and is removed on
+    any failure).
     """
     record_name = f"{dist_info}/RECORD"
     order = sorted(sources, key=lambda n: (n.startswith(dist_info + "/"), n))
     stamp = _zip_time(epoch)
-    tmp = dest.with_name(f".{dest.name}.partial")
+    tmp = partial_path(dest)
     try:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
             rows = [(n, *_write_member(zf, _zip_info(n, stamp, modes), sources[n])) for n in order]

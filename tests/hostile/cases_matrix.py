@@ -37,11 +37,13 @@ def line_of(text: str, needle: str) -> int:
     return next(i + 1 for i, line in enumerate(text.splitlines()) if needle in line)
 
 
-def case(case_id: str, text: str | bytes, message: str, *, at: str | int | None = None, exit_code: int = 3) -> Case:
-    """``text`` as ``m.yaml``; ``at`` is the line (or a text on it) the error must point to ("": no line)."""
+def case(case_id: str, text: str | bytes, message: str, *, at: str | int | None = None, exit_code: int = 3,
+         command: str = "plan") -> Case:
+    """``text`` as ``m.yaml``, given to ``command``; ``at`` is the line (or a text on it) the error must point to
+    ("": no line)."""
     line = (line_of(text, at) if at else None) if isinstance(at, str) and isinstance(text, str) else at
     made = matrix_case(f"matrix-{case_id}", text, exit_code=exit_code, message=message,
-                       line=line if isinstance(line, int) else None)
+                       line=line if isinstance(line, int) else None, command=command)
     return Case(id=made.id, argv=made.argv, files={**made.files, "tree": tree}, exit_code=made.exit_code,
                 message=made.message, location=made.location)
 
@@ -54,11 +56,11 @@ def edit(old: str, new: str, *, after: str = "") -> str:
 
 
 def edited(case_id: str, old: str, new: str, message: str, *, at: str | None = None, after: str = "",
-           exit_code: int = 3) -> Case:
+           exit_code: int = 3, command: str = "plan") -> Case:
     """A one-edit case; the error points at ``at`` (default: the first line of ``new``)."""
     text = edit(old, new, after=after)
     needle = at if at is not None else new.strip().splitlines()[0].strip()
-    return case(case_id, text, message, at=needle, exit_code=exit_code)
+    return case(case_id, text, message, at=needle, exit_code=exit_code, command=command)
 
 
 def bomb_line(levels: int = 9, width: int = 9) -> tuple[str, int]:
@@ -127,8 +129,8 @@ def key_line(key: str, old_value: str, new_value: str, message: str, case_id: st
 
 READER = [
     # size, encoding, bytes that are not text
-    case("over-one-mib", "#" * (MIB + 1), "larger than 1 MiB"),
-    case("two-mib-of-keys", "".join(f"key{i}: {i}\n" for i in range(200_000)), "larger than 1 MiB"),
+    case("over-one-mib", "#" * (MIB + 1), "larger than 1 MiB", at=1),
+    case("two-mib-of-keys", "".join(f"key{i}: {i}\n" for i in range(200_000)), "larger than 1 MiB", at=1),
     Case(id="matrix-dev-zero", argv=("plan", "--matrix", "/dev/zero"), exit_code=19, message="not a regular file"),
     case("utf16-bom", BASE.encode("utf-16"), "UTF-16", at=1),
     case("utf16-no-bom", BASE.encode("utf-16-le"), "NUL byte", at=1),
@@ -251,10 +253,11 @@ VALUES = [
     edited("release-date-short", "  released: ", "  released: 26-1-1\n  x_released: ", "is not a date"),
     edited("version-words", "  version: ", "  version: two\n  x_version: ", "not a PEP 440 version"),
     edited("version-local", "  version: ", "  version: 2.15.0+cu132\n  x_version: ", "has a local label"),
-    key_line("source", SOURCE, "does-not-exist", "does not exist", "source-missing"),
-    key_line("source", SOURCE, "../..", "leads outside", "source-escapes"),
-    key_line("source", SOURCE, "/etc", "is absolute", "source-absolute"),
-    key_line("source", SOURCE, "m.yaml", "is not a folder", "source-is-a-file"),
+    # the source tree and the smoke script are checked where they are used: build (and smoke)
+    key_line("source", SOURCE, "does-not-exist", "does not exist", "source-missing", command="build"),
+    key_line("source", SOURCE, "../..", "leads outside", "source-escapes", command="build"),
+    key_line("source", SOURCE, "/etc", "is absolute", "source-absolute", command="build"),
+    key_line("source", SOURCE, "m.yaml", "is not a folder", "source-is-a-file", command="build"),
     edited("requires-python-above-310", 'requires_python: ">=3.11"', 'requires_python: ">3.10"', "admits Python 3.10",
            exit_code=4),
     edited("requires-python-garbage", 'requires_python: ">=3.11"', 'requires_python: "three"',
@@ -328,8 +331,8 @@ if len(SINGLES) >= 2:
                          f"  {_second_family}:\n    label: {_first}\n", "is used twice", at=f"  {_second_family}:"))
 SCRIPT = DATA["project"].get("smoke", {}).get("script")
 if SCRIPT:
-    VALUES += [key_line("script", SCRIPT, "../../etc/passwd", "leads outside", "smoke-script-escapes"),
-               key_line("script", SCRIPT, "nope.py", "does not exist", "smoke-script-missing")]
+    VALUES += [key_line("script", SCRIPT, "../../etc/passwd", "leads outside", "smoke-script-escapes", command="build"),
+               key_line("script", SCRIPT, "nope.py", "does not exist", "smoke-script-missing", command="build")]
 
 _default = excluded_default()
 if _default:

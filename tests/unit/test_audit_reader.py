@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import zipfile
+from types import SimpleNamespace
 
 import pytest
 
@@ -159,3 +160,38 @@ def test_a_compressed_tag_set_that_includes_the_promised_tag_is_that_file(m, dat
     files[-1] = audit.IndexFile(filename=aarch, url=aarch, metadata=True)
     codes = [d.code for d in audit.compare(m, lbl, promised, files, lambda f: b"")]
     assert "missing" in codes or "wrong-tag" in codes
+
+
+
+def test_pypi_channel_uses_pip_s_configured_index_else_pip_s_own_default(m, monkeypatch: pytest.MonkeyPatch,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """No index configured (only extra indexes and find-links, as on this project's machines): the audit reads
+    the index pip would, its default, which comes from pip and is never written into builders."""
+    from pip._internal.models.index import PyPI
+
+    from builders.base.process import ProcessError
+    from builders.cli import audit as audit_cli
+
+    exec(audit_cli.PIP_DEFAULT_INDEX, {})  # what builders asks pip, asked of this interpreter's pip
+    assert capsys.readouterr().out == f"{PyPI.simple_url}\n"
+    listing, asked = "global.extra-index-url='file:///x'\nglobal.find-links='/opt/wheels'\n", []
+
+    def fake_run(argv: list[str], **_kwargs: object) -> SimpleNamespace:
+        asked.append(argv[1:])
+        pip_says = f"{PyPI.simple_url}\n" if argv[1:] == ["-c", audit_cli.PIP_DEFAULT_INDEX] else None
+        return SimpleNamespace(stdout=pip_says if pip_says else listing)
+
+    monkeypatch.setattr(audit_cli, "run", fake_run)
+    assert audit_cli.default_index_url(m, "pypi", {}) == PyPI.simple_url
+    listing = "global.index-url='https://mirror.invalid/simple'\n"
+    assert audit_cli.default_index_url(m, "pypi", {}) == "https://mirror.invalid/simple"
+    assert [a[0] for a in asked] == ["-m", "-c", "-m"]  # pip's default asked only when nothing is configured
+
+    def broken(argv: list[str], **_kwargs: object) -> SimpleNamespace:
+        if argv[1] == "-c":
+            raise ProcessError(argv, 1, "ModuleNotFoundError")
+        return SimpleNamespace(stdout="")
+
+    monkeypatch.setattr(audit_cli, "run", broken)
+    with pytest.raises(AuditError, match="pass --index-url URL"):
+        audit_cli.default_index_url(m, "pypi", {})

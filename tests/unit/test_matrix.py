@@ -269,8 +269,9 @@ def test_encodings_are_refused_with_their_place(tmp_path: Path, data: bytes, phr
 def test_size_cap_reads_no_further(tmp_path: Path) -> None:
     big = tmp_path / "m.yaml"
     big.write_bytes(b"#" * (matrix.MATRIX_LIMIT + 1))
-    with pytest.raises(MatrixError, match="larger than 1 MiB"):
+    with pytest.raises(MatrixError, match="larger than 1 MiB") as err:
         matrix.load(big)
+    assert str(err.value).startswith(f"{big}:1:1: matrix is larger than 1 MiB")  # located like every refusal
     if os.path.exists("/dev/zero"):
         start = time.monotonic()
         with pytest.raises(MatrixError, match="larger than"):
@@ -575,8 +576,12 @@ def test_load_json_caps_and_locations(tmp_path: Path) -> None:
             assert err.value.problems[0].location.line == line
     path = tmp_path / "r.json"
     path.write_bytes(b'{"a": "' + b"x" * 100 + b'"}')
-    with pytest.raises(InputError, match="larger than 50 bytes"):
+    with pytest.raises(InputError, match="larger than 50 bytes") as err:
         untrusted.load_json(path, limit=50)
+    assert str(err.value.problems[0].location) == f"{path}:1:1"
+    with pytest.raises(InputError, match="larger than 50 bytes") as err:
+        untrusted.load_json("[" + " " * 60 + "]", limit=50, file="r.json")
+    assert str(err.value).startswith("r.json:1:1: JSON document is larger than 50 bytes")
     path.write_bytes(b'\xef\xbb\xbf{}')
     with pytest.raises(InputError, match="byte-order mark"):
         untrusted.load_json(path)

@@ -17,6 +17,7 @@ from builders.release.index import IndexBuildError, build_index, find_wheels, ma
 from builders.release.promote import PromoteError, promote, pypi_requirements, target_of
 from builders.spec.model import Matrix
 from builders.wheel.archive import Wheel, record_hash, write_wheel
+from builders.wheel.verify import Finding
 from tests import expected
 from tests.hostile import make_wheels as mw
 from tests.hostile.make_wheels import make_elf
@@ -365,3 +366,52 @@ def test_promote_and_index_commands_refuse_with_their_exit_codes(tmp_path: Path,
     err = capsys.readouterr().err
     assert err.count(REFUSED[name]) >= 2 and "Traceback" not in err
     assert not list((tmp_path / "p").glob("*.whl")) and not list((tmp_path / "i").rglob("*.whl"))
+
+
+def test_index_publishes_the_bytes_it_verified_even_if_the_input_is_swapped(tmp_path: Path, m) -> None:
+    """The checker sees a copy inside the output; swapping the input file right after the check (the moment a
+    verify-then-copy index would copy it) changes nothing that is published."""
+    src = make_wheel(tmp_path / "house", version="2.15.0+cpu", requires=_reqs(m, "cpu"), m=m).path
+    good = src.read_bytes()
+    evil = make_wheel(tmp_path / "evil", version="2.15.0+cpu", requires=("evil-package",), m=m).path.read_bytes()
+    checked: list[tuple[Path, bytes]] = []
+
+    def check_then_swap(wheel: Wheel):
+        checked.append((wheel.path, wheel.path.read_bytes()))
+        src.write_bytes(evil)  # the input is replaced after its check
+        return matrix_checker(m)(wheel)
+
+    out = tmp_path / "out"
+    result = build_index([src], out, check=check_then_swap)
+    ((seen, verified),) = checked
+    assert seen != src and seen.is_relative_to(out)  # the check read the copy it publishes, not the input
+    assert verified == good
+    published = out / "whl" / "cpu" / "minifw" / src.name
+    assert published.read_bytes() == verified
+    (info,) = result.files
+    assert info.sha256 == hashlib.sha256(verified).hexdigest()
+    assert f"#sha256={info.sha256}" in (published.parent / "index.html").read_text()
+    assert b"evil-package" not in (published.parent / f"{src.name}.metadata").read_bytes()
+    assert not list(out.glob(".index-staging-*"))  # the private copies' folder is gone
+
+
+REFUSAL = Finding(code="test", message="refused by the test")
+
+
+def test_index_refused_after_copying_leaves_no_copy(tmp_path: Path, m) -> None:
+    src = make_wheel(tmp_path / "house", version="2.15.0+cpu", requires=_reqs(m, "cpu"), m=m).path
+    out = tmp_path / "out"
+    with pytest.raises(IndexBuildError, match="refused"):
+        build_index([src], out, check=lambda wheel: [REFUSAL])
+    assert not out.exists()
+    out.mkdir()
+    with pytest.raises(IndexBuildError, match="refused"):
+        build_index([src], out, check=lambda wheel: [REFUSAL])
+    assert list(out.iterdir()) == []
+
+
+def test_find_wheels_does_not_look_into_hidden_folders(tmp_path: Path) -> None:
+    made = make_wheel(tmp_path / "whl" / "cpu", version="2.15.0+cpu").path
+    make_wheel(tmp_path / ".store" / "0123abcd", version="2.15.0+cpu", requires=("numpy",))
+    make_wheel(tmp_path / "out" / ".index-staging-x" / "1-cpu", version="2.15.0+cpu")
+    assert find_wheels(tmp_path) == [made]
