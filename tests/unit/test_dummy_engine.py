@@ -113,3 +113,19 @@ def test_the_pipeline_runs_through_the_engines_runner(target, m: Matrix, tmp_pat
     assert f"# {target.id} ({dummy_engine.NAME} engine)" in log
     said = [line.removeprefix(dummy_engine.SAID) for line in log.splitlines() if line.startswith(dummy_engine.SAID)]
     assert said[0] == f"provision {target.id}" and said[1].startswith(f"{PYTHON} -c ")
+
+
+def test_builders_own_runner_specs_print_and_hash_as_before() -> None:
+    """The dry run's JSON and the digest's runner fields are what they were when the spec was one flat union."""
+    from builders.base.runnerspec import Mount
+    from builders.engines.container import ContainerSpec
+    from builders.engines.local import HostSpec
+
+    host = HostSpec(unset=("X",), inherits=(("CC", "gcc"),))
+    box = ContainerSpec(image="i:t", engine="podman", base="b", mounts=(Mount(source="/s", target="/t"),))
+    assert list(host.to_json()) == ["kind", "env", "unset", "inherits"]
+    assert list(box.to_json()) == ["kind", "image", "base", "engine", "network", "mounts", "env", "unset", "inherits"]
+    assert box.to_json()["mounts"] == ["/s:/t:ro"] and (box.describe(), host.describe()) == ("podman i:t", "host")
+    assert host.key() == {"kind": "host", "image": "", "inherits": {"CC": "gcc"}}
+    assert box.key() == {"kind": "container", "image": "i:t", "inherits": {}}
+    assert (host.sees(Path("/s")), box.sees(Path("/s")), box.sees(Path("/elsewhere"))) == ("/s", "/t", None)
