@@ -43,9 +43,9 @@ from builders.engines.container import (
     ContainerEngine,
     container_env,
     described,
-    engine_for,
     image_settings,
     unbuildable_in_image,
+    working_engine,
 )
 from builders.engines.images import Dialect
 from builders.engines.local import HostSpec, LocalEngine, host_provision, host_smoke_runner, host_toolchain
@@ -186,8 +186,8 @@ def make(setup: EngineSetup) -> tuple[CibwEngine, str]:
     notes = [f"natively for {' and '.join(sorted(o.value for o in plats - {OS.LINUX}))}"] if plats - {OS.LINUX} else []
     container = None
     if host.os is OS.LINUX and any(t.platform.name == host.platform for t in targets):
-        container = engine_for(setup, "--engine cibw builds Linux targets in the variant's image with a container "
-                                      "engine, and none works here")
+        container = working_engine(setup, "--engine cibw builds Linux targets in the variant's image with a "
+                                          "container engine, and none works here")
         notes.insert(0, f"Linux in the variant's image with {described(container)}")
     foreign = sorted({f"{t.platform.name} on {t.platform.runner}" for t in targets
                       if t.platform.os not in (OS.LINUX, host.os)})

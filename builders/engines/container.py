@@ -341,7 +341,7 @@ def unbuildable_in_image(target: Target, host: Host) -> str | None:
                                      "no working container engine (docker or podman) on this host")
 
 
-def engine_for(setup: EngineSetup, what: str) -> ContainerEngine:
+def working_engine(setup: EngineSetup, what: str) -> ContainerEngine:
     """The container engine with the first that works (``--container-engine`` first), containers a killed run
     left behind removed first; else an :class:`EngineError` naming ``what`` needed it and what is missing."""
     exe = find_engine(setup.env, setup.container_engine)
@@ -358,7 +358,7 @@ def described(engine: ContainerEngine) -> str:
 
 
 def make(setup: EngineSetup) -> tuple[ContainerEngine, str]:
-    engine = engine_for(setup, "--engine container cannot run here")
+    engine = working_engine(setup, "--engine container cannot run here")
     return engine, described(engine)
 
 

@@ -1,4 +1,5 @@
-"""The local engine: build on this host with a discovered interpreter and provisioned toolchain."""
+"""The local engine: build on this host with a discovered interpreter and provisioned toolchain; its runner
+spec, :class:`HostSpec`, is this host (the cibw engine's too)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from builders.wheel.smoke import HIDDEN_ENV
 
 @dataclass(frozen=True, kw_only=True)
 class HostSpec:
-    """Commands on this host: its environment less ``unset``, plus ``env`` (a :class:`RunnerSpec`)."""
+    """Commands on this host: its environment less ``unset``, plus ``env`` (a :class:`~builders.base.runnerspec.RunnerSpec`)."""
 
     env: Pairs = ()  # set on top of the host's environment
     unset: tuple[str, ...] = ()  # variables taken out of the host's environment
