@@ -1,11 +1,23 @@
-"""Where a plan's commands run, as a value: this host, or a fresh container of an image with its
-mounts (kept below :mod:`builders.build.plan`, so the smoke test can read it without importing the
-plans that import the smoke test)."""
+"""Where a plan's commands run, as a value that opens itself: the contract every engine's runner
+spec keeps (this host, a fresh container of an image, whatever an engine adds), kept below
+:mod:`builders.build.plan`, so the smoke test can read one without importing the plans that
+import the smoke test.
+
+A plan holds two (its build runner and its smoke runner), prints them (``to_json``,
+``describe``), hashes what of them decides a wheel's bytes (``key``) and the pipeline opens
+them (``open``) to run the stages; the concrete specs live with their engines
+(:mod:`builders.engines.local`, :mod:`builders.engines.container`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
+
+from builders.base.process import Log, Runner
 
 Pairs = tuple[tuple[str, str], ...]
 
@@ -20,26 +32,39 @@ class Mount:
         return ["--volume", f"{self.source}:{self.target}:{'rw' if self.writable else 'ro'}"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class RunnerSpec:
-    """Where commands run: ``host``, or a fresh ``container`` of ``image``."""
+class RunnerSpec(Protocol):
+    """Where commands run, as a frozen, hashable value; ``open`` makes it a :class:`Runner`."""
 
-    kind: str
-    image: str = ""
-    base: str = ""
-    engine: str = ""
-    mounts: tuple[Mount, ...] = ()
-    network: bool = False
-    env: Pairs = ()  # container: its whole environment; host: set on top of the host's
-    unset: tuple[str, ...] = ()  # host: variables taken out of the host's environment
-    inherits: Pairs = ()  # host: the build-relevant variables it inherits (buildplan.BUILD_INPUT_VARS)
+    @property
+    def kind(self) -> str:
+        """Its name in a plan's JSON and digest: ``host``, ``container``."""
+        ...
+
+    @property
+    def on_host(self) -> bool:
+        """Its commands see this host's files where they are (False: a filesystem of their own)."""
+        ...
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind}
-        if self.kind == "container":
-            out |= {"image": self.image, "base": self.base, "engine": self.engine, "network": self.network,
-                    "mounts": [f"{m.source}:{m.target}:{'rw' if m.writable else 'ro'}" for m in self.mounts]}
-        return out | {"env": dict(self.env), "unset": list(self.unset), "inherits": dict(self.inherits)}
+        """Everything about it, for ``build --dry-run --json``."""
+        ...
+
+    def key(self) -> dict[str, Any]:
+        """What of it decides a wheel's bytes: part of a plan's digest."""
+        ...
 
     def describe(self) -> str:
-        return f"{self.engine} {self.image}" if self.kind == "container" else "host"
+        """One short line for the dry run's table."""
+        ...
+
+    def where(self, path: str) -> str:
+        """Where ``path`` (an interpreter, a tool) is looked for, in words, for messages."""
+        ...
+
+    def sees(self, folder: Path) -> str | None:
+        """Where its commands see this host's ``folder`` (None: they do not)."""
+        ...
+
+    def open(self, host_env: Mapping[str, str], log: Log) -> AbstractContextManager[Runner]:
+        """A runner of this spec for the ``with`` block (a container is removed on exit, always)."""
+        ...

@@ -57,17 +57,21 @@ def engine_works(name: str, env: Mapping[str, str]) -> bool:
     return True
 
 
-def unbuildable(target: Target, host: Host, engine: str = "local") -> str | None:
-    """Why ``target`` cannot be built on ``host`` with ``engine``, or None if it can."""
-    from builders.families import toolchain_for
-
+def foreign(target: Target, host: Host) -> str | None:
+    """Why ``target`` needs another kind of host (OS, architecture), or None."""
     plat = target.platform
     if plat.os is not host.os or canonical_arch(plat.arch) != host.arch:
         return f"needs a {plat.name} host (this is {host.platform}); CI runner: {plat.runner}"
-    if engine in ("container", "cibw") and plat.os is OS.LINUX:
-        if not host.container_engines:
-            return "no working container engine (docker or podman) on this host"
-        return None
+    return None
+
+
+def unbuildable(target: Target, host: Host) -> str | None:
+    """Why ``target`` cannot be built on ``host`` itself (its interpreter, its toolchain), or None if it can."""
+    from builders.families import toolchain_for
+
+    reason = foreign(target, host)
+    if reason:
+        return reason
     if host.interpreter(target.python.abi) is None:
         kind = "free-threaded CPython" if target.python.free_threaded else "CPython"
         return f"no {kind} {target.python} interpreter found (searched {SEARCHED.get(host.os, SEARCHED[OS.LINUX])})"

@@ -38,11 +38,11 @@ from builders.base.process import Log, ProcessError, Runner
 from builders.build import results
 from builders.build.compilercache import STATS_LOG, parse_stats_log
 from builders.build.core import CoreStore, ensure_core
+from builders.build.engine import Engine
 from builders.build.interpreters import identify
 from builders.build.plan import BuildPlan, Resolved, Skipped
 from builders.build.results import Result
 from builders.build.store import Store, place
-from builders.engines import Engine, open_runner
 from builders.families import toolchain_for
 from builders.spec.model import Matrix
 from builders.wheel.archive import Wheel, file_sha256, label
@@ -255,7 +255,7 @@ def _stages(plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress, t
     run_stage = _Stages(progress, tick)
     with config.slots.held():
         run_stage("provision", lambda: provision(plan, config.engine, log))
-        with open_runner(plan.runner, config.env, log) as runner:
+        with plan.runner.open(config.env, log) as runner:
             run_stage("check", lambda: check(plan, runner, log))
             raw = run_stage("build", lambda: build(plan, runner, config, log, progress))
             final = run_stage("label", lambda: label_as_planned(plan, raw))
@@ -282,9 +282,7 @@ def check(plan: BuildPlan, runner: Runner, log: Log) -> None:
     target = plan.target
     if identify(plan.check.interpreter, runner) != target.python:
         kind = "free-threaded CPython" if target.python.free_threaded else "CPython"
-        where = (f"in image {plan.runner.image} (base {plan.runner.base})" if plan.runner.kind == "container"
-                 else f"at {plan.interpreter}")
-        raise NotBuildableHere(f"no {kind} {target.python} {where}")
+        raise NotBuildableHere(f"no {kind} {target.python} {plan.runner.where(plan.interpreter)}")
     toolchain_for(target.variant.accelerator).check(target, plan.toolchain.root, runner)
 
 
@@ -353,7 +351,7 @@ def _smoke(path: Path, plan: BuildPlan, config: RunConfig, log: Log, progress: _
     staged = stage(Path(plan.work) / "probe", [plan.target])
     spec, planned = plan.smoke_runner, plan.smoke
     cache = uv_cache(spec, uv_cache_folder(plan.places, config.env))
-    with open_runner(spec, config.env, log) as runner:
+    with spec.open(config.env, log) as runner:
         runner.copy_in(path, planned.wheel)
         runner.copy_in(staged, planned.staged)
         installer = ready(planned.installer, runner, python=planned.python, cache=cache,

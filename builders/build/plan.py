@@ -25,7 +25,7 @@ from packaging.tags import Tag
 from builders.base.runnerspec import Pairs, RunnerSpec
 from builders.build import interpreters
 from builders.build.compilercache import STATS_LOG, cache_env
-from builders.build.host import Host, unbuildable
+from builders.build.host import Host
 from builders.build.store import canonical, digest
 from builders.families import toolchain_for
 from builders.spec.model import OS
@@ -255,8 +255,7 @@ class BuildPlan:
         """What decides the wheel's bytes: the inputs the digest covers."""
         toolchain = {**self.toolchain.to_json(), "root": relocate(self.toolchain.root or "", self.places)}
         return {"builders": self.builders_version, "source": self.source_digest, "target": self.record,
-                "engine": self.engine, "runner": {"kind": self.runner.kind, "image": self.runner.image,
-                                                  "inherits": dict(self.runner.inherits)},
+                "engine": self.engine, "runner": self.runner.key(),
                 "interpreter": self.interpreter, "toolchain": toolchain, "epoch": self.epoch,
                 "prepare": [c.key(self.places) for c in self.prepare],
                 "build": self.build.key(self.places), "repair": self.repair.key(self.places) if self.repair else None,
@@ -375,9 +374,10 @@ def labelled_name(target: Target, repaired: bool) -> str:
     return wheel_filename(target.project.name, target.version, raw)
 
 
-def resolve_with(engine: str, target: Target, ctx: Context, recipe: Callable[[], Recipe]) -> Resolved:
-    """``target``'s plan from an engine's recipe, or why ``engine`` cannot build it on this host."""
-    reason = unbuildable(target, ctx.host, engine)
+def resolve_with(unbuildable: Callable[[Target, Host], str | None], target: Target, ctx: Context,
+                 recipe: Callable[[], Recipe]) -> Resolved:
+    """``target``'s plan from an engine's recipe, or why the engine cannot build it on this host (``unbuildable``)."""
+    reason = unbuildable(target, ctx.host)
     return Skipped(id=target.id, reason=reason) if reason else assemble(target, ctx, recipe())
 
 
@@ -445,7 +445,7 @@ def compiler_cache(ctx: Context, recipe: Recipe, env: Mapping[str, str]) -> dict
     stats = f"{recipe.work}/{STATS_LOG}"
     if "CCACHE_DIR" in env:
         return cache_env(env["CCACHE_DIR"], env.get("CCACHE_BASEDIR", ""), stats)
-    if recipe.runner.kind != "host" or recipe.build is not None or not ctx.host.ccache:
+    if not recipe.runner.on_host or recipe.build is not None or not ctx.host.ccache:
         return {}
     toolchain = recipe.toolchain
     default = ctx.cache.parent / "ccache" / f"host-{toolchain.accelerator}-{toolchain.version or 'default'}"
@@ -459,7 +459,7 @@ def core_plan(target: Target, ctx: Context, recipe: Recipe, env: Mapping[str, st
     if not target.project.core_commands or recipe.build is not None:
         return None
     name = f"{target.variant.label}-{target.platform.name}"
-    on_host = recipe.runner.kind == "host"
+    on_host = recipe.runner.on_host
     seen = f"{ctx.output}/.work/core-{name}" if on_host else f"{recipe.work}/core"
     values = {"source": recipe.source, "builddir": f"{seen}/build", "coredir": f"{seen}/install"}
     core_env = pairs({k: v for k, v in env.items() if k != target.project.core_dir_var})
@@ -468,8 +468,7 @@ def core_plan(target: Target, ctx: Context, recipe: Recipe, env: Mapping[str, st
     where = (*places(ctx), ("{core}", seen))
     basis = {"builders": ctx.builders_version, "source": ctx.source_digest, "epoch": ctx.epoch,
              "variant": {k: v for k, v in record.items() if k in CORE_RECORD},
-             "runner": {"kind": recipe.runner.kind, "image": recipe.runner.image,
-                        "inherits": dict(recipe.runner.inherits)},
+             "runner": recipe.runner.key(),
              "toolchain": {**recipe.toolchain.to_json(), "root": relocate(recipe.toolchain.root or "", where)}}
     work = ctx.work(target)
     return CorePlan(name=name, commands=commands, scratch=seen if on_host else f"{work}/core",

@@ -26,9 +26,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
+from builders import engines
 from builders.base import folderlock, process
 from builders.base.console import Console, render_table
-from builders.base.errors import EngineError, Interrupted, NothingToBuild, TargetsFailed
+from builders.base.errors import Interrupted, NothingToBuild, TargetsFailed
 from builders.base.process import ProcessError, run
 from builders.build.host import Host, detect
 from builders.build.pipeline import RunConfig, build_all, summarize
@@ -37,14 +38,11 @@ from builders.build.results import Result
 from builders.build.store import builders_version, tree_digest
 from builders.cli import add_container_options, add_matrix_option, add_selection_options, input_dir, output_dir
 from builders.cli.plan import selected
-from builders.engines import Engine, missing_container_engine
-from builders.engines.cibw import CibwEngine
-from builders.engines.container import ContainerEngine, find_engine, reap_stale
-from builders.engines.images import base_image, engine_env, image_pythons
-from builders.engines.local import LocalEngine
+from builders.engines import Engine, EngineSetup
+from builders.engines.images import engine_env
 from builders.families.provision import default_cache
 from builders.spec import matrix as matrix_mod
-from builders.spec.model import OS, Matrix
+from builders.spec.model import Matrix
 from builders.spec.targets import Target
 from builders.wheel.archive import source_date_epoch
 
@@ -69,12 +67,9 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                         "wheels by plan digest, .store/ (default: wheelhouse/)")
     p.add_argument("--source", type=input_dir, default=None, metavar="DIR",
                    help="framework source tree (default: project.source in the matrix)")
-    p.add_argument("--engine", choices=("local", "container", "cibw", "auto"), default="local",
-                   help="local: this host; container: the variant's image with docker/podman; cibw: cibuildwheel, "
-                        "natively on macOS and Windows, in the variant's image on Linux (a dry run also plans macOS "
-                        "and Windows targets as their CI runners would); auto: a container engine when one works, "
-                        "else local, and it says which and why. An engine asked for that cannot run here is an "
-                        "error, exit 9 (default: local)")
+    p.add_argument("--engine", choices=engines.names(), default=engines.DEFAULT,
+                   help=f"{engines.help_text()}. An engine asked for that cannot run here is an error, exit 9 "
+                        f"(default: {engines.DEFAULT})")
     p.add_argument("--allow-skip", action="store_true",
                    help="exit 0 even if every selected target is skipped here, or a planned target is skipped "
                         "during the build (default: exit 22 with each target's reason, as cibuildwheel fails on "
@@ -109,7 +104,7 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix, source=args.source)
     targets = selected(m, args)
     env = engine_env(os.environ)
-    host = detect(m.pythons, env, engines=args.engine != "local")
+    host = detect(m.pythons, env, engines=engines.named(args.engine).containers)
     engine, why = choose_engine(args, m, targets, host, env)
     ctx = context(args, m, host, env)
     resolved = [engine.plan(t, ctx) for t in targets]
@@ -182,56 +177,15 @@ def commit_epoch(source: Path, env: dict[str, str]) -> int:
 
 def choose_engine(args: argparse.Namespace, m: Matrix, targets: Sequence[Target], host: Host,
                   env: dict[str, str]) -> tuple[Engine, str]:
-    """The engine to use, and why it was picked (``auto`` says which and why). An engine asked for by
-    name that cannot run here is an :class:`EngineError` naming what is missing."""
-    local = LocalEngine(cache=cache_dir(args, env), env=env)
-    if args.engine == "local":
-        return local, "asked for"
-    if args.engine == "cibw":
-        return cibw_engine(args, m, targets, host, env, local)
-    exe = find_engine(env, args.container_engine)
-    if exe is None:
-        missing = missing_container_engine(env, args.container_engine)
-        if args.engine == "container":
-            raise EngineError(f"--engine container cannot run here: {missing}")
-        return local, f"auto: {missing}"
-    engine, why = container_engine(args, m, exe, env)
-    return engine, f"auto: {why}" if args.engine == "auto" else why
+    """The engine registered under ``--engine``, and why it was picked (``auto`` says which and why). An
+    engine asked for by name that cannot run here is an :class:`EngineError` naming what is missing."""
+    setup = EngineSetup(matrix=m, targets=tuple(targets), host=host, env=env, cache=cache_dir(args, env),
+                        container_engine=args.container_engine, base_image=args.base_image, dry_run=args.dry_run)
+    return engines.named(args.engine).make(setup)
 
 
 def cache_dir(args: argparse.Namespace, env: dict[str, str]) -> Path:
     return (args.cache or default_cache(env)).resolve()
-
-
-def container_engine(args: argparse.Namespace, m: Matrix, exe: str, env: dict[str, str]) -> tuple[ContainerEngine, str]:
-    """The container engine with ``exe`` (containers a killed run left behind are removed first)."""
-    base = base_image(args.base_image, env)
-    engine = ContainerEngine(exe=exe, pythons=image_pythons(m), cache=cache_dir(args, env), host_env=env,
-                             base_image=base)
-    reap_stale(exe, env)
-    return engine, exe + (f", base {base}" if base else "")
-
-
-def cibw_engine(args: argparse.Namespace, m: Matrix, targets: Sequence[Target], host: Host, env: dict[str, str],
-                local: LocalEngine) -> tuple[CibwEngine, str]:
-    """cibuildwheel: natively for macOS and Windows targets; in the variant's image for Linux targets, which
-    needs a working container engine when this Linux host could build them."""
-    plats = {t.platform.os for t in targets}
-    notes = [f"natively for {' and '.join(sorted(o.value for o in plats - {OS.LINUX}))}"] if plats - {OS.LINUX} else []
-    container = None
-    if host.os is OS.LINUX and any(t.platform.name == host.platform for t in targets):
-        exe = find_engine(env, args.container_engine)
-        if exe is None:
-            raise EngineError("--engine cibw builds Linux targets in the variant's image with a container engine, "
-                              f"and none works here: {missing_container_engine(env, args.container_engine)}")
-        container, why = container_engine(args, m, exe, env)
-        notes.insert(0, f"Linux in the variant's image with {why}")
-    foreign = sorted({f"{t.platform.name} on {t.platform.runner}" for t in targets
-                      if t.platform.os not in (OS.LINUX, host.os)})
-    if args.dry_run and foreign:
-        notes.append(f"planned as the CI runner would run it: {', '.join(foreign)}")
-    why = "; ".join(notes) or f"no target of {host.platform}"
-    return CibwEngine(container=container, local=local, foreign=args.dry_run), f"cibuildwheel: {why}"
 
 
 def dry_run(resolved: Sequence[Resolved], config: RunConfig, *, as_json: bool) -> None:

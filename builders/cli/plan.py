@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from builders import engines
 from builders.base.console import Console, render_table
 from builders.base.errors import ReleaseError, SelectionError
 from builders.build import results as results_mod
-from builders.build.host import detect, unbuildable
+from builders.build.host import detect
 from builders.cli import add_matrix_option, add_selection_options, input_file
 from builders.engines.images import engine_env
 from builders.release import ci
@@ -34,8 +35,8 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                    help="table (default); json: full records; github: the shards of job matrices the release "
                         "workflow consumes (<= 256 jobs each) and the images to build")
     p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
-    p.add_argument("--engine", choices=("local", "container"), default="local",
-                   help="which engine's host capability to report (default: local)")
+    p.add_argument("--engine", choices=engines.names(), default=engines.DEFAULT,
+                   help=f"which engine's host capability to report (default: {engines.DEFAULT})")
     release = p.add_argument_group("the release workflow")
     p.add_argument("--output", default=None, metavar="FILE",
                    help="with --format json or github: write the document to FILE instead of stdout (under nox, "
@@ -88,7 +89,8 @@ def execute(args: argparse.Namespace, console: Console) -> int:
         print(estimate_table(m, targets, args.results))
         return 0
     host = detect(m.pythons, engine_env(os.environ))
-    reasons = {t.id: unbuildable(t, host, args.engine) for t in targets}
+    unbuildable = engines.named(args.engine).unbuildable
+    reasons = {t.id: unbuildable(t, host) for t in targets}
     if args.format == "json":
         _, excluded = expand(m)
         records = [{**t.record(), "buildable_here": reasons[t.id] is None, "reason": reasons[t.id]} for t in targets]

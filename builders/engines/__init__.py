@@ -1,58 +1,75 @@
-"""Build engines: where a target's commands run (this host, a container, cibuildwheel).
+"""Build engines: where a target's commands run (this host, a container, cibuildwheel), by name.
 
 An engine is a recipe (how a target's build looks on it: runners, interpreter, toolchain,
 paths; pure), provisioning (toolchains or images, each made once per run behind a lock) and
-a :class:`~builders.base.process.Runner` per plan (:func:`open_runner`). Build, label, repair,
-verify and smoke are written once, in :mod:`builders.build.pipeline`, against the runner.
+the runner specs its plans hold, each of which opens itself
+(:class:`~builders.base.runnerspec.RunnerSpec`). Build, label, repair, verify and smoke are
+written once, in :mod:`builders.build.pipeline`, against the runner.
+
+Adding an engine is one module: its engine, its runner spec if it needs a new kind, and an
+:class:`~builders.build.engine.EngineFactory` named ``FACTORY``, listed in :data:`BUILTIN`
+(a test checks that every engine module is), or :func:`register`-ed from outside.
+Every command finds an engine here, by name (:func:`named`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import shutil
-from collections.abc import Iterator, Mapping
-from typing import Protocol, TypeVar
-
-from builders.base.process import HostRunner, Log, Runner
-from builders.build.plan import BuildPlan, Context, Resolved, RunnerSpec
+from builders.base.errors import EngineError
+from builders.build.engine import Engine, EngineFactory, EngineSetup
+from builders.engines import cibw, container, local
+from builders.spec.hostfacts import Host
 from builders.spec.targets import Target
 
-T = TypeVar("T")
+__all__ = ["BUILTIN", "DEFAULT", "Engine", "EngineFactory", "EngineSetup", "factories", "help_text", "named", "names",
+           "register"]
 
 
-class Engine(Protocol):
-    name: str
-
-    def plan(self, target: Target, ctx: Context) -> Resolved:
-        """The target's build plan with this engine (pure), or why it cannot be built here."""
-        ...
-
-    def provision(self, plan: BuildPlan, log: Log) -> None:
-        """Make what the plan needs (toolkit, image, offline wheelhouse), each once per run."""
-        ...
+def make_auto(setup: EngineSetup) -> tuple[Engine, str]:
+    """A container engine when one works, else this host, and why."""
+    try:
+        engine, why = container.FACTORY.make(setup)
+    except EngineError:
+        missing = container.missing_container_engine(setup.env, setup.container_engine)
+        return local.FACTORY.make(setup)[0], f"auto: {missing}"
+    return engine, f"auto: {why}"
 
 
-def missing_container_engine(env: Mapping[str, str], preferred: str | None = None) -> str:
-    """Why no container engine works here, engine by engine: not on PATH, or found but not answering
-    (``find_engine`` counts one only when ``ENGINE info`` succeeds)."""
-    from builders.build.host import CONTAINER_ENGINES
-
-    parts = []
-    for name in [preferred] if preferred else CONTAINER_ENGINES:
-        exe = shutil.which(name, path=env.get("PATH"))
-        parts.append(f"{name}: not found on PATH" if exe is None else
-                     f"{name}: {exe} is there, but `{name} info` fails (is its service running, may this user use it?)")
-    return "no working container engine (" + "; ".join(parts) + ")"
+def unbuildable_auto(target: Target, host: Host) -> str | None:
+    return (container.FACTORY if host.container_engines else local.FACTORY).unbuildable(target, host)
 
 
-@contextlib.contextmanager
-def open_runner(spec: RunnerSpec, host_env: Mapping[str, str], log: Log) -> Iterator[Runner]:
-    """A runner for ``spec``: this host, or a fresh container removed on exit (always)."""
-    if spec.kind == "host":
-        env = {k: v for k, v in host_env.items() if k not in spec.unset}
-        yield HostRunner({**env, **dict(spec.env)}, log)
-        return
-    from builders.engines.container import Container
+AUTO = EngineFactory(name="auto", make=make_auto, unbuildable=unbuildable_auto, containers=True,
+                     help="a container engine when one works, else local, and it says which and why")
+# The engines builders brings, in the order ``--engine`` lists them.
+BUILTIN: tuple[EngineFactory, ...] = (local.FACTORY, container.FACTORY, cibw.FACTORY, AUTO)
+_REGISTRY: dict[str, EngineFactory] = {f.name: f for f in BUILTIN}
+DEFAULT = local.FACTORY.name  # ``--engine``'s default: this host
 
-    with Container(spec, host_env=host_env, log=log) as container:
-        yield container
+
+def register(factory: EngineFactory) -> EngineFactory:
+    """Make ``factory``'s engine choosable by name (``build --engine NAME``); a name is taken once."""
+    if _REGISTRY.get(factory.name, factory) is not factory:
+        raise EngineError(f"an engine named {factory.name!r} is registered already")
+    _REGISTRY[factory.name] = factory
+    return factory
+
+
+def factories() -> tuple[EngineFactory, ...]:
+    return tuple(_REGISTRY.values())
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_REGISTRY)
+
+
+def named(name: str) -> EngineFactory:
+    """The engine registered as ``name``, or an :class:`EngineError` listing those that are."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise EngineError(f"no engine named {name!r} (engines: {', '.join(_REGISTRY)})") from None
+
+
+def help_text() -> str:
+    """``--engine``'s help: each engine in a clause."""
+    return "; ".join(f"{f.name}: {f.help}" for f in factories())

@@ -24,6 +24,7 @@ from pathlib import Path
 from builders.base.arch import canonical_arch
 from builders.base.errors import EngineError
 from builders.base.process import Log
+from builders.build.engine import EngineFactory, EngineSetup
 from builders.build.host import Host
 from builders.build.plan import (
     BuildPlan,
@@ -32,15 +33,22 @@ from builders.build.plan import (
     Provision,
     Recipe,
     Resolved,
-    RunnerSpec,
     assemble,
     pairs,
     resolve_with,
     settings,
 )
-from builders.engines.container import CONTAINER_CA, ContainerEngine, container_env, image_settings
+from builders.engines.container import (
+    CONTAINER_CA,
+    ContainerEngine,
+    container_env,
+    described,
+    image_settings,
+    unbuildable_in_image,
+    working_engine,
+)
 from builders.engines.images import Dialect
-from builders.engines.local import LocalEngine, host_provision, host_smoke_runner, host_toolchain
+from builders.engines.local import HostSpec, LocalEngine, host_provision, host_smoke_runner, host_toolchain
 from builders.spec.model import OS, PythonVersion
 from builders.spec.targets import Target
 from builders.wheel.repair import repair_command
@@ -108,7 +116,7 @@ class CibwEngine:
     def plan(self, target: Target, ctx: Context) -> Resolved:
         if self.foreign and target.platform.os not in (OS.LINUX, ctx.host.os):
             return assemble(target, ctx, self.runner_recipe(target, ctx))
-        return resolve_with(self.name, target, ctx, lambda: self.recipe(target, ctx))
+        return resolve_with(unbuildable_in_image, target, ctx, lambda: self.recipe(target, ctx))
 
     def recipe(self, target: Target, ctx: Context) -> Recipe:
         if target.platform.os is OS.LINUX:
@@ -124,7 +132,7 @@ class CibwEngine:
         """cibuildwheel on the host itself (macOS, Windows): no container, no image; smoke in a venv there."""
         work, toolchain = str(ctx.work(target)), host_toolchain(target, ctx)
         build = self.command(target, ctx, work, settings(target, toolchain.root, ctx.epoch), here=here)
-        return Recipe(engine=self.name, runner=RunnerSpec(kind="host", inherits=ctx.inherits() if here else ()),
+        return Recipe(engine=self.name, runner=HostSpec(inherits=ctx.inherits() if here else ()),
                       smoke_runner=host_smoke_runner(target), interpreter=identifier(target), smoke_interpreter=python,
                       toolchain=toolchain, source=str(ctx.source), work=work, build_cwd=str(ctx.source),
                       smoke_scratch=f"{work}/smoke", smoke_inbox="", build=build,
@@ -133,7 +141,7 @@ class CibwEngine:
     def linux_recipe(self, target: Target, ctx: Context) -> Recipe:
         """cibuildwheel on this host, its builds in the variant's image; smoke in a fresh container of it."""
         container, work = self._container(), str(ctx.work(target))
-        return Recipe(engine=self.name, runner=RunnerSpec(kind="host", inherits=ctx.inherits()),
+        return Recipe(engine=self.name, runner=HostSpec(inherits=ctx.inherits()),
                       smoke_runner=container.smoke_runner(target),
                       interpreter=identifier(target), smoke_interpreter=container.recipe(target, ctx).interpreter,
                       toolchain=container.toolchain(target), source=str(ctx.source), work=work,
@@ -168,3 +176,34 @@ class CibwEngine:
             raise EngineError("cibuildwheel builds Linux targets in the variant's image, and no container engine "
                               "was given (podman or docker)")
         return self.container
+
+
+def make(setup: EngineSetup) -> tuple[CibwEngine, str]:
+    """cibuildwheel: natively for macOS and Windows targets; in the variant's image for Linux targets, which
+    needs a working container engine when this Linux host could build them."""
+    host, targets = setup.host, setup.targets
+    plats = {t.platform.os for t in targets}
+    notes = [f"natively for {' and '.join(sorted(o.value for o in plats - {OS.LINUX}))}"] if plats - {OS.LINUX} else []
+    container = None
+    if host.os is OS.LINUX and any(t.platform.name == host.platform for t in targets):
+        container = working_engine(setup, "--engine cibw builds Linux targets in the variant's image with a "
+                                          "container engine, and none works here")
+        notes.insert(0, f"Linux in the variant's image with {described(container)}")
+    foreign = sorted({f"{t.platform.name} on {t.platform.runner}" for t in targets
+                      if t.platform.os not in (OS.LINUX, host.os)})
+    if setup.dry_run and foreign:
+        notes.append(f"planned as the CI runner would run it: {', '.join(foreign)}")
+    why = "; ".join(notes) or f"no target of {host.platform}"
+    local = LocalEngine(cache=setup.cache, env=setup.env)
+    return CibwEngine(container=container, local=local, foreign=setup.dry_run), f"cibuildwheel: {why}"
+
+
+def in_image(target: Target) -> bool:
+    """Linux targets build in the variant's image; macOS and Windows ones natively."""
+    return target.platform.os is OS.LINUX
+
+
+FACTORY = EngineFactory(
+    name="cibw", make=make, unbuildable=unbuildable_in_image, containers=True, in_image=in_image,
+    help="cibuildwheel, natively on macOS and Windows, in the variant's image on Linux (a dry run also plans "
+         "macOS and Windows targets as their CI runners would)")

@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tomllib
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
-from builders.base.errors import NotBuildableHere
+from builders.base.errors import EngineError, NotBuildableHere
 from builders.base.once import Once
-from builders.base.process import LogLike, Result, run
-from builders.base.runnerspec import Mount
+from builders.base.process import Log, LogLike, Result, run
+from builders.base.runnerspec import Mount, Pairs
+from builders.build.engine import EngineFactory, EngineSetup
+from builders.build.host import CONTAINER_ENGINES, Host, foreign, unbuildable
 from builders.build.interpreters import image_interpreter
 from builders.build.plan import (
     BuildPlan,
@@ -32,7 +36,6 @@ from builders.build.plan import (
     Provision,
     Recipe,
     Resolved,
-    RunnerSpec,
     ToolchainPin,
     pairs,
     resolve_with,
@@ -41,11 +44,13 @@ from builders.build.plan import (
 from builders.engines import images
 from builders.families import family_for
 from builders.families.provision import pip_download
+from builders.spec.model import OS
 from builders.spec.targets import Target
 from builders.wheel.repair import Tools
 from builders.wheel.smoke import UV_CACHE_MOUNT
 
-__all__ = ["Container", "ContainerEngine", "NotBuildableHere", "container_env", "find_engine", "reap_stale"]
+__all__ = ["Container", "ContainerEngine", "ContainerSpec", "NotBuildableHere", "container_env", "find_engine",
+           "reap_stale"]
 
 CONTAINER_CA = "/run/builders/ca.crt"
 OWNER_LABEL = "builders.owner-pid"
@@ -61,10 +66,47 @@ OFFLINE_PIP = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "/wheels"}
 BASE_ENV = {"HOME": "/tmp", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
 
+@dataclass(frozen=True, kw_only=True)
+class ContainerSpec:
+    """A fresh container of ``image`` run with ``engine`` (podman, docker), its mounts, its whole environment
+    ``env`` and network or none (a :class:`~builders.base.runnerspec.RunnerSpec`)."""
+
+    image: str
+    engine: str
+    base: str = ""  # the image's base, for messages
+    mounts: tuple[Mount, ...] = ()
+    network: bool = False
+    env: Pairs = ()
+
+    kind = "container"
+    on_host = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "image": self.image, "base": self.base, "engine": self.engine,
+                "network": self.network,
+                "mounts": [f"{m.source}:{m.target}:{'rw' if m.writable else 'ro'}" for m in self.mounts],
+                "env": dict(self.env), "unset": [], "inherits": {}}
+
+    def key(self) -> dict[str, Any]:
+        return {"kind": self.kind, "image": self.image, "inherits": {}}
+
+    def describe(self) -> str:
+        return f"{self.engine} {self.image}"
+
+    def where(self, path: str) -> str:
+        return f"in image {self.image} (base {self.base})"
+
+    def sees(self, folder: Path) -> str | None:
+        return next((m.target for m in self.mounts if m.source == str(folder)), None)
+
+    def open(self, host_env: Mapping[str, str], log: Log) -> Container:
+        return Container(self, host_env=host_env, log=log)
+
+
 class Container:
     """A running container of ``spec``: a :class:`~builders.base.process.Runner`; removed on exit, always."""
 
-    def __init__(self, spec: RunnerSpec, *, host_env: Mapping[str, str], log: LogLike) -> None:
+    def __init__(self, spec: ContainerSpec, *, host_env: Mapping[str, str], log: LogLike) -> None:
         self.spec, self.host_env, self.log = spec, host_env, log
         self.image = spec.image
         self.name = f"builders-{uuid.uuid4().hex[:12]}"
@@ -135,7 +177,7 @@ class ContainerEngine:
         return spec
 
     def plan(self, target: Target, ctx: Context) -> Resolved:
-        return resolve_with(self.name, target, ctx, lambda: self.recipe(target, ctx))
+        return resolve_with(unbuildable_in_image, target, ctx, lambda: self.recipe(target, ctx))
 
     def recipe(self, target: Target, ctx: Context) -> Recipe:
         work = ctx.work(target)
@@ -156,11 +198,11 @@ class ContainerEngine:
                          folders=(str(self.compiler_cache(target)),))
 
     def runner(self, target: Target, mounts: tuple[Mount, ...], *, network: bool,
-               env: Mapping[str, str] = BASE_ENV) -> RunnerSpec:
-        return RunnerSpec(kind="container", image=self.image_spec(target).tag, engine=self.exe, mounts=mounts,
-                          base=self.base_image or target.platform.base_image or "", network=network, env=pairs(env))
+               env: Mapping[str, str] = BASE_ENV) -> ContainerSpec:
+        return ContainerSpec(image=self.image_spec(target).tag, engine=self.exe, mounts=mounts,
+                             base=self.base_image or target.platform.base_image or "", network=network, env=pairs(env))
 
-    def smoke_runner(self, target: Target) -> RunnerSpec:
+    def smoke_runner(self, target: Target) -> ContainerSpec:
         """A fresh container of the image, with network: pip gets the host's index and CA bundle, nothing else."""
         env = dict(BASE_ENV)
         # uv's cache, kept across smoke containers: the runtime wheels are downloaded once.
@@ -239,7 +281,7 @@ def find_engine(env: Mapping[str, str], preferred: str | None = None) -> str | N
     """The first working container engine (``preferred`` first), or None."""
     from builders.build.host import engine_works
 
-    for name in ([preferred] if preferred else ["podman", "docker"]):
+    for name in ([preferred] if preferred else CONTAINER_ENGINES):
         if engine_works(name, env):
             return name
     return None
@@ -278,3 +320,52 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def missing_container_engine(env: Mapping[str, str], preferred: str | None = None) -> str:
+    """Why no container engine works here, engine by engine: not on PATH, or found but not answering
+    (``find_engine`` counts one only when ``ENGINE info`` succeeds)."""
+    parts = []
+    for name in [preferred] if preferred else CONTAINER_ENGINES:
+        exe = shutil.which(name, path=env.get("PATH"))
+        parts.append(f"{name}: not found on PATH" if exe is None else
+                     f"{name}: {exe} is there, but `{name} info` fails (is its service running, may this user use it?)")
+    return "no working container engine (" + "; ".join(parts) + ")"
+
+
+def unbuildable_in_image(target: Target, host: Host) -> str | None:
+    """Why ``target`` cannot be built here in the variant's image: another platform, or no working container
+    engine (a target that is not Linux's: as on the host itself)."""
+    if target.platform.os is not OS.LINUX:
+        return unbuildable(target, host)
+    return foreign(target, host) or (None if host.container_engines else
+                                     "no working container engine (docker or podman) on this host")
+
+
+def working_engine(setup: EngineSetup, what: str) -> ContainerEngine:
+    """The container engine with the first that works (``--container-engine`` first), containers a killed run
+    left behind removed first; else an :class:`EngineError` naming ``what`` needed it and what is missing."""
+    exe = find_engine(setup.env, setup.container_engine)
+    if exe is None:
+        raise EngineError(f"{what}: {missing_container_engine(setup.env, setup.container_engine)}")
+    engine = ContainerEngine(exe=exe, pythons=images.image_pythons(setup.matrix), cache=setup.cache,
+                             host_env=setup.env, base_image=images.base_image(setup.base_image, setup.env))
+    reap_stale(exe, setup.env)
+    return engine
+
+
+def described(engine: ContainerEngine) -> str:
+    return engine.exe + (f", base {engine.base_image}" if engine.base_image else "")
+
+
+def make(setup: EngineSetup) -> tuple[ContainerEngine, str]:
+    engine = working_engine(setup, "--engine container cannot run here")
+    return engine, described(engine)
+
+
+def always(target: Target) -> bool:
+    return True
+
+
+FACTORY = EngineFactory(name="container", help="the variant's image with docker/podman", make=make,
+                        unbuildable=unbuildable_in_image, containers=True, in_image=always)

@@ -1,13 +1,18 @@
-"""The local engine: build on this host with a discovered interpreter and provisioned toolchain."""
+"""The local engine: build on this host with a discovered interpreter and provisioned toolchain; its runner
+spec, :class:`HostSpec`, is this host (the cibw engine's too)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from builders.base.once import Once
-from builders.base.process import Log
+from builders.base.process import HostRunner, Log, Runner
+from builders.base.runnerspec import Pairs
+from builders.build.engine import EngineFactory, EngineSetup
 from builders.build.host import unbuildable
 from builders.build.plan import (
     BuildPlan,
@@ -15,16 +20,46 @@ from builders.build.plan import (
     Provision,
     Recipe,
     Resolved,
-    RunnerSpec,
-    Skipped,
     ToolchainPin,
-    assemble,
     pairs,
+    resolve_with,
 )
 from builders.families import toolchain_for
 from builders.spec.targets import Target
 from builders.wheel.repair import Tools
 from builders.wheel.smoke import HIDDEN_ENV
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostSpec:
+    """Commands on this host: its environment less ``unset``, plus ``env`` (a :class:`~builders.base.runnerspec.RunnerSpec`)."""
+
+    env: Pairs = ()  # set on top of the host's environment
+    unset: tuple[str, ...] = ()  # variables taken out of the host's environment
+    inherits: Pairs = ()  # the build-relevant variables it inherits (plan.BUILD_INPUT_VARS): part of the digest
+
+    kind = "host"
+    on_host = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "env": dict(self.env), "unset": list(self.unset), "inherits": dict(self.inherits)}
+
+    def key(self) -> dict[str, Any]:
+        return {"kind": self.kind, "image": "", "inherits": dict(self.inherits)}
+
+    def describe(self) -> str:
+        return "host"
+
+    def where(self, path: str) -> str:
+        return f"at {path}"
+
+    def sees(self, folder: Path) -> str | None:
+        return str(folder)
+
+    @contextlib.contextmanager
+    def open(self, host_env: Mapping[str, str], log: Log) -> Iterator[Runner]:
+        env = {k: v for k, v in host_env.items() if k not in self.unset}
+        yield HostRunner({**env, **dict(self.env)}, log)
 
 
 def host_toolchain(target: Target, ctx: Context) -> ToolchainPin:
@@ -46,9 +81,9 @@ def host_provision(target: Target, toolchain: ToolchainPin) -> Provision:
     return Provision(on_path=toolchain_for(target.variant.accelerator).on_path)
 
 
-def host_smoke_runner(target: Target) -> RunnerSpec:
+def host_smoke_runner(target: Target) -> HostSpec:
     """The host without the project's build variables: an installed wheel must not need them."""
-    return RunnerSpec(kind="host", unset=tuple(sorted({*target.project.build_env_names, *HIDDEN_ENV})))
+    return HostSpec(unset=tuple(sorted({*target.project.build_env_names, *HIDDEN_ENV})))
 
 
 @dataclass
@@ -59,21 +94,27 @@ class LocalEngine:
     _once: Once = field(default_factory=Once, repr=False)
 
     def plan(self, target: Target, ctx: Context) -> Resolved:
-        reason = unbuildable(target, ctx.host, self.name)
-        if reason:
-            return Skipped(id=target.id, reason=reason)
+        return resolve_with(unbuildable, target, ctx, lambda: self.recipe(target, ctx))
+
+    def recipe(self, target: Target, ctx: Context) -> Recipe:
         python = str(ctx.host.interpreter(target.python.abi))
         work, toolchain = str(ctx.work(target)), host_toolchain(target, ctx)
-        recipe = Recipe(
-            engine=self.name, runner=RunnerSpec(kind="host", inherits=ctx.inherits()),
+        return Recipe(
+            engine=self.name, runner=HostSpec(inherits=ctx.inherits()),
             smoke_runner=host_smoke_runner(target), interpreter=python, smoke_interpreter=python,
-            toolchain=toolchain, provision=host_provision(target, toolchain), source=str(ctx.source), work=work, build_cwd=str(ctx.source),
-            smoke_scratch=f"{work}/smoke", smoke_inbox="", repair_tools=Tools.of(ctx.tools_python),
-            repair_env=pairs({"PATH": ctx.tools_path}))
-        return assemble(target, ctx, recipe)
+            toolchain=toolchain, provision=host_provision(target, toolchain), source=str(ctx.source), work=work,
+            build_cwd=str(ctx.source), smoke_scratch=f"{work}/smoke", smoke_inbox="",
+            repair_tools=Tools.of(ctx.tools_python), repair_env=pairs({"PATH": ctx.tools_path}))
 
     def provision(self, plan: BuildPlan, log: Log) -> None:
         """The variant's toolchain on this host (pinned toolkits cached under ``cache``), once per root."""
         target = plan.target
         key = f"toolchain:{plan.toolchain.accelerator}:{plan.toolchain.root}"
         self._once(key, lambda: toolchain_for(target.variant.accelerator).provision(target, self.cache, self.env, log))
+
+
+def make(setup: EngineSetup) -> tuple[LocalEngine, str]:
+    return LocalEngine(cache=setup.cache, env=setup.env), "asked for"
+
+
+FACTORY = EngineFactory(name="local", help="this host", make=make, unbuildable=unbuildable)

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from builders import engines
 from builders.base.errors import SelectionError
 from builders.families.device import needed
 from builders.spec.model import OS
@@ -113,7 +114,7 @@ def setup_pythons(group: Sequence[Target]) -> str:
     A container build takes its Pythons from the image; cibuildwheel on macOS and Windows builds
     with the runner's own interpreters, so every Python of the job is set up there.
     """
-    wanted = [] if engine_for(group[0]) == "container" else [str(t.python) for t in group]
+    wanted = [] if engines.named(engine_for(group[0])).in_image(group[0]) else [str(t.python) for t in group]
     return "\n".join([*dict.fromkeys(p for p in wanted if p != TOOLS_PYTHON), TOOLS_PYTHON])
 
 
@@ -191,7 +192,7 @@ def images(targets: Iterable[Target]) -> list[dict[str, Any]]:
     """One image job per (variant, platform) built in a container: the image every Python of it shares."""
     out: dict[str, dict[str, Any]] = {}
     for t in targets:
-        if engine_for(t) == "container":
+        if engines.named(engine_for(t)).in_image(t):
             name = f"{t.variant.label}-{t.platform.name}"
             out.setdefault(name, {"name": name, "family": t.variant.accelerator.value, "runner": t.runner,
                                   "target": t.id})

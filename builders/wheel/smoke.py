@@ -324,15 +324,16 @@ def uv_cache_folder(places: Sequence[tuple[str, str]], env: Mapping[str, str]) -
 
 
 def uv_cache(spec: RunnerSpec, folder: Path) -> dict[str, str]:
-    """uv's cache for a smoke in ``spec``: ``folder`` on this host; in a container, ``folder`` where the engine
-    mounts it at :data:`UV_CACHE_MOUNT` (made here first; copied from, another filesystem), else the
-    container's own (gone with it)."""
-    if spec.kind != "container":
-        return {"UV_CACHE_DIR": str(folder)}
-    mounts = [m for m in spec.mounts if m.target == UV_CACHE_MOUNT]
-    for mount in mounts:
-        Path(mount.source).mkdir(parents=True, exist_ok=True)
-    return {"UV_CACHE_DIR": UV_CACHE_MOUNT, "UV_LINK_MODE": "copy"} if mounts else {}
+    """uv's cache for a smoke in ``spec``: ``folder`` where the runner sees it: on this host, ``folder`` itself; in
+    a container, where the engine mounts it (:data:`UV_CACHE_MOUNT`; made here first; copied from, another
+    filesystem), else the container's own (gone with it)."""
+    seen = spec.sees(folder)
+    if seen is None:
+        return {}
+    if spec.on_host:
+        return {"UV_CACHE_DIR": seen}
+    folder.mkdir(parents=True, exist_ok=True)
+    return {"UV_CACHE_DIR": seen, "UV_LINK_MODE": "copy"}
 
 
 # ---- the steps ----------------------------------------------------------------------------------

@@ -249,7 +249,6 @@ def test_the_container_engine_runs_the_same_probe(m, tmp_path: Path, base_image:
     """The staged probe folder mounted into a fresh container of the cpu image (Debian's CPython 3.13)."""
     from builders.base.process import Log
     from builders.build.interpreters import image_interpreter
-    from builders.engines import open_runner
     from builders.engines.container import ContainerEngine
     from builders.engines.images import engine_env, image_pythons
     from builders.wheel.smoke import UV_CACHE_MOUNT, find_uv, planned_installer, ready, smoke_with, stage, uv_cache
@@ -274,7 +273,7 @@ def test_the_container_engine_runs_the_same_probe(m, tmp_path: Path, base_image:
     assert tmp_path in cache.parents and not cache.exists()
     python = image_interpreter(target.python)
     uv_here = uv_cache(spec, cache)  # makes the folder: podman refuses to mount one that does not exist
-    with open_runner(spec, host, log) as runner:
+    with spec.open(host, log) as runner:
         runner.copy_in(wheel, f"/tmp/{wheel.name}")
         runner.copy_in(staged, "/tmp/probe")
         how = ready(planned_installer("/tmp", find_uv()), runner, python=python, key=(spec, python), cache=uv_here)

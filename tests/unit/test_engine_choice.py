@@ -21,8 +21,8 @@ from builders.build.host import Host
 from builders.build.plan import BuildPlan, Context, Skipped
 from builders.build.results import Result
 from builders.cli.build import NothingToBuild, something_to_build
-from builders.engines import missing_container_engine
 from builders.engines.cibw import CibwEngine
+from builders.engines.container import missing_container_engine
 from builders.engines.local import LocalEngine
 from builders.families.device import DeviceMissing, Machine, Tool, judge, needed, probe, require
 from builders.spec import matrix

@@ -43,9 +43,11 @@ def test_rocm_builds_where_matching_hipcc_exists(m) -> None:
 
 
 def test_container_engine_reason(m) -> None:
-    assert "no working container engine" in unbuildable(one(m, "cpu-cp314-linux-x86_64"), LINUX, "container")
+    from builders.engines.container import unbuildable_in_image
+
+    assert "no working container engine" in unbuildable_in_image(one(m, "cpu-cp314-linux-x86_64"), LINUX)
     with_podman = Host(os=OS.LINUX, arch="x86_64", container_engines=("podman",))
-    assert unbuildable(one(m, "cpu-cp314-linux-x86_64"), with_podman, "container") is None
+    assert unbuildable_in_image(one(m, "cpu-cp314-linux-x86_64"), with_podman) is None
 
 
 # -- interpreter discovery: the candidates are a function of the host's OS, arch and environment --------

@@ -522,13 +522,15 @@ def test_uv_runs_with_its_settings_and_the_probe_without_them(m) -> None:
 
 
 def test_uv_cache_is_builders_own_on_the_host_and_a_mount_in_a_container(tmp_path: Path) -> None:
-    from builders.base.runnerspec import Mount, RunnerSpec
+    from builders.base.runnerspec import Mount
+    from builders.engines.container import ContainerSpec
+    from builders.engines.local import HostSpec
 
     folder = tmp_path / "cache" / "uv"
-    assert smoke_mod.uv_cache(RunnerSpec(kind="host"), folder) == {"UV_CACHE_DIR": str(folder)}
-    assert smoke_mod.uv_cache(RunnerSpec(kind="container", image="i"), folder) == {}
-    mounted = RunnerSpec(kind="container", image="i",
-                         mounts=(Mount(source=str(folder), target=smoke_mod.UV_CACHE_MOUNT, writable=True),))
+    assert smoke_mod.uv_cache(HostSpec(), folder) == {"UV_CACHE_DIR": str(folder)}
+    assert smoke_mod.uv_cache(ContainerSpec(image="i", engine="podman"), folder) == {}
+    mounted = ContainerSpec(image="i", engine="podman",
+                            mounts=(Mount(source=str(folder), target=smoke_mod.UV_CACHE_MOUNT, writable=True),))
     assert smoke_mod.uv_cache(mounted, folder) == {"UV_CACHE_DIR": "/uv-cache", "UV_LINK_MODE": "copy"}
     assert folder.is_dir()  # podman refuses to mount a folder that does not exist
     places = (("{output}", "/o"), ("{cache}", str(tmp_path / "toolchains")))
@@ -537,11 +539,12 @@ def test_uv_cache_is_builders_own_on_the_host_and_a_mount_in_a_container(tmp_pat
 
 
 def test_the_plan_shows_the_uv_commands_where_the_smoke_runner_sees_uv(m) -> None:
-    from builders.build.plan import Recipe, RunnerSpec, ToolchainPin, smoke_plan
+    from builders.build.plan import Recipe, ToolchainPin, smoke_plan
+    from builders.engines.container import ContainerSpec
 
     target = one(m, "cu132-cp313-linux-x86_64")
-    recipe = Recipe(engine="container", runner=RunnerSpec(kind="container", image="i"),
-                    smoke_runner=RunnerSpec(kind="container", image="i", network=True), interpreter="/opt/py",
+    recipe = Recipe(engine="container", runner=ContainerSpec(image="i", engine="podman"),
+                    smoke_runner=ContainerSpec(image="i", engine="podman", network=True), interpreter="/opt/py",
                     smoke_interpreter="/opt/py", toolchain=ToolchainPin(accelerator="cuda"), source="/src",
                     work="/work", smoke_scratch="/tmp/smoke", smoke_inbox="/tmp", build_cwd="/tmp")
     plan = smoke_plan(target, recipe, "/out/w.whl", "/out/.work/t")
@@ -567,13 +570,12 @@ def test_results_keep_the_installer_and_reject_an_unknown_one() -> None:
 def test_the_smoke_runner_drops_the_projects_build_variables(m, tmp_path: Path) -> None:
     """An installed wheel must not need its build settings: the plan's smoke runner unsets them."""
     from builders.base.process import HostRunner, Log
-    from builders.engines import open_runner
     from builders.engines.local import host_smoke_runner
 
     t = one(m, "cu132-cp313-linux-x86_64")
     build_vars = {var for _, var in t.project.build_env}
     env = {"PATH": "/usr/bin", "PIP_INDEX_URL": "https://i", "PYTHONPATH": "/x", **dict.fromkeys(build_vars, "x")}
-    with open_runner(host_smoke_runner(t), env, Log(tmp_path / "log")) as runner:
+    with host_smoke_runner(t).open(env, Log(tmp_path / "log")) as runner:
         assert isinstance(runner, HostRunner)
         assert dict(runner.env) == {"PATH": "/usr/bin", "PIP_INDEX_URL": "https://i"}
 
