@@ -17,7 +17,7 @@ from typing import Protocol
 from builders.base.process import Log
 from builders.build.plan import BuildPlan, Context, Resolved
 from builders.spec.hostfacts import Host
-from builders.spec.model import Matrix
+from builders.spec.model import OS, Matrix
 from builders.spec.targets import Target
 
 
@@ -61,3 +61,4 @@ class EngineFactory:
     unbuildable: Callable[[Target, Host], str | None]
     containers: bool = False  # it may need a container engine: the host's are probed for it
     in_image: Callable[[Target], bool] = never_in_image  # it builds the target in the variant's image
+    ci_for: frozenset[OS] = frozenset()  # the release workflow builds these systems' wheels with it

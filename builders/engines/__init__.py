@@ -20,7 +20,7 @@ from builders.engines import cibw, container, local
 from builders.spec.hostfacts import Host
 from builders.spec.targets import Target
 
-__all__ = ["BUILTIN", "DEFAULT", "Engine", "EngineFactory", "EngineSetup", "factories", "help_text", "named", "names",
+__all__ = ["BUILTIN", "DEFAULT", "Engine", "EngineFactory", "EngineSetup", "factories", "for_ci", "help_text", "named", "names",
            "register"]
 
 
@@ -68,6 +68,15 @@ def named(name: str) -> EngineFactory:
         return _REGISTRY[name]
     except KeyError:
         raise EngineError(f"no engine named {name!r} (engines: {', '.join(_REGISTRY)})") from None
+
+
+def for_ci(target: Target) -> EngineFactory:
+    """The engine the release workflow builds ``target`` with: the first that claims its system
+    (``EngineFactory.ci_for``: Linux wheels in the variant's image, macOS and Windows with cibuildwheel)."""
+    for factory in factories():
+        if target.platform.os in factory.ci_for:
+            return factory
+    raise EngineError(f"no engine builds {target.platform.os.value} wheels in CI (engines: {', '.join(_REGISTRY)})")
 
 
 def help_text() -> str:

@@ -368,4 +368,5 @@ def always(target: Target) -> bool:
 
 
 FACTORY = EngineFactory(name="container", help="the variant's image with docker/podman", make=make,
-                        unbuildable=unbuildable_in_image, containers=True, in_image=always)
+                        unbuildable=unbuildable_in_image, containers=True, in_image=always,
+                        ci_for=frozenset({OS.LINUX}))

@@ -23,7 +23,6 @@ from typing import Any
 from builders import engines
 from builders.base.errors import SelectionError
 from builders.families.device import needed
-from builders.spec.model import OS
 from builders.spec.targets import Target
 
 
@@ -45,8 +44,8 @@ SELF_HOSTED_DEFAULT_LABELS = frozenset({"self-hosted", "linux", "windows", "maco
 
 
 def engine_for(target: Target) -> str:
-    """CI builds Linux wheels in the variant's image, macOS and Windows wheels with cibuildwheel."""
-    return "container" if target.platform.os is OS.LINUX else "cibw"
+    """The engine CI builds ``target`` with (:func:`builders.engines.for_ci`)."""
+    return engines.for_ci(target).name
 
 
 def device_for(target: Target) -> str:
@@ -114,7 +113,7 @@ def setup_pythons(group: Sequence[Target]) -> str:
     A container build takes its Pythons from the image; cibuildwheel on macOS and Windows builds
     with the runner's own interpreters, so every Python of the job is set up there.
     """
-    wanted = [] if engines.named(engine_for(group[0])).in_image(group[0]) else [str(t.python) for t in group]
+    wanted = [] if engines.for_ci(group[0]).in_image(group[0]) else [str(t.python) for t in group]
     return "\n".join([*dict.fromkeys(p for p in wanted if p != TOOLS_PYTHON), TOOLS_PYTHON])
 
 
@@ -192,7 +191,7 @@ def images(targets: Iterable[Target]) -> list[dict[str, Any]]:
     """One image job per (variant, platform) built in a container: the image every Python of it shares."""
     out: dict[str, dict[str, Any]] = {}
     for t in targets:
-        if engines.named(engine_for(t)).in_image(t):
+        if engines.for_ci(t).in_image(t):
             name = f"{t.variant.label}-{t.platform.name}"
             out.setdefault(name, {"name": name, "family": t.variant.accelerator.value, "runner": t.runner,
                                   "target": t.id})
