@@ -21,12 +21,14 @@ from pathlib import Path
 import pytest
 from packaging.metadata import Metadata
 
+from builders.release import audit
 from builders.release.promote import check_promoted, public_version, pypi_requirements
 from builders.spec import matrix
 from builders.spec.model import Matrix
 from builders.spec.targets import Target, expand
 from builders.wheel.archive import Wheel, label, rewrite
 from builders.wheel.verify import METADATA_CODES, Expectation, verify
+from tests.verdict import same_verdict
 
 pytestmark = pytest.mark.slow
 
@@ -150,3 +152,20 @@ def test_label_and_promote_keep_a_backends_metadata(shipped, tmp_path: Path, bac
     license_text = meta.license or ""
     if backend == "setuptools":
         assert all(line in license_text for line in LICENSE.splitlines() if line)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_verify_and_audit_give_a_backends_metadata_one_verdict(shipped, tmp_path: Path, backend: str) -> None:
+    """The shared rules (builders.wheel.rules) on real METADATA: the labelled wheel as its own index
+    holds it, and the promoted one as PyPI holds it; neither side finds anything, and both agree."""
+    m, t = shipped
+    labelled = label(build(m, backend, tmp_path), t.version, t.requirements, tmp_path / "labelled", 315532800)
+    promise = audit.promises(m, t.variant.label)[t.wheel_name]
+    assert same_verdict(labelled, m, Expectation(target=t, dropped=m.dropped), promise) == frozenset()
+    if not t.on_pypi:
+        return
+    (tmp_path / "promoted").mkdir()
+    promoted = rewrite(Wheel(labelled), tmp_path / "promoted", version=public_version(m), requirements=pypi_requirements(m))
+    expect = Expectation(target=t, dropped=m.dropped, version=public_version(m), requirements=pypi_requirements(m))
+    (pypi,) = (p for p in audit.promises(m, audit.PYPI).values() if p.target == t)
+    assert same_verdict(promoted, m, expect, pypi) == frozenset()

@@ -92,3 +92,17 @@ def test_torch_cpu_wheel_passes_smoke_with_its_own_script(torch_wheel: Path, tmp
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for check in ("torch._C", "project:matmul", "project:no CUDA in a cpu build"):
         assert check in proc.stdout + proc.stderr
+
+
+def test_verify_and_audit_give_torchs_metadata_one_verdict(torch_wheel: Path) -> None:
+    """The shared METADATA rules on METADATA nobody here wrote: torch's own, accepted by both sides."""
+    from builders.release import audit
+    from builders.spec import matrix
+    from builders.wheel.verify import Expectation
+    from tests import helpers
+    from tests.verdict import same_verdict
+
+    m = matrix.load(MATRIX, builds=False)
+    t = helpers.one(m, TARGET)
+    promise = audit.promises(m, t.variant.label)[t.wheel_name]
+    assert same_verdict(torch_wheel, m, Expectation(target=t, dropped=m.dropped), promise) == frozenset()

@@ -25,37 +25,11 @@ from builders.spec.model import DroppedKind, Matrix
 from builders.spec.targets import Target, expand
 from builders.wheel import rules as metadata_rules
 from builders.wheel import verify
-from builders.wheel.archive import Wheel, write_wheel
+from builders.wheel.archive import write_wheel
 from tests.hostile import make_wheels as mw
+from tests.verdict import same_verdict
 
 CHANNELS = ("label", "pypi")  # a target's own index (its labelled wheel), and PyPI (as promote checks it)
-VERIFY_RULE = {finding: rule for rule, finding in verify.METADATA_CODES.items()}
-
-
-# --- the two sides ---------------------------------------------------------------------------------
-
-
-def verify_rules(path: Path, expect: verify.Expectation) -> tuple[str, ...]:
-    with Wheel(path).open() as reader:
-        found = list(verify.check_metadata(verify.Contents(reader), expect))
-    assert all(f.file == f"{reader.dist_info}/METADATA" for f in found)
-    return tuple(sorted(VERIFY_RULE[f.code] for f in found))
-
-
-def audit_rules(path: Path, m: Matrix, promise: audit.Promise) -> tuple[str, ...]:
-    listed = audit.IndexFile(filename=path.name, url=path.as_uri())
-    drift = audit.check_file(m, promise, listed, lambda f: audit.read_metadata(audit.Client(), f))
-    assert all(d.rule and d.code == audit.METADATA_CODES[d.rule] for d in drift), drift
-    return tuple(sorted(d.rule for d in drift))
-
-
-def same_verdict(path: Path, m: Matrix, expect: verify.Expectation, promise: audit.Promise) -> frozenset[str]:
-    """The rule codes both sides give ``path``'s METADATA (asserted equal, each as often)."""
-    by_verify, by_audit = verify_rules(path, expect), audit_rules(path, m, promise)
-    assert by_verify == by_audit, f"verify says {by_verify}, audit says {by_audit}"
-    return frozenset(by_verify)
-
-
 def test_every_rule_has_a_code_on_both_sides() -> None:
     assert set(verify.METADATA_CODES) == set(audit.METADATA_CODES) == set(metadata_rules.CODES)
     assert len(set(verify.METADATA_CODES.values())) == len(metadata_rules.CODES)  # decodable one to one
