@@ -349,3 +349,34 @@ def refresh_pages(root: Path) -> None:
     for base, names in labels.items():
         _write(_inside(root, base / "index.html"), root_html(sorted(names)).encode())
         _write(_inside(root, base / "index.json"), _dumps(root_json(sorted(names))))
+
+
+# --- one project's folder from given entries (the variant index of builders.release.variants) ------------
+
+
+def write_project(output: Path, folder: Path, entries: Sequence[tuple[Path, IndexedFile]],
+                  extra: Sequence[tuple[str, str]] = ()) -> None:
+    """``folder`` (inside ``output``) with each entry's file (copied under ``info.filename``), its ``.metadata`` and
+    the project's PEP 503/691 pages; ``extra`` are (file name, sha256) of other files already in the folder
+    (a ``{name}-{version}-variants.json``), linked from both pages with their hash."""
+    _inside(output, folder).mkdir(parents=True, exist_ok=True)
+    for path, info in entries:
+        _copy(path, _inside(output, folder / info.filename))
+        _write(_inside(output, folder / f"{info.filename}.metadata"), info.metadata)
+    files = [info for _path, info in entries]
+    page = project_html(folder.name, files)
+    links = "".join(f'    <a href="{html.escape(quote(name))}#sha256={sha}">{html.escape(name)}</a><br/>\n'
+                    for name, sha in sorted(extra))
+    page = page.replace("  </body>\n", links + "  </body>\n", 1)
+    data = project_json(folder.name, files)
+    data["files"] = [*data["files"], *({"filename": name, "url": quote(name), "hashes": {"sha256": sha}}  # type: ignore[misc]
+                                       for name, sha in sorted(extra))]
+    _write(_inside(output, folder / "index.html"), page.encode())
+    _write(_inside(output, folder / "index.json"), _dumps(data))
+
+
+def write_root(output: Path, base: Path, projects: Iterable[str]) -> None:
+    """The PEP 503/691 root pages of ``base`` (inside ``output``), one link per project."""
+    names = sorted(projects)
+    _write(_inside(output, base / "index.html"), root_html(names).encode())
+    _write(_inside(output, base / "index.json"), _dumps(root_json(names)))

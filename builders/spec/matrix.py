@@ -931,10 +931,11 @@ class _Rules:
             problem = property_template_problem(template, version=version, arches=arches)
             props = [] if problem else expand_properties([template], accel=accel, version=version, arches=arches)
             problem = problem or next(filter(None, map(property_problem, props)), None)
-            if problem:
-                if (*key, "variant_properties", i) not in self.told:  # a family's entry: once, not per version
-                    self.told.add((*key, "variant_properties", i))
-                    self.report((*key, "variant_properties", i), problem)
+            if problem and key is not None:
+                at: KeyPath = (*key, "variant_properties", i)
+                if at not in self.told:  # a family's entry: once, not per version
+                    self.told.add(at)
+                    self.report(at, problem)
                 return
             found.update(props)
         self.property_sets.append((label, frozenset(found), key or levels[-1]))

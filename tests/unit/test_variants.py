@@ -1,0 +1,106 @@
+"""Wheel variants (PEP 825) of synthetic wheels: made by variantlib, checked against the matrix and the twin,
+indexed with variantlib's variants.json. Runs variantlib's command (a few subprocesses, about a second)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from builders.base.errors import VariantError
+from builders.cli import main
+from builders.release.variants import make_variants
+from builders.spec.model import NULL_VARIANT, Matrix
+from builders.wheel import variant as wheel_variant
+from builders.wheel.archive import Wheel
+from tests.unit.test_promote_index import LINUX, _reqs, make_wheel
+
+LABELS = ("cpu", "cu132")
+
+
+@pytest.fixture(scope="module")
+def house(m: Matrix, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("house")
+    for label in LABELS:
+        make_wheel(root / "whl" / label, version=f"{m.project.version}+{label}", requires=_reqs(m, label), m=m)
+    return root
+
+
+@pytest.fixture(scope="module")
+def made(m: Matrix, house: Path, tmp_path_factory: pytest.TempPathFactory):
+    wheels = sorted(house.rglob("*.whl"))
+    return make_variants(m, wheels, house, work=tmp_path_factory.mktemp("work"), env=dict(os.environ))
+
+
+def test_each_labelled_wheel_becomes_its_variant_with_the_public_version(m: Matrix, made) -> None:
+    assert m.wheel_variants is not None
+    names = sorted(p.name for p in (made.root / m.project.canonical_name).glob("*.whl"))
+    want = sorted(f"{m.project.name}-{m.project.version.public}-{LINUX}-{m.variant(label).variant_label}.whl"
+                  for label in LABELS)
+    assert names == want and made.root == made.made[0].path.parent.parent
+    assert f"-{NULL_VARIANT}.whl" in " ".join(names)
+
+
+def test_variants_json_is_variantlibs_and_the_matrixs(m: Matrix, made) -> None:
+    (path,) = made.variants_json
+    assert path.name == f"{m.project.name}-{m.project.version.public}-variants.json"
+    data = json.loads(path.read_text())
+    assert data["default-priorities"]["namespace"] == list(m.wheel_variants.priorities)
+    for label in LABELS:
+        v = m.variant(label)
+        found = {f"{ns} :: {feat} :: {val}" for ns, feats in data["variants"][v.variant_label].items()
+                 for feat, vals in feats.items() for val in vals}
+        assert found == set(v.properties)
+
+
+def test_the_project_page_links_every_file_with_its_hash(m: Matrix, made) -> None:
+    folder = made.root / m.project.canonical_name
+    page = (folder / "index.html").read_text()
+    listing = json.loads((folder / "index.json").read_text())
+    hashes = {f["filename"]: f["hashes"]["sha256"] for f in listing["files"]}
+    for path in [*folder.glob("*.whl"), *folder.glob("*-variants.json")]:
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        assert f"{path.name}#sha256={sha}" in page and hashes[path.name] == sha
+    for wheel in folder.glob("*.whl"):
+        with zipfile.ZipFile(wheel) as zf:
+            meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+            assert (folder / f"{wheel.name}.metadata").read_bytes() == zf.read(meta)
+    assert m.project.canonical_name in (made.root / "index.html").read_text()
+
+
+def test_a_variant_is_its_twin_plus_variant_json(m: Matrix, made) -> None:
+    for one in made.made:
+        assert wheel_variant.check(one.path, one.twin, one.target.variant, m.wheel_variants) == []
+        assert Wheel(one.twin).version == m.project.version
+
+
+def test_a_variant_with_other_properties_or_members_is_refused(m: Matrix, made, tmp_path: Path) -> None:
+    one = next(x for x in made.made if x.target.variant.properties)
+    other = m.variant("cu134")
+    codes = {f.code for f in wheel_variant.check(one.path, one.twin, other, m.wheel_variants)}
+    assert {"variant-name", "variant-json"} <= codes  # cu134's label is not in the file
+    tampered = tmp_path / one.path.name
+    with zipfile.ZipFile(one.path) as src, zipfile.ZipFile(tampered, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            dst.writestr(info, data + b"#" if info.filename.endswith("__init__.py") else data)
+    codes = {f.code for f in wheel_variant.check(tampered, one.twin, one.target.variant, m.wheel_variants)}
+    assert codes == {"variant-members"}
+
+
+def test_the_command_writes_beside_the_labelled_indexes(house: Path, made, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert main(["variants", str(house), "--output", str(out), "--no-mirror"]) == 0
+    assert sorted(p.name for p in out.rglob("*.whl")) == sorted(p.name for p in made.root.rglob("*.whl"))
+
+
+def test_a_matrix_without_wheel_variants_is_refused(m: Matrix, house: Path, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    with pytest.raises(VariantError, match="no wheel_variants"):
+        make_variants(replace(m, wheel_variants=None), sorted(house.rglob("*.whl")), tmp_path, work=tmp_path,
+                      env=dict(os.environ))
