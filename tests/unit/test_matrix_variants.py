@@ -143,6 +143,6 @@ def test_provider_keys_are_checked_by_the_schema(shipped_text: str) -> None:
 
 
 def test_without_wheel_variants_the_matrix_has_none(shipped_text: str) -> None:
-    head, sep, tail = shipped_text.partition("wheel_variants:\n")
+    head, _sep, tail = shipped_text.partition("wheel_variants:\n")
     body_end = tail.index("\nexclude:")
     assert matrix.loads(head + tail[body_end + 1:]).wheel_variants is None
