@@ -104,3 +104,41 @@ def test_a_matrix_without_wheel_variants_is_refused(m: Matrix, house: Path, tmp_
     with pytest.raises(VariantError, match="no wheel_variants"):
         make_variants(replace(m, wheel_variants=None), sorted(house.rglob("*.whl")), tmp_path, work=tmp_path,
                       env=dict(os.environ))
+
+
+def test_the_report_shows_the_variant_install_next_to_the_per_index_ones(m: Matrix) -> None:
+    import html
+
+    from builders.release import report
+
+    command = report.variant_install_command(m)
+    assert command is not None
+    assert command.startswith("uv pip install --preview-features wheel-variants ")
+    assert command.endswith(m.channels.index_base_url + m.wheel_variants.layout)
+    page = report.to_html(m, {})
+    assert html.escape(command) in page and "pip ignores variant wheels" in page
+    markdown = report.to_markdown(m, {})
+    assert f"`{command}`" in markdown and report.index_url(m, "cu132") in markdown
+    assert report.to_json(m, {})["variant_install"]["command"] == command
+
+
+def test_audit_reads_a_variant_index(m: Matrix, made, tmp_path: Path) -> None:
+    import shutil
+
+    from builders.release.variant_audit import audit_variants
+
+    folder = made.root / m.project.canonical_name
+    result = audit_variants(m, made.root.as_uri() + "/")
+    names = {p.name for p in folder.glob("*.whl")}
+    assert {d.code for d in result.drift} == {"missing"}  # only two targets were built here
+    assert not names & {d.file for d in result.drift} and result.listed == len(names) + 1
+
+    copy = tmp_path / "copy"
+    shutil.copytree(made.root, copy)
+    (found,) = (copy / m.project.canonical_name).glob("*-variants.json")
+    data = json.loads(found.read_text())
+    data["variants"]["cu132"]["nvidia"]["sm_arch"] = ["90_real"]
+    found.write_text(json.dumps(data))  # the page's sha256 no longer matches either
+    result = audit_variants(m, copy.as_uri() + "/")
+    assert {d.code for d in result.drift if d.code != "missing"} == {"variants-json", "label"}  # no labels read
+    assert "sha256" in next(d.message for d in result.drift if d.code == "variants-json")
