@@ -278,8 +278,9 @@ class VariantError(BuildersError):
     """A wheel variant (PEP 825) cannot be made, does not verify, or its index is not what the matrix says."""
 
     exit_code = 27
-    what = ("variants: no wheel_variants in the matrix, a wheel variant or its index's variants.json that does not "
-            "verify against the matrix (each finding listed), or no labelled wheel to make variants of")
+    what = ("variants: a wheel variant or its index's variants.json that does not verify against the matrix (each "
+            "finding listed), no labelled wheel to make variants of, or `audit --channel variants` with a matrix "
+            "without wheel_variants")
 
 
 # The codes no error class returns: success, argparse's usage error, a reader that went away.

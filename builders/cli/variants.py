@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -28,10 +29,11 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                                    "byte-identical) and verified as the twin is; then OUTPUT/<wheel_variants.layout> "
                                    "gets every variant wheel in one project page with {name}-{version}-variants.json "
                                    "(variantlib generate-index-json, read back and compared with the matrix), PEP "
-                                   "503/691 pages with hashes, PEP 658 metadata and the mirrored requirement wheels. "
+                                   "503/691 pages with hashes, PEP 658 metadata and the mirrored requirement wheels. A matrix without "
+                                   "wheel_variants makes none (exit 0). "
                                    "Install from it with `uv pip install --preview-features wheel-variants "
                                    "--index-url URL NAME`; pip ignores variant wheels. Exit 27 on a wheel variant or "
-                                   "variants.json that does not verify, or a matrix without wheel_variants.")
+                                   "variants.json that does not verify, or no labelled wheel.")
     add_matrix_option(p)
     p.add_argument("wheelhouse", type=input_dir, metavar="WHEELHOUSE", help="what `build` wrote (whl/<label>/...)")
     p.add_argument("--output", type=output_dir, default=None, metavar="DIR",
@@ -44,11 +46,19 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                         "the target's interpreter, as `smoke` does: a variant wheel installs only where its provider "
                         "matches the machine")
     p.add_argument("--installer", choices=("auto", "uv", "pip"), default="auto", help="the smoke test's installer")
+    p.add_argument("--copy-wheels", type=output_dir, default=None, metavar="DIR",
+                   help="also copy the project's variant wheels (not the mirrored requirements) into DIR, e.g. for the "
+                        "release's build provenance (DIR is made, and left empty without wheel_variants)")
     p.set_defaults(execute=execute)
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix)
+    if args.copy_wheels is not None:
+        args.copy_wheels.mkdir(parents=True, exist_ok=True)
+    if m.wheel_variants is None:
+        console.line(f"{args.matrix}: no wheel_variants in the matrix, no wheel variants made")
+        return 0
     output = args.output or args.wheelhouse
     wheels = labelled_wheels(args.wheelhouse, output / settings(m).layout)
     env = dict(os.environ)
@@ -57,6 +67,8 @@ def execute(args: argparse.Namespace, console: Console) -> int:
         mirror = None if args.no_mirror else pip_mirror(m, work / "mirror", python=sys.executable, env=env)
         result = make_variants(m, wheels, output, work=work / "work", env=env, requirements=mirror)
         report(result, console)
+        for one in result.made if args.copy_wheels is not None else ():
+            shutil.copyfile(one.path, args.copy_wheels / one.path.name)
         if args.smoke:
             for one in result.made:
                 smoke_twin(one, env, args.installer, console)

@@ -65,14 +65,18 @@ def settings(matrix: Matrix) -> WheelVariants:
 
 
 def labelled_wheels(folder: Path, skip: Path) -> list[Path]:
-    """The labelled wheels under ``folder``, outside ``skip`` (a variant index written there before)."""
-    out = []
+    """The labelled wheels under ``folder``, outside ``skip`` (a variant index written there before), each file
+    name once (``build``'s store holds a copy of each: the same bytes are one wheel, other bytes an error)."""
+    found: dict[str, Path] = {}
     for path in find_wheels(folder):
         if path.resolve().is_relative_to(skip.resolve()) or wheel_variant.split_label(path.name)[1] is not None:
             continue
-        if Wheel(path).version.local:
-            out.append(path)
-    return out
+        if not Wheel(path).version.local:
+            continue
+        seen = found.setdefault(path.name, path)
+        if seen != path and file_sha256(seen) != file_sha256(path):
+            raise VariantError(f"{path.name}: two different files with this name: {seen} and {path}")
+    return sorted(found.values(), key=lambda p: p.name)
 
 
 def make_twin(matrix: Matrix, wheel: Wheel, target: Target, dest: Path) -> Path:
