@@ -22,24 +22,28 @@ resolved and must lie inside the output folder.
 
 from __future__ import annotations
 
+import email.parser
+import email.policy
 import hashlib
 import html
 import json
 import os
 import shutil
+import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from packaging.utils import canonicalize_name
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from builders.base.errors import IndexBuildError
 from builders.release.mirror import RECORD, MirrorError
 from builders.release.promote import PromoteError, target_of
 from builders.spec.model import Matrix
 from builders.wheel.archive import Wheel, file_sha256, header, printable
+from builders.wheel.variant import split_label
 from builders.wheel.verify import Expectation, Finding, integrity, verify
 
 API_VERSION = "1.1"
@@ -342,6 +346,10 @@ def refresh_pages(root: Path) -> None:
         projects.setdefault(wheel.parent, []).append(wheel)
     labels: dict[Path, list[str]] = {}
     for folder, wheels in sorted(projects.items()):
+        if any(split_label(w.name)[1] is not None for w in wheels):  # a wheel-variant index's project
+            refresh_variant_project(root, folder, wheels)
+            labels.setdefault(folder.parent, []).append(folder.name)
+            continue
         files = [describe(w, folder.parent.name) for w in wheels]
         _write(_inside(root, folder / "index.html"), project_html(folder.name, files).encode())
         _write(_inside(root, folder / "index.json"), _dumps(project_json(folder.name, files)))
@@ -380,3 +388,25 @@ def write_root(output: Path, base: Path, projects: Iterable[str]) -> None:
     names = sorted(projects)
     _write(_inside(output, base / "index.html"), root_html(names).encode())
     _write(_inside(output, base / "index.json"), _dumps(root_json(names)))
+
+
+def describe_variant(path: Path) -> IndexedFile:
+    """A wheel variant (PEP 825) as an index entry: its METADATA, Requires-Python and version read as for any wheel
+    (packaging's file-name parser knows no variant label, so the version comes from the name without it)."""
+    base, label = split_label(path.name)
+    name, version, _build, _tags = parse_wheel_filename(base)
+    with zipfile.ZipFile(path) as zf:
+        (member,) = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+        metadata = zf.read(member)
+    requires_python = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(metadata).get("Requires-Python")
+    return IndexedFile(filename=path.name, project=canonicalize_name(name), label=label or "", sha256=file_sha256(path),
+                       size=path.stat().st_size, version=str(version),
+                       requires_python=str(requires_python).strip() if requires_python else None, metadata=metadata)
+
+
+def refresh_variant_project(root: Path, folder: Path, wheels: Sequence[Path]) -> None:
+    """A wheel-variant index's project pages rewritten from its files: the wheels (variant or not) and every
+    ``*-variants.json``, linked with its hash."""
+    entries = [(w, describe_variant(w) if split_label(w.name)[1] is not None else describe(w, "")) for w in wheels]
+    extra = [(p.name, file_sha256(p)) for p in sorted(folder.glob("*-variants.json"))]
+    write_project(root, folder, entries, extra)

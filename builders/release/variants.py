@@ -97,9 +97,12 @@ def refuse(path: Path, findings: Sequence[Finding], what: str) -> None:
                            "was not written:\n  " + "\n  ".join(map(str, findings)))
 
 
-def check_made(matrix: Matrix, made: Path, twin: Path, target: Target, scratch: Path) -> None:
-    """The variant wheel against the matrix and its twin, then the twin's own checks under the twin's name."""
-    refuse(made, wheel_variant.check(made, twin, target.variant, settings(matrix)), "the variant wheel")
+def check_made(matrix: Matrix, made: Path, twin: Path, labelled: Path, target: Target, scratch: Path) -> None:
+    """The variant wheel against the matrix, its twin and the labelled wheel's package files, then the twin's own
+    checks under the twin's name."""
+    findings = [*wheel_variant.check(made, twin, target.variant, settings(matrix)),
+                *wheel_variant.package_findings(made, labelled)]
+    refuse(made, findings, "the variant wheel")
     scratch.mkdir(parents=True, exist_ok=True)
     alias = Path(shutil.copyfile(made, scratch / twin.name))
     try:
@@ -116,7 +119,7 @@ def make_one(matrix: Matrix, path: Path, work: Path, pyproject: Path, *, env: Ma
     label = target.variant.label
     twin = make_twin(matrix, wheel, target, work / "twins" / label)
     made = wheel_variant.make(twin, work / "made", target.variant, pyproject, env=env, log=log)
-    check_made(matrix, made, twin, target, work / "scratch")
+    check_made(matrix, made, twin, path, target, work / "scratch")
     return Made(target=target, labelled=path, twin=twin, path=made)
 
 

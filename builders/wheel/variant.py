@@ -13,7 +13,8 @@ is a placeholder. What :func:`check` holds a variant wheel to:
 - the properties are the matrix's for the variant, the providers and priorities the matrix's;
 - every member but ``variant.json`` and ``RECORD`` has the twin's bytes, and ``RECORD`` is the
   twin's plus the ``variant.json`` line: what the twin's checks (verify, smoke) established holds
-  for the variant wheel too.
+  for the variant wheel too; every package file (outside ``.dist-info``) has the labelled
+  wheel's bytes (:func:`package_findings`), so its smoke tests and GPU runs hold as well.
 """
 
 from __future__ import annotations
@@ -110,6 +111,25 @@ def check(path: Path, twin: Path, variant: Variant, variants: WheelVariants) -> 
     except (OSError, zipfile.BadZipFile) as exc:
         findings.append(Finding(code="variant-archive", message=f"{path.name}: {exc}"))
     return findings
+
+
+def package_findings(path: Path, labelled: Path) -> list[Finding]:
+    """The variant wheel's package files (every member outside ``.dist-info``) against the labelled wheel's it was
+    made from: the same names and bytes, so the labelled wheel's smoke test and GPU runs hold for it."""
+    try:
+        with zipfile.ZipFile(path) as new, zipfile.ZipFile(labelled) as old:
+            mine, theirs = _package_members(new), _package_members(old)
+            out = [Finding(code="variant-members", message=f"{name} is {'missing' if name in theirs else 'added'} "
+                           f"against {labelled.name}", file=name) for name in sorted(set(mine) ^ set(theirs))]
+            out += [Finding(code="variant-members", message=f"differs from {labelled.name}'s", file=name)
+                    for name in sorted(set(mine) & set(theirs)) if _digest(new, name) != _digest(old, name)]
+            return out
+    except (OSError, zipfile.BadZipFile) as exc:
+        return [Finding(code="variant-archive", message=f"{path.name}: {exc}")]
+
+
+def _package_members(zf: zipfile.ZipFile) -> list[str]:
+    return [n for n in zf.namelist() if not n.split("/", 1)[0].endswith(".dist-info") and not n.endswith("/")]
 
 
 def _dist_info(zf: zipfile.ZipFile) -> str:

@@ -142,7 +142,7 @@ def installed_label(python: Path, project: str) -> str:
 def smoke_installed(m: Matrix, label: str, python: Path, tmp: Path) -> dict[str, Any]:
     """builders' smoke probe in the venv uv installed into, for the chosen variant's target."""
     target = helpers.one(m, f"{label}-{ABI}-{PLATFORM}")
-    staged = stage(tmp / "probe", [target])
+    staged = stage(tmp / "probe", [target], dist_version=str(m.project.version.public))  # the variant's version
     empty = tmp / "empty"
     empty.mkdir()
     proc = subprocess.run(probe_argv(str(python), str(staged)), cwd=empty, env=clean_env({}), text=True,

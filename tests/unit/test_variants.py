@@ -142,3 +142,17 @@ def test_audit_reads_a_variant_index(m: Matrix, made, tmp_path: Path) -> None:
     result = audit_variants(m, copy.as_uri() + "/")
     assert {d.code for d in result.drift if d.code != "missing"} == {"variants-json", "label"}  # no labels read
     assert "sha256" in next(d.message for d in result.drift if d.code == "variants-json")
+
+
+def test_a_variant_index_merged_into_a_published_one_keeps_its_pages(m: Matrix, made, tmp_path: Path) -> None:
+    """What the deploy job does (merge_into): the project's pages are rewritten from the files, variants.json linked."""
+    from builders.release.index import merge_into
+
+    published = tmp_path / "published"
+    published.mkdir()
+    merge_into(made.root.parent, published)
+    layout = made.root.relative_to(made.root.parent)
+    for page in ("index.html", "index.json"):
+        mine = made.root / m.project.canonical_name / page
+        assert (published / layout / m.project.canonical_name / page).read_bytes() == mine.read_bytes()
+    assert (published / layout / "index.html").read_bytes() == (made.root / "index.html").read_bytes()
