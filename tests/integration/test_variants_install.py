@@ -94,7 +94,8 @@ def variant_index(root: Path, data: dict[str, Any], tmp_path_factory: pytest.Tem
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-5000:]
     proc = helpers.builders("variants", str(house), "--smoke", cwd=root, timeout=3600)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-5000:]
-    assert proc.stdout.count("smoke test passed on its twin") == len(labels), proc.stdout
+    said = proc.stdout + proc.stderr  # the console's lines go to stderr
+    assert said.count("smoke test passed on its twin") == len(labels), said
     return house / data["wheel_variants"]["layout"]
 
 
