@@ -181,7 +181,7 @@ def _labelled(wheels: Iterable[Path], known: set[str] | None) -> tuple[list[tupl
     labelled: list[tuple[Path, str]] = []
     skipped: list[Path] = []
     for path in sorted(wheels):
-        label = Wheel(path).version.local
+        label = None if split_label(path.name)[1] is not None else Wheel(path).version.local  # a wheel variant: skipped
         if not label:
             skipped.append(path)
         elif known is not None and label not in known:

@@ -156,3 +156,12 @@ def test_a_variant_index_merged_into_a_published_one_keeps_its_pages(m: Matrix, 
         mine = made.root / m.project.canonical_name / page
         assert (published / layout / m.project.canonical_name / page).read_bytes() == mine.read_bytes()
     assert (published / layout / "index.html").read_bytes() == (made.root / "index.html").read_bytes()
+
+
+def test_index_and_promote_leave_a_variant_index_in_the_wheelhouse_alone(m: Matrix, house: Path, made,
+                                                                          tmp_path: Path) -> None:
+    """``variants`` writes beside whl/<label>/ in the wheelhouse; ``index`` and ``promote`` of it skip the variants."""
+    assert any(house.rglob("*-null.whl"))
+    assert main(["index", str(house), "--output", str(tmp_path / "site"), "--no-mirror"]) == 0
+    assert not any((tmp_path / "site").rglob("*-null.whl"))
+    assert main(["promote", str(house), "--output", str(tmp_path / "dist")]) == 0
