@@ -41,12 +41,13 @@ def variant_filename(twin_name: str, label: str) -> str:
 
 
 def split_label(filename: str) -> tuple[str, str | None]:
-    """The twin's file name and the variant label of a (variant) wheel file name, as variantlib reads it."""
+    """The twin's file name and the variant label of a wheel variant's file name, as variantlib reads it; any other
+    name is returned as it is, without a label (whatever reads it as a wheel says what is wrong with it)."""
     from variantlib.constants import VALIDATION_WHEEL_NAME_REGEX
 
     match = VALIDATION_WHEEL_NAME_REGEX.fullmatch(filename)
-    if match is None:
-        raise VariantError(f"{filename}: not a wheel file name")
+    if match is None or match.group("variant_label") is None:
+        return filename, None
     return f"{match.group('base_wheel_name')}.whl", match.group("variant_label")
 
 
