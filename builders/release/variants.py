@@ -31,7 +31,7 @@ from pathlib import Path
 from builders.base.errors import VariantError
 from builders.base.process import LogLike, run
 from builders.release.index import IndexedFile, Requirements, describe, find_wheels, write_project, write_root
-from builders.release.promote import public_version, refuse_unverified, target_of, wheel_epoch
+from builders.release.promote import PromoteError, public_version, target_of, wheel_epoch
 from builders.spec.model import Matrix, WheelVariants
 from builders.spec.targets import Target
 from builders.wheel import variant as wheel_variant
@@ -114,8 +114,11 @@ def check_made(matrix: Matrix, made: Path, twin: Path, labelled: Path, target: T
 def make_one(matrix: Matrix, path: Path, work: Path, pyproject: Path, *, env: Mapping[str, str],
              log: LogLike = None) -> Made:
     wheel = Wheel(path)
-    target = target_of(matrix, wheel)
-    refuse_unverified(matrix, wheel, target)
+    try:
+        target = target_of(matrix, wheel)
+    except PromoteError as exc:
+        raise VariantError(str(exc)) from None
+    refuse(path, verify(wheel, Expectation(target=target, dropped=matrix.dropped)), f"as {target.id}'s labelled wheel, it")
     label = target.variant.label
     twin = make_twin(matrix, wheel, target, work / "twins" / label)
     made = wheel_variant.make(twin, work / "made", target.variant, pyproject, env=env, log=log)

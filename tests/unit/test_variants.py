@@ -165,3 +165,13 @@ def test_index_and_promote_leave_a_variant_index_in_the_wheelhouse_alone(m: Matr
     assert main(["index", str(house), "--output", str(tmp_path / "site"), "--no-mirror"]) == 0
     assert not any((tmp_path / "site").rglob("*-null.whl"))
     assert main(["promote", str(house), "--output", str(tmp_path / "dist")]) == 0
+
+
+def test_a_wheel_that_does_not_verify_as_its_target_is_refused_before_anything_is_written(
+        m: Matrix, house: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad"
+    (labelled,) = (house / "whl" / "cu132").glob("*.whl")
+    make_wheel(bad, version=labelled.name.split("-")[1], requires=(), m=m)  # no runtime requirement: refused
+    with pytest.raises(VariantError, match="labelled wheel, it does not verify"):
+        make_variants(m, sorted(bad.glob("*.whl")), tmp_path / "out", work=tmp_path / "work", env=dict(os.environ))
+    assert not (tmp_path / "out").exists()
