@@ -43,6 +43,14 @@ def build(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON, default=False)
+def variants(session: nox.Session) -> None:
+    """After build: the wheel variants (PEP 825) of wheelhouse/'s wheels, verified and their twins smoke-tested, in
+    wheelhouse/variants/ beside whl/<label>/ (arguments replace the default `wheelhouse --smoke`)."""
+    _install(session)
+    session.run("python", "-m", "builders", "variants", *(session.posargs or ["wheelhouse", "--smoke"]))
+
+
+@nox.session(python=PYTHON, default=False)
 def images(session: nox.Session) -> None:
     """Build the container images the selected targets need (content-addressed tags; --dry-run prints them)."""
     _install(session)

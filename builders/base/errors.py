@@ -282,6 +282,15 @@ class FolderBusy(BuildersError):
 
 PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
 
+class VariantError(BuildersError):
+    """A wheel variant (PEP 825) cannot be made, does not verify, or its index is not what the matrix says."""
+
+    exit_code = 27
+    what = ("variants: a wheel variant or its index's variants.json that does not verify against the matrix (each "
+            "finding listed), no labelled wheel to make variants of, or `audit --channel variants` with a matrix "
+            "without wheel_variants")
+
+
 # The codes no error class returns: success, argparse's usage error, a reader that went away.
 OTHER_EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "ok"),

@@ -14,8 +14,9 @@ from builders.base.console import Console
 from builders.base.errors import AuditError
 from builders.base.process import ProcessError, run
 from builders.cli import add_matrix_option
-from builders.release import audit
-from builders.release.report import index_url
+from builders.release import audit, variant_audit
+from builders.release.report import index_url, variant_index_url
+from builders.release.variants import settings
 from builders.spec import matrix as matrix_mod
 from builders.spec.model import Matrix
 
@@ -30,7 +31,8 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                                    "Requires-Dist or Requires-Python, yanked files. Exit 21 on any drift.")
     add_matrix_option(p)
     p.add_argument("--channel", default=audit.PYPI, metavar="CHANNEL",
-                   help="pypi (default): the unlabelled PyPI wheels; or a variant label (cu132, ...): its own index")
+                   help="pypi (default): the unlabelled PyPI wheels; or a variant label (cu132, ...): its own index; "
+                        "or variants: the wheel-variant index (PEP 825; its variants.json and variant wheels)")
     p.add_argument("--index-url", default=None, metavar="URL",
                    help="the index to read (http, https or file); default: for a variant label, the matrix's "
                         "channels.index base_url + layout; for pypi, the index pip uses: its configured "
@@ -42,10 +44,14 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
 
 def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix, builds=False)
-    audit.promises(m, args.channel)  # an unknown channel is refused before anything is read
+    if args.channel == variant_audit.CHANNEL:
+        settings(m)  # a matrix without wheel_variants has no variant index
+    else:
+        audit.promises(m, args.channel)  # an unknown channel is refused before anything is read
     url = args.index_url or default_index_url(m, args.channel, dict(os.environ))
     try:
-        result = audit.audit(m, args.channel, url)
+        result = (variant_audit.audit_variants(m, url) if args.channel == variant_audit.CHANNEL
+                  else audit.audit(m, args.channel, url))
     except requests.RequestException as exc:
         raise AuditError(f"{url}: cannot read the index: {exc}") from None
     md = audit.to_markdown(result)
@@ -65,6 +71,8 @@ PIP_DEFAULT_INDEX = "from pip._internal.models.index import PyPI; print(PyPI.sim
 def default_index_url(m: Matrix, channel: str, env: Mapping[str, str]) -> str:
     """A variant's own index from the matrix; for PyPI, the index pip would use: the one it is configured with
     (``pip config list``: PIP_INDEX_URL, its configuration files), else pip's own default."""
+    if channel == variant_audit.CHANNEL:
+        return variant_index_url(m) or ""
     if channel != audit.PYPI:
         return index_url(m, channel)
     listing = run([sys.executable, "-m", "pip", "config", "list"], env=env, separate_stderr=True, timeout=120).stdout

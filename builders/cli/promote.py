@@ -12,6 +12,7 @@ from builders.release.promote import PromoteError, promotable, promote, target_o
 from builders.spec import matrix as matrix_mod
 from builders.spec.model import Matrix
 from builders.wheel.archive import Wheel
+from builders.wheel.variant import split_label
 
 
 def configure_parser(sub: argparse._SubParsersAction) -> None:
@@ -55,6 +56,8 @@ def defaults_under(m: Matrix, folder: Path, *, allow_empty: bool = False) -> lis
         raise PromoteError(f"{folder}: no wheels (*.whl) under this folder, nothing to promote")
     found = []
     for path in paths:
+        if split_label(path.name)[1] is not None:
+            continue  # a wheel variant (builders variants), never promoted
         wheel = Wheel(path)
         if wheel.version.local and target_of(m, wheel).on_pypi:
             found.append(wheel)

@@ -26,8 +26,16 @@ if TYPE_CHECKING:
     from builders.spec.targets import Target
 
 
+def sm_arch(entry: str) -> tuple[str, ...]:
+    """An arch-list entry as nvidia's variant provider reports ``sm_arch``: ``9.0`` is ``90_real``,
+    ``12.0+PTX`` is ``120_real`` and ``120_virtual``."""
+    base = entry.removesuffix("+PTX")
+    sm = base.replace(".", "")
+    return (f"{sm}_real", *([f"{sm}_virtual"] if base != entry else []))
+
+
 ACCELERATOR = declare(FamilyFacts(
-    name="cuda", display="CUDA", needs_arch_list=True,
+    name="cuda", display="CUDA", needs_arch_list=True, arch_properties=sm_arch,
     arch_entry=re.compile(r"[0-9]+\.[0-9]+[af]?(\+PTX)?"), arch_example="CUDA compute capabilities such as 8.0;9.0;12.0+PTX"))
 NVIDIA_GPU = re.compile(r"^GPU \d+: .+$", re.M)
 

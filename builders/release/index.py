@@ -26,25 +26,29 @@ is resolved and must lie inside the output folder.
 from __future__ import annotations
 
 import contextlib
+import email.parser
+import email.policy
 import hashlib
 import html
 import json
 import os
 import shutil
 import tempfile
+import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from packaging.utils import canonicalize_name
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from builders.base.errors import IndexBuildError
 from builders.release.mirror import RECORD, MirrorError
 from builders.release.promote import PromoteError, target_of
 from builders.spec.model import Matrix
 from builders.wheel.archive import Wheel, file_sha256, header, partial_path, printable
+from builders.wheel.variant import split_label
 from builders.wheel.verify import Expectation, Finding, integrity, verify
 
 API_VERSION = "1.1"
@@ -227,7 +231,7 @@ def _labelled(wheels: Iterable[Path], known: set[str] | None) -> tuple[list[tupl
     labelled: list[tuple[Path, str]] = []
     skipped: list[Path] = []
     for path in sorted(wheels):
-        label = Wheel(path).version.local
+        label = None if split_label(path.name)[1] is not None else Wheel(path).version.local  # a wheel variant: skipped
         if not label:
             skipped.append(path)
         elif known is not None and label not in known:
@@ -400,6 +404,10 @@ def refresh_pages(root: Path) -> None:
         projects.setdefault(wheel.parent, []).append(wheel)
     labels: dict[Path, list[str]] = {}
     for folder, wheels in sorted(projects.items()):
+        if any(split_label(w.name)[1] is not None for w in wheels):  # a wheel-variant index's project
+            refresh_variant_project(root, folder, wheels)
+            labels.setdefault(folder.parent, []).append(folder.name)
+            continue
         files = [describe(w, folder.parent.name) for w in wheels]
         _write(_inside(root, folder / "index.html"), project_html(folder.name, files).encode())
         _write(_inside(root, folder / "index.json"), _dumps(project_json(folder.name, files)))
@@ -407,3 +415,56 @@ def refresh_pages(root: Path) -> None:
     for base, names in labels.items():
         _write(_inside(root, base / "index.html"), root_html(sorted(names)).encode())
         _write(_inside(root, base / "index.json"), _dumps(root_json(sorted(names))))
+
+
+# --- one project's folder from given entries (the variant index of builders.release.variants) ------------
+
+
+def write_project(output: Path, folder: Path, entries: Sequence[tuple[Path, IndexedFile]],
+                  extra: Sequence[tuple[str, str]] = ()) -> None:
+    """``folder`` (inside ``output``) with each entry's file (copied under ``info.filename``), its ``.metadata`` and
+    the project's PEP 503/691 pages; ``extra`` are (file name, sha256) of other files already in the folder
+    (a ``{name}-{version}-variants.json``), linked from both pages with their hash."""
+    _inside(output, folder).mkdir(parents=True, exist_ok=True)
+    for path, info in entries:
+        _copy(path, _inside(output, folder / info.filename))
+        _write(_inside(output, folder / f"{info.filename}.metadata"), info.metadata)
+    files = [info for _path, info in entries]
+    page = project_html(folder.name, files)
+    links = "".join(f'    <a href="{html.escape(quote(name))}#sha256={sha}">{html.escape(name)}</a><br/>\n'
+                    for name, sha in sorted(extra))
+    page = page.replace("  </body>\n", links + "  </body>\n", 1)
+    data = project_json(folder.name, files)
+    data["files"] = [*data["files"], *({"filename": name, "url": quote(name), "hashes": {"sha256": sha}}  # type: ignore[misc]
+                                       for name, sha in sorted(extra))]
+    _write(_inside(output, folder / "index.html"), page.encode())
+    _write(_inside(output, folder / "index.json"), _dumps(data))
+
+
+def write_root(output: Path, base: Path, projects: Iterable[str]) -> None:
+    """The PEP 503/691 root pages of ``base`` (inside ``output``), one link per project."""
+    names = sorted(projects)
+    _write(_inside(output, base / "index.html"), root_html(names).encode())
+    _write(_inside(output, base / "index.json"), _dumps(root_json(names)))
+
+
+def describe_variant(path: Path) -> IndexedFile:
+    """A wheel variant (PEP 825) as an index entry: its METADATA, Requires-Python and version read as for any wheel
+    (packaging's file-name parser knows no variant label, so the version comes from the name without it)."""
+    base, label = split_label(path.name)
+    name, version, _build, _tags = parse_wheel_filename(base)
+    with zipfile.ZipFile(path) as zf:
+        (member,) = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+        metadata = zf.read(member)
+    requires_python = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(metadata).get("Requires-Python")
+    return IndexedFile(filename=path.name, project=canonicalize_name(name), label=label or "", sha256=file_sha256(path),
+                       size=path.stat().st_size, version=str(version),
+                       requires_python=str(requires_python).strip() if requires_python else None, metadata=metadata)
+
+
+def refresh_variant_project(root: Path, folder: Path, wheels: Sequence[Path]) -> None:
+    """A wheel-variant index's project pages rewritten from its files: the wheels (variant or not) and every
+    ``*-variants.json``, linked with its hash."""
+    entries = [(w, describe_variant(w) if split_label(w.name)[1] is not None else describe(w, "")) for w in wheels]
+    extra = [(p.name, file_sha256(p)) for p in sorted(folder.glob("*-variants.json"))]
+    write_project(root, folder, entries, extra)

@@ -145,6 +145,27 @@ def install_commands(matrix: Matrix) -> dict[str, str]:
     return out
 
 
+VARIANT_INSTALLERS = ("uv picks the variant itself with --preview-features wheel-variants (built-in NVIDIA detection; "
+                      "the null variant where no provider matches); pip ignores variant wheels: use the per-index "
+                      "commands with pip")
+
+
+def variant_index_url(matrix: Matrix) -> str | None:
+    """The variant-enabled index (PEP 825) beside the per-label ones, where the matrix declares wheel_variants."""
+    wv = matrix.wheel_variants
+    return matrix.channels.index_base_url + wv.layout if wv is not None else None
+
+
+def variant_install_command(matrix: Matrix) -> str | None:
+    """The one-line install that lets the installer pick the variant (uv only, as a preview feature)."""
+    url = variant_index_url(matrix)
+    if url is None:
+        return None
+    p = matrix.project
+    return shlex.join(["uv", "pip", "install", "--preview-features", "wheel-variants",
+                       f"{p.name}=={p.version.public}", "--index-url", url])
+
+
 def variant_name(variant: Variant) -> str:
     """``CUDA 13.4``, ``CPU``."""
     family = variant.accelerator.facts.display
@@ -202,6 +223,8 @@ def to_json(matrix: Matrix, results: Mapping[str, Mapping[str, Any]]) -> dict[st
         "released": matrix.project.released,
         "cells": [c.to_json() for c in cells(matrix, results)],
         "install": install_commands(matrix),
+        "variant_install": ({"command": variant_install_command(matrix), "installers": VARIANT_INSTALLERS}
+                            if matrix.wheel_variants is not None else None),
         "pypi_default": dict(matrix.channels.pypi),
         "variants": [variant_json(matrix, v) for v in matrix.variants],
         "dropped": [{"what": d.value, "kind": d.kind.value, "since": d.since, "reason": d.reason,
@@ -281,6 +304,9 @@ def _md_install(matrix: Matrix) -> list[str]:
     out = ["## Install", "", f"- PyPI: `pip install {p.name}=={p.version.public}` ({_md(where)})"]
     out += [f"- {_md(v.label)}: `pip install {p.name}=={p.version.public} --index-url {index_url(matrix, v.label)}`"
             for v in matrix.variants]
+    variant = variant_install_command(matrix)
+    if variant:
+        out += [f"- Any variant, chosen by the installer (wheel variants, PEP 825): `{variant}` ({_md(VARIANT_INSTALLERS)})"]
     return out + ["", "The HTML page has the exact command per Python, operating system and package manager (pip, uv).",
                   ""]
 
@@ -386,6 +412,7 @@ def to_html(matrix: Matrix, results: Mapping[str, Mapping[str, Any]]) -> str:
         "answers": answers(matrix, by_key, notes), "defaults": selector_defaults(matrix),
         "toolkits": [toolkit_row(matrix, v) for v in matrix.variants], "note_groups": notes.grouped(),
         "has_results": bool(results), "variant_name": variant_name,
+        "variant_install": variant_install_command(matrix), "variant_installers": VARIANT_INSTALLERS,
     }
     return template().render(**page)
 

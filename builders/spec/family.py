@@ -17,11 +17,17 @@ for any other; the matrix schema's list of family names is :func:`names`, read a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
 ANY_ARCH = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 FAMILY_NAME = re.compile(r"[a-z][a-z0-9]*")
+
+
+def as_written(entry: str) -> tuple[str, ...]:
+    """An arch-list entry as a variant property value: itself."""
+    return (entry,)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +40,8 @@ class FamilyFacts:
     arch_example: str = "architecture names separated by ';'"  # the hint when an entry does not match
     needs_arch_list: bool = False  # a GPU family: every variant declares the archs it is built for
     containerfile: str = ""  # the Containerfile as target records show it (default: builders' own, by name)
+    # one arch-list entry as the values the family's variant provider reports (PEP 825 ``{arch}``)
+    arch_properties: Callable[[str], tuple[str, ...]] = as_written
 
     @property
     def containerfile_shown(self) -> str:

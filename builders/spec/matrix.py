@@ -34,6 +34,11 @@ are the small ``*_problem`` functions below; what they accept:
   ``channels.index.layout`` takes ``{label}`` and is a relative path without ``..``.
 - a size budget and a smoke timeout are finite and above 0; every arch list is a list of
   real GPU architectures of its family; a platform's PyPI default is built there.
+- wheel variants (PEP 825): ``variant_properties`` take ``{version}``, ``{major}``, ``{arch}``
+  and expand to ``namespace :: feature :: value`` properties; with ``wheel_variants`` declared,
+  each namespace has a provider there, ``priorities`` lists every provider once, and no two
+  variants have the same property set (at most one null variant); the variant index's layout
+  is a relative folder without ``..``.
 """
 
 from __future__ import annotations
@@ -79,6 +84,8 @@ from builders.spec.model import (
     Timeouts,
     Toolkit,
     Variant,
+    VariantProvider,
+    WheelVariants,
 )
 from builders.spec.policy import admits_release, dropped_admitted_by, exclusion_for
 
@@ -97,6 +104,9 @@ ENV_REF = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
 IMAGE_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 URL_UNSAFE = re.compile(r"[\s<>\"'`\\{}|^]")
 LAYOUT_CHARS = re.compile(r"[A-Za-z0-9._{}/-]+")
+# PEP 825 as variantlib 0.2.2 reads it: namespace :: feature :: value
+VARIANT_PROPERTY = re.compile(r"([a-z0-9_]+)\s*::\s*([a-z0-9_]+)\s*::\s*([a-z0-9_.]+)")
+PROPERTY_PLACEHOLDERS = ("version", "major", "arch")
 
 
 def schema() -> dict[str, Any]:
@@ -598,6 +608,64 @@ def pypi_default_problem(platform: str, label: str, ids: list[str], exclusions: 
                    f"excluded{reason}", hint="publish a variant that is built for this platform, or drop the entry")
 
 
+def arch_values(accel: Accelerator, entries: Iterable[str]) -> list[str]:
+    """Arch-list entries in the form the family's variant provider reports them (the family's
+    ``arch_properties``: CUDA ``12.0+PTX`` is ``120_real`` and ``120_virtual``)."""
+    return list(dict.fromkeys(value for entry in entries for value in accel.facts.arch_properties(entry)))
+
+
+def arch_entries(arch_lists: Iterable[tuple[str, str]]) -> list[str]:
+    """Every architecture of a variant, all platforms together, in first-seen order: one label has one
+    property set on a variant index, whatever platform its wheel is for."""
+    return list(dict.fromkeys(e for _platform, text in arch_lists for e in text.split(";") if e))
+
+
+def expand_properties(templates: Iterable[str], *, accel: Accelerator, version: str | None,
+                      arches: Iterable[str]) -> list[str]:
+    """``variant_properties`` with ``{version}``, ``{major}`` and ``{arch}`` filled in (one property per
+    architecture), each as ``namespace :: feature :: value``, sorted and once each."""
+    values = arch_values(accel, arches)
+    fill = {"version": version or "", "major": (version or "").split(".")[0]}
+    out = []
+    for template in templates:
+        for arch in (values if "{arch}" in template else [""]):
+            text = template.format(**fill, arch=arch)
+            match = VARIANT_PROPERTY.fullmatch(text.strip())
+            out.append(" :: ".join(match.groups()) if match else text)
+    return sorted(set(out))
+
+
+def property_template_problem(text: str, *, version: str | None, arches: list[str]) -> Finding | None:
+    """One ``variant_properties`` entry: known placeholders, each with a value for this variant."""
+    found = placeholder_problem(text, PROPERTY_PLACEHOLDERS)
+    if found:
+        return found
+    if ("{version}" in text or "{major}" in text) and version is None:
+        return Finding(f"{text!r} uses the accelerator version, and this variant has none",
+                       hint="declare it under versions:, or write the value")
+    if "{arch}" in text and not arches:
+        return Finding(f"{text!r} uses {{arch}}, and this variant has no arch_list", hint="add arch_list, or write the values")
+    return None
+
+
+def property_problem(text: str) -> Finding | None:
+    if VARIANT_PROPERTY.fullmatch(text):
+        return None
+    return Finding(f"{_short(text, 80)!r} is not a PEP 825 variant property",
+                   hint="write 'namespace :: feature :: value' in lower-case letters, digits and '_' (the value also "
+                        "'.'), e.g. 'nvidia :: sm_arch :: 90_real'")
+
+
+def variant_layout_problem(text: str) -> Finding | None:
+    """The variant index's folder: a relative path of safe segments, no ``..``, no placeholder."""
+    if text.startswith("/") or not re.fullmatch(r"[A-Za-z0-9._/-]+", text) \
+            or any(part in ("", ".", "..") for part in text.rstrip("/").split("/")):
+        return Finding(f"layout {text!r} must be a relative folder of letters, digits, '.', '_', '-' and '/', "
+                       "without '..'", hint="e.g. variants/")
+    return None
+
+
+
 # --- applying the rules to the parsed data ---------------------------------------------------
 
 
@@ -612,6 +680,9 @@ class _Rules:
         self.base = base
         self.check_source, self.check_script = check_source, check_script
         self.problems: list[Problem] = []
+        # (label, its variant wheel's properties, where they are declared) of every variant that has them checked
+        self.property_sets: list[tuple[str, frozenset[str], KeyPath]] = []
+        self.told: set[KeyPath] = set()
 
     def get(self, path: KeyPath, kind: type | tuple[type, ...] = object) -> Any:
         """The value at ``path`` if present, not refused by the schema, and a ``kind``."""
@@ -654,6 +725,7 @@ class _Rules:
         pythons = self.pythons(requires, dropped)
         platforms = self.platforms(dropped)
         labels = self.variants(platforms)
+        self.wheel_variants()
         exclusions = self.exclusions()
         if pythons is not None and platforms is not None and labels is not None:
             ids = {(label, p): [_tid(label, py, p) for py in pythons] for label in labels for p in platforms}
@@ -841,7 +913,82 @@ class _Rules:
             self.report(where, Finding(f"{accel.value} variant has no arch_list",
                                        hint=f"add arch_list: {accel.facts.arch_example}"))
         self.providers(levels)
+        self.variant_properties(accel, levels, label)
         return [(label, where)]
+
+    def variant_properties(self, accel: Accelerator, levels: list[KeyPath], label: str) -> None:
+        """The variant wheel's properties: the nearest level's ``variant_properties``, expanded and checked."""
+        if any((*k, "variant_properties") in self.bad or (*k, "arch_list") in self.bad for k in levels):
+            return
+        key = next((k for k in reversed(levels) if self.get((*k, "variant_properties")) is not None), None)
+        version = str(levels[-1][-1]) if len(levels) > 1 else None
+        lists = self.merged_arch_lists(levels)
+        if any(arch_list_problem(accel, text) for _, text in lists):
+            return  # said at the arch list
+        arches = arch_entries(lists)
+        found: set[str] = set()
+        entries = self.entries((*key, "variant_properties")) if key else []
+        for i, template in entries:
+            problem = property_template_problem(template, version=version, arches=arches)
+            props = [] if problem else expand_properties([template], accel=accel, version=version, arches=arches)
+            problem = problem or next(filter(None, map(property_problem, props)), None)
+            if problem and key is not None:
+                at: KeyPath = (*key, "variant_properties", i)
+                if at not in self.told:  # a family's entry: once, not per version
+                    self.told.add(at)
+                    self.report(at, problem)
+                return
+            found.update(props)
+        self.property_sets.append((label, frozenset(found), key or levels[-1]))
+
+    def merged_arch_lists(self, levels: list[KeyPath]) -> list[tuple[str, str]]:
+        """The arch lists as the model merges them (a version's mapping overlays the family's; a string replaces)."""
+        lists: dict[str, str] = {}
+        for k in levels:
+            value = self.get((*k, "arch_list"))
+            if isinstance(value, str):
+                lists = {"*": value}
+            elif isinstance(value, dict):
+                lists = {**(lists if "*" not in lists else {}), **{n: v for n, v in value.items() if isinstance(v, str)}}
+        return sorted(lists.items())
+
+    # wheel variants
+
+    def wheel_variants(self) -> None:
+        """``wheel_variants``: layout, providers, priorities; every property's namespace has a provider and no
+        two variants share a property set (variantlib would label both alike, or hash them alike)."""
+        key: KeyPath = ("wheel_variants",)
+        if self.get(key, dict) is None:
+            return
+        self.check((*key, "layout"), str, variant_layout_problem)
+        providers = self.items((*key, "providers"))
+        for name, _ in providers:
+            self.requirements((*key, "providers", name, "requires"))
+        names = [name for name, _ in providers]
+        for i, name in self.entries((*key, "priorities")):
+            if name not in names:
+                self.report((*key, "priorities", i), Finding(f"{name!r} has no provider under wheel_variants.providers",
+                                                             hint=_suggest(name, names) or "declare its provider"))
+        listed = [name for _, name in self.entries((*key, "priorities"))]
+        if self.get((*key, "priorities"), list) is not None and self.get((*key, "providers"), dict) is not None:
+            for name in [n for n in names if n not in listed]:
+                self.report((*key, "providers", name), Finding(f"provider {name!r} is not in wheel_variants.priorities",
+                                                               hint="list every provider's namespace once in priorities"))
+        self.property_namespaces(names if self.get((*key, "providers"), dict) is not None else None)
+
+    def property_namespaces(self, providers: list[str] | None) -> None:
+        seen: dict[frozenset[str], tuple[str, KeyPath]] = {}
+        for label, props, where in self.property_sets:
+            missing = sorted({p.split(" :: ")[0] for p in props} - set(providers)) if providers is not None else []
+            if missing:
+                self.report(where, Finding(f"variant {label!r} has properties in namespace {missing[0]!r}, which has no "
+                                           "provider", hint=f"declare wheel_variants.providers.{missing[0]}"))
+            if props in seen:
+                first, at = seen[props]
+                what = "no properties (both would be the null variant)" if not props else "the same properties"
+                self.report(where, Finding(f"variants {first!r} and {label!r} have {what}",
+                                           hint=f"give one of them other variant_properties (first at {self.marks.at(at)})"))
+            seen.setdefault(props, (label, where))
 
     def providers(self, levels: list[KeyPath]) -> None:
         """Each excluded library's provider is among the variant's runtime requirements."""
@@ -976,7 +1123,18 @@ class _Model:
         variants = tuple(v for name, raw in self.data["accelerators"].items() for v in self.family(Accelerator(name), raw))
         return Matrix(path=self.path, project=self.project(source), pythons=self.pythons(dropped),
                       platforms=self.platforms(), variants=variants, channels=self.channels(),
-                      exclusions=self.exclusions(), dropped=dropped)
+                      exclusions=self.exclusions(), dropped=dropped, wheel_variants=self.wheel_variants())
+
+    def wheel_variants(self) -> WheelVariants | None:
+        raw = self.data.get("wheel_variants")
+        if raw is None:
+            return None
+        providers = {name: VariantProvider(namespace=name, requires=tuple(p["requires"]), plugin_api=p["plugin_api"],
+                                           optional=bool(p.get("optional", False)))
+                     for name, p in raw["providers"].items()}
+        return WheelVariants(layout=raw["layout"], priorities=tuple(raw["priorities"]),
+                             providers=tuple(providers[name] for name in raw["priorities"]),
+                             location=self.marks.at(("wheel_variants",)))
 
     def dropped(self) -> tuple[Dropped, ...]:
         out = []
@@ -1031,9 +1189,10 @@ class _Model:
     def variant(self, accel: Accelerator, version: str | None, raw: dict[str, Any], key: KeyPath) -> Variant:
         arch = raw.get("arch_list")
         toolkit = raw.get("toolkit", {})
+        arch_lists = (("*", arch),) if isinstance(arch, str) else tuple(sorted((arch or {}).items()))
         return Variant(
             accelerator=accel, version=version, label=raw["label"], notes=raw.get("notes", ""),
-            arch_lists=(("*", arch),) if isinstance(arch, str) else tuple(sorted((arch or {}).items())),
+            arch_lists=arch_lists,
             toolkit=Toolkit(requirements=tuple(toolkit.get("requirements", ())), index_url=toolkit.get("index_url"),
                             root=toolkit.get("root"), system_repository=toolkit.get("system_repository"),
                             system_packages=tuple(toolkit.get("system_packages", ())),
@@ -1043,6 +1202,8 @@ class _Model:
             system_libs=tuple(sorted(raw.get("system_libs", {}).items())),
             rpath=tuple(raw.get("rpath", ())),
             smoke_runners=tuple(sorted((k, tuple(v)) for k, v in raw.get("smoke_runners", {}).items())),
+            properties=tuple(expand_properties(raw.get("variant_properties", ()), accel=accel, version=version,
+                                               arches=arch_entries(arch_lists))),
             location=self.marks.at(key),
         )
 

@@ -21,6 +21,7 @@ from builders.base.errors import Location
 from builders.spec.family import Accelerator
 
 Pairs = tuple[tuple[str, str], ...]
+NULL_VARIANT = "null"
 
 
 class OS(enum.Enum):
@@ -111,7 +112,16 @@ class Variant:
     system_libs: Pairs = ()  # library -> the system package that provides it (no pip requirement)
     rpath: tuple[str, ...] = ()
     smoke_runners: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # PEP 825 properties of its variant wheel ("nvidia :: sm_arch :: 90_real"), placeholders filled, sorted;
+    # none: the null variant
+    properties: tuple[str, ...] = ()
     location: Location = field(compare=False, repr=False)
+
+    @property
+    def variant_label(self) -> str:
+        """The label of its variant wheel: the matrix's label, or ``null`` (PEP 825's reserved label) for the
+        variant without properties."""
+        return self.label if self.properties else NULL_VARIANT
 
     def arch_list(self, platform: str) -> str | None:
         """The GPU arch list for ``platform`` (``*`` is the all-platform default)."""
@@ -187,6 +197,26 @@ class Channels:
 
     def index_path(self, label: str) -> str:
         return self.index_layout.format(label=label)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantProvider:
+    """A PEP 825 provider plugin: what tells an installer which properties of ``namespace`` the machine has."""
+
+    namespace: str
+    requires: tuple[str, ...]
+    plugin_api: str
+    optional: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelVariants:
+    """``wheel_variants``: the variant-enabled index beside the per-label ones (PEP 825)."""
+
+    layout: str  # relative folder of the variant index, e.g. "variants/"
+    priorities: tuple[str, ...]  # namespaces, most preferred first
+    providers: tuple[VariantProvider, ...]  # in priority order
+    location: Location = field(compare=False, repr=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -270,6 +300,7 @@ class Matrix:
     channels: Channels
     exclusions: tuple[Exclusion, ...]
     dropped: tuple[Dropped, ...]
+    wheel_variants: WheelVariants | None = None
 
     def platform(self, name: str) -> Platform:
         return next(p for p in self.platforms if p.name == name)

@@ -108,6 +108,9 @@ def facts(target: Target, *, dist_version: str | None = None) -> dict[str, Any]:
         "distribution": project.name,
         "import_name": project.import_name,
         "version": dist_version or str(target.version),
+        # the labelled version the build was given (build.env.version): what the code says about itself, also in a
+        # wheel promoted or made a variant with the public version
+        "build_version": str(target.version),
         "variant": variant.label,
         "accelerator": variant.accelerator.value,
         "accelerator_version": variant.version,

@@ -37,7 +37,7 @@ def version_checks(minifw: Any, facts: dict[str, Any]) -> list[Check]:
     v = minifw.version
     accel = facts.get("accelerator")
     accel_version = facts.get("accelerator_version")
-    checks = [equal("__version__", minifw.__version__, facts.get("version")),
+    checks = [equal("__version__", minifw.__version__, facts.get("build_version", facts.get("version"))),
               equal("version.accelerator", v.accelerator, accel),
               equal("version.accelerator_version", v.accelerator_version, accel_version)]
     for field, family in (("cuda", "cuda"), ("hip", "rocm"), ("xpu", "xpu")):

@@ -172,6 +172,9 @@ PATHS = [
     path_case("promote-missing", ("promote", *M, "{dir}/nope", "--output", "{out}"), "no such file or folder"),
     path_case("index-missing", ("index", *M, "{dir}/nope", "--output", "{out}"), "no such folder"),
     path_case("index-wheelhouse-a-file", ("index", *M, "{dir}/afile", "--output", "{out}"), "a folder is expected"),
+    path_case("variants-missing", ("variants", *M, "{dir}/nope", "--output", "{out}"), "no such folder"),
+    path_case("variants-output-under-a-file", ("variants", *M, "{dir}/adir", "--output", "{dir}/afile/site"),
+              "cannot create this folder"),
     path_case("workflow-missing", ("workflow", *M, "--check", "--workflow", "{dir}/nope.yml"), "--workflow"),
     path_case("workflow-a-folder", ("workflow", *M, "--check", "--workflow", "{dir}/adir"), "is a folder"),
     # empty selections for promote and index

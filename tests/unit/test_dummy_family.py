@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 import json
 import sys
 from collections.abc import Iterator
@@ -51,6 +52,14 @@ NPU_FAMILY = """\
       "2.1":
         label: npu21
         arch_list: "npu3;npu4"
+    variant_properties: ["npu :: npu_arch :: {arch}"]
+"""
+# Its wheel variants' provider: matrix data too, beside the other providers.
+NPU_PROVIDER = """\
+    npu:
+      requires: ["npu-variant-provider>=1.0"]
+      plugin_api: "npu_variant_provider.plugin:NpuVariantPlugin"
+      optional: true
 """
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/root"}
 HOST = Host(os=OS.LINUX, arch="x86_64", cxx20="/usr/bin/c++", interpreters=(("cp312", "/py/3.12/bin/python3.12"),),
@@ -58,7 +67,12 @@ HOST = Host(os=OS.LINUX, arch="x86_64", cxx20="/usr/bin/c++", interpreters=(("cp
 
 
 def with_npu(text: str, family: str = NPU_FAMILY) -> str:
-    return text.replace("\naccelerators:\n", "\naccelerators:\n" + family, 1)
+    """The shipped matrix with the npu family added, and its variant provider where the matrix has wheel variants."""
+    text = text.replace("\naccelerators:\n", "\naccelerators:\n" + family, 1)
+    if "\nwheel_variants:\n" in text:
+        text = text.replace("\n  providers:\n", "\n  providers:\n" + NPU_PROVIDER, 1)
+        text = re.sub(r"\n  priorities: \[([^]]*)\]", lambda m: f"\n  priorities: [{m.group(1)}, npu]", text, count=1)
+    return text
 
 
 @pytest.fixture(scope="module")
