@@ -53,7 +53,7 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix)
+    m = matrix_mod.load(args.matrix, builds=args.smoke)  # the smoke script only when it smoke-tests
     if args.copy_wheels is not None:
         args.copy_wheels.mkdir(parents=True, exist_ok=True)
     if m.wheel_variants is None:
