@@ -10,6 +10,7 @@ something the digest covers changes (a core source, the toolchain, the variant's
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -64,6 +65,7 @@ def ensure_core(core: CorePlan, runner: Runner, store: CoreStore, once: Once, lo
 
     once(f"core:{core.digest}", make)
     if not built:
+        os.utime(store.folder(core.digest))  # used now: a trimmed store keeps what is used
         log.write(f"# core {core.name} {core.digest[:12]}: reused from {store.folder(core.digest)}\n")
     dest = Path(core.installed)
     shutil.rmtree(dest, ignore_errors=True)

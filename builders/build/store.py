@@ -131,6 +131,11 @@ class Store:
             return None
         return Stored(wheel=wheel, record=record)
 
+    def touch(self, key: str) -> None:
+        """Mark the entry under ``key`` as used now (a store over its budget loses its least recently used)."""
+        with contextlib.suppress(OSError):
+            os.utime(self.root / key)
+
     def put(self, key: str, wheel: Path, record: Mapping[str, Any], log: Path | None = None) -> Stored:
         """Store ``wheel`` (and the log of its build) with ``record`` under ``key``: all or nothing."""
         self.root.mkdir(parents=True, exist_ok=True)

@@ -22,14 +22,17 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 
 from builders.base import process
 from builders.base.console import Console, render_table
-from builders.base.errors import EngineError, Interrupted, NothingToBuild, TargetsFailed
+from builders.base.errors import EngineError, InputError, Interrupted, NothingToBuild, Problem, TargetsFailed
 from builders.base.process import ProcessError, run
+from builders.build import caches
+from builders.build.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV, parse_size
 from builders.build.host import Host, detect
 from builders.build.pipeline import RunConfig, build_all, summarize
 from builders.build.plan import BuildPlan, Context, Resolved, Skipped, describe
@@ -88,6 +91,10 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cache", type=output_dir, default=None, metavar="DIR",
                    help="toolchain cache (default: $BUILDERS_CACHE or ~/.cache/builders/toolchains)")
     p.add_argument("--no-smoke", dest="smoke", action="store_false", help="skip the smoke stage")
+    p.add_argument("--store-budget", type=_budget, default=None, metavar="SIZE",
+                   help="after the build, trim <output>/.store to SIZE (500M, 20G; 'unlimited' keeps all), least "
+                        "recently used first, never an entry of this run's plans (default: $BUILDERS_STORE_BUDGET, "
+                        f"else {DEFAULT_STORE_BUDGET})")
     p.set_defaults(execute=execute)
 
 
@@ -96,6 +103,16 @@ def _jobs(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
+
+
+def _budget(text: str) -> int | None:
+    """A store budget in bytes; None for ``unlimited``."""
+    if text.strip().lower() in ("unlimited", "none"):
+        return None
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
@@ -117,6 +134,8 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     with stop_on_signals():
         outcomes = build_all(resolved, config, console)
     summarize(outcomes, console)
+    if not process.cancelled():
+        trim_store(config, resolved, store_budget(args.store_budget, env), console)
     if process.cancelled():
         stopped = [r.id for r in outcomes if r.status == "interrupted"]
         raise Interrupted(f"interrupted while building {', '.join(stopped) or 'nothing'}; partial outputs removed")
@@ -124,6 +143,28 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     if failed:
         raise TargetsFailed(f"{len(failed)} target(s) failed: {', '.join(failed)} (see {config.output / 'logs'})")
     return something_to_build(resolved, args.allow_skip, console, outcomes)
+
+
+def store_budget(option: int | None, env: Mapping[str, str]) -> int | None:
+    """``--store-budget``, else ``$BUILDERS_STORE_BUDGET``, else the default; None: unlimited."""
+    if option is not None:
+        return option
+    try:
+        return _budget(env.get(STORE_BUDGET_ENV) or DEFAULT_STORE_BUDGET)
+    except argparse.ArgumentTypeError as exc:
+        raise InputError([Problem(message=f"${STORE_BUDGET_ENV}: {exc}")]) from None
+
+
+def trim_store(config: RunConfig, resolved: Sequence[Resolved], budget: int | None, console: Console) -> None:
+    """A store over its budget loses its least recently used entries (and killed runs' leftovers), never one of
+    this run's plans."""
+    if budget is None:
+        return
+    gone = caches.trim_store(config.output, budget, caches.referenced(r for r in resolved if isinstance(r, BuildPlan)),
+                             now=time.time())
+    if gone:
+        console.line(f"store {config.output / '.store'} kept within {caches.human(budget)}: removed {len(gone)} "
+                     f"entries ({caches.human(sum(e.size for e in gone))}), least recently used first")
 
 
 def something_to_build(resolved: Sequence[Resolved], allow_skip: bool, console: Console,

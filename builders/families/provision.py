@@ -6,6 +6,7 @@ so an interrupted install never looks like a cached toolkit.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -39,6 +40,8 @@ def _cached(name: str, verb: list[str], requirements: Sequence[str], cache: Path
     final = cache / name
     want = {"requirements": list(requirements), "index_url": index_url}
     if _stamped(final, want):
+        with contextlib.suppress(OSError):
+            os.utime(final)  # used now: `builders cache prune` goes by last use
         return final
     cache.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(json.dumps(want).encode()).hexdigest()[:12]
