@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builders.build.plan import BuildPlan
-from builders.build.store import RECORD
+from builders.build.store import RECORD, writer_alive
 
 DAY = 86400.0
 UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
@@ -159,8 +159,8 @@ def store_entries(output: Path) -> list[Entry]:
         if not root.is_dir():
             continue
         for p in sorted(root.iterdir()):
-            if p.name == "core" and kind == "store":
-                continue
+            if (p.name == "core" and kind == "store") or (p.name.startswith(".") and writer_alive(p.name)):
+                continue  # the cores, listed next; a temporary folder a running build is writing
             whole = kind == "core" or (p / RECORD).is_file()
             entries.append(_entry(kind if whole and not p.name.startswith(".") else PARTIAL, p.name, p, str(output)))
     return entries

@@ -22,6 +22,7 @@ from builders.base.errors import CoreError
 from builders.base.once import Once
 from builders.base.process import Log, Runner
 from builders.build.plan import CorePlan
+from builders.build.store import temp_prefix
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class CoreStore:
     def put(self, digest: str, installed: Path) -> Path:
         """Store ``installed`` under ``digest`` at once (a copy, renamed into place)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=f".{digest[:12]}-"))
+        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=temp_prefix(digest)))
         try:
             shutil.copytree(installed, tmp / "core", symlinks=True)
             shutil.rmtree(self.root / digest, ignore_errors=True)

@@ -139,7 +139,7 @@ class Store:
     def put(self, key: str, wheel: Path, record: Mapping[str, Any], log: Path | None = None) -> Stored:
         """Store ``wheel`` (and the log of its build) with ``record`` under ``key``: all or nothing."""
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=f".{key[:12]}-"))
+        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=temp_prefix(key)))
         try:
             shutil.copy2(wheel, tmp / wheel.name)
             if log is not None and log.exists():
@@ -151,6 +151,26 @@ class Store:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return Stored(wheel=self.root / key / wheel.name, record=full)
+
+
+def temp_prefix(key: str) -> str:
+    """The name a store's temporary folder starts with: hidden, and the writer's pid (:func:`writer_alive`)."""
+    return f".{key[:12]}-{os.getpid()}-"
+
+
+def writer_alive(name: str) -> bool:
+    """Whether the process that is writing the temporary folder ``name`` (:func:`temp_prefix`) still runs: a
+    folder of a killed run is a leftover, one of a running build is not."""
+    parts = name.split("-")
+    if len(parts) < 3 or not parts[1].isdigit():
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
 
 
 def place(source: Path, dest: Path) -> Path:

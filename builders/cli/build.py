@@ -31,7 +31,7 @@ from builders.base import process
 from builders.base.console import Console, render_table
 from builders.base.errors import EngineError, InputError, Interrupted, NothingToBuild, Problem, TargetsFailed
 from builders.base.process import ProcessError, run
-from builders.build import caches
+from builders.build import caches, compilercache
 from builders.build.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV, parse_size
 from builders.build.host import Host, detect
 from builders.build.pipeline import RunConfig, build_all, summarize
@@ -127,6 +127,9 @@ def execute(args: argparse.Namespace, console: Console) -> int:
                        jobs=args.jobs, verbose=args.verbose)
     console.line(f"{len(targets)} targets selected; engine {engine.name} ({why}) on {host.platform}; "
                  f"{args.jobs} builds at a time; output {config.output}")
+    note = ccache_note(resolved, host)
+    if note:
+        console.warning(note)
     if args.dry_run:
         dry_run(resolved, config, as_json=args.json)
         return something_to_build(resolved, args.allow_skip, console)
@@ -143,6 +146,12 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     if failed:
         raise TargetsFailed(f"{len(failed)} target(s) failed: {', '.join(failed)} (see {config.output / 'logs'})")
     return something_to_build(resolved, args.allow_skip, console, outcomes)
+
+
+def ccache_note(resolved: Sequence[Resolved], host: Host) -> str | None:
+    """The one note for a run whose builds on this host would go through ccache, which is not installed."""
+    compiles_here = any(isinstance(r, BuildPlan) and r.runner.kind == "host" and r.direct for r in resolved)
+    return compilercache.MISSING if compiles_here and host.ccache is None else None
 
 
 def store_budget(option: int | None, env: Mapping[str, str]) -> int | None:

@@ -100,6 +100,15 @@ def test_store_entries_are_wheels_cores_and_leftovers(tmp_path: Path) -> None:
     assert aa.size > 100 and time.time() - aa.used == pytest.approx(DAY, abs=60)
 
 
+def test_a_temporary_folder_of_a_running_build_is_not_a_leftover(tmp_path: Path) -> None:
+    from builders.build.store import temp_prefix
+
+    (tmp_path / ".store").mkdir()
+    (tmp_path / ".store" / f"{temp_prefix('aa' * 32)}x").mkdir()  # ours: we are running
+    (tmp_path / ".store" / ".aaaaaaaaaaaa-999999999-x").mkdir()  # no such process
+    assert [e.key for e in caches.store_entries(tmp_path)] == [".aaaaaaaaaaaa-999999999-x"]
+
+
 def test_a_store_over_budget_is_trimmed_oldest_first_never_the_protected(tmp_path: Path) -> None:
     for key, days in (("old", 9), ("mid", 5), ("new", 1), ("just-built", 20)):
         stored(tmp_path, key, 1000, days)
@@ -174,3 +183,48 @@ def test_the_build_budget_reads_option_then_environment_then_default() -> None:
     assert store_budget(None, {caches.STORE_BUDGET_ENV: "unlimited"}) is None
     assert store_budget(None, {}) == parse_size(caches.DEFAULT_STORE_BUDGET)
     assert json.dumps(store_budget(None, {}))
+
+
+# -- with real plans ---------------------------------------------------------------------------
+
+
+def test_the_keep_set_is_what_the_plans_use(m) -> None:
+    from dataclasses import replace
+
+    from tests.unit.test_buildplan import CONTAINER, HOST, built, context, plans
+
+    local = built(plans(m, ctx=context(host=replace(HOST, ccache="/usr/bin/ccache"))))
+    container = built(plans(m, CONTAINER))
+    keep = caches.referenced([*local.values(), *container.values()])
+    for plan in (*local.values(), *container.values()):
+        assert plan.digest in keep.keys and (plan.core is None or plan.core.digest in keep.keys)
+    assert {p.runner.image for p in container.values()} <= keep.keys
+    cuda = next(p for p in local.values() if p.toolchain.pins)
+    pin = Path(cuda.toolchain.root or "").relative_to("/cache").parts[0]
+    assert keep.holds(entry(pin, 1, 0, kind="toolchain", path=Path("/cache") / pin))
+    assert not keep.holds(entry("cuda-0.0.1", 1, 0, kind="toolchain", path=Path("/cache/cuda-0.0.1")))
+    host_ccache = {v for p in local.values() for k, v in p.build.env if k == "CCACHE_DIR"}
+    assert host_ccache and all(keep.holds(entry("c", 1, 0, kind="ccache", path=Path(d))) for d in host_ccache)
+    for plan in container.values():
+        (folder,) = plan.provision.folders
+        assert keep.holds(entry("c", 1, 0, kind="ccache", path=Path(folder)))
+    assert not keep.holds(entry("uv", 1, 0, kind="uv", path=Path("/uv")))
+
+
+def test_build_notes_a_missing_ccache_once_and_only_for_builds_on_this_host(m) -> None:
+    from dataclasses import replace
+
+    from builders.cli.build import ccache_note
+    from tests.unit.test_buildplan import CONTAINER, HOST, context, plans
+
+    local = list(plans(m).values())
+    assert ccache_note(local, HOST) == caches_note()
+    assert "apt-get install ccache" in (ccache_note(local, HOST) or "")
+    assert ccache_note(local, replace(HOST, ccache="/usr/bin/ccache")) is None
+    assert ccache_note(list(plans(m, CONTAINER, ctx=context()).values()), HOST) is None
+
+
+def caches_note() -> str:
+    from builders.build.compilercache import MISSING
+
+    return MISSING
