@@ -127,14 +127,25 @@ def reset_cancel() -> None:
 
 # The watchdog: reads ``+PGID`` / ``-PGID`` lines; at EOF (the pipeline has ended, however) it kills
 # the groups still listed. Its own session, so a signal to the pipeline's group does not reach it.
+# Every command's environment also carries ``MARKER=<token>``: at EOF the watchdog kills any process whose
+# environment has it (Linux's /proc), which covers a command started a moment before the pipeline died,
+# before its group was told.
+MARKER = "BUILDERS_RUN"
 WATCHDOG = """
 import os, signal, sys
-groups = set()
+groups, mark = set(), f"{sys.argv[1]}={sys.argv[2]}".encode()
 for line in sys.stdin:
     (groups.add if line[0] == "+" else groups.discard)(int(line[1:]))
 for pgid in groups:
     try:
         os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+for pid in (p for p in os.listdir("/proc") if p.isdigit()) if os.path.isdir("/proc") else ():
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            if mark in fh.read().split(b"\\0"):
+                os.kill(int(pid), signal.SIGKILL)
     except OSError:
         pass
 """
@@ -151,18 +162,23 @@ def _tell_watchdog(sign: str, pgid: int) -> None:
         if os.getpid() not in _WATCHDOG:
             dog = _start_watchdog()
             _WATCHDOG[os.getpid()] = dog
-        if dog is None or dog.stdin is None:
+        if dog is None or dog.stdin is None or not sign:
             return
         with contextlib.suppress(OSError):
             dog.stdin.write(f"{sign}{pgid}\n".encode())
             dog.stdin.flush()
 
 
+def run_token() -> str:
+    """This process's value of :data:`MARKER` (its commands carry it; the watchdog looks for it)."""
+    return f"{os.getpid()}-{id(_WATCHDOG):x}"
+
+
 def _start_watchdog() -> subprocess.Popen[bytes] | None:
     import sys
 
     try:
-        return subprocess.Popen([sys.executable, "-I", "-c", WATCHDOG], stdin=subprocess.PIPE,
+        return subprocess.Popen([sys.executable, "-I", "-c", WATCHDOG, MARKER, run_token()], stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:
         return None
@@ -255,7 +271,8 @@ def _execute(argv: Sequence[str], env: Mapping[str, str], cwd: Path | None, stdi
              cancellable: bool) -> tuple[int, _Output]:
     """Start ``argv`` in its own process group, pump its output as it comes, wait; (exit code, output)."""
     output = _Output()
-    proc = subprocess.Popen(argv, env=dict(env), cwd=cwd, start_new_session=True,
+    _tell_watchdog("", 0)  # started before the first command, so it can find that one too
+    proc = subprocess.Popen(argv, env={**env, MARKER: run_token()}, cwd=cwd, start_new_session=True,
                             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE if separate_stderr else subprocess.STDOUT)
     with _registered(proc, cancellable):

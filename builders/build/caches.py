@@ -180,9 +180,10 @@ def remove(entry: Entry) -> None:
         entry.path.unlink(missing_ok=True)
 
 
-def trim_store(output: Path, budget: int, protected: Keep, *, now: float) -> list[Entry]:
-    """Bring ``output``'s store within ``budget``: leftovers, then the least recently used entries; never
-    one ``protected`` holds (the entries of the run that just ended). Returns what went."""
+def trim_store(output: Path, budget: int | None, protected: Keep, *, now: float) -> list[Entry]:
+    """Bring ``output``'s store within ``budget`` (None: no limit): leftovers of killed runs, then the least
+    recently used entries; never one ``protected`` holds (the entries of the run that just ended). Returns what
+    went."""
     doomed = choose(store_entries(output), protected, now=now, max_size=budget)
     for entry in doomed:
         remove(entry)

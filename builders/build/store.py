@@ -173,10 +173,21 @@ def writer_alive(name: str) -> bool:
     return True
 
 
+def sweep_partials(folder: Path) -> list[Path]:
+    """Remove what :func:`place` left half-done under ``folder`` in a run that was killed (its pid is gone)."""
+    gone = []
+    for path in folder.rglob(".*.partial") if folder.is_dir() else ():
+        pid = path.name.removesuffix(".partial").rpartition(".")[2]
+        if not pid.isdigit() or not writer_alive(f".x-{pid}-"):
+            path.unlink(missing_ok=True)
+            gone.append(path)
+    return gone
+
+
 def place(source: Path, dest: Path) -> Path:
     """Put ``source`` at ``dest`` all at once: a hard link (the store's files never change) or a copy."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.parent / f".{dest.name}.partial"
+    tmp = dest.parent / f".{dest.name}.{os.getpid()}.partial"
     tmp.unlink(missing_ok=True)
     try:
         try:

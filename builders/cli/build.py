@@ -37,7 +37,7 @@ from builders.build.host import Host, detect
 from builders.build.pipeline import RunConfig, build_all, summarize
 from builders.build.plan import BuildPlan, Context, Resolved, Skipped, describe
 from builders.build.results import Result
-from builders.build.store import builders_version, tree_digest
+from builders.build.store import builders_version, sweep_partials, tree_digest
 from builders.cli import add_container_options, add_matrix_option, add_selection_options, input_dir, output_dir
 from builders.cli.plan import selected
 from builders.engines import Engine, missing_container_engine
@@ -138,7 +138,7 @@ def execute(args: argparse.Namespace, console: Console) -> int:
         outcomes = build_all(resolved, config, console)
     summarize(outcomes, console)
     if not process.cancelled():
-        trim_store(config, resolved, store_budget(args.store_budget, env), console)
+        tidy(config, resolved, store_budget(args.store_budget, env), console)
     if process.cancelled():
         stopped = [r.id for r in outcomes if r.status == "interrupted"]
         raise Interrupted(f"interrupted while building {', '.join(stopped) or 'nothing'}; partial outputs removed")
@@ -164,14 +164,14 @@ def store_budget(option: int | None, env: Mapping[str, str]) -> int | None:
         raise InputError([Problem(message=f"${STORE_BUDGET_ENV}: {exc}")]) from None
 
 
-def trim_store(config: RunConfig, resolved: Sequence[Resolved], budget: int | None, console: Console) -> None:
-    """A store over its budget loses its least recently used entries (and killed runs' leftovers), never one of
-    this run's plans."""
-    if budget is None:
-        return
-    gone = caches.trim_store(config.output, budget, caches.referenced(r for r in resolved if isinstance(r, BuildPlan)),
-                             now=time.time())
-    if gone:
+def tidy(config: RunConfig, resolved: Sequence[Resolved], budget: int | None, console: Console) -> None:
+    """What killed runs left half-written goes (the store's temporary folders, the wheel folders' ``.partial``
+    files); a store over its budget loses its least recently used entries, never one of this run's plans."""
+    plans = [r for r in resolved if isinstance(r, BuildPlan)]
+    for folder in {(config.output / p.outputs.destination).parent for p in plans}:
+        sweep_partials(folder)
+    gone = caches.trim_store(config.output, budget, caches.referenced(plans), now=time.time())
+    if budget is not None and any(e.kind != caches.PARTIAL for e in gone):
         console.line(f"store {config.output / '.store'} kept within {caches.human(budget)}: removed {len(gone)} "
                      f"entries ({caches.human(sum(e.size for e in gone))}), least recently used first")
 

@@ -216,16 +216,17 @@ def results_problems(out: Path, *, complete: bool) -> list[str]:
 
 
 # Killed exactly inside publishing: the store's write or the wheel folder's placing, in a process that
-# SIGKILLs itself where the named function is called (argv: what, output folder, digest, wheel, log).
+# SIGKILLs itself where the named function is called (argv: what, output folder, digest, wheel, log, where the
+# wheel is published).
 INSIDE_PUBLISH = """
 import os, shutil, signal, sys
 from pathlib import Path
 from builders.build.store import Store, place
-what, out, digest, wheel, log = sys.argv[1:]
+what, out, digest, wheel, log, dest = sys.argv[1:]
 die = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
 if what == "place":
     os.replace = die
-    place(Path(wheel), Path(out) / "whl" / "cpu" / Path(wheel).name)
+    place(Path(wheel), Path(out) / dest)
 else:
     setattr(os if what == "replace" else shutil, what, die)
     Store(Path(out) / ".store").put(digest, Path(wheel), {"id": "killed"}, log=Path(log))
@@ -245,7 +246,7 @@ def kill_inside_publish(root: Path, out: Path, what: str) -> tuple[str, set[int]
     else:
         (out / record["wheel"]).unlink()
     proc = subprocess.run([sys.executable, "-c", INSIDE_PUBLISH, what, str(out), record["digest"], str(wheel),
-                           str(out / record["log"])], cwd=root, capture_output=True, text=True, timeout=60)
+                           str(out / record["log"]), record["wheel"]], cwd=root, capture_output=True, text=True, timeout=60)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     return f"inside {what}", set()
 
