@@ -246,8 +246,10 @@ class _Stages:
         process.check_cancelled()
         self.progress.stage = name
         start = time.monotonic()
-        value = fn()
-        self.progress.durations[name] = round(time.monotonic() - start, 2)
+        try:
+            value = fn()
+        finally:  # a failed stage's time is recorded too: how long a hanging index was waited for
+            self.progress.durations[name] = round(time.monotonic() - start, 2)
         self.tick(name, self.progress.durations[name])
         return value
 
