@@ -11,10 +11,15 @@ image=${1:-localhost/builders-base:sid}
 here=$(cd "$(dirname "$0")/.." && pwd)
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$here/builders/resources/containers/containers.conf}
 
+# The host's apt settings about its mirror (a snapshot mirror older than the clock needs
+# Check-Valid-Until "false"; a proxy), so the container reaches the same mirror the same way.
+apt_conf=$(apt-config dump 2>/dev/null | grep -E '^Acquire::(Check-Valid-Until|Check-Date|https?::Proxy) ' || true)
+
 start=$(date +%s)
 podman run --rm --network host --volume "$here:/src:ro" --env BUILDERS_SETUP_NO_BASE_IMAGE=1 \
-  --env DEBIAN_FRONTEND=noninteractive "$image" bash -euo pipefail -c '
+  --env DEBIAN_FRONTEND=noninteractive --env "APT_CONF=$apt_conf" "$image" bash -euo pipefail -c '
     command -v ccache && { echo "the base image already has ccache: not a fresh machine"; exit 1; }
+    printf "%s\n" "$APT_CONF" > /etc/apt/apt.conf.d/99host
     /src/scripts/setup-test-host.sh
     /src/scripts/setup-test-host.sh --check
     for tool in ccache podman runc debootstrap dockerd docker chromium chromedriver docker-registry readelf npm; do
