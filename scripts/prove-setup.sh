@@ -15,8 +15,13 @@ export CONTAINERS_CONF=${CONTAINERS_CONF:-$here/builders/resources/containers/co
 # Check-Valid-Until "false"; a proxy), so the container reaches the same mirror the same way.
 apt_conf=$(apt-config dump 2>/dev/null | grep -E '^Acquire::(Check-Valid-Until|Check-Date|https?::Proxy) ' || true)
 
+# HTTPS from a container here needs the host's CA bundle (design.md): given to npm (node) beside the
+# system's, which apt's ca-certificates makes inside.
+ca=(); [ -f /etc/ssl/certs/ca-certificates.crt ] && ca=(--volume /etc/ssl/certs/ca-certificates.crt:/host-ca.crt:ro
+                                                      --env NODE_EXTRA_CA_CERTS=/host-ca.crt)
+
 start=$(date +%s)
-podman run --rm --network host --volume "$here:/src:ro" --env BUILDERS_SETUP_NO_BASE_IMAGE=1 \
+podman run --rm --network host --volume "$here:/src:ro" "${ca[@]}" --env BUILDERS_SETUP_NO_BASE_IMAGE=1 \
   --env DEBIAN_FRONTEND=noninteractive --env "APT_CONF=$apt_conf" "$image" bash -euo pipefail -c '
     command -v ccache && { echo "the base image already has ccache: not a fresh machine"; exit 1; }
     printf "%s\n" "$APT_CONF" > /etc/apt/apt.conf.d/99host

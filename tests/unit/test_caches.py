@@ -228,3 +228,16 @@ def caches_note() -> str:
     from builders.build.compilercache import MISSING
 
     return MISSING
+
+
+def test_a_killed_runs_half_placed_wheel_is_swept_a_running_ones_is_not(tmp_path: Path) -> None:
+    from builders.build.store import place, sweep_partials
+
+    wheel = tmp_path / "a.whl"
+    wheel.write_bytes(b"whole")
+    folder = tmp_path / "whl" / "cpu"
+    place(wheel, folder / "a.whl")
+    (folder / ".b.whl.999999999.partial").write_bytes(b"half")  # its writer is gone
+    (folder / f".c.whl.{os.getpid()}.partial").write_bytes(b"half")  # we are still writing it
+    assert [p.name for p in sweep_partials(tmp_path / "whl")] == [".b.whl.999999999.partial"]
+    assert sorted(p.name for p in folder.iterdir()) == [f".c.whl.{os.getpid()}.partial", "a.whl"]
