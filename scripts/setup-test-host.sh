@@ -6,7 +6,9 @@
 # here); Debian's headless Chromium and its WebDriver, and
 # axe-core from the npm registry, for the compatibility page's browser test; ccache (the compiler
 # cache the builds use, and the tests measure); Debian's docker-registry (the CNCF distribution
-# server: the local registry the release workflow's act run pushes its images to). Run by
+# server: the local registry the release workflow's act run pushes its images to); binutils' readelf
+# (the independent oracle of the RPATH tests). The table below is the one list: a test that finds one
+# of these tools missing fails naming this script (tests/helpers.py's require_tool). Run by
 # `nox -s tests` (and so by .ci/run); needs root only when something is missing. Idempotent
 # and quiet: a second run installs nothing.
 set -euo pipefail
@@ -18,11 +20,18 @@ axe_dir=${BUILDERS_AXE_DIR:-$HOME/.cache/builders/axe}
 declare -A package=(
   [podman]=podman [runc]=runc [debootstrap]=debootstrap [dockerd]=docker.io
   [chromium]=chromium [chromedriver]=chromium-driver [npm]=npm [ccache]=ccache [docker-registry]=docker-registry
+  [readelf]=binutils
 )
 missing=()
-for tool in podman runc debootstrap dockerd chromium chromedriver npm ccache docker-registry; do
-  command -v "$tool" >/dev/null 2>&1 || missing+=("${package[$tool]}")
+for tool in "${!package[@]}"; do
+  command -v "$tool" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v "$tool" >/dev/null 2>&1 \
+    || missing+=("${package[$tool]}")
 done
+if [ "${1:-}" = "--check" ]; then  # report only: what is missing, exit 1 if anything is
+  [ -f "$axe_dir/node_modules/axe-core/axe.min.js" ] || missing+=("axe-core (npm, into $axe_dir)")
+  [ "${#missing[@]}" -eq 0 ] && { echo "every tool is installed (${!package[*]}, axe-core)"; exit 0; }
+  echo "missing: ${missing[*]}"; exit 1
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "installing ${missing[*]} (apt)"
   apt-get update -qq
@@ -35,4 +44,8 @@ if [ ! -f "$axe_dir/node_modules/axe-core/axe.min.js" ]; then
   npm install --prefix "$axe_dir" --no-audit --no-fund --no-save --silent axe-core@4 >/dev/null
 fi
 
-"$here/scripts/podman-base.sh" localhost/builders-base:sid
+if [ -n "${BUILDERS_SETUP_NO_BASE_IMAGE:-}" ]; then  # scripts/prove-setup.sh: no podman inside podman
+  echo "not making the base image (BUILDERS_SETUP_NO_BASE_IMAGE is set)"
+else
+  "$here/scripts/podman-base.sh" localhost/builders-base:sid
+fi

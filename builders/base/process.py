@@ -8,7 +8,11 @@ with the output's tail on failure.
 
 Every command runs in its own process group and is registered while it runs, so that
 :func:`cancel_all` (the SIGINT/SIGTERM handler of ``build``) stops every running command of
-every target at once; a cancelled :func:`run` raises :class:`Cancelled`.
+every target at once; a cancelled :func:`run` raises :class:`Cancelled`. A pipeline killed
+outright (SIGKILL, the OOM killer) runs no handler: its commands' groups, outside its own, would
+go on writing into folders the next run uses. A small watchdog process (POSIX) is told each
+group as it starts and ends, and SIGKILLs those still running when the pipeline's end of its
+pipe closes, whatever ended the pipeline.
 """
 
 from __future__ import annotations
@@ -121,6 +125,65 @@ def reset_cancel() -> None:
     _CANCEL.clear()
 
 
+# The watchdog: reads ``+PGID`` / ``-PGID`` lines; at EOF (the pipeline has ended, however) it kills
+# the groups still listed. Its own session, so a signal to the pipeline's group does not reach it.
+# Every command's environment also carries ``MARKER=<token>``: at EOF the watchdog kills any process whose
+# environment has it (Linux's /proc), which covers a command started a moment before the pipeline died,
+# before its group was told.
+MARKER = "BUILDERS_RUN"
+WATCHDOG = """
+import os, signal, sys
+groups, mark = set(), f"{sys.argv[1]}={sys.argv[2]}".encode()
+for line in sys.stdin:
+    (groups.add if line[0] == "+" else groups.discard)(int(line[1:]))
+for pgid in groups:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+for pid in (p for p in os.listdir("/proc") if p.isdigit()) if os.path.isdir("/proc") else ():
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            if mark in fh.read().split(b"\\0"):
+                os.kill(int(pid), signal.SIGKILL)
+    except OSError:
+        pass
+"""
+_WATCHDOG: dict[int, subprocess.Popen[bytes] | None] = {}
+_WATCHDOG_LOCK = threading.Lock()
+
+
+def _tell_watchdog(sign: str, pgid: int) -> None:
+    """Tell this process's watchdog (started on first use) that the group ``pgid`` started or ended."""
+    if os.name != "posix":
+        return
+    with _WATCHDOG_LOCK:
+        dog = _WATCHDOG.get(os.getpid())
+        if os.getpid() not in _WATCHDOG:
+            dog = _start_watchdog()
+            _WATCHDOG[os.getpid()] = dog
+        if dog is None or dog.stdin is None or not sign:
+            return
+        with contextlib.suppress(OSError):
+            dog.stdin.write(f"{sign}{pgid}\n".encode())
+            dog.stdin.flush()
+
+
+def run_token() -> str:
+    """This process's value of :data:`MARKER` (its commands carry it; the watchdog looks for it)."""
+    return f"{os.getpid()}-{id(_WATCHDOG):x}"
+
+
+def _start_watchdog() -> subprocess.Popen[bytes] | None:
+    import sys
+
+    try:
+        return subprocess.Popen([sys.executable, "-I", "-c", WATCHDOG, MARKER, run_token()], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        return None
+
+
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
@@ -208,7 +271,8 @@ def _execute(argv: Sequence[str], env: Mapping[str, str], cwd: Path | None, stdi
              cancellable: bool) -> tuple[int, _Output]:
     """Start ``argv`` in its own process group, pump its output as it comes, wait; (exit code, output)."""
     output = _Output()
-    proc = subprocess.Popen(argv, env=dict(env), cwd=cwd, start_new_session=True,
+    _tell_watchdog("", 0)  # started before the first command, so it can find that one too
+    proc = subprocess.Popen(argv, env={**env, MARKER: run_token()}, cwd=cwd, start_new_session=True,
                             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE if separate_stderr else subprocess.STDOUT)
     with _registered(proc, cancellable):
@@ -222,7 +286,9 @@ def _execute(argv: Sequence[str], env: Mapping[str, str], cwd: Path | None, stdi
 
 @contextlib.contextmanager
 def _registered(proc: subprocess.Popen[bytes], cancellable: bool) -> Iterator[None]:
-    """``proc`` known to :func:`cancel_all` while it runs; never left running behind an exception."""
+    """``proc`` known to :func:`cancel_all` and the watchdog while it runs; never left running behind an
+    exception."""
+    _tell_watchdog("+", proc.pid)
     if cancellable:
         with _RUNNING_LOCK:
             _RUNNING.add(proc)
@@ -234,6 +300,7 @@ def _registered(proc: subprocess.Popen[bytes], cancellable: bool) -> Iterator[No
         if proc.poll() is None:
             _signal_group(proc, signal.SIGKILL)
             proc.wait()
+        _tell_watchdog("-", proc.pid)
 
 
 class _Pump:

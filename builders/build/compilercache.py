@@ -17,6 +17,11 @@ from typing import Any
 from builders.families import families
 
 STATS_LOG = "ccache-stats.log"
+# The one note ``build`` prints when host builds would go through ccache and it is not installed.
+MISSING = ("ccache is not installed: this host's C, C++ and CUDA compiles are not cached, so every rebuild "
+           "compiles everything again. Install it (Debian/Ubuntu: apt-get install ccache; Fedora: dnf install "
+           "ccache; macOS: brew install ccache); the next build goes through it, and results.json records each "
+           "target's compiler_cache hits")
 _HITS = frozenset({"direct_cache_hit", "preprocessed_cache_hit", "remote_storage_hit"})
 
 

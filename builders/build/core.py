@@ -10,6 +10,7 @@ something the digest covers changes (a core source, the toolchain, the variant's
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -21,6 +22,7 @@ from builders.base.errors import CoreError
 from builders.base.once import Once
 from builders.base.process import Log, Runner
 from builders.build.plan import CorePlan
+from builders.build.store import temp_prefix
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ class CoreStore:
     def put(self, digest: str, installed: Path) -> Path:
         """Store ``installed`` under ``digest`` at once (a copy, renamed into place)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=f".{digest[:12]}-"))
+        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=temp_prefix(digest)))
         try:
             shutil.copytree(installed, tmp / "core", symlinks=True)
             shutil.rmtree(self.root / digest, ignore_errors=True)
@@ -64,6 +66,7 @@ def ensure_core(core: CorePlan, runner: Runner, store: CoreStore, once: Once, lo
 
     once(f"core:{core.digest}", make)
     if not built:
+        os.utime(store.folder(core.digest))  # used now: a trimmed store keeps what is used
         log.write(f"# core {core.name} {core.digest[:12]}: reused from {store.folder(core.digest)}\n")
     dest = Path(core.installed)
     shutil.rmtree(dest, ignore_errors=True)

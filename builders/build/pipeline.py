@@ -189,6 +189,7 @@ def reuse(plan: BuildPlan, config: RunConfig, log: Log) -> Result | None:
     if stored is None or (config.run_smoke and not stored.record.get("smoked")):
         return None
     start = time.monotonic()
+    config.store.touch(plan.digest)
     dest = place(stored.wheel, config.output / plan.outputs.destination)
     earlier = stored.log.read_text(encoding="utf-8", errors="replace") if stored.log.exists() else ""
     log.path.parent.mkdir(parents=True, exist_ok=True)
@@ -245,8 +246,10 @@ class _Stages:
         process.check_cancelled()
         self.progress.stage = name
         start = time.monotonic()
-        value = fn()
-        self.progress.durations[name] = round(time.monotonic() - start, 2)
+        try:
+            value = fn()
+        finally:  # a failed stage's time is recorded too: how long a hanging index was waited for
+            self.progress.durations[name] = round(time.monotonic() - start, 2)
         self.tick(name, self.progress.durations[name])
         return value
 

@@ -131,10 +131,15 @@ class Store:
             return None
         return Stored(wheel=wheel, record=record)
 
+    def touch(self, key: str) -> None:
+        """Mark the entry under ``key`` as used now (a store over its budget loses its least recently used)."""
+        with contextlib.suppress(OSError):
+            os.utime(self.root / key)
+
     def put(self, key: str, wheel: Path, record: Mapping[str, Any], log: Path | None = None) -> Stored:
         """Store ``wheel`` (and the log of its build) with ``record`` under ``key``: all or nothing."""
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=f".{key[:12]}-"))
+        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=temp_prefix(key)))
         try:
             shutil.copy2(wheel, tmp / wheel.name)
             if log is not None and log.exists():
@@ -148,10 +153,41 @@ class Store:
         return Stored(wheel=self.root / key / wheel.name, record=full)
 
 
+def temp_prefix(key: str) -> str:
+    """The name a store's temporary folder starts with: hidden, and the writer's pid (:func:`writer_alive`)."""
+    return f".{key[:12]}-{os.getpid()}-"
+
+
+def writer_alive(name: str) -> bool:
+    """Whether the process that is writing the temporary folder ``name`` (:func:`temp_prefix`) still runs: a
+    folder of a killed run is a leftover, one of a running build is not."""
+    parts = name.split("-")
+    if len(parts) < 3 or not parts[1].isdigit():
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def sweep_partials(folder: Path) -> list[Path]:
+    """Remove what :func:`place` left half-done under ``folder`` in a run that was killed (its pid is gone)."""
+    gone = []
+    for path in folder.rglob(".*.partial") if folder.is_dir() else ():
+        pid = path.name.removesuffix(".partial").rpartition(".")[2]
+        if not pid.isdigit() or not writer_alive(f".x-{pid}-"):
+            path.unlink(missing_ok=True)
+            gone.append(path)
+    return gone
+
+
 def place(source: Path, dest: Path) -> Path:
     """Put ``source`` at ``dest`` all at once: a hard link (the store's files never change) or a copy."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.parent / f".{dest.name}.partial"
+    tmp = dest.parent / f".{dest.name}.{os.getpid()}.partial"
     tmp.unlink(missing_ok=True)
     try:
         try:

@@ -22,20 +22,23 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 
 from builders import engines
 from builders.base import folderlock, process
 from builders.base.console import Console, render_table
-from builders.base.errors import Interrupted, NothingToBuild, TargetsFailed
+from builders.base.errors import InputError, Interrupted, NothingToBuild, Problem, TargetsFailed
 from builders.base.process import ProcessError, run
+from builders.build import caches, compilercache
+from builders.build.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV, parse_size
 from builders.build.host import Host, detect
 from builders.build.pipeline import RunConfig, build_all, summarize
 from builders.build.plan import BuildPlan, Context, Resolved, Skipped, describe
 from builders.build.results import Result
-from builders.build.store import builders_version, tree_digest
+from builders.build.store import builders_version, sweep_partials, tree_digest
 from builders.cli import add_container_options, add_matrix_option, add_selection_options, input_dir, output_dir
 from builders.cli.plan import selected
 from builders.engines import Engine, EngineSetup
@@ -47,19 +50,21 @@ from builders.spec.targets import Target
 from builders.wheel.archive import source_date_epoch
 
 
+DESCRIPTION = ("Plan every selected target this host can build (all of them by default), then "
+               "run each plan through build, label, repair, verify and smoke. Targets this host "
+               "cannot build are skipped with the reason; a plan whose digest is in the store "
+               "(<output>/.store) is reused. A failed target does not stop the others; the exit "
+               "code is 1 if any failed; 22 (unless --allow-skip) if no wheel was made because every "
+               "selected target was skipped, before the build or during it, or if a target the "
+               "plan could build was skipped during the build (its check found no such "
+               "interpreter or toolkit); 9 if the engine asked for cannot run here. One run "
+               "writes an output folder at a time: another run's is waited for, saying whose "
+               "it is (--no-wait: exit 26), and results.json keeps the records of earlier runs' "
+               "targets this run did not build.")
+
+
 def configure_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("build", help="build, repair, verify and smoke-test wheels",
-                       description="Plan every selected target this host can build (all of them by default), then "
-                                   "run each plan through build, label, repair, verify and smoke. Targets this host "
-                                   "cannot build are skipped with the reason; a plan whose digest is in the store "
-                                   "(<output>/.store) is reused. A failed target does not stop the others; the exit "
-                                   "code is 1 if any failed; 22 (unless --allow-skip) if no wheel was made because every "
-                                   "selected target was skipped, before the build or during it, or if a target the "
-                                   "plan could build was skipped during the build (its check found no such "
-                                   "interpreter or toolkit); 9 if the engine asked for cannot run here. One run "
-                                   "writes an output folder at a time: another run's is waited for, saying whose "
-                                   "it is (--no-wait: exit 26), and results.json keeps the records of earlier runs' "
-                                   "targets this run did not build.")
+    p = sub.add_parser("build", help="build, repair, verify and smoke-test wheels", description=DESCRIPTION)
     add_matrix_option(p)
     add_selection_options(p)
     p.add_argument("--output", type=output_dir, default=Path("wheelhouse"), metavar="DIR",
@@ -77,11 +82,7 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", "-j", type=_jobs, default=os.cpu_count() or 1, metavar="N",
                    help="targets in their build stages (provision, compile, repair) at the same time; verify and "
                         "smoke of finished builds run beside them (default: the number of cores)")
-    p.add_argument("--force", action="store_true", help="build every plan, even one whose wheel is in the store")
-    p.add_argument("--verbose", "-v", action="store_true", help="show every command's output as it is written")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print each selected target's build plan (commands, environment, digest), build nothing")
-    p.add_argument("--json", action="store_true", help="with --dry-run: the plans as JSON")
+    add_run_options(p)
     add_container_options(p)
     p.add_argument("--cache", type=output_dir, default=None, metavar="DIR",
                    help="toolchain cache (default: $BUILDERS_CACHE or ~/.cache/builders/toolchains)")
@@ -90,7 +91,20 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"when another run is writing the output folder (it holds {folderlock.LOCK_NAME} there), stop "
                         "at once with exit 26 instead of waiting for it to finish (the message names its pid, command "
                         "line and start)")
+    p.add_argument("--store-budget", type=_budget, default=None, metavar="SIZE",
+                   help="after the build, trim <output>/.store to SIZE (500M, 20G; 'unlimited' keeps all), least "
+                        "recently used first, never an entry of this run's plans (default: $BUILDERS_STORE_BUDGET, "
+                        f"else {DEFAULT_STORE_BUDGET})")
     p.set_defaults(execute=execute)
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """What this run does: rebuild, how much to say, whether to build at all."""
+    p.add_argument("--force", action="store_true", help="build every plan, even one whose wheel is in the store")
+    p.add_argument("--verbose", "-v", action="store_true", help="show every command's output as it is written")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print each selected target's build plan (commands, environment, digest), build nothing")
+    p.add_argument("--json", action="store_true", help="with --dry-run: the plans as JSON")
 
 
 def _jobs(text: str) -> int:
@@ -98,6 +112,16 @@ def _jobs(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
+
+
+def _budget(text: str) -> int | None:
+    """A store budget in bytes; None for ``unlimited``."""
+    if text.strip().lower() in ("unlimited", "none"):
+        return None
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
@@ -112,6 +136,9 @@ def execute(args: argparse.Namespace, console: Console) -> int:
                        jobs=args.jobs, verbose=args.verbose)
     console.line(f"{len(targets)} targets selected; engine {engine.name} ({why}) on {host.platform}; "
                  f"{args.jobs} builds at a time; output {config.output}")
+    note = ccache_note(resolved, host)
+    if note:
+        console.warning(note)
     if args.dry_run:
         dry_run(resolved, config, as_json=args.json)
         return something_to_build(resolved, args.allow_skip, console)
@@ -121,6 +148,8 @@ def execute(args: argparse.Namespace, console: Console) -> int:
         with stop_on_signals():
             outcomes = build_all(resolved, config, console)
     summarize(outcomes, console)
+    if not process.cancelled():
+        tidy(config, resolved, store_budget(args.store_budget, env), console)
     if process.cancelled():
         stopped = [r.id for r in outcomes if r.status == "interrupted"]
         raise Interrupted(f"interrupted while building {', '.join(stopped) or 'nothing'}; partial outputs removed")
@@ -128,6 +157,34 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     if failed:
         raise TargetsFailed(f"{len(failed)} target(s) failed: {', '.join(failed)} (see {config.output / 'logs'})")
     return something_to_build(resolved, args.allow_skip, console, outcomes)
+
+
+def ccache_note(resolved: Sequence[Resolved], host: Host) -> str | None:
+    """The one note for a run whose builds on this host would go through ccache, which is not installed."""
+    compiles_here = any(isinstance(r, BuildPlan) and r.runner.kind == "host" and r.direct for r in resolved)
+    return compilercache.MISSING if compiles_here and host.ccache is None else None
+
+
+def store_budget(option: int | None, env: Mapping[str, str]) -> int | None:
+    """``--store-budget``, else ``$BUILDERS_STORE_BUDGET``, else the default; None: unlimited."""
+    if option is not None:
+        return option
+    try:
+        return _budget(env.get(STORE_BUDGET_ENV) or DEFAULT_STORE_BUDGET)
+    except argparse.ArgumentTypeError as exc:
+        raise InputError([Problem(message=f"${STORE_BUDGET_ENV}: {exc}")]) from None
+
+
+def tidy(config: RunConfig, resolved: Sequence[Resolved], budget: int | None, console: Console) -> None:
+    """What killed runs left half-written goes (the store's temporary folders, the wheel folders' ``.partial``
+    files); a store over its budget loses its least recently used entries, never one of this run's plans."""
+    plans = [r for r in resolved if isinstance(r, BuildPlan)]
+    for folder in {(config.output / p.outputs.destination).parent for p in plans}:
+        sweep_partials(folder)
+    gone = caches.trim_store(config.output, budget, caches.referenced(plans), now=time.time())
+    if budget is not None and any(e.kind != caches.PARTIAL for e in gone):
+        console.line(f"store {config.output / '.store'} kept within {caches.human(budget)}: removed {len(gone)} "
+                     f"entries ({caches.human(sum(e.size for e in gone))}), least recently used first")
 
 
 def something_to_build(resolved: Sequence[Resolved], allow_skip: bool, console: Console,

@@ -8,6 +8,7 @@ image never share a tag, even built from one ``--base-image``.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import os
 import re
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from builders.base.errors import EngineError
 from builders.base.process import LogLike, run
+from builders.build.caches import Entry
 from builders.families import family_for
 from builders.families.base import TOOLKIT_PREFIX, expand
 from builders.families.base import image_toolkit_root as toolkit_root
@@ -185,3 +187,36 @@ def image_pythons(matrix: Matrix) -> tuple[str, ...]:
 def base_image(option: str | None, env: Mapping[str, str]) -> str | None:
     """``--base-image``, else ``$BUILDERS_BASE_IMAGE``, else None (the platform's own base)."""
     return option or env.get("BUILDERS_BASE_IMAGE") or None
+
+
+# -- the images builders made, for ``builders cache`` ------------------------------------------
+
+MADE_HERE = re.compile(r"localhost/builders-[a-z0-9]+:[0-9a-f]{16}")  # ImageSpec.tag's shape
+
+
+def made_images(engine: str, env: Mapping[str, str]) -> list[Entry]:
+    """The images with a tag builders gives (:attr:`ImageSpec.tag`), with their size and creation time
+    (an image's layers may be shared with another's: each is counted whole)."""
+    listed = run([engine, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}"], env=env, check=False,
+                 separate_stderr=True).stdout.split()
+    tags = sorted({t for t in listed if MADE_HERE.fullmatch(t)})
+    if not tags:
+        return []
+    out = run([engine, "image", "inspect", "--format", "{{.Size}}|{{.Created}}", *tags], env=env, check=False,
+              separate_stderr=True).stdout.splitlines()
+    return [Entry(kind="image", key=tag, size=int(size or 0), used=_created(created), where=engine)
+            for tag, (size, _, created) in zip(tags, (line.partition("|") for line in out), strict=False)]
+
+
+def _created(text: str) -> float:
+    """``2026-11-30 21:10:10.54 +0000 UTC`` (podman) or ``2026-11-30T21:10:10.54Z`` (docker) -> epoch seconds."""
+    match = re.match(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)", text.strip())
+    if not match:
+        return 0.0
+    return datetime.datetime.fromisoformat(f"{match[1]}T{match[2]}+00:00").timestamp()
+
+
+def remove_image(engine: str, tag: str, env: Mapping[str, str]) -> str | None:
+    """Remove one image by its tag; why it could not be removed (a container uses it), or None."""
+    proc = run([engine, "image", "rm", tag], env=env, check=False)
+    return None if proc.returncode == 0 else (proc.stdout.strip().splitlines() or ["failed"])[-1]

@@ -6,6 +6,7 @@ so an interrupted install never looks like a cached toolkit.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -14,7 +15,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from builders.base.process import LogLike, run
+from builders.base.errors import ToolchainError
+from builders.base.process import LogLike, ProcessError, run
 
 
 def default_cache(env: Mapping[str, str]) -> Path:
@@ -39,6 +41,8 @@ def _cached(name: str, verb: list[str], requirements: Sequence[str], cache: Path
     final = cache / name
     want = {"requirements": list(requirements), "index_url": index_url}
     if _stamped(final, want):
+        with contextlib.suppress(OSError):
+            os.utime(final)  # used now: `builders cache prune` goes by last use
         return final
     cache.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(json.dumps(want).encode()).hexdigest()[:12]
@@ -48,12 +52,30 @@ def _cached(name: str, verb: list[str], requirements: Sequence[str], cache: Path
     if index_url:
         argv += ["--index-url", index_url]
     try:
-        run(argv, env=env, log=log, timeout=timeout)
+        try:
+            run(argv, env=env, log=log, timeout=timeout)
+        except ProcessError as exc:
+            raise ToolchainError(f"pip {verb[0]} of {' '.join(requirements)} from {index_named(index_url, env)} "
+                                 f"failed: {why(exc, timeout)}") from exc
         (tmp / ".builders-stamp.json").write_text(json.dumps(want))
         _publish(tmp, final, want)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+def index_named(index_url: str | None, env: Mapping[str, str]) -> str:
+    """The index pip asks, for a message: the given one, else ``$PIP_INDEX_URL``, else pip's configuration."""
+    return index_url or env.get("PIP_INDEX_URL") or "the index pip is configured with (pip config list)"
+
+
+def why(exc: ProcessError, timeout: float) -> str:
+    """How a download failed: no answer in time, or what the tool said last (its ``ERROR:`` line)."""
+    if exc.returncode == 124:
+        return f"no answer within the stage's {timeout:g} s (project.timeouts); is the index up?"
+    lines = [line.strip() for line in exc.tail.splitlines() if line.strip()]
+    errors = [line for line in lines if line.lower().startswith("error")]
+    return f"exit code {exc.returncode}: " + ((errors or lines)[-1][:300] if lines else "no output")
 
 
 def _stamped(folder: Path, want: Mapping[str, object]) -> bool:

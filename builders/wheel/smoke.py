@@ -166,10 +166,18 @@ class Installer:
     env: Pairs = ()  # uv's settings: pip's, translated where the smoke runs (:func:`ready`), and its cache
     note: str = ""  # why venv + pip runs where uv was wanted
     indexes: tuple[str, ...] = ()  # the variant's runtime indexes, expanded when the smoke runs (:func:`for_target`)
+    configured: tuple[str, ...] = ()  # the indexes uv was configured with, kept by :meth:`fallback` for messages
 
     def fallback(self, why: str) -> Installer:
         """venv + pip instead, saying why (the variant's indexes are still needed)."""
-        return Installer(note=f"{why}; venv + pip ran instead", indexes=self.indexes)
+        return Installer(note=f"{why}; venv + pip ran instead", indexes=self.indexes, configured=self.index_urls())
+
+    def index_urls(self) -> tuple[str, ...]:
+        """Every index this installer asks that is known here: pip's configured ones (as translated for uv)
+        and the variant's; a failed install names them."""
+        env = dict(self.env)
+        found = (*self.configured, env.get("UV_DEFAULT_INDEX", ""), *env.get("UV_INDEX", "").split(), *self.indexes)
+        return tuple(dict.fromkeys(url for url in found if url))
 
     def for_target(self, target: Target, env: Mapping[str, str]) -> Installer:
         """This installer with ``target``'s runtime indexes (TheRock's for rocm) added to whatever index it
@@ -459,6 +467,8 @@ def run_planned(runner: Runner, steps: Sequence[Step], fallback: Sequence[Step],
             runner.run(list(step.argv), env=dict(step.env), cwd=step.cwd, timeout=step.timeout)
     except ProcessError as exc:
         if installer.kind != UV or not fallback:
+            if "install" in exc.argv:
+                raise install_failed(exc, installer) from exc
             raise
         return run_planned(runner, fallback, (), installer.fallback(f"uv failed: {_last_words(exc)}"))
     try:
@@ -467,6 +477,14 @@ def run_planned(runner: Runner, steps: Sequence[Step], fallback: Sequence[Step],
     except ProcessError as exc:
         found = crashed(exc)
     return replace(found, installer=installer.kind, note=installer.note)
+
+
+def install_failed(exc: ProcessError, installer: Installer) -> SmokeError:
+    """The wheel and its requirements could not be installed: which installer, from which indexes, and why."""
+    urls = ", ".join(installer.index_urls()) or "the index pip is configured with (pip config list)"
+    after = f" ({installer.note})" if installer.note else ""
+    return SmokeError(f"installing the wheel and its runtime requirements with {installer.kind} from {urls} "
+                      f"failed: {_last_words(exc)}{after}")
 
 
 def _last_words(exc: BaseException) -> str:

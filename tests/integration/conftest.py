@@ -9,6 +9,7 @@ import pytest
 from builders.engines.images import engine_env
 from builders.spec import matrix
 from builders.spec.model import Matrix
+from tests.helpers import require_tool
 
 BASE = "localhost/builders-base:sid"
 
@@ -16,9 +17,11 @@ BASE = "localhost/builders-base:sid"
 @pytest.fixture(scope="session")
 def base_image(root: Path) -> str:
     """The local Debian unstable base (debootstrap; nothing is pulled), made once if missing."""
+    require_tool("podman")
     env = engine_env(os.environ)
     exists = subprocess.run(["podman", "image", "exists", BASE], env=env, capture_output=True, timeout=600)
     if exists.returncode != 0:
+        require_tool("debootstrap")
         subprocess.run([str(root / "scripts/podman-base.sh"), BASE], check=True, env=env, timeout=1800)
     return BASE
 

@@ -31,6 +31,7 @@ def builders(root: Path, *args: str, env: dict[str, str]) -> subprocess.Complete
 
 @pytest.fixture(scope="module")
 def setup(root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    helpers.require_tool("ccache")  # the hit counts below come from it: a missing one fails here, by name
     m = matrix_mod.load(root / "matrix.yaml")
     assert m.project.core_commands and m.project.core_dir_var, "the shipped matrix declares build.core"
     tmp = tmp_path_factory.mktemp("core")

@@ -31,7 +31,7 @@ from builders.engines.images import engine_env
 from builders.spec import matrix as matrix_mod
 from builders.spec.targets import Selection, select
 from tests import expected
-from tests.helpers import builders
+from tests.helpers import builders, require_tool
 
 pytestmark = pytest.mark.slow
 
@@ -138,9 +138,7 @@ def drop_stale_images(daemon: Daemon, keep: set[str]) -> None:
 
 @pytest.fixture(scope="module")
 def dockerd(root: Path, base_image: str) -> Iterator[Daemon]:
-    exe = shutil.which("dockerd") or shutil.which("dockerd", path="/usr/sbin:/sbin")
-    if exe is None:
-        pytest.skip("dockerd is not installed: scripts/setup-test-host.sh installs Debian's docker.io")
+    exe = require_tool("dockerd", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]))
     env = engine_env(os.environ)
     cli = buildkit_cli(exe, env)
     if cli is None:

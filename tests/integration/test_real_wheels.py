@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.helpers import require_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 MATRIX = ROOT / "tests" / "projects" / "torch" / "matrix.yaml"
@@ -50,8 +51,7 @@ def torch_wheel() -> Path:
 @pytest.fixture(scope="module")
 def readelf_truth(torch_wheel: Path) -> dict[str, list[str]]:
     """ELF member -> its RPATH/RUNPATH entries, by magic bytes and ``readelf -d``."""
-    if shutil.which("readelf") is None:
-        pytest.skip("binutils' readelf is needed as the independent oracle")
+    require_tool("readelf")  # binutils': the independent oracle
     truth: dict[str, list[str]] = {}
     with zipfile.ZipFile(torch_wheel) as zf, tempfile.TemporaryDirectory() as tmp:
         for info in zf.infolist():

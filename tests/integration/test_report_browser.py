@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests import expected
+from tests.helpers import require_tool
 from tests.unit.test_report_page import all_reasons, expected_command, squash
 
 pytestmark = pytest.mark.slow
@@ -32,11 +32,7 @@ PICK = {"platform": "linux-x86_64", "manager": "pip", "python": "3.14t"}  # and 
 
 
 def browser_tools() -> tuple[str, str]:
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (chromium and driver):
-        pytest.skip("Debian's chromium and chromium-driver are not installed and could not be "
-                    "(scripts/setup-test-host.sh installs them with apt)")
-    return chromium, driver
+    return require_tool("chromium"), require_tool("chromedriver")
 
 
 @pytest.fixture(scope="module")
@@ -184,7 +180,8 @@ def test_the_table_shows_results_and_links_logs(opened, results: tuple[Path, dic
 
 def test_axe_finds_no_serious_or_critical_violation(opened) -> None:
     if not AXE.is_file():
-        pytest.skip(f"axe-core is not installed in {AXE_DIR} (scripts/setup-test-host.sh installs it with npm)")
+        pytest.fail(f"axe-core is not installed in {AXE_DIR}: run scripts/setup-test-host.sh, which installs it "
+                    "with npm", pytrace=False)
     opened.execute_script(AXE.read_text(encoding="utf-8"))
     outcome = opened.execute_async_script(
         "const done = arguments[arguments.length - 1];"

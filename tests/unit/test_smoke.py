@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import builders.wheel.smoke as smoke_mod
-from builders.base.errors import EngineError
+from builders.base.errors import EngineError, SmokeError
 from builders.base.process import ProcessError, Result
 from builders.families import families
 from builders.families.cuda import runtime_version
@@ -506,10 +506,28 @@ def test_a_failing_uv_install_falls_back_to_pip_in_a_fresh_folder_with_a_note(m)
 
 def test_a_pip_failure_is_not_retried(m) -> None:
     runner = FakeRunner(fail_on="--no-input")
-    with pytest.raises(ProcessError):
+    with pytest.raises(SmokeError, match=r"installing the wheel and its runtime requirements with pip from the index "
+                                         r"pip is configured with .*: exit code 2: error: No solution found"):
         smoke_mod.smoke_with(runner, python="py3", wheel="w.whl", staged="/st", scratch="/s",
                              target=one(m, "cpu-cp313-linux-x86_64"))
     assert len(runner.calls) == 3
+
+
+def test_a_failed_install_names_every_index_it_asked(m) -> None:
+    """uv, then pip, fail against a broken index: the error names it (pip's, translated for uv, and the variant's)."""
+    uv = smoke_mod.Installer(kind=smoke_mod.UV, uv="/uv", env=(("UV_DEFAULT_INDEX", "http://127.0.0.1:9/simple"),
+                                                                ("UV_INDEX", "file:///opt/extra")),
+                             indexes=("http://variant.example/simple",))
+    runner = FakeRunner(fail_on="install")
+    steps = smoke_mod.planned_steps(python="py3", wheel="w.whl", staged="/st", scratch="/s",
+                                    target=one(m, "cpu-cp313-linux-x86_64"), installer=uv)
+    fallback = smoke_mod.fallback_steps(python="py3", wheel="w.whl", staged="/st", scratch="/s",
+                                        target=one(m, "cpu-cp313-linux-x86_64"), installer=uv)
+    with pytest.raises(SmokeError) as caught:
+        smoke_mod.run_planned(runner, steps, fallback, uv)
+    message = str(caught.value)
+    assert "with pip from http://127.0.0.1:9/simple, file:///opt/extra, http://variant.example/simple" in message
+    assert "uv failed: exit code 2" in message
 
 
 def test_uv_runs_with_its_settings_and_the_probe_without_them(m) -> None:

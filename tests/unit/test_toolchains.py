@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from builders.base.errors import ToolchainError
@@ -37,3 +39,26 @@ def test_arch_the_toolkit_cannot_build_is_a_matrix_error(m) -> None:
         check_nvcc(target, NVCC_132, ARCHS_132)
     with pytest.raises(ToolchainError, match="has 107 which nvcc 13.4 cannot build"):
         check_nvcc(target, NVCC_132.replace("13.2", "13.4"), ARCHS_132)
+
+
+@pytest.mark.parametrize(("code", "tail", "said"), [
+    (124, "Looking in indexes: http://127.0.0.1:9/simple\n[timed out after 20s]", "no answer within the stage's 20 s"),
+    (1, "WARNING: Retrying ... 500\nERROR: No matching distribution found for cuda-toolkit", "exit code 1: ERROR: No "
+                                                                                           "matching distribution"),
+])
+def test_a_failed_toolkit_install_names_the_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int,
+                                                 tail: str, said: str) -> None:
+    from builders.base.errors import ProcessError
+    from builders.families import provision
+
+    def fail(argv, **kwargs):
+        raise ProcessError(argv, code, tail)
+
+    monkeypatch.setattr(provision, "run", fail)
+    with pytest.raises(ToolchainError, match=r"pip install of cuda-toolkit==13.2.2 from http://127.0.0.1:9/simple "
+                                             rf"failed: {said}"):
+        provision.pip_prefix("cuda-13.2.2", ["cuda-toolkit==13.2.2"], tmp_path, {}, None, "http://127.0.0.1:9/simple",
+                             timeout=20)
+    assert list(tmp_path.iterdir()) == []  # nothing half-installed left
+    with pytest.raises(ToolchainError, match=r"from http://mirror\.example/simple failed"):
+        provision.pip_prefix("cuda-13.2.2", ["x"], tmp_path, {"PIP_INDEX_URL": "http://mirror.example/simple"}, None)
