@@ -49,7 +49,6 @@ from builders.spec.model import Matrix
 from builders.spec.targets import Target
 from builders.wheel.archive import source_date_epoch
 
-
 DESCRIPTION = ("Plan every selected target this host can build (all of them by default), then "
                "run each plan through build, label, repair, verify and smoke. Targets this host "
                "cannot build are skipped with the reason; a plan whose digest is in the store "
