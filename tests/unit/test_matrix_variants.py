@@ -7,6 +7,8 @@ under test.
 from __future__ import annotations
 
 import pytest
+import yaml
+from packaging.version import Version
 
 from builders.base.errors import MatrixError
 from builders.spec import matrix
@@ -84,13 +86,18 @@ def test_providers_come_in_priority_order(shipped_text: str) -> None:
 
 
 def test_adding_a_cuda_version_needs_only_its_entry(shipped_text: str) -> None:
-    text = edit(shipped_text, '      "13.4":\n', '      "13.6":\n        label: cu136\n'
-                '        arch_list: "9.0;12.0"\n        toolkit:\n          requirements: ["cuda-toolkit[nvcc]==13.6.0"]\n'
-                '        runtime_requirements: [\'cuda-toolkit[cudart]==13.6.0; platform_system == "Linux"\']\n'
-                '      "13.4":\n')
+    versions = yaml.safe_load(shipped_text)["accelerators"]["cuda"]["versions"]
+    newest = max(Version(v) for v in versions)
+    added = f"{newest.major}.{newest.minor + 50}"  # a version no matrix (grown by a test or not) has yet
+    first = next(iter(versions))
+    text = edit(shipped_text, f'      "{first}":\n', f'      "{added}":\n        label: cu{added.replace(".", "")}\n'
+                '        arch_list: "9.0;12.0"\n        toolkit:\n'
+                f'          requirements: ["cuda-toolkit[nvcc]=={added}.0"]\n'
+                f'        runtime_requirements: [\'cuda-toolkit[cudart]=={added}.0; platform_system == "Linux"\']\n'
+                f'      "{first}":\n')
     m = matrix.loads(text)
-    assert set(m.variant("cu136").properties) == {"nvidia :: cuda_version_lower_bound :: 13.6",
-                                                  "nvidia :: sm_arch :: 90_real", "nvidia :: sm_arch :: 120_real"}
+    assert set(m.variant(f"cu{added.replace('.', '')}").properties) == {
+        f"nvidia :: cuda_version_lower_bound :: {added}", "nvidia :: sm_arch :: 90_real", "nvidia :: sm_arch :: 120_real"}
 
 
 def test_a_version_overrides_the_family_properties(shipped_text: str) -> None:
