@@ -6,12 +6,15 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
 import pytest
 
+from builders.base.errors import MatrixError
+from builders.spec import matrix
 from builders.spec.model import Matrix
 from builders.spec.targets import Selection, Target, select
 
@@ -53,3 +56,56 @@ def require_tool(tool: str, path: str | None = None) -> str:
     assert package, f"{tool} is not installed by {SETUP_SCRIPT.name}: add it to its table, or skip with a reason"
     pytest.fail(f"{tool} is not installed: run scripts/setup-test-host.sh (as root), which installs it from "
                 f"Debian's {package} package (nox -s tests runs it first)", pytrace=False)
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (read from /proc), whatever its process group or session."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def fetch_sdist(name: str, version: str, where: Path) -> Path:
+    """``name==version``'s sdist from the package index (pip's own configuration), unpacked in ``where``:
+    the source folder."""
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--dest", str(where),
+                    f"{name}=={version}"], check=True, capture_output=True, timeout=600)
+    (archive,) = where.glob("*.tar.gz")
+    with tarfile.open(archive) as tar:
+        tar.extractall(where, filter="data")
+    (source,) = [p for p in where.iterdir() if p.is_dir()]
+    return source
+
+
+# --- matrix problems, as the loader reports them ---
+
+
+def problems_of(text: str, path: str = "m.yaml", **kwargs) -> list:
+    with pytest.raises(MatrixError) as err:
+        matrix.loads(text, path, **kwargs)
+    return list(err.value.problems)
+
+
+def only_problem(text: str, phrase: str):
+    """The single problem of ``text``; it must mention ``phrase``."""
+    (problem,) = problems_of(text)
+    assert phrase.lower() in str(problem).lower(), str(problem)
+    return problem
+
+
+def edit(text: str, old: str, new: str) -> str:
+    assert old in text, old
+    return text.replace(old, new, 1)

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from builders.spec import matrix as matrix_mod
+from tests import helpers
 
 pytestmark = pytest.mark.slow
 
@@ -156,7 +157,7 @@ def kill_tree(pid: int) -> None:
     holds them all): every one stopped first, so none is orphaned out of reach, then killed."""
     stopped: set[int] = set()
     while True:
-        tree = {pid} | descendants(pid, children_of())
+        tree = {pid} | helpers.descendants(pid)
         new = tree - stopped
         if not new:
             break
@@ -169,23 +170,3 @@ def kill_tree(pid: int) -> None:
             os.kill(p, signal.SIGKILL)
 
 
-def children_of() -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            out.setdefault(ppid, []).append(int(entry.name))
-    return out
-
-
-def descendants(pid: int, children: dict[int, list[int]]) -> set[int]:
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found

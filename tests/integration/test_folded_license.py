@@ -11,9 +11,7 @@ verify with zero findings and pass its smoke test, and the licence must read as 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -35,14 +33,7 @@ MATRIX = PROJECT / "matrix.yaml"
 def sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The pinned sdist, downloaded through pip's own configuration and unpacked."""
     project = yaml.safe_load(MATRIX.read_text())["project"]
-    where = tmp_path_factory.mktemp("sdist")
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--dest", str(where),
-                    f"{project['name']}=={project['version']}"], check=True, capture_output=True, timeout=600)
-    (archive,) = where.glob("*.tar.gz")
-    with tarfile.open(archive) as tar:
-        tar.extractall(where, filter="data")
-    (source,) = [p for p in where.iterdir() if p.is_dir()]
-    return source
+    return helpers.fetch_sdist(project["name"], str(project["version"]), tmp_path_factory.mktemp("sdist"))
 
 
 def test_the_sdists_own_metadata_folds_with_whitespace_only_lines(sdist: Path) -> None:

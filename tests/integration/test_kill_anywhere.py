@@ -37,6 +37,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import helpers
+
 pytestmark = pytest.mark.slow
 
 TARGET = "cpu-cp312-linux-x86_64"
@@ -108,24 +110,6 @@ class Build:
         return code
 
 
-def descendants(pid: int) -> set[int]:
-    """Every live process below ``pid`` (from /proc), whatever its process group."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
 def alive(pids: set[int]) -> set[int]:
     out = set()
     for pid in pids:
@@ -147,7 +131,7 @@ def kill_group(build: Build, point: Point) -> tuple[str, set[int]]:
         assert time.monotonic() < deadline, f"{point} never came:\n" + "\n".join(build.lines[-20:])
         time.sleep(0.01)
     time.sleep(point.delay)
-    below = descendants(build.proc.pid)
+    below = helpers.descendants(build.proc.pid)
     landed = f"after {build.last_stage()}"
     os.killpg(build.proc.pid, signal.SIGKILL)
     build.finish(30)

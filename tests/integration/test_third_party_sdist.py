@@ -10,8 +10,6 @@ import io
 import json
 import os
 import subprocess
-import sys
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -36,14 +34,7 @@ def builders(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def sdist_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The pinned sdist, downloaded through pip's own configuration and unpacked."""
     project = yaml.safe_load(MATRIX.read_text())["project"]
-    where = tmp_path_factory.mktemp("sdist")
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--dest", str(where),
-                    f"{project['name']}=={project['version']}"], check=True, capture_output=True, timeout=600)
-    (archive,) = where.glob("*.tar.gz")
-    with tarfile.open(archive) as tar:
-        tar.extractall(where, filter="data")
-    (source,) = [p for p in where.iterdir() if p.is_dir()]
-    return source
+    return helpers.fetch_sdist(project["name"], str(project["version"]), tmp_path_factory.mktemp("sdist"))
 
 
 def build(tid: str, source: Path, out: Path, *extra: str) -> dict:

@@ -14,6 +14,7 @@ from builders.base.errors import DroppedError, EngineError, InputError, MatrixEr
 from builders.spec import matrix
 from builders.spec.model import Accelerator, PythonVersion
 from tests import expected
+from tests.helpers import edit, only_problem, problems_of
 
 
 def line_of(text: str, needle: str, nth: int = 0) -> int:
@@ -151,24 +152,6 @@ def test_python_version_values() -> None:
 
 
 # --- issue 9: every boundary refuses bad data with a clear error -------------------------------
-
-
-def problems_of(text: str, path: str = "m.yaml", **kwargs) -> list:
-    with pytest.raises(MatrixError) as err:
-        matrix.loads(text, path, **kwargs)
-    return list(err.value.problems)
-
-
-def only_problem(text: str, phrase: str):
-    """The single problem of ``text``; it must mention ``phrase``."""
-    (problem,) = problems_of(text)
-    assert phrase.lower() in str(problem).lower(), str(problem)
-    return problem
-
-
-def edit(text: str, old: str, new: str) -> str:
-    assert old in text, old
-    return text.replace(old, new, 1)
 
 
 def after(text: str, anchor: str, old: str, new: str) -> str:

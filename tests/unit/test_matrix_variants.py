@@ -6,31 +6,13 @@ under test.
 
 from __future__ import annotations
 
-import pytest
 import yaml
 from packaging.version import Version
 
-from builders.base.errors import MatrixError
 from builders.spec import matrix
 from builders.spec.model import NULL_VARIANT, Accelerator
 from tests import expected
-
-
-def problems_of(text: str) -> list:
-    with pytest.raises(MatrixError) as err:
-        matrix.loads(text, "m.yaml")
-    return list(err.value.problems)
-
-
-def only_problem(text: str, phrase: str):
-    (problem,) = problems_of(text)
-    assert phrase.lower() in str(problem).lower(), str(problem)
-    return problem
-
-
-def edit(text: str, old: str, new: str) -> str:
-    assert old in text, old
-    return text.replace(old, new, 1)
+from tests.helpers import edit, only_problem, problems_of
 
 
 def line_of(text: str, needle: str) -> int:
