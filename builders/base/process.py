@@ -25,6 +25,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -153,20 +154,24 @@ _WATCHDOG: dict[int, subprocess.Popen[bytes] | None] = {}
 _WATCHDOG_LOCK = threading.Lock()
 
 
-def _tell_watchdog(sign: str, pgid: int) -> None:
-    """Tell this process's watchdog (started on first use) that the group ``pgid`` started or ended."""
+def _watchdog() -> subprocess.Popen[bytes] | None:
+    """This process's watchdog, started on first use (a forked child starts its own); None off POSIX."""
     if os.name != "posix":
-        return
+        return None
     with _WATCHDOG_LOCK:
-        dog = _WATCHDOG.get(os.getpid())
         if os.getpid() not in _WATCHDOG:
-            dog = _start_watchdog()
-            _WATCHDOG[os.getpid()] = dog
-        if dog is None or dog.stdin is None or not sign:
-            return
-        with contextlib.suppress(OSError):
-            dog.stdin.write(f"{sign}{pgid}\n".encode())
-            dog.stdin.flush()
+            _WATCHDOG[os.getpid()] = _start_watchdog()
+        return _WATCHDOG[os.getpid()]
+
+
+def _tell_watchdog(sign: str, pgid: int) -> None:
+    """Tell this process's watchdog that the group ``pgid`` started (``+``) or ended (``-``)."""
+    dog = _watchdog()
+    if dog is None or dog.stdin is None:
+        return
+    with _WATCHDOG_LOCK, contextlib.suppress(OSError):
+        dog.stdin.write(f"{sign}{pgid}\n".encode())
+        dog.stdin.flush()
 
 
 def run_token() -> str:
@@ -175,8 +180,6 @@ def run_token() -> str:
 
 
 def _start_watchdog() -> subprocess.Popen[bytes] | None:
-    import sys
-
     try:
         return subprocess.Popen([sys.executable, "-I", "-c", WATCHDOG, MARKER, run_token()], stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -271,7 +274,7 @@ def _execute(argv: Sequence[str], env: Mapping[str, str], cwd: Path | None, stdi
              cancellable: bool) -> tuple[int, _Output]:
     """Start ``argv`` in its own process group, pump its output as it comes, wait; (exit code, output)."""
     output = _Output()
-    _tell_watchdog("", 0)  # started before the first command, so it can find that one too
+    _watchdog()  # started before the first command, so it can find that one too
     proc = subprocess.Popen(argv, env={**env, MARKER: run_token()}, cwd=cwd, start_new_session=True,
                             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE if separate_stderr else subprocess.STDOUT)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from builders import __version__
+from builders.wheel.archive import partial_path, partial_writer
 
 # Never part of a source's identity: VCS data, caches and build outputs.
 IGNORED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
@@ -162,10 +163,13 @@ def writer_alive(name: str) -> bool:
     """Whether the process that is writing the temporary folder ``name`` (:func:`temp_prefix`) still runs: a
     folder of a killed run is a leftover, one of a running build is not."""
     parts = name.split("-")
-    if len(parts) < 3 or not parts[1].isdigit():
-        return False
+    return len(parts) >= 3 and parts[1].isdigit() and pid_alive(int(parts[1]))
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (one of another user counts as running)."""
     try:
-        os.kill(int(parts[1]), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except (PermissionError, OverflowError):
@@ -177,8 +181,8 @@ def sweep_partials(folder: Path) -> list[Path]:
     """Remove what :func:`place` left half-done under ``folder`` in a run that was killed (its pid is gone)."""
     gone = []
     for path in folder.rglob(".*.partial") if folder.is_dir() else ():
-        pid = path.name.removesuffix(".partial").rpartition(".")[2]
-        if not pid.isdigit() or not writer_alive(f".x-{pid}-"):
+        pid = partial_writer(path)
+        if pid is None or not pid_alive(pid):
             path.unlink(missing_ok=True)
             gone.append(path)
     return gone
@@ -187,7 +191,7 @@ def sweep_partials(folder: Path) -> list[Path]:
 def place(source: Path, dest: Path) -> Path:
     """Put ``source`` at ``dest`` all at once: a hard link (the store's files never change) or a copy."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.parent / f".{dest.name}.{os.getpid()}.partial"
+    tmp = partial_path(dest)
     tmp.unlink(missing_ok=True)
     try:
         try:

@@ -160,7 +160,7 @@ def execute(args: argparse.Namespace, console: Console) -> int:
 
 def ccache_note(resolved: Sequence[Resolved], host: Host) -> str | None:
     """The one note for a run whose builds on this host would go through ccache, which is not installed."""
-    compiles_here = any(isinstance(r, BuildPlan) and r.runner.kind == "host" and r.direct for r in resolved)
+    compiles_here = any(isinstance(r, BuildPlan) and r.runner.on_host and r.direct for r in resolved)
     return compilercache.MISSING if compiles_here and host.ccache is None else None
 
 

@@ -648,6 +648,12 @@ def partial_path(dest: Path) -> Path:
     return dest.with_name(f".{dest.name}.{os.getpid()}.partial")
 
 
+def partial_writer(path: Path) -> int | None:
+    """The pid that wrote the :func:`partial_path` ``path``, or None when the name carries none."""
+    pid = path.name.removesuffix(".partial").rpartition(".")[2]
+    return int(pid) if pid.isdigit() else None
+
+
 def write_members(dest: Path, sources: Mapping[str, Source], dist_info: str, modes: Mapping[str, int], epoch: int) -> None:
     """:func:`write_wheel` from streamed sources: each member hashed for RECORD as it is written.
 
