@@ -49,15 +49,15 @@ import bench_verify
 import yaml
 
 from builders.base.process import Log, run
-from builders.build.host import Host
-from builders.build.plan import BuildPlan, Context
 from builders.cli.build import commit_epoch
 from builders.engines.images import engine_env
 from builders.engines.local import LocalEngine
+from builders.matrix import loader as matrix_mod
+from builders.matrix.model import OS
+from builders.matrix.targets import Selection, expand, select
+from builders.pipeline.host import Host
+from builders.pipeline.plan import BuildPlan, Context
 from builders.release import ci
-from builders.spec import matrix as matrix_mod
-from builders.spec.model import OS
-from builders.spec.targets import Selection, expand, select
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -65,7 +65,7 @@ PARTS = ("local", "cibw", "plan", "smoke", "verify")
 SMOKE_SCRIPT = ROOT / "benchmarks" / "bench_smoke.py"
 PLAN_TARGETS = 1000
 PLAN_REPEAT = 5
-MAX_PYTHONS, MAX_VERSIONS = 32, 32  # the loader's caps (builders.spec.matrix), as tests/unit/test_ci_shards.py grows
+MAX_PYTHONS, MAX_VERSIONS = 32, 32  # the loader's caps (builders.matrix.loader), as tests/unit/test_ci_shards.py grows
 
 
 @dataclass(frozen=True)

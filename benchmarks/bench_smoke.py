@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from builders.base.process import HostRunner, Log
-from builders.build.host import detect
-from builders.spec import matrix
-from builders.spec.targets import Selection, Target, select
+from builders.matrix import loader as matrix
+from builders.matrix.targets import Selection, Target, select
+from builders.pipeline.host import detect
 from builders.wheel.archive import Wheel
 from builders.wheel.smoke import HIDDEN_ENV, host_key, pip_config, smoke
 

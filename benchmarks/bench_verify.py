@@ -69,8 +69,8 @@ def cached(cache: Path, name: str, version: str, python: str, platform: str) -> 
 def child(wheel: Path, matrix_path: Path, target_id: str) -> None:
     """Load the matrix, verify once, print timing, peak RSS and findings as JSON."""
     from builders.cli.verify import check
-    from builders.spec import matrix
-    from builders.spec.targets import Selection, select
+    from builders.matrix import loader as matrix
+    from builders.matrix.targets import Selection, select
     from builders.wheel.archive import Wheel
 
     m = matrix.load(matrix_path)

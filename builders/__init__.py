@@ -2,7 +2,7 @@
 
 The front door assembles the accelerator families (:mod:`builders.families`) before anything
 else runs, so every module, the matrix loader included, sees every family declared
-(:mod:`builders.spec.family` explains why spec learns them this way).
+(:mod:`builders.matrix.family` explains why spec learns them this way).
 """
 
 __version__ = "0.1.0"

@@ -18,11 +18,11 @@ from typing import Any
 from builders import engines
 from builders.base.process import HostRunner, Log, Result
 from builders.base.runnerspec import Pairs
-from builders.build.engine import EngineFactory, EngineSetup
-from builders.build.host import unbuildable
-from builders.build.plan import BuildPlan, Context, Recipe, Resolved, resolve_with
 from builders.engines.local import LocalEngine, host_smoke_runner
-from builders.spec.targets import Target
+from builders.matrix.targets import Target
+from builders.pipeline.engine import EngineFactory, EngineSetup
+from builders.pipeline.host import unbuildable
+from builders.pipeline.plan import BuildPlan, Context, Recipe, Resolved, resolve_with
 
 NAME = "dummy"
 MARKER = "BUILDERS_DUMMY_ENGINE"

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from builders.base.errors import MatrixError
-from builders.spec import matrix
-from builders.spec.model import Matrix
-from builders.spec.targets import Selection, Target, select
+from builders.matrix import loader as matrix
+from builders.matrix.model import Matrix
+from builders.matrix.targets import Selection, Target, select
 
 
 def builders(*args: str, cwd: Path, env: Mapping[str, str] | None = None,

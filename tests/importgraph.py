@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "builders"
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
-    """``builders/engines/__init__.py`` -> ``builders.engines``; ``builders/build/core.py`` -> ``builders.build.core``."""
+    """``builders/engines/__init__.py`` -> ``builders.engines``; ``builders/pipeline/core.py`` -> ``builders.pipeline.core``."""
     parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 

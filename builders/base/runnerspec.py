@@ -1,6 +1,6 @@
 """Where a plan's commands run, as a value that opens itself: the contract every engine's runner
 spec keeps (this host, a fresh container of an image, whatever an engine adds), kept below
-:mod:`builders.build.plan`, so the smoke test can read one without importing the plans that
+:mod:`builders.pipeline.plan`, so the smoke test can read one without importing the plans that
 import the smoke test.
 
 A plan holds two (its build runner and its smoke runner), prints them (``to_json``,

@@ -14,11 +14,11 @@ from builders.base.console import Console
 from builders.base.errors import AuditError
 from builders.base.process import ProcessError, run
 from builders.cli import add_matrix_option
+from builders.matrix import loader as matrix_mod
+from builders.matrix.model import Matrix
 from builders.release import audit, variant_audit
 from builders.release.report import index_url, variant_index_url
 from builders.release.variants import settings
-from builders.spec import matrix as matrix_mod
-from builders.spec.model import Matrix
 
 
 def configure_parser(sub: argparse._SubParsersAction) -> None:

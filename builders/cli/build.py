@@ -1,6 +1,6 @@
 """``build``: plan every selected target, then build, label, repair, verify and smoke-test the plans.
 
-Plan, then apply: each target resolves, purely, to a :class:`~builders.build.plan.BuildPlan`
+Plan, then apply: each target resolves, purely, to a :class:`~builders.pipeline.plan.BuildPlan`
 (``--dry-run`` prints them, ``--json`` as JSON); the plans then build ``--jobs`` at a time, a
 plan whose digest is already in the store is reused (``--force`` builds anyway).
 
@@ -32,21 +32,21 @@ from builders.base import folderlock, process
 from builders.base.console import Console, render_table
 from builders.base.errors import InputError, Interrupted, NothingToBuild, Problem, TargetsFailed
 from builders.base.process import ProcessError, run
-from builders.build import caches, compilercache
-from builders.build.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV, parse_size
-from builders.build.host import Host, detect
-from builders.build.pipeline import RunConfig, build_all, summarize
-from builders.build.plan import BuildPlan, Context, Resolved, Skipped, describe
-from builders.build.results import Result
-from builders.build.store import builders_version, sweep_partials, tree_digest
 from builders.cli import add_container_options, add_matrix_option, add_selection_options, input_dir, output_dir
 from builders.cli.plan import selected
 from builders.engines import Engine, EngineSetup
 from builders.engines.images import engine_env
 from builders.families.provision import default_cache
-from builders.spec import matrix as matrix_mod
-from builders.spec.model import Matrix
-from builders.spec.targets import Target
+from builders.matrix import loader as matrix_mod
+from builders.matrix.model import Matrix
+from builders.matrix.targets import Target
+from builders.pipeline import caches, compilercache
+from builders.pipeline.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV, parse_size
+from builders.pipeline.executor import RunConfig, build_all, summarize
+from builders.pipeline.host import Host, detect
+from builders.pipeline.plan import BuildPlan, Context, Resolved, Skipped, describe
+from builders.pipeline.results import Result
+from builders.pipeline.store import builders_version, sweep_partials, tree_digest
 from builders.wheel.archive import source_date_epoch
 
 DESCRIPTION = ("Plan every selected target this host can build (all of them by default), then "

@@ -19,18 +19,18 @@ from pathlib import Path
 
 from builders.base.console import Console, render_table
 from builders.base.errors import BuildersError, PathError
-from builders.build import caches
-from builders.build.caches import Entry, Keep, human
-from builders.build.host import detect
-from builders.build.plan import BuildPlan, Context, Resolved
 from builders.cli import add_container_options, input_dir, input_file, output_dir
 from builders.engines import Engine
 from builders.engines.container import ContainerEngine
 from builders.engines.images import base_image, engine_env, image_pythons, made_images, remove_image
 from builders.engines.local import LocalEngine
 from builders.families.provision import default_cache
-from builders.spec import matrix as matrix_mod
-from builders.spec.targets import Selection, Target, select
+from builders.matrix import loader as matrix_mod
+from builders.matrix.targets import Selection, Target, select
+from builders.pipeline import caches
+from builders.pipeline.caches import Entry, Keep, human
+from builders.pipeline.host import detect
+from builders.pipeline.plan import BuildPlan, Context, Resolved
 
 KINDS = ("toolchain", "ccache", "uv", "image", "store", "core", caches.PARTIAL)
 ENGINES = ("podman", "docker")

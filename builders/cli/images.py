@@ -12,7 +12,7 @@ from builders.cli import add_container_options, add_matrix_option, add_selection
 from builders.cli.plan import selected
 from builders.engines import images
 from builders.engines.container import find_engine
-from builders.spec import matrix as matrix_mod
+from builders.matrix import loader as matrix_mod
 
 
 def configure_parser(sub: argparse._SubParsersAction) -> None:

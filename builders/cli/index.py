@@ -10,10 +10,10 @@ from pathlib import Path
 
 from builders.base.console import Console
 from builders.cli import add_matrix_option, input_dir, output_dir
+from builders.matrix import loader as matrix_mod
+from builders.matrix.model import Matrix
 from builders.release.index import IndexBuildError, IndexResult, build_index, find_wheels, matrix_checker
 from builders.release.mirror import RECORD, pip_mirror
-from builders.spec import matrix as matrix_mod
-from builders.spec.model import Matrix
 
 
 def configure_parser(sub: argparse._SubParsersAction) -> None:

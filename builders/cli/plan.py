@@ -13,16 +13,16 @@ from typing import Any
 from builders import engines
 from builders.base.console import Console, render_table
 from builders.base.errors import ReleaseError, SelectionError
-from builders.build import results as results_mod
-from builders.build.host import detect
 from builders.cli import add_matrix_option, add_selection_options, input_file
 from builders.engines.images import engine_env
+from builders.matrix import loader as matrix_mod
+from builders.matrix.model import Matrix
+from builders.matrix.targets import Selection, Target, expand, select
+from builders.pipeline import results as results_mod
+from builders.pipeline.host import detect
 from builders.release import ci
 from builders.release.checks import release_problems
 from builders.release.estimate import Costs, compare, measured
-from builders.spec import matrix as matrix_mod
-from builders.spec.model import Matrix
-from builders.spec.targets import Selection, Target, expand, select
 
 
 def configure_parser(sub: argparse._SubParsersAction) -> None:

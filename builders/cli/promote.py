@@ -7,10 +7,10 @@ from pathlib import Path
 
 from builders.base.console import Console
 from builders.cli import add_matrix_option, input_path, output_dir
+from builders.matrix import loader as matrix_mod
+from builders.matrix.model import Matrix
 from builders.release.index import find_wheels
 from builders.release.promote import PromoteError, promotable, promote, target_of
-from builders.spec import matrix as matrix_mod
-from builders.spec.model import Matrix
 from builders.wheel.archive import Wheel
 from builders.wheel.variant import split_label
 

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from builders.base.console import Console
-from builders.build import results
 from builders.cli import PathError, add_matrix_option, input_file, output_dir
+from builders.matrix import loader as matrix_mod
+from builders.matrix.model import Matrix
+from builders.matrix.targets import expand
+from builders.pipeline import results
 from builders.release import report
-from builders.spec import matrix as matrix_mod
-from builders.spec.model import Matrix
-from builders.spec.targets import expand
 
 DEFAULT_RESULTS = Path("wheelhouse/results.json")
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 from builders.base.console import Console
 from builders.base.errors import SmokeError, WheelError
-from builders.build.host import detect
 from builders.cli import add_matrix_option
 from builders.families import families, family_for
 from builders.families.device import require
-from builders.spec import matrix as matrix_mod
-from builders.spec.targets import Selection, Target, select
+from builders.matrix import loader as matrix_mod
+from builders.matrix.targets import Selection, Target, select
+from builders.pipeline.host import detect
 from builders.wheel.archive import Wheel
 from builders.wheel.smoke import smoke
 

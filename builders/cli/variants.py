@@ -11,11 +11,11 @@ from pathlib import Path
 
 from builders.base.console import Console
 from builders.base.errors import SmokeError
-from builders.build.host import detect
 from builders.cli import add_matrix_option, input_dir, output_dir
+from builders.matrix import loader as matrix_mod
+from builders.pipeline.host import detect
 from builders.release.mirror import pip_mirror
 from builders.release.variants import Made, VariantIndex, labelled_wheels, make_variants, settings
-from builders.spec import matrix as matrix_mod
 from builders.wheel.smoke import smoke
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from builders.base.console import Console
 from builders.base.errors import VerifyError
 from builders.cli import add_matrix_option
+from builders.matrix import loader as matrix_mod
+from builders.matrix.model import Matrix
+from builders.matrix.targets import Selection, Target, select
 from builders.release.promote import check_promoted
-from builders.spec import matrix as matrix_mod
-from builders.spec.model import Matrix
-from builders.spec.targets import Selection, Target, select
 from builders.wheel.archive import Wheel
 from builders.wheel.verify import Expectation, Finding, verify
 

@@ -13,8 +13,8 @@ from builders.base import untrusted
 from builders.base.console import Console
 from builders.base.errors import InputError, Problem, WorkflowDrift
 from builders.cli import add_matrix_option, input_file
+from builders.matrix import loader as matrix_mod
 from builders.release.workflow import Workflow, drift, local_calls
-from builders.spec import matrix as matrix_mod
 
 MAX_BYTES = untrusted.MIB
 

@@ -4,10 +4,10 @@ An engine is a recipe (how a target's build looks on it: runners, interpreter, t
 paths; pure), provisioning (toolchains or images, each made once per run behind a lock) and
 the runner specs its plans hold, each of which opens itself
 (:class:`~builders.base.runnerspec.RunnerSpec`). Build, label, repair, verify and smoke are
-written once, in :mod:`builders.build.pipeline`, against the runner.
+written once, in :mod:`builders.pipeline.executor`, against the runner.
 
 Adding an engine is one module: its engine, its runner spec if it needs a new kind, and an
-:class:`~builders.build.engine.EngineFactory` named ``FACTORY``, listed in :data:`BUILTIN`
+:class:`~builders.pipeline.engine.EngineFactory` named ``FACTORY``, listed in :data:`BUILTIN`
 (a test checks that every engine module is), or :func:`register`-ed from outside.
 Every command finds an engine here, by name (:func:`named`).
 """
@@ -15,10 +15,10 @@ Every command finds an engine here, by name (:func:`named`).
 from __future__ import annotations
 
 from builders.base.errors import EngineError
-from builders.build.engine import Engine, EngineFactory, EngineSetup
 from builders.engines import cibw, container, local
-from builders.spec.hostfacts import Host
-from builders.spec.targets import Target
+from builders.matrix.hostfacts import Host
+from builders.matrix.targets import Target
+from builders.pipeline.engine import Engine, EngineFactory, EngineSetup
 
 __all__ = ["BUILTIN", "DEFAULT", "Engine", "EngineFactory", "EngineSetup", "factories", "for_ci", "help_text", "named", "names",
            "register"]

@@ -24,20 +24,6 @@ from pathlib import Path
 from builders.base.arch import canonical_arch
 from builders.base.errors import EngineError
 from builders.base.process import Log
-from builders.build.engine import EngineFactory, EngineSetup
-from builders.build.host import Host
-from builders.build.plan import (
-    BuildPlan,
-    Command,
-    Context,
-    Provision,
-    Recipe,
-    Resolved,
-    assemble,
-    pairs,
-    resolve_with,
-    settings,
-)
 from builders.engines.container import (
     CONTAINER_CA,
     ContainerEngine,
@@ -49,8 +35,22 @@ from builders.engines.container import (
 )
 from builders.engines.images import Dialect
 from builders.engines.local import HostSpec, LocalEngine, host_provision, host_smoke_runner, host_toolchain
-from builders.spec.model import OS, PythonVersion
-from builders.spec.targets import Target
+from builders.matrix.model import OS, PythonVersion
+from builders.matrix.targets import Target
+from builders.pipeline.engine import EngineFactory, EngineSetup
+from builders.pipeline.host import Host
+from builders.pipeline.plan import (
+    BuildPlan,
+    Command,
+    Context,
+    Provision,
+    Recipe,
+    Resolved,
+    assemble,
+    pairs,
+    resolve_with,
+    settings,
+)
 from builders.wheel.repair import repair_command
 
 PLATFORMS = {OS.LINUX: "linux", OS.MACOS: "macos", OS.WINDOWS: "windows"}

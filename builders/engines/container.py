@@ -26,10 +26,15 @@ from builders.base.errors import EngineError, NotBuildableHere
 from builders.base.once import Once
 from builders.base.process import Log, LogLike, Result, run
 from builders.base.runnerspec import Mount, Pairs
-from builders.build.engine import EngineFactory, EngineSetup
-from builders.build.host import CONTAINER_ENGINES, Host, foreign, unbuildable
-from builders.build.interpreters import image_interpreter
-from builders.build.plan import (
+from builders.engines import images
+from builders.families import family_for
+from builders.families.provision import pip_download
+from builders.matrix.model import OS
+from builders.matrix.targets import Target
+from builders.pipeline.engine import EngineFactory, EngineSetup
+from builders.pipeline.host import CONTAINER_ENGINES, Host, foreign, unbuildable
+from builders.pipeline.interpreters import image_interpreter
+from builders.pipeline.plan import (
     BuildPlan,
     Command,
     Context,
@@ -41,11 +46,6 @@ from builders.build.plan import (
     resolve_with,
     settings,
 )
-from builders.engines import images
-from builders.families import family_for
-from builders.families.provision import pip_download
-from builders.spec.model import OS
-from builders.spec.targets import Target
 from builders.wheel.repair import Tools
 from builders.wheel.smoke import UV_CACHE_MOUNT
 
@@ -279,7 +279,7 @@ def image_settings(target: Target, epoch: int) -> dict[str, str]:
 
 def find_engine(env: Mapping[str, str], preferred: str | None = None) -> str | None:
     """The first working container engine (``preferred`` first), or None."""
-    from builders.build.host import engine_works
+    from builders.pipeline.host import engine_works
 
     for name in ([preferred] if preferred else CONTAINER_ENGINES):
         if engine_works(name, env):

@@ -20,12 +20,12 @@ from pathlib import Path
 
 from builders.base.errors import EngineError
 from builders.base.process import LogLike, run
-from builders.build.caches import Entry
 from builders.families import family_for
 from builders.families.base import TOOLKIT_PREFIX, expand
 from builders.families.base import image_toolkit_root as toolkit_root
-from builders.spec.model import Accelerator, Matrix
-from builders.spec.targets import Target
+from builders.matrix.model import Accelerator, Matrix
+from builders.matrix.targets import Target
+from builders.pipeline.caches import Entry
 
 
 def _containers_dir() -> Path:

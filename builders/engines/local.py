@@ -12,9 +12,11 @@ from typing import Any
 from builders.base.once import Once
 from builders.base.process import HostRunner, Log, Runner
 from builders.base.runnerspec import Pairs
-from builders.build.engine import EngineFactory, EngineSetup
-from builders.build.host import unbuildable
-from builders.build.plan import (
+from builders.families import toolchain_for
+from builders.matrix.targets import Target
+from builders.pipeline.engine import EngineFactory, EngineSetup
+from builders.pipeline.host import unbuildable
+from builders.pipeline.plan import (
     BuildPlan,
     Context,
     Provision,
@@ -24,8 +26,6 @@ from builders.build.plan import (
     pairs,
     resolve_with,
 )
-from builders.families import toolchain_for
-from builders.spec.targets import Target
 from builders.wheel.repair import Tools
 from builders.wheel.smoke import HIDDEN_ENV
 

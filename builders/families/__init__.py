@@ -3,7 +3,7 @@
 Each module of this package that defines ``FAMILY`` is a family (cpu, cuda, rocm, xpu); the
 registry imports every module of the package once, when the package is imported, and registers
 each ``FAMILY`` it finds, so adding a family is adding its module (and its Containerfile). A
-family module declares its matrix facts to spec (:func:`builders.spec.family.declare`) and
+family module declares its matrix facts to spec (:func:`builders.matrix.family.declare`) and
 never imports this registry; code outside the package asks :func:`family_for`, never names a
 family. :func:`register` takes a family from anywhere (a test's own module) and checks it
 answers every member of the protocol: a family that forgot its device rule is refused, not
@@ -34,7 +34,7 @@ CXX20_PROBE = ("#include <concepts>\n#include <span>\ntemplate <std::integral T>
 
 
 def probe_compilers(env: Mapping[str, str]) -> dict[str, Any]:
-    """Host compiler facts for :class:`builders.build.host.Host`."""
+    """Host compiler facts for :class:`builders.pipeline.host.Host`."""
     cxx, problem = probe_cxx20(env)
     tools = tuple(sorted(tool for family in families() for tool in family.probe_host(env)))
     return {"cxx20": cxx, "cxx20_problem": problem, "tools": tools}

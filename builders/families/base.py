@@ -2,7 +2,7 @@
 
 A family is one module of ``builders/families/`` (plus its Containerfile) that holds
 everything builders knows about it and nothing else does: the facts the matrix needs
-(:class:`builders.spec.family.FamilyFacts`: display name, arch grammar, whether a variant must
+(:class:`builders.matrix.family.FamilyFacts`: display name, arch grammar, whether a variant must
 list archs), its toolchain (can this host build it, where is the toolkit, provision, check),
 its build image (Containerfile and build arguments), its smoke runtime probe, its device rule
 and the driver libraries no wheel may bundle. The registry (:mod:`builders.families`) finds
@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from builders.base.process import Call, LogLike
-from builders.spec.family import Accelerator
-from builders.spec.matrix import ENV_REF, toolkit_url
-from builders.spec.model import Toolkit, Variant
+from builders.matrix.family import Accelerator
+from builders.matrix.loader import ENV_REF, toolkit_url
+from builders.matrix.model import Toolkit, Variant
 
 if TYPE_CHECKING:
     from builders.families.machine import Machine
-    from builders.spec.hostfacts import Host
-    from builders.spec.targets import Target
+    from builders.matrix.hostfacts import Host
+    from builders.matrix.targets import Target
 
 TOOLKIT_PREFIX = "/opt/toolkit"  # where an image installs a pip toolkit (``toolkit.root`` is below it)
 

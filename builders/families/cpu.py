@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from builders.base.process import Call, LogLike
 from builders.families.base import builders_containerfile
-from builders.spec.family import FamilyFacts, declare
-from builders.spec.model import Toolkit, Variant
+from builders.matrix.family import FamilyFacts, declare
+from builders.matrix.model import Toolkit, Variant
 
 if TYPE_CHECKING:
     from builders.families.machine import Machine
-    from builders.spec.hostfacts import Host
-    from builders.spec.targets import Target
+    from builders.matrix.hostfacts import Host
+    from builders.matrix.targets import Target
 
 
 def cxx_unavailable(target: Target, host: Host) -> str | None:

@@ -17,13 +17,13 @@ from builders.families.base import builders_containerfile, image_toolkit_root, p
 from builders.families.cpu import cxx_unavailable
 from builders.families.machine import Machine, listed
 from builders.families.provision import pip_prefix
-from builders.spec.family import FamilyFacts, declare
-from builders.spec.matrix import toolkit_url
-from builders.spec.model import OS, Toolkit, Variant
+from builders.matrix.family import FamilyFacts, declare
+from builders.matrix.loader import toolkit_url
+from builders.matrix.model import OS, Toolkit, Variant
 
 if TYPE_CHECKING:
-    from builders.spec.hostfacts import Host
-    from builders.spec.targets import Target
+    from builders.matrix.hostfacts import Host
+    from builders.matrix.targets import Target
 
 
 def sm_arch(entry: str) -> tuple[str, ...]:

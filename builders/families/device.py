@@ -23,8 +23,8 @@ from builders.base.errors import DeviceMissing
 from builders.base.process import ProcessError, run
 from builders.families.machine import Machine, Tool
 from builders.families.registry import family_for
-from builders.spec.model import Accelerator
-from builders.spec.targets import Target
+from builders.matrix.model import Accelerator
+from builders.matrix.targets import Target
 
 __all__ = ["Machine", "Tool", "Verdict", "ask", "judge", "needed", "probe", "require"]
 

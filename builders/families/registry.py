@@ -14,7 +14,7 @@ import inspect
 import pkgutil
 
 from builders.families.base import Family, Toolchain
-from builders.spec.family import Accelerator
+from builders.matrix.family import Accelerator
 
 PACKAGE = "builders.families"
 _REGISTRY: dict[str, Family] = {}
@@ -37,7 +37,7 @@ def register(family: Family) -> Family:
         raise TypeError(f"{family!r} is not a Family: it has no {', '.join(missing)}")
     name = family.accelerator.value
     if Accelerator(name) is not family.accelerator:
-        raise TypeError(f"{family!r}: accelerator {name!r} was not declared with builders.spec.family.declare")
+        raise TypeError(f"{family!r}: accelerator {name!r} was not declared with builders.matrix.family.declare")
     _REGISTRY[name] = family
     return family
 

@@ -25,12 +25,12 @@ from builders.base.errors import EngineError, ToolchainError
 from builders.base.process import Call, LogLike, ProcessError, run
 from builders.families.base import builders_containerfile, found_tool, image_toolkit_root, pip_toolkit_args
 from builders.families.machine import Machine, listed
-from builders.spec.family import FamilyFacts, declare
-from builders.spec.model import Toolkit, Variant
+from builders.matrix.family import FamilyFacts, declare
+from builders.matrix.model import Toolkit, Variant
 
 if TYPE_CHECKING:
-    from builders.spec.hostfacts import Host
-    from builders.spec.targets import Target
+    from builders.matrix.hostfacts import Host
+    from builders.matrix.targets import Target
 
 
 ACCELERATOR = declare(FamilyFacts(

@@ -46,10 +46,10 @@ from packaging.utils import (
 from packaging.version import Version
 
 from builders.base.errors import AuditError, SelectionError
+from builders.matrix.model import Matrix, PythonVersion
+from builders.matrix.policy import dropped_pythons, exclusion_for
+from builders.matrix.targets import Target, expand, target_id, wheel_filename
 from builders.release.promote import public_version, pypi_requirements
-from builders.spec.model import Matrix, PythonVersion
-from builders.spec.policy import dropped_pythons, exclusion_for
-from builders.spec.targets import Target, expand, target_id, wheel_filename
 from builders.wheel import rules as metadata_rules
 from builders.wheel.archive import MAX_CENTRAL_DIRECTORY, MAX_MEMBERS, MIB, printable
 from builders.wheel.verify import platform_kind

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from packaging.version import InvalidVersion, Version
 
-from builders.spec.model import OS, Matrix
+from builders.matrix.model import OS, Matrix
 
 
 def release_problems(matrix: Matrix, tag: str) -> list[str]:

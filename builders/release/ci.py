@@ -23,7 +23,7 @@ from typing import Any
 from builders import engines
 from builders.base.errors import SelectionError
 from builders.families.device import needed
-from builders.spec.targets import Target
+from builders.matrix.targets import Target
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from builders.matrix.targets import Target
 from builders.release.ci import build_groups, build_id, images
-from builders.spec.targets import Target
 
 # Jobs outside the build and smoke matrices: plan, report, release files, publish, deploy, and
 # one shard-matrix job per shard.

@@ -44,9 +44,9 @@ from urllib.parse import quote
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from builders.base.errors import IndexBuildError
+from builders.matrix.model import Matrix
 from builders.release.mirror import RECORD, MirrorError
 from builders.release.promote import PromoteError, target_of
-from builders.spec.model import Matrix
 from builders.wheel.archive import Wheel, file_sha256, header, partial_path, printable
 from builders.wheel.variant import split_label
 from builders.wheel.verify import Expectation, Finding, integrity, verify

@@ -34,10 +34,10 @@ from urllib.parse import unquote, urlsplit
 from packaging.utils import canonicalize_name
 
 from builders.base.process import ProcessError, run
+from builders.matrix.loader import runtime_indexes
+from builders.matrix.model import Matrix
+from builders.matrix.targets import Target
 from builders.release.promote import target_of
-from builders.spec.matrix import runtime_indexes
-from builders.spec.model import Matrix
-from builders.spec.targets import Target
 from builders.wheel.archive import Wheel, file_sha256, printable
 from builders.wheel.smoke import pip_index_args
 from builders.wheel.verify import installed_requirements
@@ -142,7 +142,7 @@ def _dict(value: object) -> dict[str, object]:
 
 
 # What resolves requirements for some tags into pins, and what downloads pins into a folder; each is given
-# the variant's extra indexes (:func:`builders.spec.matrix.runtime_indexes`).
+# the variant's extra indexes (:func:`builders.matrix.loader.runtime_indexes`).
 Resolve = Callable[[Sequence[str], Tags, Sequence[str]], list[Pin]]
 Download = Callable[[Sequence[Pin], Tags, Path, Sequence[str]], None]
 

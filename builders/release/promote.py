@@ -25,8 +25,8 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from builders.base.errors import PromoteError, VerifyError
-from builders.spec.model import Matrix
-from builders.spec.targets import Target, expand
+from builders.matrix.model import Matrix
+from builders.matrix.targets import Target, expand
 from builders.wheel.archive import ZIP_EPOCH, Wheel, rewrite
 from builders.wheel.verify import Expectation, Finding, verify
 

@@ -28,9 +28,9 @@ import jinja2
 from markupsafe import Markup
 
 from builders.base.console import markdown_table
-from builders.spec.model import OS, Dropped, Matrix, Platform, PythonVersion, Variant
-from builders.spec.policy import dropped_pythons
-from builders.spec.targets import expand, target_id
+from builders.matrix.model import OS, Dropped, Matrix, Platform, PythonVersion, Variant
+from builders.matrix.policy import dropped_pythons
+from builders.matrix.targets import expand, target_id
 
 MARK = {"planned": "planned", "built": "✅ built", "reused": "✅ reused", "failed": "❌ failed",
         "skipped": "⏭ skipped", "interrupted": "⚠ interrupted", "excluded": "—", "dropped": "dropped"}

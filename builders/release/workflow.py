@@ -34,9 +34,9 @@ from typing import Any
 
 import yaml
 
+from builders.matrix.model import Matrix
+from builders.matrix.targets import expand
 from builders.release.ci import build_entry, build_groups, images, plan_outputs, shards, smoke_entry
-from builders.spec.model import Matrix
-from builders.spec.targets import expand
 
 PLAN_COMMAND = "nox -s plan -- --format github"
 RELEASE_OPTION = "--release-tag"

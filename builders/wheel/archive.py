@@ -42,7 +42,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import Version
 
 from builders.base.errors import WheelError
-from builders.spec.targets import wheel_filename
+from builders.matrix.targets import wheel_filename
 
 # 1980-01-01 is the earliest time a zip can hold; used when SOURCE_DATE_EPOCH is unset.
 ZIP_EPOCH = 315532800

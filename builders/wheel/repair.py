@@ -17,8 +17,8 @@ from pathlib import Path
 
 from builders.base.errors import BuildersError, EngineError, RepairError
 from builders.base.process import Call, ProcessError
-from builders.spec.model import OS
-from builders.spec.targets import Target
+from builders.matrix.model import OS
+from builders.matrix.targets import Target
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -27,8 +27,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from builders.spec.model import Dropped
-from builders.spec.policy import dropped_admitted_by
+from builders.matrix.model import Dropped
+from builders.matrix.policy import dropped_admitted_by
 from builders.wheel.archive import header
 
 CODES = ("name", "version", "requires-python-missing", "requires-python-invalid", "requires-python-admits-dropped",

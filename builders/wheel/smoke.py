@@ -39,9 +39,9 @@ from builders.base.errors import SmokeError
 from builders.base.process import HostRunner, LogLike, ProcessError, Runner
 from builders.families import families, family_for
 from builders.families.provision import default_cache
-from builders.spec.matrix import runtime_indexes
-from builders.spec.model import OS, Variant
-from builders.spec.targets import Target
+from builders.matrix.loader import runtime_indexes
+from builders.matrix.model import OS, Variant
+from builders.matrix.targets import Target
 
 if TYPE_CHECKING:
     from builders.base.runnerspec import RunnerSpec

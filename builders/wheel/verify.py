@@ -35,8 +35,8 @@ from packaging.version import InvalidVersion, Version
 
 from builders.base.errors import WheelError
 from builders.families import families
-from builders.spec.model import OS, Dropped, Variant
-from builders.spec.targets import Target
+from builders.matrix.model import OS, Dropped, Variant
+from builders.matrix.targets import Target
 from builders.wheel import elf
 from builders.wheel import rules as metadata_rules
 from builders.wheel.archive import Finding, RecordEntry, Wheel, WheelReader, record_digest

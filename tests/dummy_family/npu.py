@@ -16,12 +16,12 @@ from builders.base.errors import ToolchainError
 from builders.base.process import Call, LogLike
 from builders.families.base import found_tool, image_toolkit_root
 from builders.families.machine import Machine, listed
-from builders.spec.family import FamilyFacts, declare
-from builders.spec.model import Toolkit, Variant
+from builders.matrix.family import FamilyFacts, declare
+from builders.matrix.model import Toolkit, Variant
 
 if TYPE_CHECKING:
-    from builders.spec.hostfacts import Host
-    from builders.spec.targets import Target
+    from builders.matrix.hostfacts import Host
+    from builders.matrix.targets import Target
 
 HERE = Path(__file__).resolve().parent
 ACCELERATOR = declare(FamilyFacts(

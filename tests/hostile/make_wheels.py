@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from builders.spec.model import Matrix
-    from builders.spec.targets import Target
+    from builders.matrix.model import Matrix
+    from builders.matrix.targets import Target
 
 ROOT = Path(__file__).resolve().parents[2]
 MATRIX = ROOT / "matrix.yaml"
@@ -72,7 +72,7 @@ class Facts:
 
 @functools.cache
 def shipped() -> Matrix:
-    from builders.spec import matrix
+    from builders.matrix import loader as matrix
 
     return matrix.load(MATRIX)
 
@@ -80,8 +80,8 @@ def shipped() -> Matrix:
 @functools.cache
 def target(variant: str = "pypi") -> Target:
     """The first Linux x86_64 CUDA target that PyPI gets (``pypi``), or the CPU target of the same Python."""
-    from builders.spec.model import OS, Accelerator
-    from builders.spec.targets import expand
+    from builders.matrix.model import OS, Accelerator
+    from builders.matrix.targets import expand
 
     targets, _excluded = expand(shipped())
     cuda = next(t for t in targets if t.on_pypi and t.platform.os is OS.LINUX and t.platform.arch == "x86_64"

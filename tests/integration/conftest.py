@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from builders.engines.images import engine_env
-from builders.spec import matrix
-from builders.spec.model import Matrix
+from builders.matrix import loader as matrix
+from builders.matrix.model import Matrix
 from tests.helpers import require_tool
 
 BASE = "localhost/builders-base:sid"

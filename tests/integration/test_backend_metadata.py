@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 from packaging.metadata import Metadata
 
+from builders.matrix import loader as matrix
+from builders.matrix.model import Matrix
+from builders.matrix.targets import Target, expand
 from builders.release import audit
 from builders.release.promote import check_promoted, public_version, pypi_requirements
-from builders.spec import matrix
-from builders.spec.model import Matrix
-from builders.spec.targets import Target, expand
 from builders.wheel.archive import Wheel, label, rewrite
 from builders.wheel.verify import METADATA_CODES, Expectation, verify
 from tests.verdict import same_verdict

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from builders.spec.targets import Selection, expand, select
+from builders.matrix.targets import Selection, expand, select
 from builders.wheel.archive import Wheel, file_sha256, write_wheel
 from builders.wheel.verify import Expectation, verify
 from tests.helpers import builders

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from builders.families.device import judge, probe
-from builders.spec.model import Accelerator
+from builders.matrix.model import Accelerator
 from tests import expected, helpers
 
 ARCH = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())

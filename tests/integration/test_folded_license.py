@@ -18,8 +18,8 @@ import pytest
 import yaml
 from packaging.metadata import Metadata
 
-from builders.spec import matrix
-from builders.spec.targets import expand
+from builders.matrix import loader as matrix
+from builders.matrix.targets import expand
 from builders.wheel.archive import Wheel
 from tests import helpers
 

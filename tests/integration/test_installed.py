@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pytest
 
-from builders.build.host import detect, unbuildable
-from builders.spec import matrix as matrix_mod
-from builders.spec.model import Accelerator
-from builders.spec.targets import Target, expand
+from builders.matrix import loader as matrix_mod
+from builders.matrix.model import Accelerator
+from builders.matrix.targets import Target, expand
+from builders.pipeline.host import detect, unbuildable
 from tests import expected
 
 pytestmark = pytest.mark.slow

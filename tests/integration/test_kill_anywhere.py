@@ -205,7 +205,7 @@ def results_problems(out: Path, *, complete: bool) -> list[str]:
 INSIDE_PUBLISH = """
 import os, shutil, signal, sys
 from pathlib import Path
-from builders.build.store import Store, place
+from builders.pipeline.store import Store, place
 what, out, digest, wheel, log, dest = sys.argv[1:]
 die = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
 if what == "place":

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders.spec import matrix
+from builders.matrix import loader as matrix
 
 PLATFORM = """\
   windows-arm64:

@@ -32,8 +32,8 @@ import requests
 from packaging.utils import parse_wheel_filename
 
 from builders.engines.images import engine_env
-from builders.spec import matrix
-from builders.spec.targets import expand
+from builders.matrix import loader as matrix
+from builders.matrix.targets import expand
 from tests.act.harness import Harness, Run, Services, commit, copy_repository, narrowed, services
 
 pytestmark = pytest.mark.slow

@@ -31,8 +31,8 @@ import yaml
 from builders.base.errors import ToolchainError
 from builders.engines import images
 from builders.families.rocm import check_hipcc
-from builders.spec import matrix
-from builders.spec.targets import Selection, select
+from builders.matrix import loader as matrix
+from builders.matrix.targets import Selection, select
 from tests import helpers
 
 pytestmark = pytest.mark.slow

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from builders.spec.targets import Selection, select
+from builders.matrix.targets import Selection, select
 from builders.wheel.archive import write_wheel
 from builders.wheel.smoke import SmokeOutcome, smoke
 
@@ -248,9 +248,9 @@ def test_a_uv_that_does_not_run_gives_way_to_pip(m, tmp_path: Path) -> None:
 def test_the_container_engine_runs_the_same_probe(m, tmp_path: Path, base_image: str) -> None:
     """The staged probe folder mounted into a fresh container of the cpu image (Debian's CPython 3.13)."""
     from builders.base.process import Log
-    from builders.build.interpreters import image_interpreter
     from builders.engines.container import ContainerEngine
     from builders.engines.images import engine_env, image_pythons
+    from builders.pipeline.interpreters import image_interpreter
     from builders.wheel.smoke import UV_CACHE_MOUNT, find_uv, planned_installer, ready, smoke_with, stage, uv_cache
 
     subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--python-version",

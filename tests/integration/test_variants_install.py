@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from builders.spec.model import Matrix
+from builders.matrix.model import Matrix
 from builders.wheel.smoke import expected_runtime_version, find_uv, outcome, probe_argv, stage
 from tests import expected, helpers
 

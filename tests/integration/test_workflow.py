@@ -17,10 +17,10 @@ import pytest
 import yaml
 from packaging.version import Version
 
+from builders.matrix import loader as matrix
+from builders.matrix.targets import expand
 from builders.release import ci
 from builders.release.workflow import drift
-from builders.spec import matrix
-from builders.spec.targets import expand
 from tests import helpers
 from tests.unit.test_ci_shards import synthetic
 
@@ -281,7 +281,7 @@ def test_an_attestation_after_the_upload_is_no_provenance(root: Path, tmp_path: 
 
 def test_report_merges_every_build_jobs_results(root: Path, tmp_path: Path) -> None:
     """The report job passes one --results per downloaded build artifact (ci/report.sh)."""
-    from builders.build import results
+    from builders.pipeline import results
 
     results.record(tmp_path / "a" / "results.json", results.Result(id="cu132-cp312-linux-x86_64", status="built",
                                                                    engine="container"))

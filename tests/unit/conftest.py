@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from builders.spec import matrix
-from builders.spec.model import Matrix
+from builders.matrix import loader as matrix
+from builders.matrix.model import Matrix
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from builders.base import arch
-from builders.build.interpreters import windows_candidates
-from builders.spec.model import PythonVersion
+from builders.matrix.model import PythonVersion
+from builders.pipeline.interpreters import windows_candidates
 from builders.wheel import elf
 
 

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from builders.build.host import Host
-from builders.build.plan import BuildPlan, Context, Skipped, labelled_name
 from builders.engines import images
 from builders.engines.cibw import CibwEngine
 from builders.engines.container import ContainerEngine
 from builders.engines.local import LocalEngine
-from builders.spec import matrix
-from builders.spec.model import OS
-from builders.spec.targets import Selection, select
+from builders.matrix import loader as matrix
+from builders.matrix.model import OS
+from builders.matrix.targets import Selection, select
+from builders.pipeline.host import Host
+from builders.pipeline.plan import BuildPlan, Context, Skipped, labelled_name
 from builders.wheel.repair import repair_command
 from tests import expected
 
@@ -211,7 +211,7 @@ def test_shell_line_of_a_command(m) -> None:
 
 
 def test_the_longest_builds_start_first(m) -> None:
-    from builders.build.pipeline import longest_first
+    from builders.pipeline.executor import longest_first
 
     found = list(built(plans(m)).values())
     order = [p.id for p in longest_first(found, {})]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from builders import cli
-from builders.build import caches
-from builders.build.caches import DAY, Entry, Keep, choose, parse_size
-from builders.build.store import Store
+from builders.pipeline import caches
+from builders.pipeline.caches import DAY, Entry, Keep, choose, parse_size
+from builders.pipeline.store import Store
 
 NOW = 1_800_000_000.0
 
@@ -101,7 +101,7 @@ def test_store_entries_are_wheels_cores_and_leftovers(tmp_path: Path) -> None:
 
 
 def test_a_temporary_folder_of_a_running_build_is_not_a_leftover(tmp_path: Path) -> None:
-    from builders.build.store import temp_prefix
+    from builders.pipeline.store import temp_prefix
 
     (tmp_path / ".store").mkdir()
     (tmp_path / ".store" / f"{temp_prefix('aa' * 32)}x").mkdir()  # ours: we are running
@@ -225,13 +225,13 @@ def test_build_notes_a_missing_ccache_once_and_only_for_builds_on_this_host(m) -
 
 
 def caches_note() -> str:
-    from builders.build.compilercache import MISSING
+    from builders.pipeline.compilercache import MISSING
 
     return MISSING
 
 
 def test_a_killed_runs_half_placed_wheel_is_swept_a_running_ones_is_not(tmp_path: Path) -> None:
-    from builders.build.store import place, sweep_partials
+    from builders.pipeline.store import place, sweep_partials
 
     wheel = tmp_path / "a.whl"
     wheel.write_bytes(b"whole")

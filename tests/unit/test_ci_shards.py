@@ -14,13 +14,13 @@ import pytest
 import yaml
 
 from builders.base.errors import SelectionError
+from builders.matrix import loader as matrix
+from builders.matrix.targets import expand
 from builders.release import ci
-from builders.spec import matrix
-from builders.spec.targets import expand
 
 GITHUB_MAX_JOBS = 256
 GITHUB_MAX_OUTPUT_BYTES = 1_000_000
-# The loader's caps (builders.spec.matrix): at most 32 Pythons, 32 versions of a family and 4,000
+# The loader's caps (builders.matrix.loader): at most 32 Pythons, 32 versions of a family and 4,000
 # candidate targets.
 MAX_PYTHONS = 32
 MAX_VERSIONS = 32

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from builders.base.errors import MatrixError
-from builders.build.compilercache import parse_stats_log
-from builders.build.plan import LOCATION_VARS, BuildPlan
-from builders.spec import matrix
+from builders.matrix import loader as matrix
+from builders.pipeline.compilercache import parse_stats_log
+from builders.pipeline.plan import LOCATION_VARS, BuildPlan
 from tests.unit.test_buildplan import CONTAINER, HOST, LOCAL, built, context, plans
 
 CORE = {"commands": [["cmake", "-S", "{source}/core", "-B", "{builddir}", "-DCMAKE_INSTALL_PREFIX={coredir}"],

@@ -15,13 +15,13 @@ import pytest
 
 from builders import engines
 from builders.base.console import Console
-from builders.build.host import Host
-from builders.build.pipeline import RunConfig, run_plan
-from builders.build.plan import BuildPlan, Context
 from builders.cli import main, parser
 from builders.engines import local
-from builders.spec.model import OS, Accelerator, Matrix
-from builders.spec.targets import Target, expand
+from builders.matrix.model import OS, Accelerator, Matrix
+from builders.matrix.targets import Target, expand
+from builders.pipeline.executor import RunConfig, run_plan
+from builders.pipeline.host import Host
+from builders.pipeline.plan import BuildPlan, Context
 from tests import dummy_engine
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import re
 import json
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
@@ -24,19 +24,19 @@ import pytest
 
 from builders.base.errors import MatrixError, ToolchainError
 from builders.base.process import Result
-from builders.build.compilercache import launchers
-from builders.build.host import Host, unbuildable
-from builders.build.plan import BuildPlan, Context
 from builders.engines import images
 from builders.engines.container import ContainerEngine
 from builders.engines.local import LocalEngine
 from builders.families import device, families, family_for, register, unregister
 from builders.families.machine import Machine, Tool
+from builders.matrix import loader as matrix
+from builders.matrix.family import Accelerator, FamilyFacts, declare, names, withdraw
+from builders.matrix.model import OS, Matrix
+from builders.matrix.targets import Selection, Target, select
+from builders.pipeline.compilercache import launchers
+from builders.pipeline.host import Host, unbuildable
+from builders.pipeline.plan import BuildPlan, Context
 from builders.release import report
-from builders.spec import matrix
-from builders.spec.family import Accelerator, FamilyFacts, declare, names, withdraw
-from builders.spec.model import OS, Matrix
-from builders.spec.targets import Selection, Target, select
 from builders.wheel import smoke, verify
 
 ROOT = Path(__file__).resolve().parents[2]

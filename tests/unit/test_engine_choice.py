@@ -17,17 +17,17 @@ import pytest
 from builders.base.arch import canonical_arch
 from builders.base.console import Console
 from builders.base.errors import EngineError
-from builders.build.host import Host
-from builders.build.plan import BuildPlan, Context, Skipped
-from builders.build.results import Result
 from builders.cli.build import NothingToBuild, something_to_build
 from builders.engines.cibw import CibwEngine
 from builders.engines.container import missing_container_engine
 from builders.engines.local import LocalEngine
 from builders.families.device import DeviceMissing, Machine, Tool, judge, needed, probe, require
-from builders.spec import matrix
-from builders.spec.model import OS, Accelerator
-from builders.spec.targets import Target, expand
+from builders.matrix import loader as matrix
+from builders.matrix.model import OS, Accelerator
+from builders.matrix.targets import Target, expand
+from builders.pipeline.host import Host
+from builders.pipeline.plan import BuildPlan, Context, Skipped
+from builders.pipeline.results import Result
 from tests import expected
 
 ROOT = Path(__file__).resolve().parents[2]

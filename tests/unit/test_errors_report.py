@@ -8,8 +8,8 @@ import pytest
 
 from builders.base import errors
 from builders.base.process import ProcessError
-from builders.build import results
-from builders.build.results import ResultsError
+from builders.pipeline import results
+from builders.pipeline.results import ResultsError
 from builders.release import report
 from tests import expected
 
@@ -174,7 +174,7 @@ def test_ids_the_matrix_does_not_have_are_listed(m, tmp_path) -> None:
 
 
 def matrix_targets(m):
-    from builders.spec.targets import expand
+    from builders.matrix.targets import expand
 
     return expand(m)[0]
 

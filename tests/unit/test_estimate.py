@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from builders.matrix import loader as matrix
+from builders.matrix.targets import expand
 from builders.release import ci
 from builders.release.estimate import Costs, compare, estimate, measured
-from builders.spec import matrix
-from builders.spec.targets import expand
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ from builders.base.console import Console
 from builders.base.errors import ToolchainError
 from builders.base.once import Once
 from builders.base.process import Cancelled
-from builders.build import results
-from builders.build.store import Store, place, tree_digest
+from builders.pipeline import results
+from builders.pipeline.store import Store, place, tree_digest
 
 
 def test_once_runs_an_action_once_whoever_asks_first() -> None:
@@ -61,7 +61,7 @@ def test_once_remembers_a_failure_but_not_an_interruption() -> None:
 
 def test_build_slots_admit_jobs_builds_at_once_and_give_way_to_a_cancel() -> None:
     from builders.base import process
-    from builders.build.pipeline import BuildSlots
+    from builders.pipeline.executor import BuildSlots
 
     slots, lock, inside, most = BuildSlots(2), threading.Lock(), [0], [0]
 

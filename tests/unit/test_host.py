@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from builders.base.arch import canonical_arch
-from builders.build import interpreters
-from builders.build.host import Host, unbuildable
-from builders.spec.model import OS, PythonVersion
-from builders.spec.targets import Selection, select
+from builders.matrix.model import OS, PythonVersion
+from builders.matrix.targets import Selection, select
+from builders.pipeline import interpreters
+from builders.pipeline.host import Host, unbuildable
 from tests.helpers import one
 
 LINUX = Host(os=OS.LINUX, arch="x86_64", interpreters=(("cp312", "/py312"),), cxx20="/usr/bin/c++")

@@ -12,9 +12,9 @@ from builders.engines import images
 from builders.engines.cibw import cibw_options, identifier
 from builders.engines.container import CONTAINER_CA, container_env
 from builders.families import Family, families
-from builders.spec import matrix
-from builders.spec.model import OS
-from builders.spec.targets import Selection, expand, select
+from builders.matrix import loader as matrix
+from builders.matrix.model import OS
+from builders.matrix.targets import Selection, expand, select
 from builders.wheel.repair import repair_argv, repair_command
 from tests.helpers import one
 

@@ -2,7 +2,7 @@
 
 Every import counts, at module level, inside a function (the usual way to hide a cycle) or
 under ``TYPE_CHECKING``; relative imports are resolved (:mod:`tests.importgraph`). A cycle is
-broken by moving the shared piece down (``builders.spec.hostfacts``, ``builders.base.runnerspec`` and
+broken by moving the shared piece down (``builders.matrix.hostfacts``, ``builders.base.runnerspec`` and
 ``builders.base.once`` were made that way), not by hiding the import.
 """
 
@@ -71,7 +71,7 @@ def test_the_import_graph_has_no_new_cycle() -> None:
 
 def test_the_reader_sees_function_level_and_relative_imports() -> None:
     graph = importgraph.graph()
-    assert "builders.families" in graph["builders.build.host"]  # ``from .toolchains import ...`` inside detect()
+    assert "builders.families" in graph["builders.pipeline.host"]  # ``from .toolchains import ...`` inside detect()
     assert "builders.families.cpu" in graph["builders.families.registry"]  # discovered: it defines FAMILY
     assert "builders.families.device" not in graph["builders.families.registry"]  # it defines none
     assert "builders.base.errors" in graph["builders.engines.cibw"]  # ``from ..errors import ...``
@@ -85,7 +85,7 @@ def test_a_cycle_is_found_and_named() -> None:
 
 # The house, floor by floor: a package imports only from its own floor and the floors below.
 # The top-level modules (``builders``, ``builders.__main__``) stand outside the floors.
-FLOORS = ("base", "spec", "families", "wheel", "build", "engines", "release", "cli")
+FLOORS = ("base", "matrix", "families", "wheel", "pipeline", "engines", "release", "cli")
 # Upward imports accepted for now, with why (empty: any upward import fails).
 KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 

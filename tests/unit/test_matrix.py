@@ -11,8 +11,8 @@ from packaging.version import Version
 
 from builders.base import untrusted, yamlmarks
 from builders.base.errors import DroppedError, EngineError, InputError, MatrixError
-from builders.spec import matrix
-from builders.spec.model import Accelerator, PythonVersion
+from builders.matrix import loader as matrix
+from builders.matrix.model import Accelerator, PythonVersion
 from tests import expected
 from tests.helpers import edit, only_problem, problems_of
 

@@ -1,7 +1,7 @@
 """Property: whatever the matrix text, loading it ends in a Matrix or in builders' own error.
 
 Random edits of the shipped text (byte flips, deletions, duplications, YAML values spliced in
-at keys) are fed to :func:`builders.spec.matrix.loads`; no other exception may escape, and a matrix
+at keys) are fed to :func:`builders.matrix.loader.loads`; no other exception may escape, and a matrix
 that loads must expand into targets whose ids, versions and wheel names can be computed.
 """
 
@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builders.base.errors import BuildersError
-from builders.spec import matrix, targets
+from builders.matrix import loader as matrix
+from builders.matrix import targets
 
 EXAMPLES = int(os.environ.get("BUILDERS_PROPERTY_EXAMPLES", "120"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))

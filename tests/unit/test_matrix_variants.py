@@ -9,8 +9,8 @@ from __future__ import annotations
 import yaml
 from packaging.version import Version
 
-from builders.spec import matrix
-from builders.spec.model import NULL_VARIANT, Accelerator
+from builders.matrix import loader as matrix
+from builders.matrix.model import NULL_VARIANT, Accelerator
 from tests import expected
 from tests.helpers import edit, only_problem, problems_of
 

@@ -17,9 +17,9 @@ from packaging.metadata import Metadata
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from builders.matrix import loader as matrix
+from builders.matrix.targets import Target, expand
 from builders.release.promote import public_version, pypi_requirements
-from builders.spec import matrix
-from builders.spec.targets import Target, expand
 from builders.wheel.archive import Wheel, header_fields, label, rewrite, write_wheel
 from builders.wheel.verify import METADATA_CODES, Expectation, verify
 

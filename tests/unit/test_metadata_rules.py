@@ -19,10 +19,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
+from builders.matrix.model import DroppedKind, Matrix
+from builders.matrix.targets import Target, expand
 from builders.release import audit
 from builders.release.promote import public_version, pypi_requirements
-from builders.spec.model import DroppedKind, Matrix
-from builders.spec.targets import Target, expand
 from builders.wheel import rules as metadata_rules
 from builders.wheel import verify
 from builders.wheel.archive import write_wheel

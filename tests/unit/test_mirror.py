@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from builders.base.errors import EngineError
+from builders.matrix import loader as matrix
+from builders.matrix.targets import Selection, expand, select
 from builders.release import mirror
 from builders.release.index import IndexBuildError, build_index
-from builders.spec import matrix
-from builders.spec.targets import Selection, expand, select
 from tests import expected
 
 

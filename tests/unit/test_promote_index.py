@@ -13,9 +13,9 @@ from packaging.version import Version
 
 from builders.base.errors import VerifyError
 from builders.cli import main
+from builders.matrix.model import Matrix
 from builders.release.index import IndexBuildError, build_index, find_wheels, matrix_checker
 from builders.release.promote import PromoteError, promote, pypi_requirements, target_of
-from builders.spec.model import Matrix
 from builders.wheel.archive import Wheel, record_hash, write_wheel
 from builders.wheel.verify import Finding
 from tests import expected

@@ -7,9 +7,9 @@ import hashlib
 import pytest
 from packaging.version import Version
 
+from builders.matrix import loader as matrix
+from builders.matrix.model import OS
 from builders.release.checks import release_problems, wheel_set_problems
-from builders.spec import matrix
-from builders.spec.model import OS
 from tests import expected
 
 DIGEST = "sha256:" + hashlib.sha256(b"a base image").hexdigest()

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from builders import cli
+from builders.matrix import loader as matrix
+from builders.matrix.targets import expand
 from builders.release import ci
-from builders.spec import matrix
-from builders.spec.targets import expand
 
 
 @pytest.fixture

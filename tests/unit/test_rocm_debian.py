@@ -14,10 +14,10 @@ import pytest
 from builders.base.errors import EngineError, ToolchainError
 from builders.engines import images
 from builders.families.rocm import ROCM, check_hipcc, installed_dir, offload_archs, runtime_release
+from builders.matrix import loader as matrix
+from builders.matrix.model import Matrix
+from builders.matrix.targets import Selection, Target, select
 from builders.resources import smoke_probe
-from builders.spec import matrix
-from builders.spec.model import Matrix
-from builders.spec.targets import Selection, Target, select
 from builders.wheel.smoke import facts
 from builders.wheel.verify import check_label, check_libraries, check_providers
 from tests.helpers import one

@@ -25,10 +25,10 @@ from builders.base.errors import EngineError, SmokeError
 from builders.base.process import ProcessError, Result
 from builders.families import families
 from builders.families.cuda import runtime_version
+from builders.matrix import loader as matrix
+from builders.matrix.model import OS, Accelerator
+from builders.matrix.targets import Selection, select
 from builders.resources import smoke_probe as probe
-from builders.spec import matrix
-from builders.spec.model import OS, Accelerator
-from builders.spec.targets import Selection, select
 from tests.helpers import one
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -557,8 +557,8 @@ def test_uv_cache_is_builders_own_on_the_host_and_a_mount_in_a_container(tmp_pat
 
 
 def test_the_plan_shows_the_uv_commands_where_the_smoke_runner_sees_uv(m) -> None:
-    from builders.build.plan import Recipe, ToolchainPin, smoke_plan
     from builders.engines.container import ContainerSpec
+    from builders.pipeline.plan import Recipe, ToolchainPin, smoke_plan
 
     target = one(m, "cu132-cp313-linux-x86_64")
     recipe = Recipe(engine="container", runner=ContainerSpec(image="i", engine="podman"),
@@ -573,7 +573,7 @@ def test_the_plan_shows_the_uv_commands_where_the_smoke_runner_sees_uv(m) -> Non
 
 
 def test_results_keep_the_installer_and_reject_an_unknown_one() -> None:
-    from builders.build.results import schema_problems
+    from builders.pipeline.results import schema_problems
 
     summary = replace(smoke_mod.outcome(json.dumps(RECORD)), installer="uv").summary
     assert (summary["installer"], summary["installer_note"]) == ("uv", "")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from builders.build import store
+from builders.pipeline import store
 from tests import importgraph
 
 # Release-only modules that a hashed module may still import, and why that cannot reach a wheel.
@@ -38,14 +38,14 @@ def test_a_module_is_left_out_exactly_when_its_package_is_release_only() -> None
 
 
 def test_a_new_module_or_package_is_hashed_by_default() -> None:
-    assert store.hashed(Path("build/newstage.py")) and store.hashed(Path("engines/newengine.py"))
+    assert store.hashed(Path("pipeline/newstage.py")) and store.hashed(Path("engines/newengine.py"))
     assert store.hashed(Path("families/newfamily.py")) and store.hashed(Path("newpackage/__init__.py"))
     assert store.hashed(Path("resources/containers/new.Containerfile"))
     assert not store.hashed(Path("release/newreport.py"))
 
 
 def test_what_builds_label_repairs_verifies_or_smokes_a_wheel_is_hashed() -> None:
-    for folder in ("base", "spec", "families", "wheel", "build", "engines"):
+    for folder in ("base", "matrix", "families", "wheel", "pipeline", "engines"):
         modules = sorted((importgraph.PACKAGE / folder).glob("*.py"))
         assert modules, folder
         for path in modules:

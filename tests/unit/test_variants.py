@@ -13,8 +13,8 @@ import pytest
 
 from builders.base.errors import VariantError
 from builders.cli import main
+from builders.matrix.model import NULL_VARIANT, Matrix
 from builders.release.variants import make_variants
-from builders.spec.model import NULL_VARIANT, Matrix
 from builders.wheel import variant as wheel_variant
 from builders.wheel.archive import Wheel
 from tests.unit.test_promote_index import LINUX, _reqs, make_wheel

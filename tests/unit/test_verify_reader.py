@@ -23,10 +23,10 @@ from packaging.tags import parse_tag
 from packaging.utils import canonicalize_name
 
 from builders.cli.verify import channel_of, check
+from builders.matrix import loader as matrix
+from builders.matrix.model import OS, Accelerator, Matrix
+from builders.matrix.targets import Target, expand
 from builders.release.promote import pypi_requirements
-from builders.spec import matrix
-from builders.spec.model import OS, Accelerator, Matrix
-from builders.spec.targets import Target, expand
 from builders.wheel import elf
 from builders.wheel.archive import Wheel, write_wheel
 from builders.wheel.verify import (

@@ -10,8 +10,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from builders.spec import matrix
-from builders.spec.targets import Selection, select
+from builders.matrix import loader as matrix
+from builders.matrix.targets import Selection, select
 from builders.wheel.archive import Wheel, label, record_hash, rewrite, write_wheel
 from builders.wheel.verify import (
     Check,

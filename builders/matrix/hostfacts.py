@@ -1,4 +1,4 @@
-"""The facts about a build host, as one frozen value: what :mod:`builders.build.host` probes and the
+"""The facts about a build host, as one frozen value: what :mod:`builders.pipeline.host` probes and the
 families and engines read (kept apart from the probing, so a family depends on the facts, not on
 the module that imports every family). A family's own compilers are ``tools``, by name, as its
 ``probe_host`` found them: no field here names a family."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from builders.spec.model import OS
+from builders.matrix.model import OS
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,7 +1,7 @@
 """Expansion of the matrix into targets, target ids, and selection by glob.
 
 All pure: a target is a function of the matrix alone. Host facts (what can be built here)
-live in :mod:`builders.build.host`.
+live in :mod:`builders.pipeline.host`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from builders.base.errors import DroppedError, Problem, SelectionError
-from builders.spec.model import OS, Matrix, Platform, Project, PythonVersion, Variant
-from builders.spec.policy import dropped_pythons, exclusion_for
+from builders.matrix.model import OS, Matrix, Platform, Project, PythonVersion, Variant
+from builders.matrix.policy import dropped_pythons, exclusion_for
 
 
 def target_id(label: str, python: PythonVersion, platform: str) -> str:

@@ -13,14 +13,14 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from builders.base.arch import canonical_arch
-from builders.build import interpreters
-from builders.spec.hostfacts import Host
-from builders.spec.model import OS, PythonVersion
-from builders.spec.targets import Target
+from builders.matrix.hostfacts import Host
+from builders.matrix.model import OS, PythonVersion
+from builders.matrix.targets import Target
+from builders.pipeline import interpreters
 
 CONTAINER_ENGINES = ("podman", "docker")
 SEARCHED = {OS.LINUX: "pyenv, uv and PATH", OS.MACOS: "pyenv, uv and PATH",
-            OS.WINDOWS: "the runner's tool cache, the py launcher and PATH"}  # see builders.build.interpreters
+            OS.WINDOWS: "the runner's tool cache, the py launcher and PATH"}  # see builders.pipeline.interpreters
 
 
 def detect(pythons: Iterable[PythonVersion], env: Mapping[str, str], *, engines: bool = True) -> Host:

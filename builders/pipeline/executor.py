@@ -35,16 +35,16 @@ from builders.base.console import Console, markdown_table
 from builders.base.errors import BuildersError, NotBuildableHere, SmokeError, VerifyError
 from builders.base.once import Once
 from builders.base.process import Log, ProcessError, Runner
-from builders.build import results
-from builders.build.compilercache import STATS_LOG, parse_stats_log
-from builders.build.core import CoreStore, ensure_core
-from builders.build.engine import Engine
-from builders.build.interpreters import identify
-from builders.build.plan import BuildPlan, Resolved, Skipped
-from builders.build.results import Result
-from builders.build.store import Store, place
 from builders.families import toolchain_for
-from builders.spec.model import Matrix
+from builders.matrix.model import Matrix
+from builders.pipeline import results
+from builders.pipeline.compilercache import STATS_LOG, parse_stats_log
+from builders.pipeline.core import CoreStore, ensure_core
+from builders.pipeline.engine import Engine
+from builders.pipeline.interpreters import identify
+from builders.pipeline.plan import BuildPlan, Resolved, Skipped
+from builders.pipeline.results import Result
+from builders.pipeline.store import Store, place
 from builders.wheel.archive import Wheel, file_sha256, label
 from builders.wheel.repair import RepairError, failed, only_wheel
 from builders.wheel.rpath import interpreter_rpaths, strip_rpaths

@@ -1,6 +1,6 @@
 """The release matrix as immutable values.
 
-Built once by :mod:`builders.spec.matrix` from ``matrix.yaml``; nothing downstream sees YAML or
+Built once by :mod:`builders.matrix.loader` from ``matrix.yaml``; nothing downstream sees YAML or
 dicts. Every value is frozen and hashable so that targets can be set members and cache keys.
 """
 
@@ -18,7 +18,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from builders.base.errors import Location
-from builders.spec.family import Accelerator
+from builders.matrix.family import Accelerator
 
 Pairs = tuple[tuple[str, str], ...]
 NULL_VARIANT = "null"

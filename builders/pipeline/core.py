@@ -21,8 +21,8 @@ from typing import Any
 from builders.base.errors import CoreError
 from builders.base.once import Once
 from builders.base.process import Log, Runner
-from builders.build.plan import CorePlan
-from builders.build.store import temp_prefix
+from builders.pipeline.plan import CorePlan
+from builders.pipeline.store import temp_prefix
 
 
 @dataclass(frozen=True)

@@ -69,8 +69,8 @@ from builders.base import untrusted, yamlmarks
 from builders.base.arch import ARCHES
 from builders.base.errors import SHOWN_PROBLEMS, EngineError, InputError, MatrixError, Problem, raise_problems
 from builders.base.yamlmarks import Marks
-from builders.spec.family import names as family_names
-from builders.spec.model import (
+from builders.matrix.family import names as family_names
+from builders.matrix.model import (
     OS,
     Accelerator,
     Channels,
@@ -87,7 +87,7 @@ from builders.spec.model import (
     VariantProvider,
     WheelVariants,
 )
-from builders.spec.policy import admits_release, dropped_admitted_by, exclusion_for
+from builders.matrix.policy import admits_release, dropped_admitted_by, exclusion_for
 
 KeyPath = tuple[str | int, ...]
 
@@ -111,7 +111,7 @@ PROPERTY_PLACEHOLDERS = ("version", "major", "arch")
 
 def schema() -> dict[str, Any]:
     """The JSON Schema shipped in the package (also what editors use), with the declared families
-    (:mod:`builders.spec.family`) as the names ``accelerators`` admits."""
+    (:mod:`builders.matrix.family`) as the names ``accelerators`` admits."""
     return _schema(family_names())
 
 
@@ -1049,7 +1049,7 @@ class _Rules:
 
 
 def _tid(label: str, python: PythonVersion, platform: str) -> str:
-    from builders.spec.targets import target_id  # targets depends on the model only
+    from builders.matrix.targets import target_id  # targets depends on the model only
 
     return target_id(label, python, platform)
 

@@ -18,7 +18,7 @@ from pathlib import Path, PureWindowsPath
 
 from builders.base.arch import tool_cache_arch
 from builders.base.process import Call, HostRunner, ProcessError
-from builders.spec.model import OS, PythonVersion
+from builders.matrix.model import OS, PythonVersion
 
 _PROBE = (
     "import json, sys, sysconfig;"

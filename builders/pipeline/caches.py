@@ -19,8 +19,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from builders.build.plan import BuildPlan
-from builders.build.store import RECORD, writer_alive
+from builders.pipeline.plan import BuildPlan
+from builders.pipeline.store import RECORD, writer_alive
 
 DAY = 86400.0
 UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}

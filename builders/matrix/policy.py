@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from packaging.specifiers import SpecifierSet
 
-from builders.spec.model import Dropped, DroppedKind, Exclusion, Matrix, PythonVersion
+from builders.matrix.model import Dropped, DroppedKind, Exclusion, Matrix, PythonVersion
 
 
 def admits_release(spec: SpecifierSet, release: str) -> bool:

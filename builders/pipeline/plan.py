@@ -23,13 +23,13 @@ from typing import Any
 from packaging.tags import Tag
 
 from builders.base.runnerspec import Pairs, RunnerSpec
-from builders.build import interpreters
-from builders.build.compilercache import STATS_LOG, cache_env
-from builders.build.host import Host
-from builders.build.store import canonical, digest
 from builders.families import toolchain_for
-from builders.spec.model import OS
-from builders.spec.targets import Target, wheel_filename
+from builders.matrix.model import OS
+from builders.matrix.targets import Target, wheel_filename
+from builders.pipeline import interpreters
+from builders.pipeline.compilercache import STATS_LOG, cache_env
+from builders.pipeline.host import Host
+from builders.pipeline.store import canonical, digest
 from builders.wheel import smoke
 from builders.wheel.repair import Tools, diagnose_argv, repair_argv
 
@@ -139,7 +139,7 @@ class Check:
     interpreter: str
     python: str  # "3.12", "3.13t"
     abi: str  # "cp312", "cp313t"
-    probe: Command  # asks the interpreter what it is (builders.build.interpreters.probe_argv)
+    probe: Command  # asks the interpreter what it is (builders.pipeline.interpreters.probe_argv)
     accelerator: str
     version: str | None = None
     root: str | None = None

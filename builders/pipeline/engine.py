@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Protocol
 
 from builders.base.process import Log
-from builders.build.plan import BuildPlan, Context, Resolved
-from builders.spec.hostfacts import Host
-from builders.spec.model import OS, Matrix
-from builders.spec.targets import Target
+from builders.matrix.hostfacts import Host
+from builders.matrix.model import OS, Matrix
+from builders.matrix.targets import Target
+from builders.pipeline.plan import BuildPlan, Context, Resolved
 
 
 class Engine(Protocol):
