@@ -30,6 +30,7 @@ from builders.engines.local import LocalEngine
 from builders.families import device, families, family_for, register, unregister
 from builders.families.machine import Machine, Tool
 from builders.matrix import loader as matrix
+from builders.matrix import schema
 from builders.matrix.family import Accelerator, FamilyFacts, declare, names, withdraw
 from builders.matrix.model import OS, Matrix
 from builders.matrix.targets import Selection, Target, select
@@ -265,7 +266,7 @@ def test_the_schema_lists_no_family() -> None:
     """The loader admits exactly the declared families; the shipped schema names none."""
     text = (PACKAGE / "schema" / "matrix.schema.json").read_text()
     assert not [name for name in (f.accelerator.value for f in families()) if f'"{name}"' in text]
-    assert matrix.schema()["properties"]["accelerators"]["propertyNames"] == {"enum": list(names())}
+    assert schema.schema()["properties"]["accelerators"]["propertyNames"] == {"enum": list(names())}
 
 
 def test_every_declared_family_has_its_module_registered() -> None:

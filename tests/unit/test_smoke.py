@@ -25,7 +25,7 @@ from builders.base.errors import EngineError, SmokeError
 from builders.base.process import ProcessError, Result
 from builders.families import families
 from builders.families.cuda import runtime_version
-from builders.matrix import loader as matrix
+from builders.matrix import findings
 from builders.matrix.model import OS, Accelerator
 from builders.matrix.targets import Selection, select
 from builders.resources import smoke_probe as probe
@@ -672,7 +672,7 @@ def indexed_and_plain(m) -> tuple:
     linux = [t for t in select(m, Selection(select=("*-linux-*",))) if t.variant.requirements]
     indexed = next(t for t in linux if t.variant.toolkit.index_url)
     plain = next(t for t in linux if not t.variant.toolkit.index_url)
-    (var,) = matrix.ENV_REF.findall(indexed.variant.toolkit.index_url)
+    (var,) = findings.ENV_REF.findall(indexed.variant.toolkit.index_url)
     return indexed, plain, var
 
 
