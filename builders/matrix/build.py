@@ -55,7 +55,7 @@ from builders.matrix.model import (
 from builders.matrix.properties import arch_entries, expand_properties
 
 
-class Node:
+class RawMapping:
     """One mapping of the parsed YAML, visited once: a copy of its entries, and the schema's refusals."""
 
     def __init__(self, mapping: Mapping[str, Any], key: KeyPath, bad: Collection[KeyPath]) -> None:
@@ -78,9 +78,9 @@ class Node:
         value = self.raw(name, kind)
         return None if value is None else At(value, (*self.key, name))
 
-    def node(self, name: str) -> Node | None:
+    def node(self, name: str) -> RawMapping | None:
         value = self.raw(name, dict)
-        return None if value is None else Node(value, (*self.key, name), self.bad)
+        return None if value is None else RawMapping(value, (*self.key, name), self.bad)
 
     def children(self) -> list[tuple[str, Any]]:
         """The entries the schema accepted, as read values."""
@@ -112,7 +112,7 @@ def read_value(value: Any, key: KeyPath, bad: Collection[KeyPath]) -> At[Any] | 
     if value is None:
         return None
     if isinstance(value, dict):
-        node = Node(value, key, bad)
+        node = RawMapping(value, key, bad)
         return Table(key=key, entries=tuple(node.children()))
     if isinstance(value, list):
         return read_list(value, key, bad)
@@ -129,7 +129,7 @@ def read_list(value: list[Any], key: KeyPath, bad: Collection[KeyPath]) -> Items
 
 def read(data: Any, bad: Collection[KeyPath], marks: Marks) -> Draft:
     """Everything in ``data`` the schema did not refuse, each value with its key; each mapping visited once."""
-    root = Node(data, (), bad) if isinstance(data, dict) else Node({}, (), bad)
+    root = RawMapping(data, (), bad) if isinstance(data, dict) else RawMapping({}, (), bad)
     platforms = root.node("platforms")
     accelerators = root.node("accelerators")
     families, complete = read_families(accelerators)
@@ -167,7 +167,7 @@ def dropped_kind(entry: Mapping[str, Any]) -> tuple[DroppedKind | None, str]:
     return None, ""
 
 
-def read_project(node: Node | None) -> ProjectDraft | None:
+def read_project(node: RawMapping | None) -> ProjectDraft | None:
     if node is None:
         return None
     build, smoke = node.node("build"), node.node("smoke")
@@ -188,7 +188,7 @@ def read_project(node: Node | None) -> ProjectDraft | None:
     )
 
 
-def read_platforms(node: Node | None) -> tuple[PlatformDraft, ...]:
+def read_platforms(node: RawMapping | None) -> tuple[PlatformDraft, ...]:
     out = []
     for name in node.names() if node else ():
         entry = node.node(name) if node else None
@@ -201,7 +201,7 @@ def read_platforms(node: Node | None) -> tuple[PlatformDraft, ...]:
     return tuple(out)
 
 
-def read_families(node: Node | None) -> tuple[tuple[FamilyDraft, ...], bool]:
+def read_families(node: RawMapping | None) -> tuple[tuple[FamilyDraft, ...], bool]:
     """Every family under ``accelerators``, and whether all were readable."""
     if node is None:
         return (), False
@@ -215,7 +215,7 @@ def read_families(node: Node | None) -> tuple[tuple[FamilyDraft, ...], bool]:
     return tuple(out), complete
 
 
-def read_family(accel: Accelerator, node: Node) -> FamilyDraft:
+def read_family(accel: Accelerator, node: RawMapping) -> FamilyDraft:
     defaults = read_level(node)
     versions = node.node("versions")
     if versions is None:
@@ -234,7 +234,7 @@ def read_family(accel: Accelerator, node: Node) -> FamilyDraft:
     return FamilyDraft(accelerator=accel, defaults=defaults, variants=tuple(out), versioned=True, complete=complete)
 
 
-def read_level(node: Node) -> Level:
+def read_level(node: RawMapping) -> Level:
     """A family's defaults or a version's own keys (``versions`` is not one of them)."""
     arch = node.raw("arch_list", (str, dict))
     return Level(
@@ -247,7 +247,7 @@ def read_level(node: Node) -> Level:
     )
 
 
-def read_wheel_variants(node: Node | None) -> WheelVariantsDraft | None:
+def read_wheel_variants(node: RawMapping | None) -> WheelVariantsDraft | None:
     if node is None:
         return None
     return WheelVariantsDraft(key=node.key, layout=node.at("layout", str), providers=node.table("providers"),
@@ -265,7 +265,7 @@ def read_exclusions(entries: Items | None, marks: Marks) -> tuple[At[Exclusion],
     return tuple(out)
 
 
-def read_channels(node: Node | None) -> ChannelsDraft | None:
+def read_channels(node: RawMapping | None) -> ChannelsDraft | None:
     if node is None:
         return None
     index = node.node("index")

@@ -127,12 +127,12 @@ def path_problem(base: Path, text: str, *, folder: bool) -> Violation | None:
     what = "source folder" if folder else "file"
     if Path(text).is_absolute() or text.startswith("~"):
         return Violation(f"{what} {text!r} is absolute", hint="paths in the matrix are relative to the matrix file"
-                       + ("; give a tree elsewhere with --source DIR" if folder else ""))
+                         + ("; give a tree elsewhere with --source DIR" if folder else ""))
     root = base.resolve()
     target = (root / text).resolve()
     if not target.is_relative_to(root):
         return Violation(f"{what} {text!r} leads outside the matrix's folder ({root})",
-                       hint="keep it inside the repository" + ("; give a tree elsewhere with --source DIR" if folder else ""))
+                         hint="keep it inside the repository" + ("; give a tree elsewhere with --source DIR" if folder else ""))
     try:
         exists, right_kind = target.exists(), (target.is_dir() if folder else target.is_file())
     except OSError:
@@ -140,7 +140,7 @@ def path_problem(base: Path, text: str, *, folder: bool) -> Violation | None:
     if not right_kind:
         problem = f"is not a {'folder' if folder else 'file'}" if exists else "does not exist"
         return Violation(f"{what} {text!r} {problem} (looked for {target})",
-                       hint="the path is relative to the matrix file" + ("; --source DIR overrides it" if folder else ""))
+                         hint="the path is relative to the matrix file" + ("; --source DIR overrides it" if folder else ""))
     return None
 
 
@@ -167,7 +167,7 @@ def layout_problem(text: str) -> Violation | None:
         return Violation(f"layout {text!r} has no {{label}}: every variant would share one index", hint="e.g. whl/{label}/")
     if text.startswith("/") or not LAYOUT_CHARS.fullmatch(text):
         return Violation(f"layout {text!r} must be a relative path of letters, digits, '.', '_', '-' and '/'",
-                       hint="e.g. whl/{label}/")
+                         hint="e.g. whl/{label}/")
     if any(part in ("", ".", "..") for part in text.rstrip("/").split("/")):
         return Violation(f"layout {text!r} has an empty, '.' or '..' segment", hint="e.g. whl/{label}/")
     return None
@@ -181,7 +181,7 @@ def rpath_problem(entry: str) -> Violation | None:
     head, _, rest = entry.partition("/")
     if head not in ("$ORIGIN", "${ORIGIN}"):
         return Violation(f"RPATH entry {entry!r} is not relative to $ORIGIN", hint="start it with '$ORIGIN/': absolute "
-                       "RPATHs leak the build machine's layout into the wheel")
+                         "RPATHs leak the build machine's layout into the wheel")
     segments = rest.split("/") if rest else []
     if any(s in ("", ".") or "$" in s or "\\" in s for s in segments):
         return Violation(f"RPATH entry {entry!r} has an empty, '.' or variable segment", hint="e.g. $ORIGIN/../nvidia/cu13/lib")
@@ -189,8 +189,8 @@ def rpath_problem(entry: str) -> Violation | None:
     if ups == 0 or ups == 2:
         return None
     return Violation(f"RPATH entry {entry!r} climbs out of site-packages",
-                   hint="an extension lies in site-packages/<package>/: one '..' reaches site-packages "
-                        "($ORIGIN/../nvidia/cu13/lib), three reach the environment's lib folder ($ORIGIN/../../..)")
+                     hint="an extension lies in site-packages/<package>/: one '..' reaches site-packages "
+                          "($ORIGIN/../nvidia/cu13/lib), three reach the environment's lib folder ($ORIGIN/../../..)")
 
 
 def _climbs(segments: list[str]) -> int:
@@ -214,7 +214,7 @@ def url_problem(text: str, *, variables: bool = False) -> Violation | None:
         return env_ref_problem(text)
     if URL_UNSAFE.search(text) or "$" in text:
         return Violation(f"URL {short(text)!r} holds a space, a quote, '$' or a character special in HTML",
-                       hint="percent-encode it (%20, %22...)")
+                         hint="percent-encode it (%20, %22...)")
     try:
         parts = urlsplit(text)
         parts.port  # noqa: B018 - raises ValueError on a bad port
@@ -249,7 +249,7 @@ def env_ref_problem(text: str) -> Violation | None:
     rest = ENV_REF.sub("", text)
     if "$" in rest:
         return Violation(f"{short(text)!r} has a '$' that is not a ${{VAR}} reference",
-                       hint="write ${NAME} with NAME in capitals, digits and '_'")
+                         hint="write ${NAME} with NAME in capitals, digits and '_'")
     if URL_UNSAFE.search(rest):
         return Violation(f"URL {short(text)!r} holds a space, a quote or a character special in HTML")
     return None
@@ -283,8 +283,8 @@ def base_image_problem(ref: str) -> Violation | None:
     if not at or (name and IMAGE_DIGEST.fullmatch(digest)):
         return None
     return Violation(f"{ref!r} is not pinned by a valid digest: after the image name, '@' takes sha256: and 64 "
-                   "lower-case hex digits", hint="copy the digest from `skopeo inspect docker://IMAGE` "
-                   "(\"Digest\"), or remove the '@...' part")
+                     "lower-case hex digits", hint="copy the digest from `skopeo inspect docker://IMAGE` "
+                     "(\"Digest\"), or remove the '@...' part")
 
 
 def arch_problem(os_name: str, arch: str) -> Violation | None:
@@ -330,7 +330,7 @@ def _macos_tag_problem(tag: str, want: str, deployment_target: str | None) -> Vi
         return Violation(f"{tag!r} names no macOS release that runs on {want}", hint=f"e.g. macosx_14_0_{want}")
     if deployment_target and deployment_target != f"{int(major)}.{int(minor)}":
         return Violation(f"{tag!r} does not match deployment_target {deployment_target}",
-                       hint=f"use macosx_{deployment_target.replace('.', '_')}_{want}")
+                         hint=f"use macosx_{deployment_target.replace('.', '_')}_{want}")
     return None
 
 
@@ -348,7 +348,7 @@ def provider_problem(lib: str, text: str, declared: set[str | None]) -> Violatio
         return Violation(f"{text!r} is not a requirement name (with optional extras)", hint="e.g. cuda-toolkit[cudart]")
     if name not in declared:
         return Violation(f"{lib} is provided by {text!r}, which is not among the variant's runtime_requirements",
-                       hint="add it to runtime_requirements, or stop excluding the library")
+                         hint="add it to runtime_requirements, or stop excluding the library")
     return None
 
 

@@ -52,7 +52,7 @@ def python_problem(text: str, requires: SpecifierSet | None, neighbours: Iterabl
     py = PythonVersion.parse(text)
     if py.free_threaded and (py.major, py.minor) < FREE_THREADED_SINCE:
         return Violation(f"Python {text}: free-threaded CPython exists from 3.13 on",
-                       hint=f"list {py.release!r} instead, or remove it")
+                         hint=f"list {py.release!r} instead, or remove it")
     if requires is None or admits_release(requires, py.release):
         return None
     others = sorted(neighbours)
@@ -79,12 +79,12 @@ def pypi_default_problem(platform: str, label: str, ids: list[str], exclusions: 
     first = reasons[0]
     reason = f": {first.reason}" if first else ""
     return Violation(f"the PyPI default for {platform} is {label!r}, but every {label} target on {platform} is "
-                   f"excluded{reason}", hint="publish a variant that is built for this platform, or drop the entry")
+                     f"excluded{reason}", hint="publish a variant that is built for this platform, or drop the entry")
 
 
 def mps_problem(mps: str, dropped: tuple[Dropped, ...]) -> Violation | None:
     for d in dropped:
         if d.kind is DroppedKind.MPS_MACOS and Version(mps).major <= Version(d.value).major:
             return Violation(f"MPS is enabled from macOS {mps}, but {d.describe()}",
-                           hint=f"set mps_min_macos above {d.value}", dropped=True)
+                             hint=f"set mps_min_macos above {d.value}", dropped=True)
     return None

@@ -53,7 +53,7 @@ def property_template_problem(text: str, *, version: str | None, arches: list[st
         return found
     if ("{version}" in text or "{major}" in text) and version is None:
         return Violation(f"{text!r} uses the accelerator version, and this variant has none",
-                       hint="declare it under versions:, or write the value")
+                         hint="declare it under versions:, or write the value")
     if "{arch}" in text and not arches:
         return Violation(f"{text!r} uses {{arch}}, and this variant has no arch_list", hint="add arch_list, or write the values")
     return None
@@ -63,8 +63,8 @@ def property_problem(text: str) -> Violation | None:
     if VARIANT_PROPERTY.fullmatch(text):
         return None
     return Violation(f"{short(text, 80)!r} is not a PEP 825 variant property",
-                   hint="write 'namespace :: feature :: value' in lower-case letters, digits and '_' (the value also "
-                        "'.'), e.g. 'nvidia :: sm_arch :: 90_real'")
+                     hint="write 'namespace :: feature :: value' in lower-case letters, digits and '_' (the value also "
+                          "'.'), e.g. 'nvidia :: sm_arch :: 90_real'")
 
 
 def variant_layout_problem(text: str) -> Violation | None:
@@ -72,5 +72,5 @@ def variant_layout_problem(text: str) -> Violation | None:
     if text.startswith("/") or not re.fullmatch(r"[A-Za-z0-9._/-]+", text) \
             or any(part in ("", ".", "..") for part in text.rstrip("/").split("/")):
         return Violation(f"layout {text!r} must be a relative folder of letters, digits, '.', '_', '-' and '/', "
-                       "without '..'", hint="e.g. variants/")
+                         "without '..'", hint="e.g. variants/")
     return None
