@@ -8,9 +8,19 @@ values are merged once, by :func:`overlay` (family defaults, then the version's 
 mapping merges one level down), and every merged value keeps the key of the level it came from,
 so a rule on a merged variant reports at the line that wrote the value.
 
-Adding a key to the matrix: a field here (or a new draft class for a new section), its reading
-in :mod:`builders.matrix.build`, its rule in :mod:`builders.matrix.rules`, its model value in
-:mod:`builders.matrix.model`.
+Adding a key to the matrix:
+
+1. shape: declare it in ``builders/schema/matrix.schema.json`` (its ``description`` is the hint a
+   wrong value gets);
+2. read: a field here (``At`` for a scalar, ``Items`` for a list, ``Table`` for a mapping), or a
+   new ``...Draft`` class and a field of :class:`Draft` for a new top-level section, read in
+   :mod:`builders.matrix.build` (``read_<section>(root.node("<section>"))``, through the
+   ``RawMapping`` methods only). A key of a variant is a :class:`Level` field and one line of
+   ``read_level``: :func:`overlay` merges it with no change;
+3. check: a pure ``*_problem`` function in :mod:`builders.matrix.findings` that returns a
+   ``Violation``, applied to the read value in :mod:`builders.matrix.rules` (or
+   :mod:`builders.matrix.variant_rules` for accelerators): ``self.check(draft.x.y, y_problem)``;
+4. model: a frozen field or dataclass in :mod:`builders.matrix.model`, filled by ``build.assemble``.
 """
 
 from __future__ import annotations
