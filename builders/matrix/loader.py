@@ -69,7 +69,7 @@ from builders.base import untrusted, yamlmarks
 from builders.base.arch import ARCHES
 from builders.base.errors import SHOWN_PROBLEMS, EngineError, InputError, MatrixError, Problem, raise_problems
 from builders.base.yamlmarks import Marks
-from builders.matrix.family import names as family_names
+from builders.matrix.family import admitted as family_names
 from builders.matrix.model import (
     OS,
     Accelerator,
