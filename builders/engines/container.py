@@ -24,7 +24,7 @@ from typing import Any
 
 from builders.base.errors import EngineError, NotBuildableHere
 from builders.base.once import Once
-from builders.base.process import Log, LogLike, Result, run
+from builders.base.process import Completed, Log, LogLike, run
 from builders.base.runnerspec import Mount, Pairs
 from builders.engines import images
 from builders.families import family_for
@@ -134,11 +134,11 @@ class Container:
             timeout=120, cancellable=False)
 
     def __call__(self, argv: Sequence[str], *, cwd: str | None = None, separate_stderr: bool = False,
-                 timeout: float | None = 1800) -> Result:
+                 timeout: float | None = 1800) -> Completed:
         return self.run(argv, env={}, cwd=cwd, separate_stderr=separate_stderr, timeout=timeout)
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
-            separate_stderr: bool = False, timeout: float | None = None) -> Result:
+            separate_stderr: bool = False, timeout: float | None = None) -> Completed:
         """``argv`` inside the container with its environment plus ``env`` (shown in the log)."""
         cmd = [self.spec.engine, "exec"]
         for key, value in sorted({**dict(self.spec.env), **env}.items()):

@@ -51,8 +51,8 @@ from builders.matrix.policy import dropped_pythons, exclusion_for
 from builders.matrix.targets import Target, expand, target_id, wheel_filename
 from builders.release.promote import public_version, pypi_requirements
 from builders.wheel import rules as metadata_rules
-from builders.wheel.archive import MAX_CENTRAL_DIRECTORY, MAX_MEMBERS, MIB, printable
 from builders.wheel.verify import platform_kind
+from builders.wheel.zipcheck import MAX_CENTRAL_DIRECTORY, MAX_MEMBERS, MIB, printable
 
 PYPI = "pypi"
 ACCEPT = ("application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
