@@ -18,9 +18,9 @@ from typing import Any
 from builders import engines
 from builders.base.process import Completed, HostRunner, Log
 from builders.base.runnerspec import Pairs
+from builders.engines.factory import EngineFactory, EngineSetup
 from builders.engines.local import LocalEngine, host_smoke_runner
 from builders.matrix.targets import Target
-from builders.pipeline.engine import EngineFactory, EngineSetup
 from builders.pipeline.host import unbuildable
 from builders.pipeline.plan import BuildPlan, Context, Recipe, Resolved, resolve_with
 

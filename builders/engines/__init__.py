@@ -7,7 +7,7 @@ the runner specs its plans hold, each of which opens itself
 written once, in :mod:`builders.pipeline.executor`, against the runner.
 
 Adding an engine is one module: its engine, its runner spec if it needs a new kind, and an
-:class:`~builders.pipeline.engine.EngineFactory` named ``FACTORY``, its module listed in
+:class:`~builders.engines.factory.EngineFactory` named ``FACTORY``, its module listed in
 :data:`BUILTIN` (a test checks that every engine module is), or :func:`register`-ed from
 outside (``tests/dummy_engine.py``). Importing this package imports no engine module: the
 first question asked of the registry (:func:`names`, :func:`named`, :func:`factories`,
@@ -21,8 +21,9 @@ import importlib
 from functools import cache
 
 from builders.base.errors import EngineError
+from builders.engines.factory import EngineFactory, EngineSetup
 from builders.matrix.targets import Target
-from builders.pipeline.engine import Engine, EngineFactory, EngineSetup
+from builders.pipeline.engine import Engine
 
 __all__ = ["BUILTIN", "DEFAULT", "Engine", "EngineError", "EngineFactory", "EngineSetup", "builtin", "factories",
            "for_ci", "help_text", "named", "names", "register"]

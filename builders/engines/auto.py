@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from builders.base.errors import EngineError
 from builders.engines import container, local
-from builders.matrix.hostfacts import Host
+from builders.engines.factory import EngineFactory, EngineSetup
+from builders.families.hostfacts import Host
 from builders.matrix.targets import Target
-from builders.pipeline.engine import Engine, EngineFactory, EngineSetup
+from builders.pipeline.engine import Engine
 
 
 def make(setup: EngineSetup) -> tuple[Engine, str]:

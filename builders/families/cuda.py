@@ -22,7 +22,7 @@ from builders.matrix.loader import toolkit_url
 from builders.matrix.model import OS, Toolkit, Variant
 
 if TYPE_CHECKING:
-    from builders.matrix.hostfacts import Host
+    from builders.families.hostfacts import Host
     from builders.matrix.targets import Target
 
 

@@ -117,7 +117,7 @@ def test_the_pipeline_runs_through_the_engines_runner(target, m: Matrix, tmp_pat
 
 def test_builders_own_runner_specs_print_and_hash_as_before() -> None:
     """The dry run's JSON and the digest's runner fields are what they were when the spec was one flat union."""
-    from builders.base.runnerspec import Mount
+    from builders.engines.container import Mount
     from builders.engines.container import ContainerSpec
     from builders.engines.local import HostSpec
 

@@ -2,7 +2,7 @@
 
 Every import counts, at module level, inside a function (the usual way to hide a cycle) or
 under ``TYPE_CHECKING``; relative imports are resolved (:mod:`tests.importgraph`). A cycle is
-broken by moving the shared piece down (``builders.matrix.hostfacts``, ``builders.base.runnerspec`` and
+broken by moving the shared piece down (``builders.families.hostfacts``, ``builders.base.runnerspec`` and
 ``builders.base.once`` were made that way), not by hiding the import.
 """
 

@@ -540,7 +540,7 @@ def test_uv_runs_with_its_settings_and_the_probe_without_them(m) -> None:
 
 
 def test_uv_cache_is_builders_own_on_the_host_and_a_mount_in_a_container(tmp_path: Path) -> None:
-    from builders.base.runnerspec import Mount
+    from builders.engines.container import Mount
     from builders.engines.container import ContainerSpec
     from builders.engines.local import HostSpec
 
