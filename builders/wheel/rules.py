@@ -2,7 +2,7 @@
 
 Each rule is a pure function over header values (text, as METADATA holds them) and what the
 matrix expects, and returns problems with a stable code (:data:`CODES`). Each caller maps the
-codes into its own finding type (verify's :class:`~builders.wheel.archive.Finding`, audit's ``Drift``).
+codes into its own finding type (verify's :class:`~builders.wheel.zipcheck.Finding`, audit's ``Drift``).
 
 - ``name``: Name, PEP 503-normalised, is the project's.
 - ``version``: Version is the expected version, written as it is normalised.
