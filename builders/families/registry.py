@@ -1,17 +1,19 @@
 """The registry of accelerator families: builders' own, listed in :data:`BUILTIN`, and any registered from outside.
 
 Nothing is imported when this module is: the first question asked of the registry
-(:func:`families`, :func:`family_for`, :func:`register`, :func:`declared`) imports each module
-named in :data:`BUILTIN` once and registers the ``FAMILY`` it defines; importing a family module
-declares its matrix facts (:func:`builders.matrix.family.declare`). ``tests/importgraph.py`` reads
+(:func:`families`, :func:`family_for`, :func:`register`, :func:`declared`, or :func:`load_builtin`
+itself) imports each module named in :data:`BUILTIN` once and registers the ``FAMILY`` it
+defines; importing a family module declares its matrix facts (:func:`builders.matrix.family.declare`). ``tests/importgraph.py`` reads
 :data:`BUILTIN` as this module importing each family module listed, so a family module must not
 import this registry (nor anything that does, such as :mod:`builders.families.device`): the
 layering test would see the cycle. A test or a plugin adds a family of its own with
 :func:`register` (``tests/dummy_family/npu.py``).
 
-The matrix loader sits below this package and cannot ask it: a program that loads a matrix
-asks :func:`declared` first (the CLI does in :func:`builders.cli.main`), so the schema admits
-every family builders has.
+The matrix loader sits below this package and cannot ask it (that would be an upward import and
+a cycle: the family modules import the matrix model): a program that reads a matrix calls
+:func:`load_builtin` first, as :func:`builders.cli.main`, the benchmarks and the test suite's
+conftest do, so the schema admits every family builders has; one that forgets is told so
+(:func:`builders.matrix.family.admitted`).
 """
 
 from __future__ import annotations

@@ -6,13 +6,13 @@ where its Containerfile is) is pure data, :class:`FamilyFacts`, that the family'
 ``builders/families/`` declares with :func:`declare` when it is imported. Nothing here imports a
 family (the import graph keeps pointing down: the matrix imports no family, families import the
 matrix), so a family is declared only once its module is imported: by the family registry the
-first time a family is asked for (:func:`builders.families.registry.declared`, which a program
-asks before it loads a matrix), or by a test that declares its own
-(``tests/unit/test_dummy_family.py``).
+first time a family is asked for (:func:`builders.families.registry.load_builtin`, which a
+program calls before it reads a matrix: :func:`admitted` refuses to answer before), or by a test
+that declares its own (``tests/unit/test_dummy_family.py``).
 
 :class:`Accelerator` is the family as a value: one object per declared name (``is`` compares,
 as it did when it was an enum), ``Accelerator(name)`` for a declared name and ``ValueError``
-for any other; the matrix schema's list of family names is :func:`names`, read at validation.
+for any other; the matrix schema's list of family names is :func:`admitted`, read at validation.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Accelerator:
             return _DECLARED[value]
         except (KeyError, TypeError):
             raise ValueError(f"{value!r} is not a declared accelerator family (declared: {', '.join(names()) or 'none'}; "
-                             "builders.families.registry.declared() declares builders' own)") from None
+                             "builders.families.registry.load_builtin() declares builders' own)") from None
 
     @classmethod
     def _make(cls, facts: FamilyFacts) -> Accelerator:
