@@ -21,6 +21,7 @@ from pathlib import Path
 from builders import __version__
 from builders.base.console import Console
 from builders.base.errors import PIPE_CLOSED, BuildersError, Interrupted, PathError, exit_codes
+from builders.families import registry as family_registry
 
 COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "merge-index", "release-check",
             "workflow", "audit", "variants", "cache")
@@ -182,6 +183,7 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         args = parser().parse_args(argv)
         check_paths(args)
+        family_registry.load_builtin()  # before any matrix is read: its schema admits the declared families
         return args.execute(args, console)
     except BuildersError as exc:
         console.error(f"{type(exc).__name__}: {exc}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 from builders.base.console import Console
 from builders.cli import PathError, add_matrix_option, input_file, output_dir
@@ -51,16 +50,16 @@ def execute(args: argparse.Namespace, console: Console) -> int:
 
 
 def read_results(m: Matrix, matrix_path: Path, paths: list[Path], *, output: Path | None = None
-                 ) -> dict[str, dict[str, Any]]:
+                 ) -> dict[str, results.Result]:
     """Every results file merged (a later file wins for the same id), each checked against the matrix.
 
     With ``output`` (where the page goes), each result's log path is made relative to it, so
     the page links the log next to the results file it came from.
     """
     known = {t.id for t in expand(m)[0]}
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, results.Result] = {}
     for path in paths:
-        these = results.read(path)
+        these = {r.id: r for r in results.load(path)}
         results.check_known(path, these, known, matrix_path)
         if output is not None:
             these = report.rebase_logs(these, str(path.parent), str(output))

@@ -23,8 +23,8 @@ from builders.matrix.findings import ENV_REF
 from builders.matrix.model import Toolkit, Variant
 
 if TYPE_CHECKING:
+    from builders.families.hostfacts import Host
     from builders.families.machine import Machine
-    from builders.matrix.hostfacts import Host
     from builders.matrix.targets import Target
 
 TOOLKIT_PREFIX = "/opt/toolkit"  # where an image installs a pip toolkit (``toolkit.root`` is below it)

@@ -19,7 +19,7 @@ import jsonschema
 from builders.base import yamlmarks
 from builders.base.errors import SHOWN_PROBLEMS, Problem
 from builders.base.yamlmarks import Marks
-from builders.matrix.family import names as family_names
+from builders.matrix.family import admitted as family_names
 from builders.matrix.findings import short, suggest
 
 KeyPath = tuple[str | int, ...]

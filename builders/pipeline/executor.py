@@ -45,11 +45,12 @@ from builders.pipeline.interpreters import identify
 from builders.pipeline.plan import BuildPlan, Resolved, Skipped
 from builders.pipeline.results import Result
 from builders.pipeline.store import Store, place
-from builders.wheel.archive import Wheel, file_sha256, label
+from builders.wheel.archive import Wheel, file_sha256
 from builders.wheel.repair import RepairError, failed, only_wheel
 from builders.wheel.rpath import interpreter_rpaths, strip_rpaths
 from builders.wheel.smoke import ready, run_planned, stage, uv_cache, uv_cache_folder
 from builders.wheel.verify import Expectation, verify
+from builders.wheel.writer import label
 
 T = TypeVar("T")
 Tick = Callable[[str, float], None]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from builders import __version__
-from builders.wheel.archive import partial_path, partial_writer
+from builders.wheel.writer import partial_path, partial_writer
 
 # Never part of a source's identity: VCS data, caches and build outputs.
 IGNORED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",

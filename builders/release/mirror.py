@@ -37,9 +37,10 @@ from builders.base.process import ProcessError, run
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target
 from builders.release.promote import target_of
-from builders.wheel.archive import Wheel, file_sha256, printable
+from builders.wheel.archive import Wheel, file_sha256
 from builders.wheel.smoke import pip_index_args
 from builders.wheel.verify import installed_requirements
+from builders.wheel.zipcheck import printable
 
 RECORD = "mirror.json"
 # manylinux's legacy aliases (PEP 599/571/513), for the architectures that had them.

@@ -23,7 +23,7 @@ from types import ModuleType
 import pytest
 
 from builders.base.errors import MatrixError, ToolchainError
-from builders.base.process import Result
+from builders.base.process import Completed
 from builders.engines import images
 from builders.engines.container import ContainerEngine
 from builders.engines.local import LocalEngine
@@ -161,7 +161,7 @@ def test_its_toolchain_check_runs_where_the_build_runs(nm: Matrix) -> None:
     target = npu_target(nm)
 
     def answer(out: str):
-        return lambda argv: Result(argv=tuple(argv), returncode=0, stdout=out, duration=0.0)
+        return lambda argv: Completed(argv=tuple(argv), returncode=0, stdout=out, duration=0.0)
 
     family_for(target.variant.accelerator).check(target, "/opt/npu", answer("NPU SDK 2.1.0"))
     with pytest.raises(ToolchainError, match=r"npucc is not NPU SDK 2\.1"):
