@@ -150,7 +150,8 @@ def test_the_raw_reader_stays_in_the_builder() -> None:
     users = set()
     for name, path in modules().items():
         tree = ast.parse(path.read_text())
-        if any(isinstance(n, ast.Name) and n.id == "RawMapping" for n in ast.walk(tree)) or "RawMapping" in path.read_text():
+        if any((isinstance(n, ast.Name) and n.id == "RawMapping") or (isinstance(n, ast.Attribute) and n.attr == "RawMapping")
+               or (isinstance(n, ast.alias) and n.name == "RawMapping") for n in ast.walk(tree)):
             users.add(name)
     assert users == {"builders.matrix.build"}
     graph = importgraph.graph()
