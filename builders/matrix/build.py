@@ -28,7 +28,7 @@ from builders.matrix.draft import (
     Level,
     PlatformDraft,
     ProjectDraft,
-    Table,
+    Section,
     VariantDraft,
     WheelVariantsDraft,
     overlay,
@@ -88,15 +88,15 @@ class RawMapping:
                 for name, value in self.entries.items() if not self.refused(name))
         return [(name, value) for name, value in read if value is not None]
 
-    def table(self, name: str) -> Table | None:
+    def table(self, name: str) -> Section | None:
         node = self.node(name)
-        return None if node is None else Table(key=node.key, entries=tuple(node.children()))
+        return None if node is None else Section(key=node.key, entries=tuple(node.children()))
 
     def items(self, name: str) -> Items | None:
         value = self.raw(name, list)
         return None if value is None else read_list(value, (*self.key, name), self.bad)
 
-    def value(self, name: str) -> At[Any] | Items | Table | None:
+    def value(self, name: str) -> At[Any] | Items | Section | None:
         return None if self.refused(name) or name not in self.entries else read_value(
             self.entries[name], (*self.key, name), self.bad)
 
@@ -108,12 +108,12 @@ def of_kind(value: Any, kind: type | tuple[type, ...]) -> Any:
     return value
 
 
-def read_value(value: Any, key: KeyPath, bad: Collection[KeyPath]) -> At[Any] | Items | Table | None:
+def read_value(value: Any, key: KeyPath, bad: Collection[KeyPath]) -> At[Any] | Items | Section | None:
     if value is None:
         return None
     if isinstance(value, dict):
         node = RawMapping(value, key, bad)
-        return Table(key=key, entries=tuple(node.children()))
+        return Section(key=key, entries=tuple(node.children()))
     if isinstance(value, list):
         return read_list(value, key, bad)
     return At(value, key)
@@ -146,7 +146,7 @@ def read(data: Any, bad: Collection[KeyPath], marks: Marks) -> Draft:
 def read_dropped(entries: Items | None, marks: Marks) -> tuple[Dropped, ...]:
     out = []
     for entry in entries.entries if entries else ():
-        if not isinstance(entry, Table):
+        if not isinstance(entry, Section):
             continue
         fields = entry.plain()
         kind, value = dropped_kind(fields)
@@ -172,7 +172,7 @@ def read_project(node: RawMapping | None) -> ProjectDraft | None:
         return None
     build, smoke = node.node("build"), node.node("smoke")
     core = build.value("core") if build else None
-    commands = core.get("commands") if isinstance(core, Table) else None
+    commands = core.get("commands") if isinstance(core, Section) else None
     return ProjectDraft(
         name=node.raw("name", str), import_name=node.raw("import_name", str), version=node.at("version", str),
         released=node.at("released", str), source=node.at("source", str),
@@ -257,7 +257,7 @@ def read_wheel_variants(node: RawMapping | None) -> WheelVariantsDraft | None:
 def read_exclusions(entries: Items | None, marks: Marks) -> tuple[At[Exclusion], ...]:
     out = []
     for entry in entries.entries if entries else ():
-        if isinstance(entry, Table):
+        if isinstance(entry, Section):
             targets, reason = entry.text("targets"), entry.text("reason")
             if targets is not None and reason is not None:
                 excl = Exclusion(pattern=targets.value, reason=reason.value, location=marks.at(entry.key))

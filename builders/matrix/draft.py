@@ -2,7 +2,7 @@
 written at: the input of the semantic rules (:mod:`builders.matrix.rules`) and of the model.
 
 The YAML is read once into these values; a value the schema refused, or one of the wrong type,
-is left out (``None``, or missing from its :class:`Items` or :class:`Table`), and the name of a
+is left out (``None``, or missing from its :class:`Items` or :class:`Section`), and the name of a
 refused key is kept in ``refused`` where a rule must tell "refused" from "absent". A variant's
 values are merged once, by :func:`overlay` (family defaults, then the version's own keys; a
 mapping merges one level down), and every merged value keeps the key of the level it came from,
@@ -12,7 +12,7 @@ Adding a key to the matrix:
 
 1. shape: declare it in ``builders/schema/matrix.schema.json`` (its ``description`` is the hint a
    wrong value gets);
-2. read: a field here (``At`` for a scalar, ``Items`` for a list, ``Table`` for a mapping), or a
+2. read: a field here (``At`` for a scalar, ``Items`` for a list, ``Section`` for a mapping), or a
    new ``...Draft`` class and a field of :class:`Draft` for a new top-level section, read in
    :mod:`builders.matrix.build` (``read_<section>(root.node("<section>"))``, through the
    ``RawMapping`` methods only). A key of a variant is a :class:`Level` field and one line of
@@ -46,7 +46,7 @@ class At(Generic[T]):
 @dataclass(frozen=True)
 class Items:
     """A list read from the matrix: its accepted entries (scalars :class:`At`, lists :class:`Items`,
-    mappings :class:`Table`), each with its own key."""
+    mappings :class:`Section`), each with its own key."""
 
     key: KeyPath
     entries: tuple[Any, ...] = ()
@@ -61,9 +61,9 @@ class Items:
 
 
 @dataclass(frozen=True)
-class Table:
+class Section:
     """A mapping read from the matrix: its accepted entries by name (values :class:`At`, :class:`Items`
-    or :class:`Table`)."""
+    or :class:`Section`)."""
 
     key: KeyPath
     entries: tuple[tuple[str, Any], ...] = ()
@@ -90,7 +90,7 @@ def plain(value: Any) -> Any:
         return value.value
     if isinstance(value, Items):
         return value.values()
-    if isinstance(value, Table):
+    if isinstance(value, Section):
         return value.plain()
     return value
 
@@ -108,13 +108,13 @@ class Level:
     key: KeyPath
     label: At[str] | None = None
     notes: At[str] | None = None
-    arch_list: At[str] | Table | None = None  # one list for every platform, or one per platform
-    toolkit: Table | None = None
+    arch_list: At[str] | Section | None = None  # one list for every platform, or one per platform
+    toolkit: Section | None = None
     runtime_requirements: Items | None = None
-    exclude_libs: Table | None = None
-    system_libs: Table | None = None
+    exclude_libs: Section | None = None
+    system_libs: Section | None = None
     rpath: Items | None = None
-    smoke_runners: Table | None = None
+    smoke_runners: Section | None = None
     variant_properties: Items | None = None
     refused: frozenset[str] = frozenset()  # own keys the schema refused (a merged level: of any level)
 
@@ -132,8 +132,8 @@ def overlay(defaults: Level, own: Level) -> Level:
 def _one_down(base: Any, top: Any) -> Any:
     if top is None:
         return base
-    if isinstance(top, Table) and isinstance(base, Table):
-        return Table(key=top.key, entries=tuple({**dict(base.entries), **dict(top.entries)}.items()))
+    if isinstance(top, Section) and isinstance(base, Section):
+        return Section(key=top.key, entries=tuple({**dict(base.entries), **dict(top.entries)}.items()))
     return top
 
 
@@ -197,29 +197,29 @@ class ProjectDraft:
     cxx_standard: At[int] | None
     wheel_size_budget_mb: At[Any] | None
     build_command: Items | None
-    build_env: Table | None
-    core: At[Any] | Items | Table | None
+    build_env: Section | None
+    core: At[Any] | Items | Section | None
     core_commands: Items | None
     environment_pass: Items | None
     dependencies: Items | None
-    optional_dependencies: Table | None
+    optional_dependencies: Section | None
     extension_modules: Items | None
     smoke_script: At[str] | None
     smoke_timeout: At[Any] | None
-    timeouts: Table | None
+    timeouts: Section | None
 
 
 @dataclass(frozen=True, kw_only=True)
 class WheelVariantsDraft:
     key: KeyPath
     layout: At[str] | None
-    providers: Table | None
+    providers: Section | None
     priorities: Items | None
 
 
 @dataclass(frozen=True, kw_only=True)
 class ChannelsDraft:
-    pypi: Table | None
+    pypi: Section | None
     base_url: At[str] | None
     layout: At[str] | None
 

@@ -17,7 +17,17 @@ from typing import Any
 
 from builders.base.errors import Problem
 from builders.base.yamlmarks import Marks
-from builders.matrix.draft import At, Draft, FamilyDraft, Items, KeyPath, Level, Table, VariantDraft, WheelVariantsDraft
+from builders.matrix.draft import (
+    At,
+    Draft,
+    FamilyDraft,
+    Items,
+    KeyPath,
+    Level,
+    Section,
+    VariantDraft,
+    WheelVariantsDraft,
+)
 from builders.matrix.family import Accelerator
 from builders.matrix.findings import (
     Violation,
@@ -116,7 +126,7 @@ class VariantRules(Reporter):
             self.check(toolkit.text("root"), root_problem)
         if isinstance(level.arch_list, At):
             self.check(level.arch_list, lambda text: arch_list_problem(accel, text))
-        for name, text in level.arch_list.entries if isinstance(level.arch_list, Table) else ():
+        for name, text in level.arch_list.entries if isinstance(level.arch_list, Section) else ():
             self.known_platform(text.key, name, platforms)
             if isinstance(text, At) and isinstance(text.value, str):
                 self.report(text.key, arch_list_problem(accel, text.value))
@@ -190,7 +200,7 @@ class VariantRules(Reporter):
         self.check(w.layout, variant_layout_problem)
         providers = w.providers.entries if w.providers else ()
         for _, provider in providers:
-            requires = provider.get("requires") if isinstance(provider, Table) else None
+            requires = provider.get("requires") if isinstance(provider, Section) else None
             self.requirements(requires if isinstance(requires, Items) else None)
         names = [name for name, _ in providers]
         priorities = w.priorities.strings() if w.priorities else []

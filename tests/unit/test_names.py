@@ -13,11 +13,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "builders"
 
 # Names defined twice for now, each with the modules that define it and why (empty: any repeat fails).
-KNOWN_REPEATS: dict[str, tuple[tuple[str, ...], str]] = {
-    "Finding": (("builders/matrix/loader.py", "builders/wheel/zipcheck.py"),
-                "the matrix loader's rule result is renamed by the matrix-loader split (issue 25); "
-                "wheel/zipcheck.py keeps Finding"),
-}
+KNOWN_REPEATS: dict[str, tuple[tuple[str, ...], str]] = {}
 
 
 def class_names(package: Path = PACKAGE) -> dict[str, list[str]]:
