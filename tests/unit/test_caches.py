@@ -218,7 +218,7 @@ def test_the_keep_set_is_what_the_plans_use(m) -> None:
 def test_build_notes_a_missing_ccache_once_and_only_for_builds_on_this_host(m) -> None:
     from dataclasses import replace
 
-    from builders.cli.build import ccache_note
+    from builders.pipeline.outcome import ccache_note
     from tests.unit.test_buildplan import CONTAINER, HOST, context, plans
 
     local = list(plans(m).values())
