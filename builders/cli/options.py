@@ -386,8 +386,8 @@ ENVIRONMENT: tuple[EnvironmentFact, ...] = (
     EnvironmentFact(name="XDG_CACHE_HOME", read_by="builders/families/provision.py",
                     why="the folder above builders' caches when $BUILDERS_CACHE is unset (else $HOME/.cache)"),
     EnvironmentFact(name="HOME", read_by="builders/families/provision.py, builders/pipeline/interpreters.py",
-                    why="~ of the environment given (never the process's own), for the default cache and the "
-                        "interpreters pyenv and uv installed"),
+                    why="the home folder of the environment given (the process's own only where that names "
+                        "none), for the default cache and the interpreters pyenv and uv installed"),
     EnvironmentFact(name="SOURCE_DATE_EPOCH", read_by="builders/pipeline/context.py, builders/wheel/archive.py",
                     why="the build's timestamp when set, else the source tree's last commit"),
     EnvironmentFact(name="BUILDERS_RUN", read_by="builders/base/process.py",
