@@ -239,3 +239,15 @@ def test_docs_options_md_is_the_rendered_table() -> None:
 
 def test_computed_defaults_say_how_in_the_docs() -> None:
     assert all(o.default.text for o in OPTIONS if isinstance(o.default, Computed))
+
+
+def test_each_command_reads_only_options_it_declares() -> None:
+    """``opts.NAME`` in a command's module names a row of that command (what a dataclass per command would
+    make mypy check), or the value's own fields."""
+    own = {"env", "command", "origin", "with_matrix", "values", "origins", "given"}
+    for command in cli.COMMANDS:
+        path = PACKAGE / "cli" / f"{command.replace('-', '_')}.py"
+        read = {n.attr for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "opts"}
+        assert read, command
+        assert read - own <= {o.name for o in for_command(command)}, (command, read - own)
