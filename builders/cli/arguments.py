@@ -99,11 +99,12 @@ def _frozen(value: Any) -> Any:
 
 
 def resolve(command: str, given: Mapping[str, Any], env: Mapping[str, str], matrix: object | None = None) -> Options:
-    """Every option of ``command`` settled by :func:`choose` (the first row of a shared ``dest`` decides it)."""
+    """Every option of ``command`` settled by :func:`choose` (the first row of a shared ``dest`` decides it). A row
+    without flags declares a variable read where its help says, from the ``env`` handed there: no value here."""
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for option in for_command(command):
-        if option.name not in values:
+        if option.flags and option.name not in values:
             values[option.name], origins[option.name] = choose(option, given, env, matrix)
     return Options(command=command, values=MappingProxyType(values), origins=MappingProxyType(origins),
                    given=MappingProxyType(dict(given)), env=MappingProxyType(dict(env)))
