@@ -49,7 +49,6 @@ import bench_verify
 import yaml
 
 from builders.base.process import Log, run
-from builders.cli.build import commit_epoch
 from builders.engines.images import engine_env
 from builders.engines.local import LocalEngine
 from builders.families import registry
@@ -57,6 +56,7 @@ from builders.matrix import loader as matrix_mod
 from builders.matrix import rules
 from builders.matrix.model import OS
 from builders.matrix.targets import Selection, expand, select
+from builders.pipeline.context import commit_epoch
 from builders.pipeline.host import Host
 from builders.pipeline.plan import BuildPlan, Context
 from builders.release import ci

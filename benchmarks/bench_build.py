@@ -45,12 +45,12 @@ from pathlib import Path
 from typing import Any
 
 from builders.base.process import Completed, Log, run
-from builders.cli.build import commit_epoch
 from builders.engines import images
 from builders.engines.cibw import cibw_options
 from builders.engines.container import ContainerEngine, image_settings
 from builders.matrix import loader as matrix_mod
 from builders.matrix.targets import Selection, select
+from builders.pipeline.context import commit_epoch
 from builders.pipeline.store import IGNORED_DIRS, IGNORED_SUFFIXES
 
 ROOT = Path(__file__).resolve().parent.parent

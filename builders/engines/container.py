@@ -361,7 +361,7 @@ def working_engine(setup: EngineSetup, what: str) -> ContainerEngine:
     if exe is None:
         raise EngineError(f"{what}: {missing_container_engine(setup.env, setup.container_engine)}")
     engine = ContainerEngine(exe=exe, pythons=images.image_pythons(setup.matrix), cache=setup.cache,
-                             host_env=setup.env, base_image=images.base_image(setup.base_image, setup.env))
+                             host_env=setup.env, base_image=setup.base_image)
     reap_stale(exe, setup.env)
     return engine
 
