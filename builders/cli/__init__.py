@@ -22,7 +22,7 @@ from types import ModuleType
 from builders.base.console import Console
 from builders.base.errors import PIPE_CLOSED, BuildersError, Interrupted, PathError, exit_codes
 from builders.cli import arguments
-from builders.cli.arguments import Command
+from builders.cli.arguments import Subcommand
 from builders.cli.paths import (
     check_input_dir,
     check_input_file,
@@ -62,10 +62,10 @@ def module(name: str) -> ModuleType:
     return importlib.import_module(f"builders.cli.{name.replace('-', '_')}")
 
 
-def commands() -> tuple[Command, ...]:
+def commands() -> tuple[Subcommand, ...]:
     """Every command as ``--help`` lists it; their options come from :mod:`builders.cli.options`."""
     found = ((name, module(name)) for name in COMMANDS)
-    return tuple(Command(name=name, help=m.HELP, description=m.DESCRIPTION) for name, m in found)
+    return tuple(Subcommand(name=name, help=m.HELP, description=m.DESCRIPTION) for name, m in found)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -34,7 +34,7 @@ def environ() -> dict[str, str]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Command:
+class Subcommand:
     """A subcommand as ``--help`` lists it (its options come from the table)."""
 
     name: str
@@ -117,7 +117,7 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None, env: Mapp
     return resolve(command, namespace, env)
 
 
-def parser(commands: Sequence[Command], *, description: str | None, epilog: str) -> argparse.ArgumentParser:
+def parser(commands: Sequence[Subcommand], *, description: str | None, epilog: str) -> argparse.ArgumentParser:
     """``python -m builders`` and one subparser per command, every argument from the options table."""
     root = argparse.ArgumentParser(prog="python -m builders", description=description, epilog=epilog,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)

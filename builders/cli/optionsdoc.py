@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from builders.cli import commands
-from builders.cli.arguments import Command
+from builders.cli.arguments import Subcommand
 from builders.cli.options import ENVIRONMENT, OPTIONS, Computed, Option, for_command
 
 COMMAND = "python -m builders.cli.optionsdoc > docs/options.md"
@@ -27,7 +27,7 @@ nothing below the command line reads it for itself.
 """
 
 
-def markdown(listed: Sequence[Command]) -> str:
+def markdown(listed: Sequence[Subcommand]) -> str:
     """The whole page: one table per command, then the environment variables."""
     parts = [INTRO]
     for command in listed:
@@ -36,7 +36,7 @@ def markdown(listed: Sequence[Command]) -> str:
     return "\n".join(parts)
 
 
-def command_section(command: Command) -> str:
+def command_section(command: Subcommand) -> str:
     rows = [_row(o) for o in for_command(command.name) if o.flags]
     head = f"## `{command.name}`\n\n{_cell(command.help)}.\n"
     table = "| option | environment | matrix | default | what it does |\n|---|---|---|---|---|\n"
