@@ -146,7 +146,7 @@ def execute(args: argparse.Namespace, console: Console) -> int:
         process.reset_cancel()
         with stop_on_signals():
             outcomes = build_all(resolved, config, console)
-    summarize(outcomes, console)
+    summarize(outcomes, console, verbose=args.verbose)
     if not process.cancelled():
         tidy(config, resolved, store_budget(args.store_budget, env), console)
     if process.cancelled():
