@@ -227,7 +227,7 @@ def rows(outcomes: Sequence[Result]) -> list[tuple[str, str, str]]:
 
 def _detail(result: Result) -> str:
     if result.status in ("built", "reused"):
-        return "  ".join(x for x in (size(result.size), result.sha256[:12], _seconds(result)) if x)
+        return f"{size(result.size):>9}  {result.sha256[:12]}  {_seconds(result):>5}".strip()
     why = " ".join(reason_of(result).split())  # one line: a reason may hold a log's lines
     return why if len(why) <= REASON_CUT else why[:REASON_CUT - 1] + "…"
 
