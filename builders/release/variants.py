@@ -62,7 +62,7 @@ class VariantIndex:
 def settings(matrix: Matrix) -> WheelVariants:
     if matrix.wheel_variants is None:
         raise VariantError(f"{matrix.path}: the matrix declares no wheel_variants: add its providers and priorities "
-                           "(see the README's \"Wheel variants\")")
+                           "(see docs/variants.md)")
     return matrix.wheel_variants
 
 

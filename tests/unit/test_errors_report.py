@@ -85,22 +85,22 @@ def test_every_error_class_is_declared_in_errors_with_a_meaning() -> None:
             assert cls.what and "\n" not in cls.what, cls
 
 
-def readme_exit_codes(root) -> list[tuple[int, str]]:
-    """The README's exit-code table as (code, meaning), links reduced to their text."""
+def documented_exit_codes(root) -> list[tuple[int, str]]:
+    """docs/exit-codes.md's table as (code, meaning), links reduced to their text."""
     import re
 
-    text = (root / "README.md").read_text(encoding="utf-8")
-    table = text[text.index("Exit codes"):]
+    text = (root / "docs" / "exit-codes.md").read_text(encoding="utf-8")
+    table = text[text.index("# Exit codes"):]
     table = table[: table.index("\n\n", table.index("| code |"))]
     rows = re.findall(r"^\| (\d+) \| (.*) \|$", table, re.MULTILINE)
     return [(int(code), re.sub(r"\[([^]]*)\]\([^)]*\)", r"\1", what).replace("\\|", "|")) for code, what in rows]
 
 
-def test_the_readme_table_is_the_derived_table_row_by_row(root) -> None:
+def test_the_documented_table_is_the_derived_table_row_by_row(root) -> None:
     from builders import cli
 
     assert {12, 13, 16, 17, 18, 19, 22, 23} <= {code for code, _ in cli.EXIT_CODES}  # moved classes are in
-    assert readme_exit_codes(root) == list(errors.exit_codes()) == list(cli.EXIT_CODES)
+    assert documented_exit_codes(root) == list(errors.exit_codes()) == list(cli.EXIT_CODES)
 
 
 def test_help_lists_every_exit_code_with_its_meaning(capsys) -> None:
