@@ -42,7 +42,7 @@ __all__ = ["COMMANDS", "EXIT_CODES", "PIPE_CLOSED", "PathError", "check_input_di
 COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "merge-index", "release-check",
             "workflow", "audit", "variants", "cache")
 
-# Every code the tool can return, made from the error classes (a unit test proves the README's
+# Every code the tool can return, made from the error classes (a unit test proves docs/exit-codes.md's
 # table is this table).
 EXIT_CODES: tuple[tuple[int, str], ...] = exit_codes()
 
