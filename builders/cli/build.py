@@ -76,7 +76,7 @@ def execute(opts: Options, console: Console) -> int:
         process.reset_cancel()
         with stop_on_signals():
             outcomes = build_all(resolved, config, console)
-    summarize(outcomes, console, verbose=args.verbose)
+    summarize(outcomes, console, verbose=opts.verbose)
     if not process.cancelled():
         tidy(config, resolved, opts.store_budget, console)
     if process.cancelled():
