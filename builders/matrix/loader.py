@@ -31,7 +31,10 @@ are the small ``*_problem`` functions below; what they accept:
   from the environment, filled in by :func:`expand_env` where it is used.
 - placeholders: ``build.command`` takes ``{python}``, ``{source}``, ``{outdir}``; ``build.core``'s
   commands take ``{source}``, ``{builddir}``, ``{coredir}``, and need ``build.env.core_dir``;
-  ``channels.index.layout`` takes ``{label}`` and is a relative path without ``..``.
+  ``channels.index.layout`` takes ``{label}`` and is a relative path without ``..``; so do
+  ``channels.test.layout`` and ``channels.nightly.layout``, and the lifecycle's own rules (no two
+  channels' indexes nest, a nightly ``base_version`` after ``project.version``) are in
+  :mod:`builders.matrix.release_channels`.
 - a size budget and a smoke timeout are finite and above 0; every arch list is a list of
   real GPU architectures of its family; a platform's PyPI default is built there.
 - wheel variants (PEP 825): ``variant_properties`` take ``{version}``, ``{major}``, ``{arch}``
@@ -69,6 +72,7 @@ from builders.base import untrusted, yamlmarks
 from builders.base.arch import ARCHES
 from builders.base.errors import SHOWN_PROBLEMS, EngineError, InputError, MatrixError, Problem, raise_problems
 from builders.base.yamlmarks import Marks
+from builders.matrix import release_channels
 from builders.matrix.family import names as family_names
 from builders.matrix.model import (
     OS,
@@ -1046,6 +1050,10 @@ class _Rules:
                 self.report(key, pypi_default_problem(name, label, ids[(label, name)], rules))
         self.check(("channels", "index", "base_url"), str, url_problem)
         self.check(("channels", "index", "layout"), str, layout_problem)
+        for channel in release_channels.PRE_RELEASE:
+            self.check(("channels", channel.value, "layout"), str, layout_problem)
+        for where, message, hint in release_channels.problems(self.get, labels):
+            self.report(where, Finding(message, hint=hint))
 
 
 def _tid(label: str, python: PythonVersion, platform: str) -> str:
@@ -1210,7 +1218,7 @@ class _Model:
     def channels(self) -> Channels:
         raw = self.data["channels"]
         return Channels(pypi=tuple(sorted(raw["pypi"].items())), index_base_url=raw["index"]["base_url"],
-                        index_layout=raw["index"]["layout"])
+                        index_layout=raw["index"]["layout"], lifecycle=release_channels.build(raw, self.marks.at))
 
     def exclusions(self) -> tuple[Exclusion, ...]:
         return tuple(Exclusion(pattern=e["targets"], reason=e["reason"], location=self.marks.at(("exclude", i)))
