@@ -23,7 +23,7 @@ from builders.base.console import Console
 from builders.base.errors import PIPE_CLOSED, BuildersError, Interrupted, PathError, exit_codes
 
 COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "merge-index", "release-check",
-            "workflow", "audit", "variants", "cache", "publish", "validate")
+            "workflow", "audit", "variants", "cache", "publish", "validate", "promote-release")
 
 # Every code the tool can return, made from the error classes (a unit test proves the README's
 # table is this table).

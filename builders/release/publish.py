@@ -79,7 +79,7 @@ class Publication:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Entry:
+class Entry:
     """One file an index folder lists: its description and where its bytes come from (None: already stored)."""
 
     info: IndexedFile
@@ -89,16 +89,16 @@ class _Entry:
 # --- what is published --------------------------------------------------------------------------
 
 
-def published_entries(bucket: Bucket, folder: str, label: str) -> dict[str, _Entry]:
+def published_entries(bucket: Bucket, folder: str, label: str) -> dict[str, Entry]:
     """The files the bucket's project pages under ``folder`` (a label's index) list: key -> entry."""
     listing = bucket.listing(folder)
-    out: dict[str, _Entry] = {}
+    out: dict[str, Entry] = {}
     for key in sorted(k for k in listing if k.count("/") == folder.count("/") + 1 and k.endswith("/index.json")):
         project = key[len(folder):].split("/")[0]
         page = json.loads(bucket.read(key))
         for item in page.get("files", []):
             info = _stored_info(bucket, f"{folder}{project}/", project, label, item)
-            out[f"{folder}{project}/{info.filename}"] = _Entry(info=info)
+            out[f"{folder}{project}/{info.filename}"] = Entry(info=info)
     return out
 
 
@@ -113,10 +113,10 @@ def _stored_info(bucket: Bucket, folder: str, project: str, label: str, item: di
                        requires_python=item.get("requires-python"), metadata=metadata)
 
 
-def local_entries(site: Path, folder: str, label: str) -> dict[str, _Entry]:
+def local_entries(site: Path, folder: str, label: str) -> dict[str, Entry]:
     """The wheels ``index`` wrote under ``site/folder``: key -> entry (its bytes to upload)."""
     base = site / folder
-    return {f"{folder}{w.parent.name}/{w.name}": _Entry(info=describe(w, label), source=w)
+    return {f"{folder}{w.parent.name}/{w.name}": Entry(info=describe(w, label), source=w)
             for w in sorted(base.glob("*/*.whl"))}
 
 
@@ -153,26 +153,27 @@ def plan(bucket: Bucket, channel: ReleaseChannel, site: Path, labels: Iterable[s
         gone = _prune(merged, channel, project)
         pruned += [k for key in gone for k in (key, f"{key}.metadata")]
         kept = {k: e for k, e in merged.items() if k not in gone}
-        pages += _pages(bucket, site, folder, kept)
+        local_record = site / folder / RECORD
+        pages += index_pages(bucket, folder, kept, local_record.read_bytes() if local_record.is_file() else None)
         served.update({k: e.info.sha256 for k, e in kept.items()})
     return Publication(channel=channel, files=tuple(files), pages=tuple(pages), pruned=tuple(pruned),
                        unchanged=tuple(unchanged), replaced=tuple(replaced), refused=tuple(refused), served=served)
 
 
-def _unlisted(bucket: Bucket, folder: str, stored: dict[str, _Entry]) -> dict[str, str]:
+def _unlisted(bucket: Bucket, folder: str, stored: dict[str, Entry]) -> dict[str, str]:
     """sha256 of each wheel in the bucket under ``folder`` that no page lists (read from its bytes)."""
     listing = bucket.listing(folder)
     return {key: bucket.sha256(key) for key in listing if key.endswith(".whl") and key not in stored}
 
 
-def _uploads(key: str, entry: _Entry) -> list[Upload]:
+def _uploads(key: str, entry: Entry) -> list[Upload]:
     assert entry.source is not None
     metadata = entry.info.metadata
     return [Upload(key=key, source=entry.source, sha256=entry.info.sha256),
             Upload(key=f"{key}.metadata", source=metadata, sha256=entry.info.metadata_sha256)]
 
 
-def _prune(entries: dict[str, _Entry], channel: ReleaseChannel, project: str) -> set[str]:
+def _prune(entries: dict[str, Entry], channel: ReleaseChannel, project: str) -> set[str]:
     """The keys of the project's own wheels past the channel's retention (its newest ``keep`` versions stay)."""
     if channel.keep is None:
         return set()
@@ -182,8 +183,9 @@ def _prune(entries: dict[str, _Entry], channel: ReleaseChannel, project: str) ->
     return {k for k, e in own.items() if Version(e.info.version) in old}
 
 
-def _pages(bucket: Bucket, site: Path, folder: str, entries: dict[str, _Entry]) -> list[Upload]:
-    """Every page of one label's index, from ``entries``: projects' pages, then the root's, SHA256SUMS, mirror.json."""
+def index_pages(bucket: Bucket, folder: str, entries: dict[str, Entry], record: bytes | None) -> list[Upload]:
+    """Every page of one label's index, from ``entries``: projects' pages, then the root's, SHA256SUMS, and
+    ``mirror.json`` (the bucket's merged with ``record``, this publication's, if any)."""
     by_project: dict[str, list[IndexedFile]] = {}
     for entry in entries.values():
         by_project.setdefault(entry.info.project, []).append(entry.info)
@@ -194,27 +196,27 @@ def _pages(bucket: Bucket, site: Path, folder: str, entries: dict[str, _Entry]) 
     out += [_page(f"{folder}index.html", root_html(sorted(by_project)).encode()),
             _page(f"{folder}index.json", _dumps(root_json(sorted(by_project)))),
             _page(f"{folder}SHA256SUMS", sha256sums(entries, folder))]
-    record = _merged_record(bucket, site, folder)
-    return out + ([_page(f"{folder}{RECORD}", record)] if record is not None else [])
+    merged = merged_record(bucket, folder, record)
+    return out + ([_page(f"{folder}{RECORD}", merged)] if merged is not None else [])
 
 
-def sha256sums(entries: dict[str, _Entry], folder: str) -> bytes:
+def sha256sums(entries: dict[str, Entry], folder: str) -> bytes:
     """``sha256sum`` lines of every wheel of the index, paths relative to it (``ci/checksums.sh``'s form)."""
     lines = sorted((key[len(folder):], e.info.sha256) for key, e in entries.items())
     return "".join(f"{sha}  {path}\n" for path, sha in lines).encode()
 
 
-def _merged_record(bucket: Bucket, site: Path, folder: str) -> bytes | None:
-    """``mirror.json``: the bucket's and this publication's, merged (every file either mirrored, both's targets)."""
-    new = site / folder / RECORD
-    if not new.is_file():
-        return bucket.read_if_there(f"{folder}{RECORD}")
+def merged_record(bucket: Bucket, folder: str, new: bytes | None) -> bytes | None:
+    """``mirror.json``: the bucket's and ``new``, merged (every file either mirrored, both's targets)."""
     old = bucket.read_if_there(f"{folder}{RECORD}")
+    if new is None:
+        return old
     with tempfile.TemporaryDirectory(prefix="builders-record-") as tmp:
-        merged = Path(tmp) / RECORD
+        incoming, merged = Path(tmp) / "new.json", Path(tmp) / RECORD
+        incoming.write_bytes(new)
         if old is not None:
             merged.write_bytes(old)
-        merge_record(new, merged)
+        merge_record(incoming, merged)
         return merged.read_bytes()
 
 

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from builders.base.errors import DeviceMissing, ProcessError
 from builders.base.process import HostRunner, LogLike
@@ -138,7 +139,7 @@ def installed_file(report: Path, project: str) -> tuple[str, str]:
         if canonicalize_name(item.get("metadata", {}).get("name", "")) == canonicalize_name(project):
             info = item.get("download_info", {})
             sha = info.get("archive_info", {}).get("hashes", {}).get("sha256", "")
-            return info.get("url", "").rsplit("/", 1)[-1].split("#")[0], sha
+            return unquote(info.get("url", "").split("#")[0].rsplit("/", 1)[-1]), sha
     return "", ""
 
 
