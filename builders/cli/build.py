@@ -33,6 +33,7 @@ from builders.base.console import Console, render_table
 from builders.base.errors import InputError, Interrupted, NothingToBuild, Problem, TargetsFailed
 from builders.base.process import ProcessError, run
 from builders.cli import add_container_options, add_matrix_option, add_selection_options, input_dir, output_dir
+from builders.cli.channel_args import add_channel_options, on_channel
 from builders.cli.plan import selected
 from builders.engines import Engine, EngineSetup
 from builders.engines.images import engine_env
@@ -104,6 +105,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="print each selected target's build plan (commands, environment, digest), build nothing")
     p.add_argument("--json", action="store_true", help="with --dry-run: the plans as JSON")
+    add_channel_options(p)
 
 
 def _jobs(text: str) -> int:
@@ -124,7 +126,7 @@ def _budget(text: str) -> int | None:
 
 
 def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix, source=args.source)
+    m = on_channel(matrix_mod.load(args.matrix, source=args.source), args)
     targets = selected(m, args)
     env = engine_env(os.environ)
     host = detect(m.pythons, env, engines=engines.named(args.engine).containers)

@@ -11,6 +11,7 @@ from tests import importgraph
 ALLOWED_IMPORTS = {
     "cli.plan": "build takes its target selection from it: which targets, not their bytes",
     "cli.__init__": "the argparse types and the exit-code epilog: how a path is checked, not what is built",
+    "cli.channel_args": "--channel picks the version (Matrix.on_channel, hashed), which every plan carries in its digest",
 }
 
 
