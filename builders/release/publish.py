@@ -29,7 +29,7 @@ import hashlib
 import json
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,7 @@ class Publication:
     unchanged: tuple[str, ...] = ()
     replaced: tuple[Change, ...] = ()
     refused: tuple[Change, ...] = ()
-    served: dict[str, str] = field(default_factory=dict)  # every wheel the pages list afterwards: key -> sha256
+    served: tuple[tuple[str, str], ...] = ()  # every wheel the pages list afterwards: (key, sha256), sorted
 
     @property
     def added(self) -> tuple[str, ...]:
@@ -157,7 +157,8 @@ def plan(bucket: Bucket, channel: ReleaseChannel, site: Path, labels: Iterable[s
         pages += index_pages(bucket, folder, kept, local_record.read_bytes() if local_record.is_file() else None)
         served.update({k: e.info.sha256 for k, e in kept.items()})
     return Publication(channel=channel, files=tuple(files), pages=tuple(pages), pruned=tuple(pruned),
-                       unchanged=tuple(unchanged), replaced=tuple(replaced), refused=tuple(refused), served=served)
+                       unchanged=tuple(unchanged), replaced=tuple(replaced), refused=tuple(refused),
+                       served=tuple(sorted(served.items())))
 
 
 def _unlisted(bucket: Bucket, folder: str, stored: dict[str, Entry]) -> dict[str, str]:
@@ -258,7 +259,7 @@ def record(publication: Publication, *, at: datetime.datetime, version: str, buc
         "added": list(publication.added),
         "replaced": [{"key": c.key, "old_sha256": c.old_sha256, "new_sha256": c.new_sha256} for c in publication.replaced],
         "pruned": list(publication.pruned), "unchanged": list(publication.unchanged),
-        "served": dict(sorted(publication.served.items())),
+        "served": dict(publication.served),
     }
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from builders.base.errors import PreflightRefused
+from builders.release.index import find_wheels
 from builders.wheel.archive import Wheel
 from tests import expected, helpers
 from tests.objectstore import ObjectStore, PackageServer, object_store, package_server
@@ -153,3 +154,26 @@ def test_promotion_releases_exactly_the_validated_bytes_and_a_refusal_changes_no
 
     again = run(root, s3, *promote, *to_pypi)
     assert again.returncode == PreflightRefused.exit_code, "a version is released once"
+
+
+def test_a_nightly_is_built_with_its_dev_version_published_and_installed_with_pre(
+        root: Path, matrix_path: Path, servers, tmp_path: Path, shipped_text: str) -> None:
+    """The demo built for the nightly channel carries the dev version of the commit date, end to end: its wheel
+    name, its metadata, the index it is published to and what pip --pre and uv install from it."""
+    s3, _staging, _pypi = servers
+    day = "2026-12-01"
+    house = tmp_path / "nightly"
+    ok(run(root, s3, "build", "--target", TARGET, "--channel", "nightly", "--commit-date", day,
+           "--output", str(house)))
+    (wheel,) = find_wheels(house)  # hidden folders (the build's store) are not looked into
+    version = Wheel(wheel).version
+    assert version.is_devrelease and version.dev == 20261201 and version.local == "cpu", wheel.name
+    ok(run(root, s3, "publish", str(house), "--matrix", str(matrix_path), "--channel", "nightly",
+           "--bucket", "s3://downloads/"))
+    layout = expected.raw(shipped_text)["channels"]["nightly"]["layout"].replace("{label}", "cpu")
+    assert f"{layout}minifw/{wheel.name}" in s3.files("downloads")
+    record = tmp_path / "nightly.json"
+    ok(run(root, s3, "validate", "--matrix", str(matrix_path), "--channel", "nightly", "--version", version.public,
+           "--index-url", s3.http_url + "downloads/", "--target", TARGET, "--record", str(record)))
+    (entry,) = json.loads(record.read_text())["targets"]
+    assert entry["status"] == "passed" and entry["sha256"] == sha256(wheel.read_bytes()), entry
