@@ -28,7 +28,9 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                                    "file limit, the release under its total budget; the version not on the package "
                                    "server); then the test channel's files are copied server-side to the release "
                                    "channel and read back (sha256 unchanged), the release pages written, and only "
-                                   "then the PyPI wheels uploaded with twine. A refusal (exit 43) writes nothing.")
+                                   "then the PyPI wheels uploaded with twine, and the package server polled until it "
+                                   "serves each with its sha256 (exit 21 otherwise). A refusal (exit 43) writes "
+                                   "nothing.")
     add_matrix_option(p)
     add_selection_options(p)
     p.add_argument("--bucket", required=True, metavar="URL", help="s3://BUCKET/[PREFIX/]: the channels' site")
@@ -46,6 +48,8 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"the project's PyPI file limit (default: PyPI's {promotion.FILE_LIMIT_MB:g} MB)")
     p.add_argument("--total-limit-gb", type=float, default=promotion.TOTAL_LIMIT_GB,
                    help=f"the budget for the release's PyPI files (default: PyPI's {promotion.TOTAL_LIMIT_GB:g} GB)")
+    p.add_argument("--audit-timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="how long to wait for the package server to serve the uploaded files (default: 300; exit 21)")
     p.add_argument("--dry-run", action="store_true", help="the preflight and the plan only")
     p.add_argument("--record", type=output_file, default=None, metavar="PATH", help="write the promotion record here")
     p.set_defaults(execute=execute)
@@ -78,7 +82,8 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     console.line(f"{bucket.url}: release channel updated, every copy's sha256 checked")
     if plan.pypi:
         promotion.upload_pypi(plan, args.repository_url, env)
-        console.line(f"{args.repository_url}: {len(plan.pypi)} file(s) uploaded")
+        promotion.audit_pypi(plan, args.simple_url, m.project.name, timeout=args.audit_timeout)
+        console.line(f"{args.simple_url}: serves the {len(plan.pypi)} uploaded file(s), each with its sha256")
     return 0
 
 

@@ -13,8 +13,8 @@ before anything irreversible, when
 
 Apply then copies each file server-side from test to release, reads every copy back and checks
 its sha256, writes the release index's pages (files first, pages last, as ``publish`` does), and
-only then uploads the PyPI wheels (twine, through :mod:`builders.base.process`). A refusal writes
-nothing anywhere.
+only then uploads the PyPI wheels (twine, through :mod:`builders.base.process`), then polls the
+package server until it serves each of them with its sha256. A refusal writes nothing anywhere.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from builders.base.errors import PreflightRefused
+from builders.base.errors import AuditError, PreflightRefused
 from builders.base.process import run
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName
@@ -193,6 +193,11 @@ def pypi_refusals(files: Sequence[PypiFile], found: Mapping[str, list[dict[str, 
 
 def files_on_server(simple_url: str, project: str, version: str) -> list[str]:
     """The file names of ``version`` the package server's simple page lists (PEP 691 JSON, else PEP 503 HTML)."""
+    return sorted(served_files(simple_url, project, version))
+
+
+def served_files(simple_url: str, project: str, version: str) -> dict[str, str]:
+    """file name -> the sha256 the package server's simple page declares (``""`` if none), for ``version``."""
     url = simple_url.rstrip("/") + f"/{canonicalize_name(project)}/"
     request = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"})
     try:
@@ -200,17 +205,22 @@ def files_on_server(simple_url: str, project: str, version: str) -> list[str]:
             body, kind = response.read(), response.headers.get("Content-Type", "")
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
-            return []
+            return {}
         raise
-    names = ([f["filename"] for f in json.loads(body)["files"]] if "json" in kind
-             else _html_links(body.decode("utf-8", "replace")))
-    return sorted(n for n in names if _version_of(n) == version)
+    found = ({f["filename"]: f.get("hashes", {}).get("sha256", "") for f in json.loads(body)["files"]}
+             if "json" in kind else _html_links(body.decode("utf-8", "replace")))
+    return {name: sha for name, sha in found.items() if _version_of(name) == version}
 
 
-def _html_links(page: str) -> list[str]:
+def _html_links(page: str) -> dict[str, str]:
     import re
+    from urllib.parse import unquote
 
-    return [m.split("#")[0].rsplit("/", 1)[-1] for m in re.findall(r'href="([^"]+)"', page)]
+    out = {}
+    for href in re.findall(r'href="([^"]+)"', page):
+        path, _, fragment = href.partition("#")
+        out[unquote(path.rsplit("/", 1)[-1])] = fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else ""
+    return out
 
 
 def _version_of(filename: str) -> str | None:
@@ -244,6 +254,25 @@ def copy_release(bucket: Bucket, promotion: Promotion) -> None:
                                    "pages were not written (remove the copies and promote again)")
     for page in promotion.pages:
         bucket.upload(page.key, page.source)
+
+
+def audit_pypi(promotion: Promotion, simple_url: str, project: str, *, timeout: float = 300.0,
+               interval: float = 5.0) -> None:
+    """Poll the package server until it lists every uploaded file with the planned sha256 (a CDN may lag);
+    :class:`AuditError` naming what it still lacks when ``timeout`` runs out."""
+    import time
+
+    want = {f.path.name: f.sha256 for f in promotion.pypi}
+    deadline = time.monotonic() + timeout
+    while True:
+        served = served_files(simple_url, project, promotion.version.split("+")[0])
+        wrong = sorted(n for n, sha in want.items() if served.get(n) != sha)
+        if not wrong:
+            return
+        if time.monotonic() >= deadline:
+            raise AuditError(f"{simple_url}: after {timeout:g} s the package server still does not serve "
+                             f"{', '.join(wrong)} with the uploaded sha256")
+        time.sleep(interval)
 
 
 def upload_pypi(promotion: Promotion, repository_url: str, env: Mapping[str, str]) -> None:

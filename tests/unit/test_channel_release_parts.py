@@ -172,3 +172,11 @@ def test_the_commands_are_listed(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--help"])
     out = capsys.readouterr().out
     assert all(name in out for name in ("publish", "validate", "promote-release"))
+
+
+def test_simple_pages_give_each_file_its_declared_sha256() -> None:
+    page = ('<a href="../../packages/minifw-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=' + "ab" * 32 + '">x</a>'
+            '<a href="minifw-2.14.0.tar.gz">y</a><a href="minifw-2.15.0%2Bcpu-cp312-cp312-linux_x86_64.whl">z</a>')
+    links = promotion._html_links(page)
+    assert links["minifw-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl"] == "ab" * 32
+    assert links["minifw-2.14.0.tar.gz"] == "" and "minifw-2.15.0+cpu-cp312-cp312-linux_x86_64.whl" in links
