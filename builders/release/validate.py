@@ -47,7 +47,7 @@ class Source:
     """Where a target is installed from: its index (and any extra index) and what is asked for."""
 
     index_url: str
-    requirement: str  # "minifw==2.15.0"
+    requirement: str  # "<project>==2.15.0"
     dist_version: str  # the version the installed distribution must report ("2.15.0+cu132"; "2.15.0" on PyPI)
     pre: bool = False
     extra_index_urls: tuple[str, ...] = ()
