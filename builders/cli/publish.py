@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -13,7 +11,7 @@ from packaging.version import Version
 
 from builders.base.console import Console
 from builders.base.errors import SelectionError
-from builders.cli import add_matrix_option, input_dir, output_file
+from builders.cli.arguments import Options
 from builders.cli.index import index_with_requirements
 from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
@@ -24,49 +22,39 @@ from builders.release.objectstore import open_bucket
 from builders.wheel.archive import Wheel
 from builders.wheel.variant import split_label
 
-
-def configure_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("publish", help="publish a channel's per-variant indexes to an S3-compatible bucket",
-                       description="Lay out every labelled wheel under WHEELHOUSE as the channel's per-variant indexes "
-                                   "(as `index` does, verified, with the mirrored requirements), then add them to the "
-                                   "bucket: what is published stays listed; on the release channel a file that would "
-                                   "get other bytes is refused before anything is written (exit 41); on test it is "
-                                   "replaced and the publication record says so; on nightly each variant keeps the "
-                                   "channel's newest `keep` versions. Files are uploaded first, pages last, pruned "
-                                   "files deleted after. Endpoint and credentials: AWS_ENDPOINT_URL, "
-                                   "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, OIDC) as for any "
-                                   "AWS client. Exit 40 on a request the store refuses.")
-    add_matrix_option(p)
-    p.add_argument("wheelhouse", type=input_dir, metavar="WHEELHOUSE")
-    p.add_argument("--channel", required=True, choices=[c.value for c in ChannelName])
-    p.add_argument("--bucket", required=True, metavar="URL", help="s3://BUCKET/ or s3://BUCKET/PREFIX/: the site root")
-    p.add_argument("--no-mirror", action="store_true", help="publish only the project's own wheels (offline)")
-    p.add_argument("--dry-run", action="store_true", help="print what would be added, replaced and pruned; write nothing")
-    p.add_argument("--record", type=output_file, metavar="PATH", help="also write the publication record (JSON) here")
-    p.set_defaults(execute=execute)
+HELP = "publish a channel's per-variant indexes to an S3-compatible bucket"
+DESCRIPTION = ("Lay out every labelled wheel under WHEELHOUSE as the channel's per-variant indexes (as `index` does, "
+               "verified, with the mirrored requirements), then add them to the bucket: what is published stays "
+               "listed; on the release channel a file that would get other bytes is refused before anything is "
+               "written (exit 41); on test it is replaced and the publication record says so; on nightly each "
+               "variant keeps the channel's newest `keep` versions. Files are uploaded first, pages last, pruned "
+               "files deleted after. Endpoint and credentials: AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, "
+               "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, OIDC) as for any AWS client. Exit 40 on a request the store "
+               "refuses.")
 
 
-def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix, builds=False)
-    channel = declared(m, args.channel)
-    wheels = own_wheels(args.wheelhouse)
+def execute(opts: Options, console: Console) -> int:
+    m = matrix_mod.load(opts.matrix, builds=False)
+    channel = declared(m, opts.channel)
+    wheels = own_wheels(opts.wheelhouse)
     on_channel = channel_matrix(m, channel, wheels)
-    bucket = open_bucket(args.bucket, os.environ)
+    bucket = open_bucket(opts.bucket, opts.env)
     with tempfile.TemporaryDirectory(prefix="builders-publish-") as tmp:
         site = Path(tmp)
-        index_with_requirements(on_channel, wheels, site, mirror=not args.no_mirror, layout=channel.index_path)
+        index_with_requirements(on_channel, wheels, site, opts.env, mirror=not opts.no_mirror,
+                                layout=channel.index_path)
         plan = publish.plan(bucket, channel, site, [v.label for v in m.variants], project=m.project.name)
         show(console, plan)
         publish.refuse(plan)
-        if args.dry_run:
+        if opts.dry_run:
             console.line("--dry-run: nothing was written")
             return 0
         publish.apply(bucket, plan)
         record = publish.write_record(bucket, plan, at=datetime.datetime.now(datetime.UTC),
                                       version=str(on_channel.project.version))
-    if args.record is not None:
-        args.record.parent.mkdir(parents=True, exist_ok=True)
-        args.record.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if opts.record is not None:
+        opts.record.parent.mkdir(parents=True, exist_ok=True)
+        opts.record.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     console.line(f"{bucket.url}: the {channel.name.value} channel serves {len(plan.served)} wheel(s)")
     return 0
 

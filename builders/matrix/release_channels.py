@@ -14,9 +14,11 @@ the others on the same host (``channels.index.base_url``):
   ``channels.nightly.keep`` days per variant. Installing one takes ``--pre``.
 
 ``channels.pypi`` and ``channels.index`` predate the lifecycle and keep their meaning: they are the
-release channel's PyPI default variants and its per-variant indexes. The loader (:mod:`loader`)
-calls :func:`problems` for the rules and :func:`build` for the model; this module reads nothing
-else of the matrix.
+release channel's PyPI default variants and its per-variant indexes. :mod:`builders.matrix.build`
+reads the keys (:class:`~builders.matrix.draft.LifecycleDraft`) and makes the model with
+:func:`release_channel` and :func:`pre_release_channel`; :mod:`builders.matrix.rules` applies
+:func:`base_version_problem` and :func:`overlap_problems` (the layouts' own form is
+:func:`builders.matrix.findings.layout_problem`).
 """
 
 from __future__ import annotations
@@ -24,18 +26,16 @@ from __future__ import annotations
 import datetime
 import enum
 import shlex
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from builders.base.errors import Location
+from builders.matrix.findings import Violation
 
 KeyPath = tuple[str | int, ...]
-Getter = Callable[..., Any]  # the loader's ``get(path, kind)``: the value if present, schema-valid and a ``kind``
-ChannelProblem = tuple[KeyPath, str, str]  # (key, message, hint)
 
 
 class ChannelName(enum.Enum):
@@ -44,8 +44,9 @@ class ChannelName(enum.Enum):
     RELEASE = "release"
 
 
-# The lifecycle keys under ``channels`` (the release channel is ``channels.index``).
-PRE_RELEASE = (ChannelName.NIGHTLY, ChannelName.TEST)
+# The lifecycle keys under ``channels``, in the order the model lists them after the release channel
+# (which is ``channels.index``).
+PRE_RELEASE_ORDER = (ChannelName.TEST, ChannelName.NIGHTLY)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,47 +102,34 @@ class ReleaseChannel:
         return shlex.join(self.install_argv(project, version, index_url, manager))
 
 
-def release_channel(layout: str) -> ReleaseChannel:
+def release_channel(layout: str, *, location: Location | None = None) -> ReleaseChannel:
     """The release channel: ``channels.index.layout``, nothing replaced, nothing pruned."""
-    return ReleaseChannel(name=ChannelName.RELEASE, layout=layout)
+    return ReleaseChannel(name=ChannelName.RELEASE, layout=layout, location=location)
 
 
-def build(raw: Mapping[str, Any], at: Callable[[KeyPath], Location]) -> tuple[ReleaseChannel, ...]:
-    """The channels of a ``channels`` mapping every rule accepted: release first, then test and nightly if declared."""
-    out = [ReleaseChannel(name=ChannelName.RELEASE, layout=raw["index"]["layout"], location=at(("channels", "index")))]
-    for name in (ChannelName.TEST, ChannelName.NIGHTLY):
-        entry = raw.get(name.value)
-        if entry is not None:
-            base = entry.get("base_version")
-            out.append(ReleaseChannel(name=name, layout=entry["layout"], keep=entry.get("keep"),
-                                      base_version=Version(base) if base is not None else None,
-                                      location=at(("channels", name.value))))
-    return tuple(out)
+def pre_release_channel(name: ChannelName, *, layout: str, keep: int | None, base_version: str | None,
+                        location: Location | None = None) -> ReleaseChannel:
+    """``channels.test`` or ``channels.nightly`` as every rule accepted it."""
+    return ReleaseChannel(name=name, layout=layout, keep=keep,
+                          base_version=Version(base_version) if base_version is not None else None, location=location)
 
 
-# --- rules ---------------------------------------------------------------------------------
+# --- rules (applied by :mod:`builders.matrix.rules` where each value is written) ----------------
 
 
-def problems(get: Getter, labels: Iterable[str] | None) -> list[ChannelProblem]:
-    """What is wrong with the lifecycle keys (the layouts' own form is the loader's ``layout_problem``)."""
-    return _base_version_problems(get) + _overlap_problems(get, list(labels) if labels is not None else None)
-
-
-def _base_version_problems(get: Getter) -> list[ChannelProblem]:
-    key: KeyPath = ("channels", "nightly", "base_version")
-    text, release = get(key, str), get(("project", "version"), str)
-    if text is None:
-        return []
+def base_version_problem(text: str, release: str | None) -> Violation | None:
+    """``channels.nightly.base_version``: a plain release after ``project.version``."""
     try:
         base = Version(text)
     except InvalidVersion:
-        return [(key, f"{text!r} is not a PEP 440 version", "e.g. 2.16.0")]
+        return Violation(f"{text!r} is not a PEP 440 version", hint="e.g. 2.16.0")
     if base.local or base.is_prerelease or base.is_postrelease:
-        return [(key, f"base_version {text!r} must be a plain release", f"e.g. {base.base_version!r}")]
-    if release is not None and _version(release) is not None and base <= _version(release):  # type: ignore[operator]
-        return [(key, f"base_version {text} is not after project.version {release}: its dev releases would sort "
-                      f"before the release pip already has", "the next version, e.g. the next minor")]
-    return []
+        return Violation(f"base_version {text!r} must be a plain release", hint=f"e.g. {base.base_version!r}")
+    current = _version(release) if release is not None else None
+    if current is not None and base <= current:
+        return Violation(f"base_version {text} is not after project.version {release}: its dev releases would sort "
+                         "before the release pip already has", hint="the next version, e.g. the next minor")
+    return None
 
 
 def _version(text: str) -> Version | None:
@@ -151,27 +139,24 @@ def _version(text: str) -> Version | None:
         return None
 
 
-def _layouts(get: Getter) -> dict[ChannelName, tuple[KeyPath, str]]:
-    keys = {ChannelName.RELEASE: ("channels", "index", "layout"),
-            **{n: ("channels", n.value, "layout") for n in PRE_RELEASE}}
-    found = {name: (key, get(key, str)) for name, key in keys.items()}
-    return {name: (key, text) for name, (key, text) in found.items() if text is not None and "{label}" in text}
-
-
-def _overlap_problems(get: Getter, labels: list[str] | None) -> list[ChannelProblem]:
+def overlap_problems(layouts: Iterable[tuple[ChannelName, KeyPath, str]],
+                     labels: Iterable[str] | None) -> list[tuple[KeyPath, Violation]]:
     """Two channels' indexes must never nest or coincide: a page of one would list, or a prune of one delete,
-    the other's files (``whl/{label}/`` with a variant labelled ``test`` is ``whl/test/``)."""
+    the other's files (``whl/{label}/`` with a variant labelled ``test`` is ``whl/test/``). ``layouts``: each
+    channel's layout as written, with its key."""
     if labels is None:
         return []
-    layouts = _layouts(get)
-    out: list[ChannelProblem] = []
-    for (a, (key_a, la)), (b, (_, lb)) in product(layouts.items(), layouts.items()):
+    names = list(labels)
+    usable = [(name, key, text) for name, key, text in layouts if "{label}" in text]
+    out: list[tuple[KeyPath, Violation]] = []
+    for (a, key_a, la), (b, _, lb) in product(usable, usable):
         if a.value >= b.value:
             continue
-        clash = _nesting(la, lb, labels)
+        clash = _nesting(la, lb, names)
         if clash:
-            out.append((key_a, f"the {a.value} and {b.value} channels' indexes overlap: {clash}",
-                        "give each channel its own folder, e.g. whl/{label}/, whl/test/{label}/, whl/nightly/{label}/"))
+            out.append((key_a, Violation(f"the {a.value} and {b.value} channels' indexes overlap: {clash}",
+                                         hint="give each channel its own folder, e.g. whl/{label}/, "
+                                              "whl/test/{label}/, whl/nightly/{label}/")))
     return out
 
 

@@ -38,7 +38,7 @@ from builders.matrix.release_channels import ChannelName
 from builders.matrix.targets import Target
 from builders.release.mirror import RECORD
 from builders.release.objectstore import Bucket
-from builders.release.publish import Entry, Upload, index_pages, published_entries
+from builders.release.publish import SiteEntry, Upload, index_pages, published_entries
 from builders.wheel.archive import file_sha256
 
 MB = 1_000_000
@@ -61,7 +61,7 @@ class PypiFile:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Limits:
+class PypiLimits:
     file_mb: float = FILE_LIMIT_MB
     total_gb: float = TOTAL_LIMIT_GB
 
@@ -123,7 +123,7 @@ def passed_sha(found: Mapping[str, list[dict[str, Any]]]) -> dict[str, str]:
 
 def plan(bucket: Bucket, m: Matrix, targets: Sequence[Target], records: Sequence[Mapping[str, Any]],
          pypi_records: Sequence[Mapping[str, Any]], pypi_files: Sequence[Path], *, accept: Sequence[str] = (),
-         limits: Limits = Limits(), on_server: Sequence[str] = ()) -> Promotion:
+         limits: PypiLimits = PypiLimits(), on_server: Sequence[str] = ()) -> Promotion:
     """What promoting ``m``'s version does; ``refusals`` say why it must not (module docstring)."""
     found = verdicts(records)
     refusals = target_refusals(targets, found, accept)
@@ -157,7 +157,7 @@ def plan(bucket: Bucket, m: Matrix, targets: Sequence[Target], records: Sequence
                      pages=tuple(pages), pypi=tuple(pypi), refusals=tuple(refusals))
 
 
-def _release_entries(test: dict[str, Entry], m: Matrix, refusals: list[str], validated: Mapping[str, str]) -> dict[str, Entry]:
+def _release_entries(test: dict[str, SiteEntry], m: Matrix, refusals: list[str], validated: Mapping[str, str]) -> dict[str, SiteEntry]:
     """The test index's files this release takes: the project's wheels of this version (each one validated is
     the very file validated) and every mirrored requirement next to them."""
     own = canonicalize_name(m.project.name)
@@ -175,7 +175,7 @@ def _release_entries(test: dict[str, Entry], m: Matrix, refusals: list[str], val
     return out
 
 
-def pypi_refusals(files: Sequence[PypiFile], found: Mapping[str, list[dict[str, Any]]], limits: Limits,
+def pypi_refusals(files: Sequence[PypiFile], found: Mapping[str, list[dict[str, Any]]], limits: PypiLimits,
                   on_server: Sequence[str], version: str) -> list[str]:
     out = [f"{f.path.name}: {f.size / MB:.1f} MB, over the project's PyPI file limit of {limits.file_mb:g} MB"
            for f in files if f.size > limits.file_mb * MB]

@@ -79,7 +79,7 @@ class Publication:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Entry:
+class SiteEntry:
     """One file an index folder lists: its description and where its bytes come from (None: already stored)."""
 
     info: IndexedFile
@@ -89,16 +89,16 @@ class Entry:
 # --- what is published --------------------------------------------------------------------------
 
 
-def published_entries(bucket: Bucket, folder: str, label: str) -> dict[str, Entry]:
+def published_entries(bucket: Bucket, folder: str, label: str) -> dict[str, SiteEntry]:
     """The files the bucket's project pages under ``folder`` (a label's index) list: key -> entry."""
     listing = bucket.listing(folder)
-    out: dict[str, Entry] = {}
+    out: dict[str, SiteEntry] = {}
     for key in sorted(k for k in listing if k.count("/") == folder.count("/") + 1 and k.endswith("/index.json")):
         project = key[len(folder):].split("/")[0]
         page = json.loads(bucket.read(key))
         for item in page.get("files", []):
             info = _stored_info(bucket, f"{folder}{project}/", project, label, item)
-            out[f"{folder}{project}/{info.filename}"] = Entry(info=info)
+            out[f"{folder}{project}/{info.filename}"] = SiteEntry(info=info)
     return out
 
 
@@ -113,10 +113,10 @@ def _stored_info(bucket: Bucket, folder: str, project: str, label: str, item: di
                        requires_python=item.get("requires-python"), metadata=metadata)
 
 
-def local_entries(site: Path, folder: str, label: str) -> dict[str, Entry]:
+def local_entries(site: Path, folder: str, label: str) -> dict[str, SiteEntry]:
     """The wheels ``index`` wrote under ``site/folder``: key -> entry (its bytes to upload)."""
     base = site / folder
-    return {f"{folder}{w.parent.name}/{w.name}": Entry(info=describe(w, label), source=w)
+    return {f"{folder}{w.parent.name}/{w.name}": SiteEntry(info=describe(w, label), source=w)
             for w in sorted(base.glob("*/*.whl"))}
 
 
@@ -161,20 +161,20 @@ def plan(bucket: Bucket, channel: ReleaseChannel, site: Path, labels: Iterable[s
                        served=tuple(sorted(served.items())))
 
 
-def _unlisted(bucket: Bucket, folder: str, stored: dict[str, Entry]) -> dict[str, str]:
+def _unlisted(bucket: Bucket, folder: str, stored: dict[str, SiteEntry]) -> dict[str, str]:
     """sha256 of each wheel in the bucket under ``folder`` that no page lists (read from its bytes)."""
     listing = bucket.listing(folder)
     return {key: bucket.sha256(key) for key in listing if key.endswith(".whl") and key not in stored}
 
 
-def _uploads(key: str, entry: Entry) -> list[Upload]:
+def _uploads(key: str, entry: SiteEntry) -> list[Upload]:
     assert entry.source is not None
     metadata = entry.info.metadata
     return [Upload(key=key, source=entry.source, sha256=entry.info.sha256),
             Upload(key=f"{key}.metadata", source=metadata, sha256=entry.info.metadata_sha256)]
 
 
-def _prune(entries: dict[str, Entry], channel: ReleaseChannel, project: str) -> set[str]:
+def _prune(entries: dict[str, SiteEntry], channel: ReleaseChannel, project: str) -> set[str]:
     """The keys of the project's own wheels past the channel's retention (its newest ``keep`` versions stay)."""
     if channel.keep is None:
         return set()
@@ -184,7 +184,7 @@ def _prune(entries: dict[str, Entry], channel: ReleaseChannel, project: str) -> 
     return {k for k, e in own.items() if Version(e.info.version) in old}
 
 
-def index_pages(bucket: Bucket, folder: str, entries: dict[str, Entry], record: bytes | None) -> list[Upload]:
+def index_pages(bucket: Bucket, folder: str, entries: dict[str, SiteEntry], record: bytes | None) -> list[Upload]:
     """Every page of one label's index, from ``entries``: projects' pages, then the root's, SHA256SUMS, and
     ``mirror.json`` (the bucket's merged with ``record``, this publication's, if any)."""
     by_project: dict[str, list[IndexedFile]] = {}
@@ -201,7 +201,7 @@ def index_pages(bucket: Bucket, folder: str, entries: dict[str, Entry], record: 
     return out + ([_page(f"{folder}{RECORD}", merged)] if merged is not None else [])
 
 
-def sha256sums(entries: dict[str, Entry], folder: str) -> bytes:
+def sha256sums(entries: dict[str, SiteEntry], folder: str) -> bytes:
     """``sha256sum`` lines of every wheel of the index, paths relative to it (``ci/checksums.sh``'s form)."""
     lines = sorted((key[len(folder):], e.info.sha256) for key, e in entries.items())
     return "".join(f"{sha}  {path}\n" for path, sha in lines).encode()

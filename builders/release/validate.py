@@ -32,7 +32,7 @@ from urllib.parse import unquote
 from builders.base.errors import DeviceMissing, ProcessError
 from builders.base.process import HostRunner, LogLike
 from builders.families.device import require
-from builders.matrix.hostfacts import Host
+from builders.families.hostfacts import Host
 from builders.matrix.targets import Target
 from builders.pipeline.host import foreign
 from builders.wheel.smoke import HIDDEN_ENV, find_uv, outcome, probe_argv, stage, venv_python

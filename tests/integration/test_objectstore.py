@@ -21,7 +21,7 @@ from builders.base.errors import PublishRefused
 from builders.cli import main
 from builders.matrix import loader as matrix
 from builders.matrix.model import Matrix
-from builders.wheel.archive import write_wheel
+from builders.wheel.writer import write_wheel
 from tests import expected
 from tests.helpers import edit
 from tests.hostile.make_wheels import make_elf

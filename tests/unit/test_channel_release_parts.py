@@ -3,7 +3,6 @@ tests/integration/test_objectstore.py and test_channels_release.py)."""
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 from pathlib import Path
@@ -12,7 +11,8 @@ import pytest
 from packaging.version import Version
 
 from builders.base.errors import ObjectStoreError, PreflightRefused, PublishRefused, SelectionError
-from builders.cli import channel_args, main
+from builders import cli
+from builders.cli import arguments, channel_args, main
 from builders.cli.publish import nightly_date
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
@@ -29,8 +29,8 @@ def info(filename: str, project: str = "minifw", sha: str = "0" * 64) -> Indexed
                        version=str(parse_wheel_filename(filename)[1]), requires_python=None, metadata=b"m")
 
 
-def entries(*names: str, project: str = "minifw") -> dict[str, publish.Entry]:
-    return {f"whl/nightly/cpu/{project}/{n}": publish.Entry(info=info(n, project)) for n in names}
+def entries(*names: str, project: str = "minifw") -> dict[str, publish.SiteEntry]:
+    return {f"whl/nightly/cpu/{project}/{n}": publish.SiteEntry(info=info(n, project)) for n in names}
 
 
 @pytest.mark.parametrize(("url", "bucket", "prefix"), [("s3://b/", "b", ""), ("s3://b", "b", ""),
@@ -128,7 +128,7 @@ def test_pypi_limits_validation_and_the_server(tmp_path: Path) -> None:
                             size=promotion.MB)
     found = promotion.verdicts([{"targets": [verdict("x", "passed", filename=big.path.name, sha="a" * 64),
                                              verdict("y", "passed", filename=ok.path.name, sha="c" * 64)]}])
-    refusals = promotion.pypi_refusals([big, ok], found, promotion.Limits(total_gb=0.1), ["minifw-2.15.0.tar.gz"],
+    refusals = promotion.pypi_refusals([big, ok], found, promotion.PypiLimits(total_gb=0.1), ["minifw-2.15.0.tar.gz"],
                                        "2.15.0")
     text = "\n".join(refusals)
     assert "over the project's PyPI file limit of 100 MB" in text and big.path.name in text
@@ -136,7 +136,7 @@ def test_pypi_limits_validation_and_the_server(tmp_path: Path) -> None:
     assert f"{ok.path.name} was not validated" in text
     assert "already on the package server" in text
     assert promotion.pypi_refusals([ok], promotion.verdicts([{"targets": [
-        verdict("y", "passed", filename=ok.path.name, sha="b" * 64)]}]), promotion.Limits(), [], "2.15.0") == []
+        verdict("y", "passed", filename=ok.path.name, sha="b" * 64)]}]), promotion.PypiLimits(), [], "2.15.0") == []
 
 
 def test_a_preflight_with_reasons_refuses() -> None:
@@ -156,15 +156,23 @@ def test_nightly_dates_from_dev_versions() -> None:
     assert nightly_date(Version("2.16.0.dev3")) is None and nightly_date(Version("2.16.0")) is None
 
 
+def build_options(*argv: str) -> arguments.Options:
+    """``build``'s options as the command line gives them (the options table's rows)."""
+    return arguments.parse(cli.parser(), ["build", *argv], {})
+
+
 def test_build_for_a_channel_takes_its_version(m: Matrix) -> None:
-    args = argparse.Namespace(channel="nightly", commit_date=datetime.date(2026, 12, 1))
-    nightly = channel_args.on_channel(m, args)
-    assert nightly.project.version == m.channels.channel("nightly").version(m.project.version, args.commit_date)
-    assert channel_args.on_channel(m, argparse.Namespace(channel="test", commit_date=None)).project.version == \
-        m.project.version
-    assert channel_args.on_channel(m, argparse.Namespace(channel=None, commit_date=None)) is m
+    given = build_options("--channel", "nightly", "--commit-date", "2026-12-01")
+    assert given.commit_date == datetime.date(2026, 12, 1)
+    nightly = channel_args.on_channel(m, given.channel, given.commit_date)
+    assert nightly.project.version == m.channels.channel("nightly").version(m.project.version, given.commit_date)
+    test = build_options("--channel", "test")
+    assert channel_args.on_channel(m, test.channel, test.commit_date).project.version == m.project.version
+    plain = build_options()
+    assert (plain.channel, plain.commit_date) == (None, None)
+    assert channel_args.on_channel(m, plain.channel, plain.commit_date) is m
     with pytest.raises(SelectionError, match="--commit-date"):
-        channel_args.on_channel(m, argparse.Namespace(channel="nightly", commit_date=None))
+        channel_args.on_channel(m, "nightly", None)
 
 
 def test_the_commands_are_listed(capsys: pytest.CaptureFixture[str]) -> None:
