@@ -40,7 +40,7 @@ __all__ = ["COMMANDS", "EXIT_CODES", "PIPE_CLOSED", "PathError", "check_input_di
            "output_dir", "parser"]
 
 COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "merge-index", "release-check",
-            "workflow", "audit", "variants", "cache")
+            "workflow", "audit", "variants", "cache", "publish", "validate", "promote-release")
 
 # Every code the tool can return, made from the error classes (a unit test proves docs/exit-codes.md's
 # table is this table).

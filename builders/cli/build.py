@@ -24,6 +24,7 @@ from builders.base import folderlock, process
 from builders.base.console import Console, render_table
 from builders.base.errors import Interrupted, TargetsFailed
 from builders.cli.arguments import Options
+from builders.cli.channel_args import on_channel
 from builders.cli.plan import selected, selection_of
 from builders.engines import Engine, EngineSetup
 from builders.engines.images import engine_env
@@ -53,7 +54,7 @@ HELP = "build, repair, verify and smoke-test wheels"
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, source=opts.source)
+    m = on_channel(matrix_mod.load(opts.matrix, source=opts.source), opts.channel, opts.commit_date)
     opts = opts.with_matrix(m)  # --source, else project.source
     targets = selected(m, selection_of(opts))
     env = engine_env(opts.env)

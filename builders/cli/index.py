@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from builders.base.console import Console
@@ -47,14 +47,14 @@ def execute(opts: Options, console: Console) -> int:
 
 
 def index_with_requirements(m: Matrix, wheels: list[Path], output: Path, env: Mapping[str, str], *,
-                            mirror: bool) -> IndexResult:
-    """``build_index`` with every label's requirement wheels mirrored by pip (unless ``mirror`` is off)."""
-    labels, check = [v.label for v in m.variants], matrix_checker(m)
+                            mirror: bool, layout: Callable[[str], str] | None = None) -> IndexResult:
+    """``build_index`` with every label's requirement wheels mirrored by pip (unless ``mirror`` is off), laid out
+    as ``layout`` says (default: the release channel's ``channels.index.layout``)."""
+    labels, check, where = [v.label for v in m.variants], matrix_checker(m), layout or m.channels.index_path
     if not mirror:
-        return build_index(wheels, output, layout=m.channels.index_path, labels=labels, check=check)
+        return build_index(wheels, output, layout=where, labels=labels, check=check)
     with tempfile.TemporaryDirectory(prefix="builders-mirror-") as tmp:
         mirrored = pip_mirror(m, Path(tmp), python=sys.executable, env=dict(env))
-        result = build_index(wheels, output, layout=m.channels.index_path, labels=labels, check=check,
-                             requirements=mirrored)
-        mirrored.write_records(output, m.channels.index_path)
+        result = build_index(wheels, output, layout=where, labels=labels, check=check, requirements=mirrored)
+        mirrored.write_records(output, where)
     return result

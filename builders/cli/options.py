@@ -14,6 +14,7 @@ set for its children) are :data:`ENVIRONMENT`, each with the module that reads i
 from __future__ import annotations
 
 import argparse
+import datetime
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,18 +22,24 @@ from typing import Any
 
 from builders import engines
 from builders.base import folderlock
-from builders.cli.paths import input_dir, input_file, input_path, output_dir
+from builders.cli.paths import input_dir, input_file, input_path, output_dir, output_file
 from builders.families import families
 from builders.families.provision import CACHE_ENV, default_cache, toolchains_under
 from builders.families.rocm import ROCM_SOURCE_ENV, ROCM_SOURCES
+from builders.matrix.release_channels import ChannelName
 from builders.pipeline import caches
 from builders.pipeline.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV
+from builders.release.promotion import FILE_LIMIT_MB, TOTAL_LIMIT_GB
+from builders.release.validate import INSTALLERS
 
 ROOT = ""  # the options of ``python -m builders`` itself (before the command)
 CACHE_KINDS = ("toolchain", "ccache", "uv", "image", "store", "core", caches.PARTIAL)
 SELECTION = "selection (shell globs over ids like cu132-cp314t-linux-x86_64)"
 MATRIX_COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "workflow", "audit",
-                   "variants")
+                   "variants", "publish", "validate", "promote-release")
+SELECTING = ("plan", "build", "images", "validate", "promote-release")
+CHANNELS = tuple(c.value for c in ChannelName)
+
 
 
 @dataclass(frozen=True)
@@ -157,11 +164,11 @@ _MATRIX = Option(flags=("--matrix",), commands=MATRIX_COMMANDS, parse=input_file
                  metavar="PATH", help="the release matrix (default: ./matrix.yaml)")
 
 _SELECTION = (
-    Option(flags=("--target",), commands=("plan", "build", "images"), action="append", default=[], metavar="ID",
+    Option(flags=("--target",), commands=SELECTING, action="append", default=[], metavar="ID",
            group=SELECTION, help="exactly this target (repeatable)"),
-    Option(flags=("--select",), commands=("plan", "build", "images"), action="append", default=[], metavar="GLOB",
+    Option(flags=("--select",), commands=SELECTING, action="append", default=[], metavar="GLOB",
            group=SELECTION, help="targets matching GLOB (repeatable)"),
-    Option(flags=("--skip",), commands=("plan", "build", "images"), action="append", default=[], metavar="GLOB",
+    Option(flags=("--skip",), commands=SELECTING, action="append", default=[], metavar="GLOB",
            group=SELECTION, help="leave out targets matching GLOB (repeatable)"),
 )
 
@@ -226,6 +233,13 @@ _BUILD = (
            help="print each selected target's build plan (commands, environment, digest), build nothing"),
     Option(flags=("--json",), commands=("build",), action="store_true", default=False,
            help="with --dry-run: the plans as JSON"),
+    Option(flags=("--channel",), commands=("build",), choices=CHANNELS,
+           help="build for this channel's version: nightly is a dev release of the matrix's nightly base from "
+                "--commit-date (2.16.0.dev20261201+cu132); test and release the matrix's version (default: the "
+                "matrix's version)"),
+    Option(flags=("--commit-date",), commands=("build",), parse=datetime.date.fromisoformat, metavar="YYYY-MM-DD",
+           help="with --channel nightly: the date of the commit built (its committer date, as git log shows it with "
+                "--date=short)"),
 )
 
 _BUILD_AFTER = (
@@ -325,6 +339,68 @@ _VARIANTS = (
                 "release's build provenance (DIR is made, and left empty without wheel_variants)"),
 )
 
+_PUBLISH = (
+    Option(flags=("wheelhouse",), commands=("publish",), parse=input_dir, metavar="WHEELHOUSE", help=""),
+    Option(flags=("--channel",), commands=("publish",), required=True, choices=CHANNELS,
+           help="the channel whose indexes the wheels are added to"),
+    Option(flags=("--bucket",), commands=("publish", "promote-release"), required=True, metavar="URL",
+           help="s3://BUCKET/ or s3://BUCKET/PREFIX/: the channels' site root"),
+    Option(flags=("--no-mirror",), commands=("publish",), action="store_true", default=False,
+           help="publish only the project's own wheels (offline)"),
+    Option(flags=("--dry-run",), commands=("publish",), action="store_true", default=False,
+           help="print what would be added, replaced and pruned; write nothing"),
+    Option(flags=("--record",), commands=("publish",), parse=output_file, metavar="PATH",
+           help="also write the publication record (JSON) here"),
+)
+
+_VALIDATE = (
+    Option(flags=("--channel",), commands=("validate",), choices=CHANNELS, default=ChannelName.TEST.value,
+           help="the channel to validate (default: test)"),
+    Option(flags=("--index-url",), commands=("validate",), metavar="URL",
+           help="where the channel's site is served: each variant's index is URL + the channel's layout (default: "
+                "the matrix's channels.index.base_url); with --pypi, the staging index's simple URL"),
+    Option(flags=("--pypi",), commands=("validate",), action="store_true", default=False,
+           help="validate the PyPI-form wheels from a staging package index"),
+    Option(flags=("--extra-index-url",), commands=("validate",), action="append", default=[], metavar="URL",
+           help="with --pypi: where the wheels' requirements come from, as PyPI would serve them (repeatable)"),
+    Option(flags=("--version",), commands=("validate",), metavar="VERSION",
+           help="the version to install (nightly: the dev release, required)"),
+    Option(flags=("--installer",), commands=("validate",), action="append", choices=INSTALLERS, default=[],
+           help="pip, uv, or both (repeatable; default: both)"),
+    Option(flags=("--require-device",), commands=("validate",), action="store_true", default=False,
+           help="a GPU target whose device this machine does not show is not runnable here"),
+    Option(flags=("--record",), commands=("validate",), parse=output_file, default=Path("validation.json"),
+           metavar="PATH", help="the validation record (default: ./validation.json)"),
+)
+
+_PROMOTE_RELEASE = (
+    Option(flags=("--validation",), commands=("promote-release",), parse=input_file, action="append", required=True,
+           metavar="PATH",
+           help="a validation record of the test channel (`validate --channel test`; repeatable: one per host)"),
+    Option(flags=("--pypi-wheels",), commands=("promote-release",), parse=input_dir, metavar="DIR",
+           help="the PyPI-form wheels (`promote`'s output)"),
+    Option(flags=("--pypi-validation",), commands=("promote-release",), parse=input_file, action="append",
+           default=[], metavar="PATH",
+           help="a validation record of those wheels from the staging index (`validate --pypi`; repeatable)"),
+    Option(flags=("--repository-url",), commands=("promote-release",), metavar="URL",
+           help="the package server's upload URL (twine --repository-url)"),
+    Option(flags=("--simple-url",), commands=("promote-release",), metavar="URL",
+           help="the package server's simple index, asked whether the version is already there"),
+    Option(flags=("--accept-not-runnable",), commands=("promote-release",), action="append", default=[],
+           metavar="GLOB", help="targets that may be released although no host could run their validation "
+                                "(repeatable)"),
+    Option(flags=("--file-limit-mb",), commands=("promote-release",), parse=float, default=FILE_LIMIT_MB,
+           metavar="MB", help=f"the project's PyPI file limit (default: PyPI's {FILE_LIMIT_MB:g} MB)"),
+    Option(flags=("--total-limit-gb",), commands=("promote-release",), parse=float, default=TOTAL_LIMIT_GB,
+           metavar="GB", help=f"the budget for the release's PyPI files (default: PyPI's {TOTAL_LIMIT_GB:g} GB)"),
+    Option(flags=("--audit-timeout",), commands=("promote-release",), parse=float, default=300.0, metavar="SECONDS",
+           help="how long to wait for the package server to serve the uploaded files (default: 300; exit 21)"),
+    Option(flags=("--dry-run",), commands=("promote-release",), action="store_true", default=False,
+           help="the preflight and the plan only"),
+    Option(flags=("--record",), commands=("promote-release",), parse=output_file, metavar="PATH",
+           help="write the promotion record here"),
+)
+
 _CACHE = (
     Option(flags=("verb",), commands=("cache",), choices=("list", "prune"),
            help="list: every cached entry with its size, last use and whether the matrix's plans use it; prune: "
@@ -373,7 +449,7 @@ _VERSION = Option(flags=("--version",), commands=(ROOT,), action="version", help
 # Table order is --help order within a command.
 OPTIONS: tuple[Option, ...] = (
     _VERSION, _MATRIX, *_SELECTION, *_PLAN, *_BUILD, *_CACHE, *_CONTAINERS, *_BUILD_AFTER, *_IMAGES, *_WHEEL_CHECKS,
-    *_RELEASE, *_VARIANTS, *_PRUNE, *_ENV_ONLY,
+    *_RELEASE, *_VARIANTS, *_PUBLISH, *_VALIDATE, *_PROMOTE_RELEASE, *_PRUNE, *_ENV_ONLY,
 )
 
 ENVIRONMENT: tuple[EnvironmentFact, ...] = (
@@ -393,6 +469,15 @@ ENVIRONMENT: tuple[EnvironmentFact, ...] = (
     EnvironmentFact(name="BUILDERS_RUN", read_by="builders/base/process.py",
                     why="set on every command builders starts (never read from the user): the watchdog finds a "
                         "run's stray processes by it in /proc after the run died"),
+    *(EnvironmentFact(name=name, read_by="builders/release/objectstore.py",
+                      why=f"`publish` and `promote-release`: {why}, as any AWS client reads it")
+      for name, why in (("AWS_ENDPOINT_URL_S3", "the S3-compatible store's endpoint"),
+                        ("AWS_ENDPOINT_URL", "the endpoint when AWS_ENDPOINT_URL_S3 is unset (neither: AWS itself)"),
+                        ("AWS_ACCESS_KEY_ID", "the store's access key"), ("AWS_SECRET_ACCESS_KEY", "the store's secret key"),
+                        ("AWS_SESSION_TOKEN", "a temporary credential's token (OIDC)"),
+                        ("AWS_PROFILE", "a named profile instead of the keys"),
+                        ("AWS_REGION", "the region (default us-east-1)"),
+                        ("AWS_DEFAULT_REGION", "the region when AWS_REGION is unset"))),
 )
 
 

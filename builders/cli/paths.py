@@ -2,7 +2,8 @@
 
 Every path option says what it must be through its parser in the options table
 (:mod:`builders.cli.options`): :func:`input_file` (a plain ``Path`` means the same),
-:func:`input_dir`, :func:`input_path` (a file or a folder) or :func:`output_dir`. The checks
+:func:`input_dir`, :func:`input_path` (a file or a folder), :func:`output_dir` or
+:func:`output_file` (a file to write). The checks
 run on every such value given or defaulted, so a missing file, a folder where a file is meant
 or an output folder that cannot be written is one clear line and exit 19
 (:class:`~builders.base.errors.PathError`), never a traceback half-way through a run.
@@ -36,6 +37,17 @@ def input_path(text: str) -> Path:
 def output_dir(text: str) -> Path:
     """argparse type: a folder that exists or can be created, and can be written."""
     return Path(text)
+
+
+def output_file(text: str) -> Path:
+    """argparse type: a file to write, in a folder that exists or can be created (a folder itself is refused)."""
+    return Path(text)
+
+
+def check_output_file(path: Path) -> None:
+    if path.is_dir():
+        raise PathError(f"{path}: is a folder, a file to write is expected here")
+    check_output_dir(path.parent)
 
 
 def check_input_file(path: Path) -> None:
@@ -80,5 +92,5 @@ def check_output_dir(path: Path) -> None:
 
 CHECKS: dict[Callable[[str], Path], Callable[[Path], None]] = {
     Path: check_input_file, input_file: check_input_file, input_dir: check_input_dir,
-    input_path: check_input_path, output_dir: check_output_dir,
+    input_path: check_input_path, output_dir: check_output_dir, output_file: check_output_file,
 }

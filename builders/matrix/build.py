@@ -18,6 +18,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from builders.base.yamlmarks import Marks
+from builders.matrix import release_channels
 from builders.matrix.draft import (
     At,
     ChannelsDraft,
@@ -26,6 +27,7 @@ from builders.matrix.draft import (
     Items,
     KeyPath,
     Level,
+    LifecycleDraft,
     PlatformDraft,
     ProjectDraft,
     Section,
@@ -53,6 +55,7 @@ from builders.matrix.model import (
     WheelVariants,
 )
 from builders.matrix.properties import arch_entries, expand_properties
+from builders.matrix.release_channels import ChannelName
 
 
 class RawMapping:
@@ -270,7 +273,18 @@ def read_channels(node: RawMapping | None) -> ChannelsDraft | None:
         return None
     index = node.node("index")
     return ChannelsDraft(pypi=node.table("pypi"), base_url=index.at("base_url", str) if index else None,
-                         layout=index.at("layout", str) if index else None)
+                         layout=index.at("layout", str) if index else None, lifecycle=read_lifecycle(node))
+
+
+def read_lifecycle(node: RawMapping) -> tuple[LifecycleDraft, ...]:
+    """The pre-release channels declared under ``channels`` (test, nightly), in that order."""
+    out = []
+    for name in (c.value for c in release_channels.PRE_RELEASE_ORDER):
+        entry = node.node(name)
+        if entry is not None:
+            out.append(LifecycleDraft(name=name, key=entry.key, layout=entry.at("layout", str),
+                                      keep=entry.at("keep", int), base_version=entry.at("base_version", str)))
+    return tuple(out)
 
 
 # --- the model, from values every rule accepted --------------------------------------------------
@@ -284,7 +298,7 @@ def assemble(draft: Draft, marks: Marks, path: Path, source: Path | None) -> Mat
         path=path, project=project(draft.project, path, source),
         pythons=tuple(PythonVersion.parse(e.value) for e in draft.pythons.strings() if e.value not in gone),
         platforms=tuple(platform(p, marks) for p in draft.platforms),
-        variants=tuple(variant(v, marks) for v in draft.variants), channels=channels(draft.channels),
+        variants=tuple(variant(v, marks) for v in draft.variants), channels=channels(draft.channels, marks),
         exclusions=tuple(e.value for e in draft.exclusions), dropped=draft.dropped,
         wheel_variants=wheel_variants(draft.wheel_variants, marks) if draft.wheel_variants else None,
     )
@@ -339,10 +353,14 @@ def toolkit(raw: dict[str, Any]) -> Toolkit:
                    system_repository_key=raw.get("system_repository_key"), max_gcc=raw.get("max_gcc"))
 
 
-def channels(c: ChannelsDraft) -> Channels:
+def channels(c: ChannelsDraft, marks: Marks) -> Channels:
     assert c.base_url is not None and c.layout is not None
+    release = release_channels.release_channel(c.layout.value, location=marks.at(("channels", "index")))
+    lifecycle = tuple(release_channels.pre_release_channel(
+        ChannelName(d.name), layout=d.layout.value, keep=value_of(d.keep), base_version=value_of(d.base_version),
+        location=marks.at(d.key)) for d in c.lifecycle if d.layout is not None)
     return Channels(pypi=tuple(sorted(plain(c.pypi).items())) if c.pypi else (), index_base_url=c.base_url.value,
-                    index_layout=c.layout.value)
+                    index_layout=c.layout.value, lifecycle=(release, *lifecycle))
 
 
 def wheel_variants(w: WheelVariantsDraft, marks: Marks) -> WheelVariants:

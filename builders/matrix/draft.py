@@ -218,10 +218,22 @@ class WheelVariantsDraft:
 
 
 @dataclass(frozen=True, kw_only=True)
+class LifecycleDraft:
+    """``channels.test`` or ``channels.nightly``: a pre-release channel (:mod:`builders.matrix.release_channels`)."""
+
+    name: str
+    key: KeyPath
+    layout: At[str] | None
+    keep: At[int] | None = None
+    base_version: At[str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class ChannelsDraft:
     pypi: Section | None
     base_url: At[str] | None
     layout: At[str] | None
+    lifecycle: tuple[LifecycleDraft, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,10 +7,11 @@ targets can be set members and cache keys.
 
 from __future__ import annotations
 
+import datetime
 import enum
 import fnmatch
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from packaging.version import Version
 from builders.base.errors import Location
 from builders.matrix.family import Accelerator
 from builders.matrix.findings import expand_env
+from builders.matrix.release_channels import ChannelName, ReleaseChannel
 
 Pairs = tuple[tuple[str, str], ...]
 NULL_VARIANT = "null"
@@ -204,9 +206,16 @@ class Dropped:
 
 @dataclass(frozen=True, kw_only=True)
 class Channels:
+    """``channels``: where the release lifecycle publishes (:mod:`builders.matrix.release_channels`).
+
+    ``pypi`` and ``index_layout`` are the release channel's (its PyPI default variant per platform, its
+    per-variant indexes); ``lifecycle`` holds every declared channel, release first.
+    """
+
     pypi: Pairs
     index_base_url: str
     index_layout: str
+    lifecycle: tuple[ReleaseChannel, ...] = ()
 
     def pypi_label(self, platform: str) -> str | None:
         """The variant label published without a label on PyPI for ``platform``."""
@@ -214,6 +223,18 @@ class Channels:
 
     def index_path(self, label: str) -> str:
         return self.index_layout.format(label=label)
+
+    def channel(self, name: ChannelName | str) -> ReleaseChannel:
+        """The declared channel ``name``; KeyError names the declared ones."""
+        wanted = ChannelName(name)
+        found = next((c for c in self.lifecycle if c.name is wanted), None)
+        if found is None:
+            raise KeyError(f"the matrix declares no {wanted.value} channel (declared: "
+                           f"{', '.join(c.name.value for c in self.lifecycle)})")
+        return found
+
+    def index_url(self, channel: ReleaseChannel, label: str) -> str:
+        return self.index_base_url + channel.index_path(label)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -324,3 +345,10 @@ class Matrix:
 
     def variant(self, label: str) -> Variant:
         return next(v for v in self.variants if v.label == label)
+
+    def on_channel(self, name: ChannelName | str, commit_date: datetime.date | None = None) -> Matrix:
+        """This matrix as ``name``'s builds see it: the project's version is the channel's
+        (a nightly's dev release of ``base_version`` from ``commit_date``), so every target, wheel name
+        and label follows."""
+        version = self.channels.channel(name).version(self.project.version, commit_date)
+        return replace(self, project=replace(self.project, version=version))

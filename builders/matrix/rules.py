@@ -18,6 +18,9 @@ which value each applies to (the accelerators' and wheel variants' in
   among the variant's runtime requirements; a platform's PyPI default is built there.
 - wheel variants (PEP 825): with ``wheel_variants`` declared, each namespace has a provider there,
   ``priorities`` lists every provider once, and no two variants have the same property set.
+- the release lifecycle (:mod:`builders.matrix.release_channels`): ``channels.test.layout`` and
+  ``channels.nightly.layout`` follow the rule of ``channels.index.layout``; no two channels'
+  indexes nest for any label; a nightly ``base_version`` is a plain release after ``project.version``.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ from builders.matrix.policy import (
     pypi_default_problem,
     python_problem,
 )
+from builders.matrix.release_channels import ChannelName, base_version_problem, overlap_problems
 from builders.matrix.variant_rules import VariantRules
 
 MAX_TARGETS = 4_000  # candidate targets; a release of ~1,000 plans in about 0.4 s
@@ -100,6 +104,9 @@ class Rules(VariantRules):
             ids = {(label, p): [_tid(label, py, p) for py in pythons] for label in labels for p in platforms}
             self.check_targets(ids, draft.exclusions)
         self.channels(draft.channels, platforms, labels, ids, draft.exclusions)
+        if draft.channels is not None:
+            version = draft.project.version if draft.project else None
+            self.lifecycle(draft.channels, labels, version.value if version and isinstance(version.value, str) else None)
 
     # project
 
@@ -213,6 +220,17 @@ class Rules(VariantRules):
                 self.report(label.key, pypi_default_problem(name, str(text), ids[(str(text), name)], rules))
         self.check(c.base_url, url_problem)
         self.check(c.layout, layout_problem)
+
+    def lifecycle(self, c: ChannelsDraft, labels: list[str] | None, release: str | None) -> None:
+        """The pre-release channels (:mod:`builders.matrix.release_channels`): each layout's form, a nightly's
+        ``base_version``, and no two channels' indexes nesting."""
+        layouts = [(ChannelName.RELEASE, c.layout)] + [(ChannelName(d.name), d.layout) for d in c.lifecycle]
+        for d in c.lifecycle:
+            self.check(d.layout, layout_problem)
+            self.check(d.base_version, base_version_problem, release)
+        written = [(name, at.key, at.value) for name, at in layouts if at is not None]
+        for key, finding in overlap_problems(written, labels):
+            self.report(key, finding)
 
 
 def _tid(label: str, python: PythonVersion, platform: str) -> str:

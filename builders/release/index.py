@@ -381,12 +381,12 @@ def merge_into(new: Path, published: Path) -> tuple[str, ...]:
         dest.parent.mkdir(parents=True, exist_ok=True)
         _copy(src, dest)
     for record in sorted(new.rglob(RECORD)):
-        _merge_record(record, _inside(published, published / record.relative_to(new)))
+        merge_record(record, _inside(published, published / record.relative_to(new)))
     refresh_pages(published)
     return tuple(added)
 
 
-def _merge_record(new: Path, published: Path) -> None:
+def merge_record(new: Path, published: Path) -> None:
     """``mirror.json``: every file either release mirrored, with the targets of both."""
     files: dict[str, dict[str, Any]] = {}
     for path in (published, new):

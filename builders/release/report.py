@@ -145,6 +145,20 @@ def install_commands(matrix: Matrix) -> dict[str, str]:
     return out
 
 
+def channel_installs(matrix: Matrix) -> dict[str, dict[str, dict[str, str]]]:
+    """Per channel, per variant label, the pip and uv commands that install from that channel's index
+    (the release channel's PyPI default variants from PyPI, as :func:`install_commands` says)."""
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    for channel in matrix.channels.lifecycle:
+        version = None if channel.prerelease else channel.version(matrix.project.version)
+        out[channel.name.value] = {
+            v.label: {manager: channel.install_command(matrix.project.name, version,
+                                                       matrix.channels.index_url(channel, v.label), manager)
+                      for manager in ("pip", "uv")}
+            for v in matrix.variants}
+    return out
+
+
 VARIANT_INSTALLERS = ("uv picks the variant itself with --preview-features wheel-variants (built-in NVIDIA detection; "
                       "the null variant where no provider matches); pip ignores variant wheels: use the per-index "
                       "commands with pip")
@@ -223,6 +237,7 @@ def to_json(matrix: Matrix, results: Mapping[str, Result]) -> dict[str, Any]:
         "released": matrix.project.released,
         "cells": [c.to_json() for c in cells(matrix, results)],
         "install": install_commands(matrix),
+        "channels": channel_installs(matrix),
         "variant_install": ({"command": variant_install_command(matrix), "installers": VARIANT_INSTALLERS}
                             if matrix.wheel_variants is not None else None),
         "pypi_default": dict(matrix.channels.pypi),
@@ -308,7 +323,19 @@ def _md_install(matrix: Matrix) -> list[str]:
     if variant:
         out += [f"- Any variant, chosen by the installer (wheel variants, PEP 825): `{variant}` ({_md(VARIANT_INSTALLERS)})"]
     return out + ["", "The HTML page has the exact command per Python, operating system and package manager (pip, uv).",
-                  ""]
+                  "", *_md_channels(matrix)]
+
+
+def _md_channels(matrix: Matrix) -> list[str]:
+    """The pre-release channels' commands (the release channel's are the list above)."""
+    out = []
+    for name, by_label in channel_installs(matrix).items():
+        if name == "release":
+            continue
+        out += [f"### The {name} channel", ""]
+        out += [f"- {_md(label)}: `{commands['pip']}`" for label, commands in by_label.items()]
+        out.append("")
+    return out
 
 
 def _md_dropped(matrix: Matrix) -> list[str]:
@@ -413,6 +440,7 @@ def to_html(matrix: Matrix, results: Mapping[str, Result]) -> str:
         "toolkits": [toolkit_row(matrix, v) for v in matrix.variants], "note_groups": notes.grouped(),
         "has_results": bool(results), "variant_name": variant_name,
         "variant_install": variant_install_command(matrix), "variant_installers": VARIANT_INSTALLERS,
+        "channels": {k: v for k, v in channel_installs(matrix).items() if k != "release"},
     }
     return template().render(**page)
 

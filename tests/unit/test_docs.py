@@ -164,7 +164,7 @@ def test_the_command_checker_catches_what_does_not_exist() -> None:
     with pytest.raises(AssertionError, match="no nox session"):
         check(["nox", "-s", "deploy"])
     with pytest.raises(AssertionError, match="no subcommand"):
-        check(["python", "-m", "builders", "publish"])
+        check(["python", "-m", "builders", "deploy"])
     with pytest.raises(AssertionError, match="has no --frobnicate"):
         check(["nox", "-s", "build", "--", "--frobnicate"])
     with pytest.raises(AssertionError, match="has no --matrix"):
