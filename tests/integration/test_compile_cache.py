@@ -125,7 +125,8 @@ def test_an_untrusted_build_that_misses_writes_nothing(root: Path, project: Path
     changed = project / "examples" / "minifw" / "core" / "src"
     source = next(p for p in sorted(changed.rglob("*.cpp")))
     original = source.read_text()
-    source.write_text(original + "\n// changed by an untrusted pull request\n")
+    # A real change (a comment would vanish in the preprocessor and hit): one unit's object changes.
+    source.write_text(original + "\nnamespace minifw_test { inline int changed() { return 7; } }\n")
     try:
         record = build(root, project, "pull-request", PULL_REQUEST)
     finally:

@@ -7,6 +7,7 @@ by sccache 0.16, not from the code under test.
 from __future__ import annotations
 
 import json
+import statistics
 import tomllib
 from dataclasses import replace
 
@@ -16,8 +17,10 @@ from builders.base.errors import InputError
 from builders.base.process import Log
 from builders.matrix import loader as matrix
 from builders.matrix.compile_cache import Backend, Reads
+from builders.matrix.targets import expand
 from builders.pipeline import remotecache
 from builders.pipeline.remotecache import Mode
+from builders.release.estimate import Costs, compare, measured
 from tests.helpers import problems_of
 from tests.unit.test_buildplan import CONTAINER, ENV, HOST, built, context, plans
 
@@ -248,3 +251,34 @@ def test_a_dist_scheduler_gets_a_client_config_with_the_token_only_at_run_time(c
     assert (tmp_path / "sccache-dist.toml").stat().st_mode & 0o077 == 0 and SECRET not in log.path.read_text()
     remotecache.forget(tmp_path)
     assert not (tmp_path / "sccache-dist.toml").exists()
+
+
+# --- the estimate: cold and warm runner-minutes from measured figures ---------------------------------------
+
+
+def test_the_estimate_prices_a_warm_cache_from_measured_hit_rates(m) -> None:
+    targets, _ = expand(m)
+    cpu, cu132 = ([t for t in targets if t.variant.label == label] for label in ("cpu", "cu132"))
+
+    def core(target, seconds, hit_rate):
+        return {"id": target.id, "status": "built", "core": {"status": "built", "seconds": seconds},
+                "compiler_cache": {"hit_rate": hit_rate}, "durations": {"build": seconds + 10.0}}
+
+    records = [core(cpu[0], 80.0, 0.0), core(cpu[1], 8.0, 0.95), core(cu132[0], 300.0, None), core(cu132[1], 40.0, 0.9)]
+    costs = measured(records, targets)
+    assert (costs.core_of("cpu"), costs.core_warm["cpu"], costs.hit_rate["cpu"]) == (80.0, 8.0, 0.95)
+    assert costs.core_of("cu132") == 300.0 and costs.core_warm["cu132"] == 40.0
+    found = compare(targets, costs, shards=1)
+    # Expected by hand: each (variant, platform) build job builds its core once; warm changes only the core.
+    scale = statistics.median([8.0 / 80.0, 40.0 / 300.0])  # for the variants measured only cold (defaults)
+    groups = {(t.variant.label, t.platform.name) for t in targets}
+    saved = sum({"cpu": 80.0 - 8.0, "cu132": 300.0 - 40.0}.get(label, costs.core_of(label) * (1 - scale))
+                for label, _ in groups)
+    assert found["after"]["runner_minutes"] - found["warm"]["runner_minutes"] == pytest.approx(saved / 60, abs=0.11)
+    assert found["hit_rates"] == {"cpu": 0.95, "cu132": 0.9} and found["warm_runner_minutes_ratio"] < 1
+
+
+def test_without_warm_measurements_warm_is_cold(m) -> None:
+    targets, _ = expand(m)
+    found = compare(targets, Costs(), shards=1)
+    assert found["warm"]["runner_minutes"] == found["after"]["runner_minutes"] and found["hit_rates"] == {}
