@@ -399,10 +399,13 @@ def _first_line(exc: BaseException) -> str:
 
 def summarize(outcomes: Sequence[Result], console: Console) -> None:
     """The final table on the console and, in GitHub Actions, the job summary."""
-    headers = ("target", "status", "stage / reason", "size", "sha256", "time")
-    rows = [(r.id, r.status, (f"{r.stage}: " if r.stage else "") + r.reason[:90],
+    headers: tuple[str, ...] = ("target", "status", "stage / reason", "size", "sha256", "time")
+    rows: list[tuple[str, ...]] = [(r.id, r.status, (f"{r.stage}: " if r.stage else "") + r.reason[:90],
              _size(r.size), r.sha256[:12], f"{sum(r.durations.values()):.0f}s")
             for r in outcomes]
+    if any(r.compiler_cache.get("backend") for r in outcomes):  # a shared compile cache: its hit rate per target
+        headers, rows = (*headers, "compile cache"), [(*row, remotecache.cell(r.compiler_cache))
+                                                     for row, r in zip(rows, outcomes)]
     console.line()
     console.table(headers, rows)
     counts = {s: sum(r.status == s for r in outcomes) for s in results.STATUSES}

@@ -232,6 +232,16 @@ def forget(work: Path) -> None:
     (work / DIST_CONFIG).unlink(missing_ok=True)
 
 
+def cell(record: Mapping[str, Any]) -> str:
+    """A target's shared-cache figures in the run's summary table (and the job summary): ``93% hits (14/15), 0 written``."""
+    if not record.get("backend"):
+        return ""
+    rate = record.get("hit_rate")
+    looked_up = int(record.get("hits", 0)) + int(record.get("misses", 0))
+    shown = f"{rate:.0%} hits ({record.get('hits', 0)}/{looked_up})" if rate is not None else "no compiles"
+    return f"{shown}, {record.get('writes', 0)} written ({record.get('mode', '?')})"
+
+
 def stats_of(shown: Mapping[str, Any], mode: str) -> dict[str, Any]:
     """results.json's ``compiler_cache`` from ``sccache --show-stats --stats-format json``."""
     stats = shown.get("stats", {})

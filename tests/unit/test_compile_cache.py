@@ -282,3 +282,10 @@ def test_without_warm_measurements_warm_is_cold(m) -> None:
     targets, _ = expand(m)
     found = compare(targets, Costs(), shards=1)
     assert found["warm"]["runner_minutes"] == found["after"]["runner_minutes"] and found["hit_rates"] == {}
+
+
+def test_the_summary_shows_each_targets_hit_rate_only_with_a_shared_cache() -> None:
+    record = remotecache.stats_of({"stats": {"cache_hits": {"counts": {"C/C++": 14}},
+                                             "cache_misses": {"counts": {"C/C++": 1}}}}, "read-only")
+    assert remotecache.cell(record) == "93% hits (14/15), 0 written (read-only)"
+    assert remotecache.cell({"hits": 3, "misses": 1, "hit_rate": 0.75}) == ""  # the local ccache's record
