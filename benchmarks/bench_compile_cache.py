@@ -10,7 +10,8 @@ local engine, sccache on a Redis server of the benchmark's own (loopback, a temp
    compiled again: nothing local is reused), read-only, every compile a lookup in the store;
 3. **changed**: one header of the core (``--changed``, by default ``src/cpu/math.hpp``) gets a real declaration
    added; the translation units that include it, directly or through another header, are counted from the
-   sources (an oracle independent of sccache), and must be exactly the compiles that miss.
+   sources (an oracle independent of sccache), and must be exactly the compiles that miss on top of those that
+   miss warm.
 
 Figures: the core's seconds (results.json ``core.seconds``), sccache's hits and misses (``compiler_cache``),
 the warm/cold ratio. Goals (issue 28): at least 90 % hits warm and at most 0.3x of the cold core time.
@@ -148,7 +149,8 @@ def row(found: Mapping[str, Any]) -> dict[str, Any]:
     return {"variant": found["variant"], "target": found["target"], "cold_core_s": cold_s, "warm_core_s": warm_s,
             "ratio": round(warm_s / cold_s, 3) if cold_s else None, "warm_hit_rate": stats["hit_rate"],
             "warm_hits": stats["hits"], "warm_misses": stats["misses"], "cold_writes": cold["compiler_cache"]["writes"],
-            "changed_misses": changed["compiler_cache"]["misses"], "including_units": found["including"]}
+            "changed_misses": changed["compiler_cache"]["misses"],
+            "extra_misses": changed["compiler_cache"]["misses"] - stats["misses"], "including_units": found["including"]}
 
 
 def verdicts(r: Mapping[str, Any]) -> list[str]:
@@ -157,24 +159,26 @@ def verdicts(r: Mapping[str, Any]) -> list[str]:
         misses.append(f"{r['variant']}: warm hit rate {r['warm_hit_rate']} < {HIT_GOAL}")
     if r["ratio"] is None or r["ratio"] > RATIO_GOAL:
         misses.append(f"{r['variant']}: warm/cold core time {r['ratio']} > {RATIO_GOAL}")
-    if r["changed_misses"] != len(r["including_units"]):
-        misses.append(f"{r['variant']}: {r['changed_misses']} misses after the change, "
+    if r["extra_misses"] != len(r["including_units"]):
+        misses.append(f"{r['variant']}: {r['extra_misses']} more misses after the change than warm, "
                       f"{len(r['including_units'])} units include it")
     return misses
 
 
 def markdown(rows: list[dict[str, Any]], changed: str, weight: str, failed: list[str]) -> str:
     head = ("| variant | target | cold core s | warm core s | warm/cold | warm hits | warm misses | cold writes | "
-            f"misses after changing `{changed}` | units that include it |\n|---|---|---|---|---|---|---|---|---|---|\n")
+            f"misses after changing `{changed}` (more than warm) | units that include it |\n"
+            "|---|---|---|---|---|---|---|---|---|---|\n")
     body = "".join(f"| {r['variant']} | {r['target']} | {r['cold_core_s']} | {r['warm_core_s']} | {r['ratio']} | "
                    f"{r['warm_hits']} ({r['warm_hit_rate']}) | {r['warm_misses']} | {r['cold_writes']} | "
-                   f"{r['changed_misses']} | {len(r['including_units'])} ({', '.join(r['including_units'])}) |\n"
+                   f"{r['changed_misses']} ({r['extra_misses']}) | {len(r['including_units'])} ({', '.join(r['including_units'])}) |\n"
                    for r in rows)
     return (f"# Compile cache: the demo's cores cold, warm from the shared store, and one changed header\n\n"
             f"`python benchmarks/bench_compile_cache.py` on {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}, "
             f"sccache on a loopback Redis, local engine, `MINIFW_CORE_WEIGHT={weight}`. Warm = a fresh output "
             "folder (the core compiles again, nothing local), read-only. Goals: hits >= 90 %, warm <= 0.3x cold; "
-            "after the change exactly the units that include the header miss.\n\n" + head + body
+            "after the change exactly the units that include the header miss on top of what misses warm (the "
+            "compiles that miss on every build: the warm run counts them).\n\n" + head + body
             + ("\n" + "\n".join(f"- goal missed: {m}" for m in failed) + "\n" if failed else "\nEvery goal met.\n"))
 
 

