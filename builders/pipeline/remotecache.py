@@ -79,26 +79,29 @@ def access(cache: CompileCache, env: Mapping[str, str], *, write: bool) -> Acces
     """The trust decision, from the run's CI context (``env``) and ``--compile-cache-write`` (``write``)."""
     event, ref = env.get("GITHUB_EVENT_NAME", ""), env.get("GITHUB_REF", "")
     in_ci = env.get("GITHUB_ACTIONS") == "true"
+    if write and (in_ci or event in PULL_REQUEST_EVENTS):
+        raise refused(f"--compile-cache-write in a CI build ({event or 'no event'} of {ref or 'no ref'}): there only "
+                      f"the matrix's trusted contexts write (compile_cache.trusted: events {list(cache.trusted_events)}"
+                      f", refs {list(cache.trusted_refs)}), and a pull request never does")
     if event in PULL_REQUEST_EVENTS:
-        if write:
-            raise refused(f"--compile-cache-write in a {event} build: a pull request never writes into "
-                                    "the shared compiler cache")
-        return _reads(cache.pull_requests, f"{event} build: reads, never writes")
-    if in_ci and write:
-        raise refused("--compile-cache-write in CI: there only the matrix's trusted contexts write "
-                                f"(compile_cache.trusted: events {list(cache.trusted_events)}, refs "
-                                f"{list(cache.trusted_refs)})")
+        return _reads(cache.pull_requests, f"{event} build")
     trusted = in_ci and event in cache.trusted_events and ref in cache.trusted_refs
-    if (trusted or write) and cache.write:
-        return Access(Mode.WRITE, f"trusted {event} build of {ref}" if trusted else "--compile-cache-write")
     if in_ci and not trusted:
-        return _reads(cache.releases, f"untrusted {event or 'CI'} build of {ref or '?'}: reads only")
-    return Access(Mode.READ, "write: never" if trusted or write else "local build: reads only (--compile-cache-write "
-                  "to fill a store you own)")
+        return _reads(cache.releases, f"untrusted {event or 'CI'} build of {ref or '?'}")
+    if not cache.write:
+        return Access(Mode.READ, "compile_cache.write: never")
+    if trusted:
+        return Access(Mode.WRITE, f"trusted {event} build of {ref}")
+    if write:
+        return Access(Mode.WRITE, "--compile-cache-write")
+    return Access(Mode.READ, "local build: reads only (--compile-cache-write fills a store you own)")
 
 
-def _reads(choice: Reads, why: str) -> Access:
-    return Access(Mode.READ, why) if choice is Reads.READ else Access(Mode.OFF, why.split(":")[0] + ": reads nothing")
+def _reads(choice: Reads, who: str) -> Access:
+    """An untrusted build: the matrix's choice between reading the store and reading nothing."""
+    if choice is Reads.READ:
+        return Access(Mode.READ, f"{who}: reads, never writes")
+    return Access(Mode.OFF, f"{who}: reads nothing")
 
 
 @dataclass(frozen=True, kw_only=True)
