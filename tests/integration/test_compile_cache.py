@@ -264,3 +264,26 @@ def test_sccache_on_an_s3_bucket_fills_it_only_from_a_trusted_build(bucket: dict
     source.write_text("int triple(int x) { return x + x + x; }\n")
     changed = compile_through(bucket, tmp_path, source, PULL_REQUEST)
     assert (changed["misses"], changed["writes"]) == (1, 0) and objects(bucket["folder"]) == filled, changed
+
+
+# --- the container engine: the store on the host's loopback, sccache mounted from the host ------------------
+
+
+def test_a_container_build_compiles_through_the_hosts_sccache_into_the_store(root: Path, project: Path, redis: str,
+                                                                             base_image: str) -> None:
+    """The image has no sccache and no network of its own: builders mounts the host's sccache and gives the
+    build container the host's network, so the store on loopback fills from inside the container."""
+    target = "cpu-cp313-linux-x86_64"
+    env = {"BUILDERS_COMPILER_CACHE": f"redis://{redis}/container", "MINIFW_CORE_WEIGHT": "1"}
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "BUILDERS_COMPILER", "SCCACHE_"))}
+    out = project / "container"
+    before = keys(redis)
+    proc = helpers.builders("build", "--engine", "container", "--base-image", base_image, "--matrix",
+                            str(project / "matrix.yaml"), "--target", target, "--no-smoke", "--compile-cache-write",
+                            "--output", str(out), cwd=root, env={**base, **env})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (record,) = json.loads((out / "results.json").read_text())["targets"]
+    stats = record["compiler_cache"]
+    assert stats["backend"] == "sccache" and stats["mode"] == "read-write" and stats["writes"] > 0, stats
+    written = {k for k in keys(redis) - before if k.startswith("container/")}
+    assert len(written) >= stats["writes"], sorted(written)[:5]
