@@ -182,6 +182,15 @@ def markdown(rows: list[dict[str, Any]], changed: str, weight: str, failed: list
             + ("\n" + "\n".join(f"- goal missed: {m}" for m in failed) + "\n" if failed else "\nEvery goal met.\n"))
 
 
+def estimate(results: list[Path]) -> str:
+    """``plan --estimate`` of the shipped matrix from these runs' results.json files: cold and warm runner-minutes."""
+    argv = [sys.executable, "-m", "builders", "plan", "--estimate", *(a for r in results for a in ("--results", str(r)))]
+    shown = subprocess.run(argv, cwd=ROOT, text=True, capture_output=True, check=True).stdout
+    listed = " ".join(f"--results {r.relative_to(ROOT)}" for r in results)
+    return (f"\n## The release run, cold and warm\n\n`python -m builders plan --estimate {listed}`:\n\n"
+            f"```\n{shown.rstrip()}\n```\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--variant", action="append", default=None)
@@ -202,8 +211,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row(found))
             print(json.dumps(rows[-1]))
     failed = [m for r in rows for m in verdicts(r)]
-    (RESULTS / "compile-cache.md").write_text(markdown(rows, args.changed, args.weight, failed))
-    print(markdown(rows, args.changed, args.weight, failed))
+    text = markdown(rows, args.changed, args.weight, failed) + estimate(sorted((RESULTS / "compile-cache").glob("*.json")))
+    (RESULTS / "compile-cache.md").write_text(text)
+    print(text)
     return 1 if failed else 0
 
 
