@@ -289,3 +289,13 @@ def test_the_summary_shows_each_targets_hit_rate_only_with_a_shared_cache() -> N
                                              "cache_misses": {"counts": {"C/C++": 1}}}}, "read-only")
     assert remotecache.cell(record) == "93% hits (14/15), 0 written (read-only)"
     assert remotecache.cell({"hits": 3, "misses": 1, "hit_rate": 0.75}) == ""  # the local ccache's record
+
+
+def test_results_json_accepts_a_shared_caches_record(root) -> None:
+    import jsonschema
+
+    schema = json.loads((root / "builders" / "schema" / "results.schema.json").read_text())
+    record = remotecache.stats_of({"stats": {"cache_hits": {"counts": {"C/C++": 14}}, "cache_misses": {"counts": {}},
+                                             "cache_write_errors": 14, "dist_compiles": {"127.0.0.1:1": 2}},
+                                   "cache_location": "redis, name: redis://127.0.0.1:6379, prefix: /ci/x/"}, "read-only")
+    jsonschema.validate(record, {**schema["$defs"]["result"]["properties"]["compiler_cache"], "$defs": schema["$defs"]})
