@@ -119,6 +119,13 @@ def test_a_fresh_runner_hits_what_the_nightly_compiled_and_writes_nothing(root: 
     assert stats["mode"] == "read-only" and stats["writes"] == 0, stats
     assert stats["hit_rate"] >= 0.9, stats
     assert keys(redis) == cold["after"]
+    # The estimate reads both runs: the nightly's cold core and this warm one, with its hit rate.
+    results = [a for run in ("nightly", "candidate") for a in ("--results", str(project / run / "results.json"))]
+    proc = helpers.builders("plan", "--format", "github", "--estimate", *results, cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = json.loads(proc.stdout)["estimate"]
+    assert found["hit_rates"] == {"cpu": stats["hit_rate"]}
+    assert found["warm"]["runner_minutes"] < found["after"]["runner_minutes"], found
 
 
 def test_an_untrusted_build_that_misses_writes_nothing(root: Path, project: Path, redis: str, cold: dict) -> None:
