@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from builders.matrix import loader as matrix_mod
 from tests import helpers
 
 pytestmark = pytest.mark.slow
@@ -71,22 +72,24 @@ def sccache_path() -> str:
 
 
 @pytest.fixture(scope="module")
-def project(root: Path, redis: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the demo beside a copy of the matrix that adds ``compile_cache`` on the test's Redis."""
+def project(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the demo beside a copy of the shipped matrix (so that a core source can change); the store is
+    named at run time, as CI names it (``$BUILDERS_COMPILER_CACHE``)."""
     sccache_path()
+    m = matrix_mod.load(root / "matrix.yaml")
+    assert m.compile_cache is not None and m.compile_cache.backend.value == "sccache", "matrix.yaml: compile_cache"
     tmp = tmp_path_factory.mktemp("compile-cache")
-    shutil.copytree(root / "examples" / "minifw", tmp / "examples" / "minifw",
-                    ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    text = (root / "matrix.yaml").read_text()
-    (tmp / "matrix.yaml").write_text(f"{text}\ncompile_cache:\n  backend: sccache\n  location: redis://{redis}/ci\n")
+    shutil.copytree(m.project.source, tmp / "examples" / "minifw", ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    shutil.copy(root / "matrix.yaml", tmp / "matrix.yaml")
     return tmp
 
 
-def build(root: Path, project: Path, run: str, ci: dict[str, str], *extra: str,
+def build(root: Path, project: Path, redis: str, run: str, ci: dict[str, str], *extra: str,
           env: dict[str, str] | None = None) -> dict:
-    """One build of the target as a fresh runner: its own output and toolchain cache; the CI context ``ci``."""
+    """One build of the target as a fresh runner: its own output and toolchain cache; the CI context ``ci``; the
+    store ``redis://<redis>/ci`` unless ``env`` names another."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "BUILDERS_COMPILER", "SCCACHE_"))}
-    full = {**base, "MINIFW_CORE_WEIGHT": "1", **ci, **(env or {})}
+    full = {**base, "MINIFW_CORE_WEIGHT": "1", "BUILDERS_COMPILER_CACHE": f"redis://{redis}/ci", **ci, **(env or {})}
     out = project / run
     proc = helpers.builders("build", "--matrix", str(project / "matrix.yaml"), "--target", TARGET, "--no-smoke",
                             "--output", str(out), "--cache", str(project / f"{run}-cache"), *extra, cwd=root, env=full)
@@ -99,7 +102,7 @@ def build(root: Path, project: Path, run: str, ci: dict[str, str], *extra: str,
 @pytest.fixture(scope="module")
 def cold(root: Path, project: Path, redis: str) -> dict:
     before = keys(redis)
-    record = build(root, project, "nightly", NIGHTLY)
+    record = build(root, project, redis, "nightly", NIGHTLY)
     return {"record": record, "before": before, "after": keys(redis)}
 
 
@@ -114,7 +117,7 @@ def test_a_trusted_cold_build_fills_the_store(cold: dict) -> None:
 
 def test_a_fresh_runner_hits_what_the_nightly_compiled_and_writes_nothing(root: Path, project: Path, redis: str,
                                                                            cold: dict) -> None:
-    record = build(root, project, "candidate", PULL_REQUEST)
+    record = build(root, project, redis, "candidate", PULL_REQUEST)
     stats = record["compiler_cache"]
     assert stats["mode"] == "read-only" and stats["writes"] == 0, stats
     assert stats["hit_rate"] >= 0.9, stats
@@ -135,7 +138,7 @@ def test_an_untrusted_build_that_misses_writes_nothing(root: Path, project: Path
     # A real change (a comment would vanish in the preprocessor and hit): one unit's object changes.
     source.write_text(original + "\nnamespace minifw_test { inline int changed() { return 7; } }\n")
     try:
-        record = build(root, project, "pull-request", PULL_REQUEST)
+        record = build(root, project, redis, "pull-request", PULL_REQUEST)
     finally:
         source.write_text(original)
     stats = record["compiler_cache"]
@@ -144,7 +147,7 @@ def test_an_untrusted_build_that_misses_writes_nothing(root: Path, project: Path
 
 
 def test_a_changed_compiler_flag_misses(root: Path, project: Path, redis: str, cold: dict) -> None:
-    record = build(root, project, "flags", {}, env={"CXXFLAGS": "-O1"})
+    record = build(root, project, redis, "flags", {}, env={"CXXFLAGS": "-O1"})
     stats = record["compiler_cache"]
     assert stats["mode"] == "read-only" and stats["hits"] == 0 and stats["misses"] > 0, stats
     assert stats["location"] != cold["record"]["compiler_cache"]["location"]  # another namespace
@@ -204,7 +207,7 @@ def test_the_core_compiles_through_an_sccache_dist_build_server(root: Path, proj
     # Another store prefix: nothing there yet, so every compile misses and goes to the build server.
     env = {"BUILDERS_COMPILER_CACHE": f"redis://{redis}/dist", "BUILDERS_SCCACHE_DIST": dist["scheduler"],
            "SCCACHE_DIST_TOKEN": dist["token"]}
-    record = build(root, project, "distributed", {}, env=env)
+    record = build(root, project, redis, "distributed", {}, env=env)
     stats = record["compiler_cache"]
     completed = Path(dist["log"]).read_text().count("updated state to Complete")  # the scheduler's own count
     assert stats["misses"] > 0 and stats["dist_compiles"] > 0, stats

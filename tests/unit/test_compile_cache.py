@@ -7,6 +7,7 @@ by sccache 0.16, not from the code under test.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import tomllib
 from dataclasses import replace
@@ -31,8 +32,18 @@ SECRET = "s3cr3t-do-not-print"
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": SECRET, "SCCACHE_REDIS_PASSWORD": SECRET}
 
 
+def without_cache(text: str) -> str:
+    """The matrix text without its top-level ``compile_cache`` block (the key and its indented lines)."""
+    return re.sub(r"^compile_cache:[^\n]*\n(?:(?:[ \t][^\n]*)?\n)*", "", text, flags=re.MULTILINE)
+
+
 def with_cache(text: str, block: str) -> str:
-    return text + "\ncompile_cache:\n" + "".join(f"  {line}\n" for line in block.strip().splitlines())
+    return without_cache(text) + "\ncompile_cache:\n" + "".join(f"  {line}\n" for line in block.strip().splitlines())
+
+
+@pytest.fixture(scope="module")
+def plain(shipped_text):
+    return matrix.loads(without_cache(shipped_text))
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +59,13 @@ def test_the_matrix_key_parses_into_a_frozen_value_with_defaults(cached) -> None
     assert cache.where is not None and cache.where.line > 1
 
 
-def test_a_matrix_without_the_key_has_none(m) -> None:
-    assert m.compile_cache is None
+def test_a_matrix_without_the_key_has_none(plain) -> None:
+    assert plain.compile_cache is None
+
+
+def test_the_shipped_matrix_names_a_backend_and_leaves_the_location_to_the_run(m) -> None:
+    assert m.compile_cache is not None and m.compile_cache.location is None
+    assert remotecache.resolve(m.compile_cache, {}, write=False, sccache=None) is None  # no store named: no change
 
 
 @pytest.mark.parametrize("location", ["redis://:pw@127.0.0.1:6379", "s3://key:secret@bucket/x", "ftp://host/x"])
@@ -147,8 +163,8 @@ def shared(cached, env, *, write=False):
     return context(env={**ENV, **env}, compile_cache=remote, host=PODMAN_HOST)
 
 
-def test_the_cache_and_its_credentials_change_no_digest(m, cached) -> None:
-    base = {k: p.digest for k, p in built(plans(m)).items()}
+def test_the_cache_and_its_credentials_change_no_digest(plain, cached) -> None:
+    base = {k: p.digest for k, p in built(plans(plain)).items()}
     for env in ({}, CREDENTIALS, {**CREDENTIALS, **SCHEDULE}):
         assert {k: p.digest for k, p in built(plans(cached, ctx=shared(cached, env))).items()} == base
     assert base
