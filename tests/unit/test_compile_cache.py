@@ -14,8 +14,10 @@ from dataclasses import replace
 
 import pytest
 
+from builders import cli
 from builders.base.errors import InputError
 from builders.base.process import Log
+from builders.cli import arguments
 from builders.matrix import loader as matrix
 from builders.matrix.compile_cache import Backend, Reads
 from builders.matrix.targets import expand
@@ -129,18 +131,39 @@ def test_the_trusted_contexts_are_matrix_data(shipped_text) -> None:
 # --- where: the location, at run time ----------------------------------------------------------------------
 
 
-def test_the_environment_names_or_overrides_the_location(cached) -> None:
-    remote = remotecache.resolve(cached.compile_cache, {"BUILDERS_COMPILER_CACHE": "s3://mine/dev"}, write=False,
-                                 sccache="/bin/sccache")
-    assert remote is not None and remote.location == "s3://mine/dev"
+def build_options(argv: list[str], env: dict[str, str]):
+    """``build``'s options as the CLI settles them (the command line, else the environment)."""
+    return arguments.parse(cli.parser(), ["build", *argv], env)
+
+
+def test_the_environment_or_the_flag_names_or_overrides_the_location(cached) -> None:
+    for argv, env in (([], {"BUILDERS_COMPILER_CACHE": "s3://mine/dev"}),
+                      (["--compile-cache", "s3://mine/dev"], {"BUILDERS_COMPILER_CACHE": "redis://other:6379"})):
+        opts = build_options(argv, env)
+        remote = remotecache.resolve(cached.compile_cache, env, write=False, sccache="/bin/sccache",
+                                     location=opts.compile_cache)
+        assert remote is not None and remote.location == "s3://mine/dev"
+    assert build_options([], {}).compile_cache is None
     no_location = replace(cached.compile_cache, location=None)
     assert remotecache.resolve(no_location, {}, write=False, sccache="/bin/sccache") is None
+
+
+def test_the_dist_scheduler_from_the_environment_overrides_the_matrix(cached) -> None:
+    opts = build_options([], {"BUILDERS_SCCACHE_DIST": "http://127.0.0.1:10600"})
+    remote = remotecache.resolve(replace(cached.compile_cache, dist_scheduler="http://elsewhere:10600"), {},
+                                 write=False, sccache="/bin/sccache", dist=opts.sccache_dist)
+    assert remote is not None and remote.dist_scheduler == "http://127.0.0.1:10600"
 
 
 def test_a_credential_in_the_environments_location_is_refused_without_repeating_it(cached) -> None:
     env = {"BUILDERS_COMPILER_CACHE": f"redis://user:{SECRET}@cache.example:6379"}
     with pytest.raises(InputError) as err:
-        remotecache.resolve(cached.compile_cache, env, write=False, sccache="/bin/sccache")
+        build_options([], env)
+    assert SECRET not in str(err.value) and "SCCACHE_REDIS_PASSWORD" in str(err.value)
+    assert "BUILDERS_COMPILER_CACHE" in str(err.value)
+    with pytest.raises(InputError) as err:  # a caller past the CLI is refused the same way
+        remotecache.resolve(cached.compile_cache, {}, write=False, sccache="/bin/sccache",
+                            location=env["BUILDERS_COMPILER_CACHE"])
     assert SECRET not in str(err.value) and "SCCACHE_REDIS_PASSWORD" in str(err.value)
 
 
