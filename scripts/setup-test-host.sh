@@ -7,7 +7,9 @@
 # axe-core from the npm registry, for the compatibility page's browser test; ccache (the compiler
 # cache the builds use, and the tests measure); Debian's docker-registry (the CNCF distribution
 # server: the local registry the release workflow's act run pushes its images to); binutils' readelf
-# (the independent oracle of the RPATH tests). The table below is the one list: a test that finds one
+# (the independent oracle of the RPATH tests); Redis (a shared compile cache on loopback, started by
+# tests/integration/test_compile_cache.py on a free port) and bubblewrap (the sandbox of sccache-dist's build
+# server in the distributed-compilation test). The table below is the one list: a test that finds one
 # of these tools missing fails naming this script (tests/helpers.py's require_tool). Run by
 # `nox -s tests` (and so by .ci/run); needs root only when something is missing. Idempotent
 # and quiet: a second run installs nothing.
@@ -20,7 +22,7 @@ axe_dir=${BUILDERS_AXE_DIR:-$HOME/.cache/builders/axe}
 declare -A package=(
   [podman]=podman [runc]=runc [debootstrap]=debootstrap [dockerd]=docker.io
   [chromium]=chromium [chromedriver]=chromium-driver [npm]=npm [ccache]=ccache [docker-registry]=docker-registry
-  [readelf]=binutils
+  [readelf]=binutils [redis-server]=redis-server [redis-cli]=redis-tools [bwrap]=bubblewrap
 )
 missing=()
 for tool in "${!package[@]}"; do

@@ -31,6 +31,7 @@ from builders.engines.images import engine_env
 from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target
+from builders.pipeline import remotecache
 from builders.pipeline.context import run_context
 from builders.pipeline.executor import RunConfig, build_all, summarize
 from builders.pipeline.host import Host, detect
@@ -60,12 +61,17 @@ def execute(opts: Options, console: Console) -> int:
     env = engine_env(opts.env)
     host = detect(m.pythons, env, engines=engines.named(opts.engine).containers)
     engine, why = choose_engine(opts, m, targets, host, env)
-    ctx = run_context(host=host, env=env, source=opts.source, output=opts.output, cache=opts.cache)
+    shared = remotecache.resolve(m.compile_cache, env, write=opts.compile_cache_write, location=opts.compile_cache,
+                                 dist=opts.sccache_dist, sccache=remotecache.find_sccache(env))
+    ctx = run_context(host=host, env=env, source=opts.source, output=opts.output, cache=opts.cache,
+                      compile_cache=shared)
     resolved = [engine.plan(t, ctx) for t in targets]
     config = RunConfig(matrix=m, output=ctx.output, engine=engine, env=env, run_smoke=opts.smoke, force=opts.force,
                        jobs=opts.jobs, verbose=opts.verbose)
     console.line(f"{len(targets)} targets selected; engine {engine.name} ({why}) on {host.platform}; "
                  f"{opts.jobs} builds at a time; output {config.output}")
+    if shared is not None:
+        console.line(f"compile cache: {shared.describe()}")
     note = ccache_note(resolved, host)
     if note:
         console.warning(note)

@@ -26,9 +26,11 @@ from builders.cli.paths import input_dir, input_file, input_path, output_dir, ou
 from builders.families import families
 from builders.families.provision import CACHE_ENV, default_cache, toolchains_under
 from builders.families.rocm import ROCM_SOURCE_ENV, ROCM_SOURCES
+from builders.matrix.compile_cache import LOCATION_ENV, location_problem
 from builders.matrix.release_channels import ChannelName
 from builders.pipeline import caches
 from builders.pipeline.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV
+from builders.pipeline.remotecache import DIST_TOKEN, DIST_VAR, MODE_VAR
 from builders.release.promotion import FILE_LIMIT_MB, TOTAL_LIMIT_GB
 from builders.release.validate import INSTALLERS
 
@@ -127,6 +129,14 @@ def budget(text: str) -> int | None:
         return caches.parse_size(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def store_location(text: str) -> str:
+    """A shared compile cache's location (s3://, redis://, http://): never one holding a credential."""
+    problem = location_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def days(text: str) -> float:
@@ -257,6 +267,19 @@ _BUILD_AFTER = (
            help="after the build, trim <output>/.store to SIZE (500M, 20G; 'unlimited' keeps all), least recently "
                 "used first, never an entry of this run's plans (default: $BUILDERS_STORE_BUDGET, else "
                 f"{DEFAULT_STORE_BUDGET})"),
+    Option(flags=("--compile-cache-write",), commands=("build",), action="store_true", default=False,
+           group="shared compile cache",
+           help="write into the matrix's shared compile cache (compile_cache): for a developer who owns the store; "
+                "refused in CI and in pull requests, where only trusted runs write (docs/compile-cache.md). "
+                "Without it a local build only reads"),
+    Option(flags=("--compile-cache",), commands=("build",), parse=store_location, env=LOCATION_ENV, metavar="URL",
+           group="shared compile cache",
+           help="the shared compile cache's store (s3://bucket/path, redis://host:port, http(s)://...), over the "
+                "matrix's compile_cache.location; never a credential in it (those go in the store's own "
+                "variables). Without a matrix compile_cache it changes nothing"),
+    Option(flags=("--sccache-dist",), commands=("build",), env=DIST_VAR, metavar="URL", group="shared compile cache",
+           help="the sccache-dist scheduler the core's compiles are sent to, over the matrix's "
+                "compile_cache.dist.scheduler (its token: $SCCACHE_DIST_TOKEN)"),
 )
 
 _WHEEL_CHECKS = (
@@ -453,8 +476,9 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 ENVIRONMENT: tuple[EnvironmentFact, ...] = (
-    EnvironmentFact(name="GITHUB_ACTIONS", read_by="builders/base/console.py",
-                    why="running under GitHub Actions: log groups and annotations instead of live status lines"),
+    EnvironmentFact(name="GITHUB_ACTIONS", read_by="builders/base/console.py, builders/pipeline/remotecache.py",
+                    why="running under GitHub Actions: log groups and annotations instead of live status lines; a "
+                        "CI run, where only the trusted contexts write the shared compile cache"),
     EnvironmentFact(name="GITHUB_STEP_SUMMARY", read_by="builders/base/console.py",
                     why="the job summary file the console appends its Markdown tables to"),
     EnvironmentFact(name="TERM", read_by="builders/base/console.py",
@@ -466,6 +490,17 @@ ENVIRONMENT: tuple[EnvironmentFact, ...] = (
                         "none), for the default cache and the interpreters pyenv and uv installed"),
     EnvironmentFact(name="SOURCE_DATE_EPOCH", read_by="builders/pipeline/context.py, builders/wheel/archive.py",
                     why="the build's timestamp when set, else the source tree's last commit"),
+    EnvironmentFact(name="GITHUB_EVENT_NAME", read_by="builders/pipeline/remotecache.py",
+                    why="with $GITHUB_REF and $GITHUB_ACTIONS: whether this run may write the shared compile cache "
+                        "(the matrix's compile_cache.trusted), reads it only, or reads nothing (a pull request)"),
+    EnvironmentFact(name="GITHUB_REF", read_by="builders/pipeline/remotecache.py",
+                    why="the ref built: a trusted ref may write the shared compile cache (compile_cache.trusted.refs)"),
+    EnvironmentFact(name=DIST_TOKEN, read_by="builders/pipeline/remotecache.py",
+                    why="the sccache-dist scheduler's client token, written only into the client config in the "
+                        "target's work folder (0600) while it builds"),
+    EnvironmentFact(name=MODE_VAR, read_by="builders/pipeline/remotecache.py",
+                    why="set in a build's environment (never read from the user): what this run may do with the "
+                        "shared compile cache, read back for its statistics"),
     EnvironmentFact(name="BUILDERS_RUN", read_by="builders/base/process.py",
                     why="set on every command builders starts (never read from the user): the watchdog finds a "
                         "run's stray processes by it in /proc after the run died"),

@@ -135,8 +135,10 @@ def estimate_table(m: Matrix, targets: Sequence[Target], results: Sequence[Path]
     plan = ci.github_plan(targets)
     found = compare(targets, costs_from(results, targets), shards=len(plan["shards"]))
     keys = ("jobs", "build_jobs", "core_builds", "runner_minutes", "critical_path_minutes")
-    rows = [(key.replace("_", " "), str(found["before"][key]), str(found["after"][key])) for key in keys]
-    rows.append(("runner-minutes, after / before", "", str(found["runner_minutes_ratio"])))
+    rows = [(key.replace("_", " "), *(str(found[side][key]) for side in ("before", "after", "warm"))) for key in keys]
+    rows.append(("runner-minutes, after / before", "", str(found["runner_minutes_ratio"]), ""))
+    rows.append(("runner-minutes, warm / cold", "", "", str(found["warm_runner_minutes_ratio"])))
     source = ", ".join(map(str, results)) if results else "default stage times (builders.release.estimate.Costs)"
-    return render_table(("release run of " + m.project.name, "one build job per target",
-                         "per (variant, platform)"), rows) + f"\nstage times: {source}"
+    rates = ", ".join(f"{k} {v:.0%}" for k, v in found["hit_rates"].items()) or "none measured (warm = cold)"
+    return render_table(("release run of " + m.project.name, "one build job per target", "per (variant, platform)",
+                         "same, warm compile cache"), rows) + f"\nstage times: {source}\ncompile-cache hit rates: {rates}"

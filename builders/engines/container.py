@@ -11,6 +11,7 @@ always removed, also on failure or interrupt. Podman and docker differ only wher
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -30,6 +31,7 @@ from builders.engines import images
 from builders.engines.factory import EngineFactory, EngineSetup
 from builders.families import family_for
 from builders.families.provision import pip_download
+from builders.matrix.compile_cache import Backend
 from builders.matrix.model import OS
 from builders.matrix.targets import Target
 from builders.pipeline.host import CONTAINER_ENGINES, Host, foreign, unbuildable
@@ -46,6 +48,7 @@ from builders.pipeline.plan import (
     resolve_with,
     settings,
 )
+from builders.pipeline.remotecache import AT_RUN, CONTAINER_SCCACHE
 from builders.wheel.repair import Tools
 from builders.wheel.smoke import UV_CACHE_MOUNT
 
@@ -89,6 +92,8 @@ class ContainerSpec:
     mounts: tuple[Mount, ...] = ()
     network: bool = False
     env: Pairs = ()
+    host_network: bool = False  # the host's network (a shared compiler cache on the host's loopback or beyond)
+    passed: tuple[str, ...] = ()  # host variables given to each command by name at run time (never in a plan)
 
     kind = "container"
     on_host = False
@@ -127,7 +132,7 @@ class Container:
         # --rm and a bounded sleep: even if this process is SIGKILLed the container ends by
         # itself, and the next run reaps it earlier (reap_stale) by its owner label.
         argv = [self.spec.engine, "run", "--rm", "--detach", "--name", self.name, "--label",
-                f"{OWNER_LABEL}={os.getpid()}", *images.Dialect(exe=self.spec.engine).network(self.spec.network)]
+                f"{OWNER_LABEL}={os.getpid()}", *self.network()]
         for mount in self.spec.mounts:
             argv += mount.argv()
         try:
@@ -137,6 +142,11 @@ class Container:
             self._remove()
             raise
         return self
+
+    def network(self) -> list[str]:
+        if self.spec.host_network:
+            return ["--network", "host"]
+        return images.Dialect(exe=self.spec.engine).network(self.spec.network)
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self._remove()
@@ -155,6 +165,7 @@ class Container:
         cmd = [self.spec.engine, "exec"]
         for key, value in sorted({**dict(self.spec.env), **env}.items()):
             cmd += ["--env", f"{key}={value}"]
+        cmd += [arg for name in self.spec.passed if name in self.host_env for arg in ("--env", name)]
         if cwd:
             cmd += ["--workdir", cwd]
         return run([*cmd, self.name, *argv], env=self.host_env, log=self.log, separate_stderr=separate_stderr,
@@ -197,7 +208,7 @@ class ContainerEngine:
         mounts = (Mount(source=str(ctx.source), target="/src"), Mount(source=str(work), target="/work", writable=True),
                   Mount(source=str(self.build_requirements(ctx.source)), target="/wheels"),
                   Mount(source=str(self.compiler_cache(target)), target="/ccache", writable=True))
-        return Recipe(engine=self.name, runner=self.runner(target, mounts, network=False),
+        return Recipe(engine=self.name, runner=shared_cache(self.runner(target, mounts, network=False), ctx),
                       smoke_runner=self.smoke_runner(target), interpreter=python, smoke_interpreter=python,
                       toolchain=self.toolchain(target), source="/tmp/src", work="/work", build_cwd="/tmp",
                       prepare=(COPY_SOURCE,),
@@ -269,6 +280,18 @@ def _requirements(source: Path) -> list[str]:
         system = {}
     requires = system.get("requires", ["setuptools>=40.8.0"])  # pip's default for a project without one
     return [*requires, "cmake>=3.24", "ninja>=1.10"]  # the last two only where the image's are too old
+
+
+def shared_cache(spec: ContainerSpec, ctx: Context) -> ContainerSpec:
+    """The build's container as the run's shared compiler cache needs it: the host's network, the store's
+    credentials passed by name, the host's sccache mounted read-only (none of it part of the runner's key)."""
+    remote = ctx.compile_cache
+    if remote is None or not remote.active:
+        return spec
+    mounts = spec.mounts
+    if remote.backend is Backend.SCCACHE and remote.sccache:
+        mounts += (Mount(source=str(Path(remote.sccache).resolve()), target=CONTAINER_SCCACHE),)
+    return dataclasses.replace(spec, mounts=mounts, host_network=True, passed=AT_RUN)
 
 
 def _key(requirements: list[str]) -> str:

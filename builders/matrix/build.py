@@ -18,7 +18,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from builders.base.yamlmarks import Marks
-from builders.matrix import release_channels
+from builders.matrix import compile_cache, release_channels
 from builders.matrix.draft import (
     At,
     ChannelsDraft,
@@ -143,6 +143,7 @@ def read(data: Any, bad: Collection[KeyPath], marks: Marks) -> Draft:
         platforms=read_platforms(platforms), platform_names=platforms.names() if platforms else None,
         families=families, accelerators_complete=complete, wheel_variants=read_wheel_variants(root.node("wheel_variants")),
         exclusions=read_exclusions(root.items("exclude"), marks), channels=read_channels(root.node("channels")),
+        compile_cache=root.table(compile_cache.KEY),
     )
 
 
@@ -301,6 +302,8 @@ def assemble(draft: Draft, marks: Marks, path: Path, source: Path | None) -> Mat
         variants=tuple(variant(v, marks) for v in draft.variants), channels=channels(draft.channels, marks),
         exclusions=tuple(e.value for e in draft.exclusions), dropped=draft.dropped,
         wheel_variants=wheel_variants(draft.wheel_variants, marks) if draft.wheel_variants else None,
+        compile_cache=compile_cache.parse(plain(draft.compile_cache), marks.at(draft.compile_cache.key))
+        if draft.compile_cache else None,
     )
 
 

@@ -251,6 +251,7 @@ class Draft:
     wheel_variants: WheelVariantsDraft | None
     exclusions: tuple[At[Exclusion], ...]
     channels: ChannelsDraft | None
+    compile_cache: Section | None = None  # the shared compiler cache (its shape is all the schema's)
 
     @property
     def variants(self) -> tuple[VariantDraft, ...]:

@@ -21,6 +21,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from builders.base.errors import Location
+from builders.matrix.compile_cache import CompileCache
 from builders.matrix.family import Accelerator
 from builders.matrix.findings import expand_env
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
@@ -339,6 +340,7 @@ class Matrix:
     exclusions: tuple[Exclusion, ...]
     dropped: tuple[Dropped, ...]
     wheel_variants: WheelVariants | None = None
+    compile_cache: CompileCache | None = None  # None: each machine's local ccache only
 
     def platform(self, name: str) -> Platform:
         return next(p for p in self.platforms if p.name == name)

@@ -14,16 +14,20 @@ from pathlib import Path
 from builders.base.process import ProcessError, run
 from builders.pipeline.host import Host
 from builders.pipeline.plan import Context
+from builders.pipeline.remotecache import RemoteCache
 from builders.pipeline.store import builders_version, tree_digest
 from builders.wheel.archive import source_date_epoch
 
 
-def run_context(*, host: Host, env: dict[str, str], source: Path, output: Path, cache: Path) -> Context:
-    """The context of a run building ``source`` into ``output`` with toolchains in ``cache`` (all made absolute)."""
+def run_context(*, host: Host, env: dict[str, str], source: Path, output: Path, cache: Path,
+                compile_cache: RemoteCache | None = None) -> Context:
+    """The context of a run building ``source`` into ``output`` with toolchains in ``cache`` (all made absolute),
+    through the run's shared compiler cache, if any (:func:`builders.pipeline.remotecache.resolve`)."""
     source = source.resolve()
     return Context(host=host, env=env, source=source, source_digest=tree_digest(source),
                    epoch=commit_epoch(source, env), output=output.resolve(), cache=cache.resolve(),
-                   tools_python=sys.executable, builders_version=builders_version())
+                   tools_python=sys.executable, builders_version=builders_version(),
+                   compile_cache=compile_cache)
 
 
 def commit_epoch(source: Path, env: Mapping[str, str]) -> int:

@@ -37,7 +37,7 @@ from builders.base.once import Once
 from builders.base.process import Log, ProcessError, Runner
 from builders.families import toolchain_for
 from builders.matrix.model import Matrix
-from builders.pipeline import results, summary
+from builders.pipeline import remotecache, results, summary
 from builders.pipeline.compilercache import STATS_LOG, parse_stats_log
 from builders.pipeline.core import CoreStore, ensure_core
 from builders.pipeline.engine import Engine
@@ -294,6 +294,7 @@ def build(plan: BuildPlan, runner: Runner, config: RunConfig, log: Log, progress
     """The plan's build commands (after its core, if any); then the interpreter's own absolute RPATHs go
     from the raw wheel. The compiler cache's hits and misses for these compilations are recorded."""
     try:
+        remotecache.prepare(dict(plan.build.env), Path(plan.work), config.env, log)
         for command in plan.prepare:
             runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
         if plan.core is not None:
@@ -302,7 +303,11 @@ def build(plan: BuildPlan, runner: Runner, config: RunConfig, log: Log, progress
         runner.run(plan.build.argv, env=dict(plan.build.env), cwd=plan.build.cwd, timeout=plan.build.timeout)
     finally:
         stats = Path(plan.work) / STATS_LOG
-        if stats.is_file():
+        shared = remotecache.finish(dict(plan.build.env), runner, log)
+        remotecache.forget(Path(plan.work))
+        if shared is not None:
+            progress.facts["compiler_cache"] = shared
+        elif stats.is_file():
             counted = parse_stats_log(stats.read_text(errors="replace"))
             progress.facts["compiler_cache"] = counted.to_json()
             log.write(f"# compiler cache: {counted.describe()}\n")

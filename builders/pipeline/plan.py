@@ -29,6 +29,9 @@ from builders.matrix.targets import Target, wheel_filename
 from builders.pipeline import interpreters
 from builders.pipeline.compilercache import STATS_LOG, cache_env
 from builders.pipeline.host import Host
+from builders.pipeline.remotecache import CONTAINER_SCCACHE, PLAN_VARS, RemoteCache
+from builders.pipeline.remotecache import build_env as shared_cache_env
+from builders.pipeline.remotecache import namespace as cache_namespace
 from builders.pipeline.store import canonical, digest
 from builders.wheel import smoke
 from builders.wheel.repair import Tools, diagnose_argv, repair_argv
@@ -42,7 +45,7 @@ BUILD_INPUT_VARS = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "C
 def location_vars() -> frozenset[str]:
     """Never part of the digest: where tools are found and how compilations are cached, not what they
     make (asked when a key is made: the registered families' CMake languages name the launchers)."""
-    return frozenset({"PATH", *cache_env("", "", "")})
+    return frozenset({"PATH", *cache_env("", "", ""), *PLAN_VARS})
 
 
 # The fields of a target's record that its variant's core depends on (not its Python).
@@ -320,6 +323,7 @@ class Context:
     cache: Path
     tools_python: str  # builders' own interpreter (its auditwheel, cibuildwheel)
     builders_version: str
+    compile_cache: RemoteCache | None = None  # the shared compiler cache and this run's access (not in any digest)
 
     def work(self, target: Target) -> Path:
         return self.output / ".work" / target.id
@@ -447,6 +451,23 @@ def build_env(target: Target, ctx: Context, recipe: Recipe) -> dict[str, str]:
 
 
 def compiler_cache(ctx: Context, recipe: Recipe, env: Mapping[str, str]) -> dict[str, str]:
+    """The local ccache (:func:`local_cache`), or the run's shared compiler cache where it reads or writes."""
+    local = local_cache(ctx, recipe, env)
+    remote = ctx.compile_cache
+    if remote is None or not remote.active or recipe.build is not None:
+        return local
+    where = places(ctx)
+    toolchain = {**recipe.toolchain.to_json(), "root": relocate(recipe.toolchain.root or "", where)}
+    hidden = location_vars()
+    flags = {k: relocate(v, where) for k, v in env.items() if k not in hidden and k != "SOURCE_DATE_EPOCH"}
+    ns = cache_namespace({"toolchain": toolchain, "runner": recipe.runner.key(), "env": flags})
+    on_host = recipe.runner.on_host
+    basedir = os.path.commonpath([ctx.source, ctx.output]) if on_host else f"{recipe.source}:{recipe.work}"
+    return shared_cache_env(remote, ns=ns, launcher=(remote.sccache or "sccache") if on_host else CONTAINER_SCCACHE,
+                            basedir="" if basedir == os.sep else basedir, work=recipe.work, local=local)
+
+
+def local_cache(ctx: Context, recipe: Recipe, env: Mapping[str, str]) -> dict[str, str]:
     """ccache for C, C++, CUDA and HIP: the engine's cache (an image's), else on this host ``$CCACHE_DIR`` or
     one cache per toolchain."""
     stats = f"{recipe.work}/{STATS_LOG}"

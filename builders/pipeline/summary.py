@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from builders.base.console import markdown_table
+from builders.pipeline.remotecache import cell
 from builders.pipeline.results import STATUSES, Result
 
 MAX_DIFFERING_WORDS = 2  # reasons differing in at most this many words are one group
@@ -25,6 +26,7 @@ MAX_ALTERNATIVES = 4  # more differing words than this at one place are shown as
 MAX_PATTERNS = 4  # id patterns shown per group before "+N more"
 REASON_CUT = 120  # a failure's reason is cut here on the console (results.json and the log have it all)
 FULL_HEADERS = ("target", "status", "stage / reason", "size", "sha256", "time")
+SHARED_HEADER = "compile cache"  # a shared compile cache's hits per target (builders.pipeline.remotecache.cell)
 
 Fields = tuple[str, str, str]  # a target id's (variant, python, platform)
 Test = Callable[[str], bool]
@@ -227,7 +229,8 @@ def rows(outcomes: Sequence[Result]) -> list[tuple[str, str, str]]:
 
 def _detail(result: Result) -> str:
     if result.status in ("built", "reused"):
-        return f"{size(result.size):>9}  {result.sha256[:12]}  {_seconds(result):>5}".strip()
+        shared = cell(result.compiler_cache)  # a shared compile cache: its hit rate, on the wheel's own line
+        return f"{size(result.size):>9}  {result.sha256[:12]}  {_seconds(result):>5}  {shared}".strip()
     why = " ".join(reason_of(result).split())  # one line: a reason may hold a log's lines
     return why if len(why) <= REASON_CUT else why[:REASON_CUT - 1] + "…"
 
@@ -247,9 +250,20 @@ def console_lines(outcomes: Sequence[Result]) -> list[str]:
 
 
 def full_table(outcomes: Sequence[Result]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    """Every target, one row each (``build -v`` shows it before the summary)."""
-    return FULL_HEADERS, [(r.id, r.status, _detail(r) if r.status not in ("built", "reused") else "", size(r.size),
-                           r.sha256[:12], _seconds(r)) for r in outcomes]
+    """Every target, one row each (``build -v`` shows it before the summary); a column of shared compile-cache
+    hits where the run used one."""
+    shared = _shared(outcomes)
+    return FULL_HEADERS + shared, [(r.id, r.status, _detail(r) if r.status not in ("built", "reused") else "",
+                                    size(r.size), r.sha256[:12], _seconds(r), *_cells(r, shared)) for r in outcomes]
+
+
+def _shared(outcomes: Sequence[Result]) -> tuple[str, ...]:
+    """The extra header of a run that used a shared compile cache (none otherwise)."""
+    return (SHARED_HEADER,) if any(r.compiler_cache.get("backend") for r in outcomes) else ()
+
+
+def _cells(result: Result, shared: tuple[str, ...]) -> tuple[str, ...]:
+    return (cell(result.compiler_cache),) if shared else ()
 
 
 def markdown(outcomes: Sequence[Result]) -> str:
@@ -257,9 +271,10 @@ def markdown(outcomes: Sequence[Result]) -> str:
     done = [r for r in outcomes if r.status != "skipped"]
     parts = [f"**{counts(outcomes)}**"]
     if done:
-        parts.append(markdown_table(("target", "status", "stage / reason", "size", "sha256", "time"),
+        shared = _shared(done)
+        parts.append(markdown_table(("target", "status", "stage / reason", "size", "sha256", "time", *shared),
                                     [(r.id, r.status, " ".join(reason_of(r).split()), size(r.size), r.sha256[:12],
-                                      _seconds(r)) for r in done]))
+                                      _seconds(r), *_cells(r, shared)) for r in done]))
     skips = [(r.id, reason_of(r)) for r in outcomes if r.status == "skipped"]
     if skips:
         ids = [r.id for r in outcomes]

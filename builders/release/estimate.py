@@ -10,13 +10,19 @@ the slowest job of each stage in turn.
 Stage times come from :class:`Costs`: this project's defaults, replaced per variant by what
 ``results.json`` files measured (``core.seconds`` where the core was built, the other stages'
 ``durations`` per wheel). Everything here is pure.
+
+A third figure is the release layout with a warm shared compile cache (docs/compile-cache.md): a core built
+with ``compiler_cache.hit_rate`` of at least :data:`WARM` is a warm measurement, below it a cold one. A variant
+measured warm costs its warm median; one with only cold figures costs its cold time scaled by the median
+warm/cold ratio of the variants measured both ways (else by one minus the median warm hit rate); with no warm
+measurement at all, warm is cold.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from builders.matrix.targets import Target
@@ -25,6 +31,7 @@ from builders.release.ci import build_groups, build_id, images
 # Jobs outside the build and smoke matrices: plan, report, release files, publish, deploy, and
 # one shard-matrix job per shard.
 FIXED_JOBS = ("plan", "report", "release-files", "publish", "deploy")
+WARM = 0.5  # a core built with at least this compiler-cache hit rate was built warm
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,6 +52,8 @@ class Costs:
     default_wheel: float = 90.0
     smoke: float = 60.0  # one smoke test after its job's set-up
     tail: float = 300.0  # report, release files, publish and deploy after the last smoke job
+    core_warm: Mapping[str, float] = field(default_factory=dict)  # by variant: a core built from a warm cache
+    hit_rate: Mapping[str, float] = field(default_factory=dict)  # by variant: the warm builds' hit rate
 
     def core_of(self, label: str) -> float:
         return self.core.get(label, self.default_core)
@@ -71,24 +80,40 @@ class Estimate:
 
 
 def measured(results: Iterable[Mapping[str, Any]], targets: Sequence[Target], base: Costs = Costs()) -> Costs:
-    """``base`` with each variant's core and per-wheel seconds replaced by the medians ``results`` measured."""
+    """``base`` with each variant's core (cold and warm) and per-wheel seconds replaced by the medians ``results``
+    measured, and the hit rates of its warm core builds."""
     label_of = {t.id: t.variant.label for t in targets}
-    cores: dict[str, list[float]] = {}
-    wheels: dict[str, list[float]] = {}
+    found: dict[str, dict[str, list[float]]] = {"core": {}, "core_warm": {}, "hit_rate": {}, "wheel": {}}
     for record in results:
         label = label_of.get(str(record.get("id")))
         if label is None or record.get("status") != "built":
             continue
         core = record.get("core") or {}
         core_seconds = float(core.get("seconds", 0.0)) if core.get("status") == "built" else 0.0
+        rate = (record.get("compiler_cache") or {}).get("hit_rate")
+        hit_rate = float(rate) if rate is not None else 0.0
         if core_seconds:
-            cores.setdefault(label, []).append(core_seconds)
+            found["core_warm" if hit_rate >= WARM else "core"].setdefault(label, []).append(core_seconds)
+            if hit_rate >= WARM:
+                found["hit_rate"].setdefault(label, []).append(hit_rate)
         total = sum(float(v) for v in (record.get("durations") or {}).values())
-        wheels.setdefault(label, []).append(max(total - core_seconds, 0.0))
-    return Costs(setup=base.setup, image=base.image, pull=base.pull, default_core=base.default_core,
-                 default_wheel=base.default_wheel, smoke=base.smoke, tail=base.tail,
-                 core={**base.core, **{k: statistics.median(v) for k, v in cores.items()}},
-                 wheel={**base.wheel, **{k: statistics.median(v) for k, v in wheels.items()}})
+        found["wheel"].setdefault(label, []).append(max(total - core_seconds, 0.0))
+    medians = {kind: {k: statistics.median(v) for k, v in by.items()} for kind, by in found.items()}
+    return replace(base, core={**base.core, **medians["core"]}, wheel={**base.wheel, **medians["wheel"]},
+                   core_warm={**base.core_warm, **medians["core_warm"]}, hit_rate={**base.hit_rate, **medians["hit_rate"]})
+
+
+def warm_costs(costs: Costs, labels: Iterable[str]) -> Costs:
+    """``costs`` with each variant's core as a warm shared compile cache builds it (see the module's docstring)."""
+    both = [costs.core_warm[k] / costs.core[k] for k in costs.core_warm if costs.core.get(k)]
+    if both:
+        scale = statistics.median(both)
+    elif costs.hit_rate:
+        scale = 1.0 - statistics.median(costs.hit_rate.values())
+    else:
+        scale = 1.0
+    core = {label: costs.core_warm.get(label, costs.core_of(label) * scale) for label in labels}
+    return replace(costs, core=core)
 
 
 def _build_seconds(group: Sequence[Target], costs: Costs, container: bool) -> float:
@@ -114,8 +139,14 @@ def estimate(targets: Sequence[Target], costs: Costs, *, per_target: bool, shard
 
 
 def compare(targets: Sequence[Target], costs: Costs, *, shards: int) -> dict[str, Any]:
-    """Today's layout against one build job per target, and the ratio of their runner-minutes."""
+    """Today's layout against one build job per target, and the ratio of their runner-minutes; and today's layout
+    with a warm shared compile cache (the measured hit rates), against the same cold."""
     before = estimate(targets, costs, per_target=True, shards=shards)
     after = estimate(targets, costs, per_target=False, shards=shards)
+    warm = estimate(targets, warm_costs(costs, {t.variant.label for t in targets}), per_target=False, shards=shards)
     ratio = after.runner_minutes / before.runner_minutes if before.runner_minutes else 0.0
-    return {"before": before.record(), "after": after.record(), "runner_minutes_ratio": round(ratio, 3)}
+    warm_ratio = warm.runner_minutes / after.runner_minutes if after.runner_minutes else 0.0
+    return {"before": before.record(), "after": after.record(), "runner_minutes_ratio": round(ratio, 3),
+            "warm": {**warm.record(), "layout": "per (variant, platform), warm compile cache"},
+            "warm_runner_minutes_ratio": round(warm_ratio, 3),
+            "hit_rates": {k: round(v, 3) for k, v in sorted(costs.hit_rate.items())}}

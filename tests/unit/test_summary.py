@@ -11,12 +11,13 @@ import fnmatch
 import io
 import itertools
 import re
+from dataclasses import replace
 
 import pytest
 
 from builders.base.console import Console
 from builders.matrix.targets import expand
-from builders.pipeline import summary
+from builders.pipeline import remotecache, summary
 from builders.pipeline.executor import summarize
 from builders.pipeline.results import Result
 
@@ -121,6 +122,20 @@ def test_console_lines_one_per_wheel_and_per_reason(ids) -> None:
     assert lines[3].split()[:2] == ["failed", ids[2]] and len(lines[3]) < 200 and "…" in lines[3]
     assert lines[4].startswith(f"{len(ids) - 3} skipped")
     assert all(p in lines[4] for p in platforms)
+
+
+def test_a_shared_compile_cache_adds_its_hits_to_the_wheels_line_not_a_line(ids) -> None:
+    plain = run_of(ids)
+    record = remotecache.stats_of({"stats": {"cache_hits": {"counts": {"C/C++": 14}},
+                                             "cache_misses": {"counts": {"C/C++": 1}}}}, "read-only")
+    shared = [replace(plain[0], compiler_cache=record), *plain[1:]]
+    lines = summary.console_lines(shared)
+    assert len(lines) == len(summary.console_lines(plain))
+    assert lines[1].endswith(remotecache.cell(record)) and "hits" not in "".join(summary.console_lines(plain))
+    headers, rows = summary.full_table(shared)
+    assert headers[-1] == summary.SHARED_HEADER and rows[0][-1] == remotecache.cell(record) and rows[1][-1] == ""
+    assert summary.full_table(plain)[0] == summary.FULL_HEADERS
+    assert remotecache.cell(record) in summary.markdown(shared) and "compile cache" not in summary.markdown(plain)
 
 
 def test_summarize_prints_the_short_form_and_the_full_table_with_verbose(ids) -> None:
