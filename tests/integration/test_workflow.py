@@ -227,9 +227,11 @@ def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
          "        continue-on-error: true\n        with:\n          name: build-${{ matrix.build }}",
          "the smoke job's download may fail quietly"),
         # only a release the plan accepted publishes
-        (WORKFLOW, "!cancelled() && needs.plan.outputs.release == 'true' && needs.publish.result == 'success'",
-         "!cancelled() && startsWith(github.ref, 'refs/tags/v') && needs.publish.result == 'success'",
-         "job 'deploy' publishes without `needs.plan.outputs.release == 'true'`"),
+        (WORKFLOW, "    if: needs.plan.outputs.release == 'true'\n    runs-on: ubuntu-24.04\n    timeout-minutes: 30\n"
+                   "    environment: indexes",
+         "    if: startsWith(github.ref, 'refs/tags/v')\n    runs-on: ubuntu-24.04\n    timeout-minutes: 30\n"
+         "    environment: indexes",
+         "job 'deploy', key 'if': the release gate"),
         (WORKFLOW, 'release=(--release-tag "$REF_NAME")', "release=()", "the plan job never passes --release-tag"),
         (WORKFLOW, "matrix: ${{ fromJSON(needs.plan.outputs.shards) }}", "matrix: {index: [0]}",
          "once per shard of the plan"),
@@ -240,8 +242,8 @@ def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
          "calls gone.yml, which is not beside it"),
         # every job has a timeout
         (WORKFLOW, "    runs-on: ubuntu-24.04\n    timeout-minutes: 15\n", "    runs-on: ubuntu-24.04\n",
-         "job 'plan' has no timeout-minutes"),
-        (SHARD, "    timeout-minutes: 240\n", "", "job 'build' has no timeout-minutes"),
+         "job 'plan', key 'timeout-minutes': missing"),
+        (SHARD, "    timeout-minutes: 240\n", "", "job 'build', key 'timeout-minutes': missing"),
         # smoke jobs must not wait for every build to succeed
         (SHARD, "    if: ${{ !cancelled() && needs.shard.result == 'success' }}\n    name: smoke", "    name: smoke",
          "smoke jobs run only when every build succeeded"),
