@@ -34,21 +34,24 @@ from pathlib import Path
 
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
+from builders.release import disk
 from builders.release.ci import build_entry, build_groups, images, plan_outputs, shards, smoke_entry
 from builders.release.workflow_jobs import (
     DOWNLOAD_ACTION,
+    PYPI_ACTIONS,
     UPLOAD_ACTION,
     Workflow,
     action,
     attests,
     first,
+    given,
     local_calls,
     needs,
     publishes,
+    runs,
     steps,
 )
 from builders.release.workflow_jobs import matrix_of as _matrix
-from builders.release.workflow_jobs import runs as _runs
 from builders.release.workflow_rules import structural_problems
 
 PLAN_COMMAND = "nox -s plan -- --format github"
@@ -60,6 +63,8 @@ REQUIRE_DEVICE = "--require-device"
 SHARDS_FROM_PLAN = "${{ fromJSON(needs.plan.outputs.shards) }}"
 FROM_SHARD = "${{ fromJSON(needs.shard.outputs.include) }}"
 BUILDS_FROM_SHARD = "${{ fromJSON(needs.shard.outputs.builds) }}"
+BATCH_COMMAND = "ci/batches.sh"
+RELEASE_INPUT = "${{ needs.plan.outputs.release == 'true' }}"
 
 
 def drift(matrix: Matrix, workflow: Path) -> list[str]:
@@ -70,6 +75,8 @@ def drift(matrix: Matrix, workflow: Path) -> list[str]:
     for wf in (release, *called):
         problems += [*_timeout_problems(wf), *_smoke_problems(wf), *_provenance_problems(wf), *_upload_problems(wf)]
     problems += structural_problems(release, called)
+    problems += _batch_problems(matrix, release)
+    problems += _fail_closed_problems(release, called)
     problems += _key_problems(matrix, (release, *called))
     return problems
 
@@ -85,10 +92,10 @@ def _called(release: Workflow, folder: Path) -> tuple[list[Workflow], list[str]]
 
 
 def _plan_problems(release: Workflow) -> Iterator[str]:
-    runs = _runs(release.jobs.get("plan", {}))
-    if PLAN_COMMAND not in runs:
+    commands = runs(release.jobs.get("plan", {}))
+    if PLAN_COMMAND not in commands:
         yield f"{release.name}: the plan job does not run `{PLAN_COMMAND}`"
-    elif RELEASE_OPTION not in runs:
+    elif RELEASE_OPTION not in commands:
         yield (f"{release.name}: the plan job never passes {RELEASE_OPTION}, so no run checks the tag against the "
                "version, the whole matrix and the pinned images before it publishes")
     if not any(_matrix(release.jobs[job]) == SHARDS_FROM_PLAN for job in local_calls(release)):
@@ -100,15 +107,15 @@ def _shard_problems(release: Workflow, called: list[Workflow]) -> Iterator[str]:
     if shard is None:
         yield f"{release.name}: no workflow it calls has the build and smoke jobs"
         return
-    if not any(SHARD_COMMAND in _runs(job) for job in shard.jobs.values()):
+    if not any(SHARD_COMMAND in runs(job) for job in shard.jobs.values()):
         yield f"{shard.name}: no job extracts the shard's matrix (`{SHARD_COMMAND}`)"
     for job, expected in (("build", BUILDS_FROM_SHARD), ("smoke", FROM_SHARD)):
         if _matrix(shard.jobs[job]) != expected:
             yield f"{shard.name}: job {job!r} does not take its matrix from the shard ({expected})"
-    runs = _runs(shard.jobs["build"])
-    if BUILD_COMMAND not in runs or TARGET_OPTION not in runs:
+    commands = runs(shard.jobs["build"])
+    if BUILD_COMMAND not in commands or TARGET_OPTION not in commands:
         yield f"{shard.name}: the build job does not run `{BUILD_COMMAND} {TARGET_OPTION} ...`"
-    if REQUIRE_DEVICE not in _runs(shard.jobs["smoke"]):
+    if REQUIRE_DEVICE not in runs(shard.jobs["smoke"]):
         yield (f"{shard.name}: the smoke job does not smoke-test with {REQUIRE_DEVICE} (a GPU runner that shows no "
                "GPU would pass with nothing exercised)")
 
@@ -135,10 +142,54 @@ def _upload_problems(wf: Workflow) -> Iterator[str]:
             if action(step) == UPLOAD_ACTION and str(given.get("overwrite", "")).lower() != "true":
                 yield (f"{wf.name}: job {name!r} uploads {given.get('name', 'an artifact')!r} without overwrite: true "
                        "(re-running the failed job would fail on the existing name)")
+        for step in steps(job):
+            if action(step) == UPLOAD_ACTION and "cancelled()" in str(step.get("if", "")):
+                yield (f"{wf.name}: job {name!r}, key 'if': an upload runs `{step['if']}`, so a job that reaches "
+                       "timeout-minutes (which counts as cancelled) loses its logs; upload if: always()")
     for step in steps(wf.jobs.get("smoke", {})):
         if action(step) == DOWNLOAD_ACTION and step.get("continue-on-error"):
             yield (f"{wf.name}: the smoke job's download may fail quietly (continue-on-error): a missing wheel must "
                    "fail the job")
+
+
+def _fail_closed_problems(release: Workflow, called: list[Workflow]) -> Iterator[str]:
+    """A release never falls back to an image its images job did not push and attest: the shard
+    workflow is told it is a release, and its image download may fail quietly only when it is not."""
+    for name in local_calls(release):
+        passed = release.jobs[name].get("with")
+        if not isinstance(passed, dict) or RELEASE_INPUT not in str(passed.get("release", "")):
+            yield (f"{release.name}: job {name!r}, key 'with': does not pass `release: {RELEASE_INPUT}`, so its "
+                   "builds fall back to unattested images on a release")
+    for wf in called:
+        for name, job in wf.jobs.items():
+            for step in steps(job):
+                quiet = step.get("continue-on-error")
+                if action(step) == DOWNLOAD_ACTION and quiet and "inputs.release" not in str(quiet):
+                    yield (f"{wf.name}: job {name!r}, key 'continue-on-error': a download may fail quietly on a "
+                           "release too; make it `${{ !inputs.release }}`")
+
+
+def _batch_problems(matrix: Matrix, release: Workflow) -> Iterator[str]:
+    """One PyPI upload step per batch (each mints its own token), as many as ``ci/batches.sh`` may fill,
+    at the batch size builders plans with, and enough for the matrix's PyPI wheels."""
+    for name, job in release.jobs.items():
+        uploads = [given(s).get("packages-dir", "") for s in steps(job) if action(s) in PYPI_ACTIONS]
+        if not uploads:
+            continue
+        call = re.search(rf"{BATCH_COMMAND}\s+\S+\s+(\S+)\s+(\d+)\s+(\d+)", runs(job))
+        if call is None:
+            yield (f"{release.name}: job {name!r}, key 'steps': uploads to PyPI without `{BATCH_COMMAND}` batches "
+                   "(one step's token lasts about 15 minutes)")
+            continue
+        out, count, size = call.group(1), int(call.group(2)), int(call.group(3))
+        wanted = [f"{out}/{i}/" for i in range(1, count + 1)]
+        if uploads != wanted or size != disk.PYPI_BATCH_MB:
+            yield (f"{release.name}: job {name!r}, key 'steps': PyPI uploads of {uploads} at {size} MB, but "
+                   f"{BATCH_COMMAND} fills {wanted} and builders plans batches of {disk.PYPI_BATCH_MB} MB")
+        targets, _ = expand(matrix)
+        if (needed := disk.batches_needed(matrix, targets)) > count:
+            yield (f"{release.name}: job {name!r}, key 'steps': the matrix's PyPI wheels need {needed} upload "
+                   f"batches and the job has {count} steps")
 
 
 def _provenance_problems(wf: Workflow) -> Iterator[str]:

@@ -317,12 +317,17 @@ DRY_RUN = ("echo \"podman build --file builders/resources/containers/cuda.Contai
 DIGEST = "sha256:" + "ab" * 32
 
 
+# podman login as podman writes it: `auths` of the file --authfile names.
+LOGIN = ('[[ "$1" == login ]] && { file=$3; mkdir -p "$(dirname "$file")"; '
+         'printf \'{"auths": {"%s": {"auth": "%s"}}}\' "${@: -1}" "$(printf \'me:t\' | base64)" > "$file"; }')
+
+
 def test_images_sh_always_builds_and_hands_on_the_pushed_digest(root: Path, tmp_path: Path) -> None:
     """A tag in the registry proves nothing about what it holds: build, push, record the digest."""
     env = fake_tools(tmp_path / "bin", nox=f'[[ "$*" == *--dry-run* ]] && {DRY_RUN}; true',
-                     podman=f'[[ "$1" == push ]] && echo {DIGEST} > "$3"; true')
+                     podman=f'{LOGIN}; [[ "$1" == push ]] && echo {DIGEST} > "$3"; true')
     env |= {"GITHUB_REPOSITORY": "Org/Repo", "REGISTRY_USER": "me", "REGISTRY_TOKEN": "t",
-            "GITHUB_OUTPUT": str(tmp_path / "outputs")}
+            "GITHUB_OUTPUT": str(tmp_path / "outputs"), "HOME": str(tmp_path / "home")}
     proc = script(root, "images.sh", "push", "cu132-cp312-linux-x86_64", str(tmp_path / "image/ref"), env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     calls = (tmp_path / "bin/calls").read_text()
@@ -331,6 +336,28 @@ def test_images_sh_always_builds_and_hands_on_the_pushed_digest(root: Path, tmp_
     name = "ghcr.io/org/repo/builders-cuda"
     assert (tmp_path / "image/ref").read_text().strip() == f"{name}@{DIGEST}"
     assert (tmp_path / "outputs").read_text().splitlines() == [f"name={name}", f"digest={DIGEST}"]
+    # where actions/attest reads registry credentials (sigstore's OCI helper), not podman's default
+    assert f"podman login --authfile {tmp_path}/home/.docker/config.json --username me --password-stdin ghcr.io" in calls
+    assert "ghcr.io" in json.loads((tmp_path / "home/.docker/config.json").read_text())["auths"]
+
+
+def test_images_sh_refuses_a_login_attest_could_not_read(root: Path, tmp_path: Path) -> None:
+    """A login that leaves nothing in ~/.docker/config.json (podman's own auth.json, a credential
+    store) would sign the image's attestation and then fail to push it: fail at the login."""
+    env = fake_tools(tmp_path / "bin", nox=f'[[ "$*" == *--dry-run* ]] && {DRY_RUN}; true',
+                     podman=f'[[ "$1" == login ]] && {{ mkdir -p "$(dirname "$3")"; echo "{{}}" > "$3"; }}; '
+                            f'[[ "$1" == push ]] && echo {DIGEST} > "$3"; true')
+    env |= {"GITHUB_REPOSITORY": "org/repo", "REGISTRY_USER": "me", "REGISTRY_TOKEN": "t", "HOME": str(tmp_path / "home")}
+    proc = script(root, "images.sh", "push", "cu132-cp312-linux-x86_64", str(tmp_path / "ref"), env=env)
+    assert proc.returncode != 0 and "where actions/attest reads them" in proc.stdout, proc.stdout + proc.stderr
+    assert "podman push" not in (tmp_path / "bin/calls").read_text()
+
+
+def test_images_sh_pull_on_a_release_fails_without_the_attested_image(root: Path, tmp_path: Path) -> None:
+    env = fake_tools(tmp_path / "bin", nox=DRY_RUN, podman="true") | {"GITHUB_REPOSITORY": "org/repo", "RELEASE": "true"}
+    proc = script(root, "images.sh", "pull", "cu132-cp312-linux-x86_64", str(tmp_path / "absent"), env=env)
+    assert proc.returncode != 0 and "a release builds only in images its images jobs pushed and attested" in proc.stdout
+    assert "podman build" not in (tmp_path / "bin/calls").read_text() if (tmp_path / "bin/calls").exists() else True
 
 
 def test_images_sh_push_fails_without_a_digest(root: Path, tmp_path: Path) -> None:
@@ -549,6 +576,76 @@ def test_deploy_index_sh_runs_the_configured_command_for_another_host(root: Path
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "host/whl/cpu/minifw/index.html").is_file()
     assert (tmp_path / "host/token").read_text().strip() == "s3cret"
+
+
+def wheels(folder: Path, sizes: dict[str, int]) -> None:
+    """Sparse files of the given apparent sizes (the scripts count what copies would occupy)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, size in sizes.items():
+        with (folder / name).open("wb") as f:
+            f.truncate(size)
+
+
+def free_mb(path: Path) -> int:
+    return shutil.disk_usage(path).free // 2**20
+
+
+def test_disk_sh_refuses_before_the_download_what_the_plan_bounds_above_the_free_disk(root: Path,
+                                                                                       tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    proc = builders("plan", "--format", "github", "--output", str(plan), cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    estimate = json.loads(plan.read_text())["disk"]
+    m = matrix.load(root / "matrix.yaml")
+    targets, _ = expand(m)
+    assert estimate["download_mb"] == round(len(targets) * m.project.wheel_size_budget_mb)
+    proc = script(root, "disk.sh", "before", str(plan), str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(plan.read_text())
+    data["disk"]["download_mb"] = free_mb(tmp_path) + 1000
+    plan.write_text(json.dumps(data))
+    proc = script(root, "disk.sh", "before", str(plan), str(tmp_path))
+    assert proc.returncode != 0 and "split the release" in proc.stdout, proc.stdout
+
+
+def test_disk_sh_refuses_copies_that_would_not_fit_after_the_download(root: Path, tmp_path: Path) -> None:
+    wheels(tmp_path / "artifacts", {"a-1-py3-none-any.whl": 10 * 2**20})
+    proc = script(root, "disk.sh", "after", str(tmp_path / "artifacts"), "3", str(tmp_path))
+    assert proc.returncode == 0 and "3 more copies need 30 MB" in proc.stdout, proc.stdout + proc.stderr
+    wheels(tmp_path / "artifacts", {"b-1-py3-none-any.whl": (free_mb(tmp_path) // 3 + 100) * 2**20})
+    proc = script(root, "disk.sh", "after", str(tmp_path / "artifacts"), "3", str(tmp_path))
+    assert proc.returncode != 0 and "3 more copies of the wheels" in proc.stdout, proc.stdout
+
+
+def test_batches_sh_keeps_each_batch_within_one_tokens_budget(root: Path, tmp_path: Path) -> None:
+    mb = 2**20
+    sizes = {"a-1-cp312-cp312-linux_x86_64.whl": 900 * mb, "b-1-cp312-cp312-linux_x86_64.whl": 1200 * mb,
+             "c-1-cp313-cp313-linux_x86_64.whl": 1100 * mb, "d-1-cp313-cp313-win_amd64.whl": 3500 * mb,
+             "notes.txt": 5 * mb}
+    wheels(tmp_path / "dist", sizes)
+    proc = script(root, "batches.sh", str(tmp_path / "dist"), str(tmp_path / "out"), "6", "3000")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    batches = {int(b.name): {f.name: f.stat().st_size for f in b.iterdir()} for b in (tmp_path / "out").iterdir()}
+    assert sorted(n for b in batches.values() for n in b) == sorted(n for n in sizes if n.endswith(".whl"))
+    assert sorted(batches) == list(range(1, len(batches) + 1))
+    for files in batches.values():  # within the budget, or one file that is larger alone
+        assert sum(files.values()) <= 3000 * mb or len(files) == 1
+    assert len(batches) == 3  # 3500 alone; 1200 + 1100; 900
+    proc = script(root, "batches.sh", str(tmp_path / "dist"), str(tmp_path / "out2"), "2", "3000")
+    assert proc.returncode != 0 and "more than the 2 upload steps" in proc.stdout
+
+
+def test_plan_sh_hands_on_a_candidate_as_no_release(root: Path, tmp_path: Path) -> None:
+    for candidate in (True, False):
+        plan = tmp_path / "plan.json"
+        plan.write_text(json.dumps({"shards": [{"index": 0, "name": "a", "count": 1, "include": [{}], "builds": [{}]}],
+                                    "images": [], "targets": 1, "builds": 1, "release": False,
+                                    "candidate": candidate}))
+        out = tmp_path / f"out-{candidate}"
+        proc = script(root, "plan.sh", "outputs", str(plan), env={"GITHUB_OUTPUT": str(out)})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
+        assert outputs["release"] == "false" and outputs["candidate"] == str(candidate).lower()
 
 
 def test_tag_runs_restore_no_cache_and_no_key_grows_per_run(root: Path) -> None:
