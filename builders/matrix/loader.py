@@ -77,6 +77,7 @@ from builders.matrix.model import (
     Dropped,
     DroppedKind,
     Exclusion,
+    Installer,
     Matrix,
     Platform,
     Project,
@@ -1196,7 +1197,9 @@ class _Model:
             toolkit=Toolkit(requirements=tuple(toolkit.get("requirements", ())), index_url=toolkit.get("index_url"),
                             root=toolkit.get("root"), system_repository=toolkit.get("system_repository"),
                             system_packages=tuple(toolkit.get("system_packages", ())),
-                            system_repository_key=toolkit.get("system_repository_key"), max_gcc=toolkit.get("max_gcc")),
+                            system_repository_key=toolkit.get("system_repository_key"), max_gcc=toolkit.get("max_gcc"),
+                            windows_installer=Installer(**toolkit["windows_installer"])
+                            if "windows_installer" in toolkit else None),
             runtime_requirements=tuple(raw.get("runtime_requirements", ())),
             lib_providers=tuple(sorted(raw.get("exclude_libs", {}).items())),
             system_libs=tuple(sorted(raw.get("system_libs", {}).items())),

@@ -70,6 +70,9 @@ def unbuildable(target: Target, host: Host) -> str | None:
     from builders.families import toolchain_for
 
     reason = foreign(target, host)
+    if reason and target.variant.toolkit.windows_installer is not None:  # say what its runner installs, and why not here
+        also = toolchain_for(target.variant.accelerator).unavailable(target, host)
+        return f"{reason}; {also}" if also else reason
     if reason:
         return reason
     if host.interpreter(target.python.abi) is None:
