@@ -11,7 +11,9 @@ the real action). Around the run:
   127.0.0.1, declared insecure to podman through ``CONTAINERS_REGISTRIES_CONF``, which the
   images job pushes to and the build jobs pull from by digest;
 - a package server (``pypiserver``) on 127.0.0.1 that the PyPI stand-in uploads to;
-- a bare git repository that the deploy job pushes the gh-pages branch to (``INDEX_GIT_REMOTE``).
+- a bare git repository that the deploy job pushes the gh-pages branch to (``INDEX_GIT_REMOTE``);
+- ``tests/act/bin/gh``, first on the jobs' PATH, standing in for the GitHub Release API
+  (releases kept under the state folder's ``releases/<tag>/``).
 
 Runner labels: ``ubuntu-24.04`` runs on this host; every other label the workflow can ask for
 maps to a platform whose set-up fails, so a job needing a runner nobody serves is reported as
@@ -282,7 +284,9 @@ class Harness:
                 "--var", "GPU_RUNNERS=", "--var", "THEROCK_INDEX_URL=",
                 "--var", "ONEAPI_REPOSITORY=", "--var", "ONEAPI_REPOSITORY_KEY=", "--var", "INDEX_DEPLOY_COMMAND=",
                 "--container-architecture", "linux/amd64"]
-        env = {**os.environ, **self.env, "HOME": str(self.home)}
+        # tests/act/bin first: its `gh` stands in for the GitHub Release API (the jobs inherit PATH)
+        env = {**os.environ, **self.env, "HOME": str(self.home),
+               "PATH": f"{Path(__file__).resolve().parent / 'bin'}:{os.environ.get('PATH', '')}"}
         log = log or state.parent / f"{state.name}-act.log"
         with log.open("w") as out:  # written as act runs: a run that hangs still shows how far it got
             proc = subprocess.run(argv, cwd=self.repo, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,

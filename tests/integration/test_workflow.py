@@ -682,3 +682,62 @@ def test_plan_output_keeps_warnings_out_of_the_document(root: Path, tmp_path: Pa
     plan = json.loads((tmp_path / "plan.json").read_text())
     gpu = [e for s in plan["shards"] for e in s["include"] if e["device"]]
     assert gpu and all(e["smoke_runner"] == [e["runner"]] for e in gpu)
+
+
+def github_release_inputs(root: Path, tmp_path: Path) -> tuple[Path, dict[str, str], set[str]]:
+    """A plan of the shipped matrix marked a release, its index site with SHA256SUMS, two bundles, a
+    tagged repository, and the gh stand-in of tests/act first on PATH."""
+    plan = tmp_path / "plan.json"
+    proc = builders("plan", "--format", "github", "--select", "cpu-*-linux-x86_64", "--output", str(plan), cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(plan.read_text()) | {"release": True}
+    plan.write_text(json.dumps(data))
+    wheels = {e["wheel"] for s in data["shards"] for e in s["include"]}
+    for name in wheels:
+        (tmp_path / "site/whl/cpu/minifw").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "site/whl/cpu/minifw" / name).write_bytes(name.encode())
+    assert script(root, "checksums.sh", str(tmp_path / "site")).returncode == 0
+    for n in (1, 2):
+        (tmp_path / "bundles").mkdir(exist_ok=True)
+        (tmp_path / "bundles" / f"provenance-{n}.sigstore.json").write_text("{}")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", cwd=repo)
+    git("-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "x", cwd=repo)
+    git("tag", f"v{data['version']}", cwd=repo)
+    (tmp_path / "state").mkdir()
+    env = {"PATH": f"{root / 'tests/act/bin'}:{os.environ['PATH']}", "STANDIN_STATE": str(tmp_path / "state")}
+    return repo, env, wheels
+
+
+def test_github_release_sh_attaches_sha256sums_and_bundles_with_notes_from_the_plan(root: Path, tmp_path: Path) -> None:
+    repo, env, wheels = github_release_inputs(root, tmp_path)
+    version = json.loads((tmp_path / "plan.json").read_text())["version"]
+    args = (str(tmp_path / "plan.json"), str(tmp_path / "site"), str(tmp_path / "bundles"), str(tmp_path / "out"))
+    proc = script(root, "github-release.sh", f"v{version}", *args, env=env, cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    release = tmp_path / "state/releases" / f"v{version}"
+    lines = (release / "SHA256SUMS").read_text().splitlines()
+    assert {line.split("  ")[1] for line in lines} == {f"whl/cpu/minifw/{w}" for w in wheels}
+    site = tmp_path / "site"
+    subprocess.run(["sha256sum", "--quiet", "-c", str(release / "SHA256SUMS")], cwd=site, check=True, timeout=60)
+    notes = (release / "notes.md").read_text()
+    assert notes.startswith(f"# minifw {version}\n") and all(f"`{w}`" in notes for w in wheels)
+    assert "`provenance-1.sigstore.json`" in notes and (release / "provenance-2.sigstore.json").is_file()
+    # a rerun uploads the assets again and keeps the release
+    proc = script(root, "github-release.sh", f"v{version}", *args, env=env, cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    verbs = [json.loads(line)["verb"] for line in (tmp_path / "state/releases.jsonl").read_text().splitlines()]
+    assert verbs == ["create", "upload"]
+
+
+def test_github_release_sh_makes_none_for_a_candidate_or_another_tag(root: Path, tmp_path: Path) -> None:
+    repo, env, _ = github_release_inputs(root, tmp_path)
+    data = json.loads((tmp_path / "plan.json").read_text())
+    args = (str(tmp_path / "plan.json"), str(tmp_path / "site"), str(tmp_path / "bundles"), str(tmp_path / "out"))
+    proc = script(root, "github-release.sh", f"v{data['version']}-rc1", *args, env=env, cwd=repo)
+    assert proc.returncode != 0 and "is not v" in proc.stdout
+    (tmp_path / "plan.json").write_text(json.dumps(data | {"release": False, "candidate": True}))
+    proc = script(root, "github-release.sh", f"v{data['version']}", *args, env=env, cwd=repo)
+    assert proc.returncode != 0 and "not the plan of a release" in proc.stdout
+    assert not (tmp_path / "state/releases").exists()

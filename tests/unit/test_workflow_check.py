@@ -111,6 +111,11 @@ MUTATIONS: list[tuple[str, str, str, str, Edit]] = [
      job("release-files", "if", "${{ !cancelled() && needs.plan.result == 'success' }}")),
     ("builds of a release over failed images", RELEASE, "build", "if",
      job("build", "if", "${{ !cancelled() && needs.plan.result == 'success' }}")),
+    ("github-release for every run", RELEASE, "github-release", "if", job("github-release", "if", "always()")),
+    ("github-release may only read", RELEASE, "github-release", "permissions",
+     permission("github-release", "contents", "read")),
+    ("github-release in one group for every tag", RELEASE, "github-release", "concurrency",
+     concurrency("github-release", "release-github")),
     # needs
     ("publish straight after the plan", RELEASE, "publish", "needs", job("publish", "needs", ["plan"])),
     ("release-files before the builds", RELEASE, "publish", "needs", remove_need("release-files", "build")),
