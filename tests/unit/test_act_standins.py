@@ -304,7 +304,7 @@ def test_attest_push_to_registry_reads_credentials_where_the_action_does(env: di
     with pytest.raises(standin.StandinError, match=r"No credential file found at .*/\.docker/config\.json"):
         standin.attest({**image_subject(env), "HOME": str(home)})
     write(home / ".docker/config.json", json.dumps({"auths": {"ghcr.io": {"auth": auth}}}))
-    with pytest.raises(standin.StandinError, match="No credentials found for registry 127.0.0.1:5000"):
+    with pytest.raises(standin.StandinError, match=r"No credentials found for registry 127\.0\.0\.1:5000"):
         standin.attest({**image_subject(env), "HOME": str(home)})
     assert not (Path(env["STANDIN_STATE"]) / "attestations.jsonl").exists()
     write(home / ".docker/config.json", json.dumps({"auths": {"http://127.0.0.1:5000": {"auth": auth}}}))

@@ -15,6 +15,7 @@ from builders.families.xpu import XPU
 from builders.matrix.hostfacts import Host
 from builders.matrix.model import OS, Installer, Matrix
 from builders.matrix.targets import expand
+from builders.pipeline.plan import Context
 from builders.release import ci
 
 ENV = {"ONEAPI_WINDOWS_INSTALLER_URL": "https://downloads.example.invalid/oneapi/w_dpcpp_offline.exe",
@@ -89,12 +90,10 @@ def test_the_plan_provisions_with_the_installer_and_builds_at_its_root(m: Matrix
 
 
 def host_toolchain_for(target, cache: Path, host: Host):
-    class Ctx:  # the two things host_toolchain reads
-        pass
-
-    ctx = Ctx()
-    ctx.cache, ctx.host = cache, host  # type: ignore[attr-defined]
-    return host_toolchain(target, ctx)  # type: ignore[arg-type]
+    """The toolchain the Windows runner plans with (a plan context of that host)."""
+    ctx = Context(host=host, env={}, source=cache, source_digest="0" * 64, epoch=0, output=cache, cache=cache,
+                  tools_python="python", builders_version="0")
+    return host_toolchain(target, ctx)
 
 
 def test_it_cannot_run_here_and_the_skip_reason_says_why(m: Matrix) -> None:
@@ -110,7 +109,7 @@ def test_it_cannot_run_here_and_the_skip_reason_says_why(m: Matrix) -> None:
 
 def test_the_build_job_entry_runs_every_python_on_the_windows_runner(m: Matrix) -> None:
     targets = windows_xpu(m)
-    (group,) = [g for g in ci.build_groups(targets)]
+    (group,) = ci.build_groups(targets)
     entry = ci.build_entry(group)
     assert entry["id"] == "xpu-windows-x86_64" and entry["runner"] == targets[0].platform.runner
     assert entry["engine"] == "cibw" and entry["targets"].split() == [t.id for t in targets]
