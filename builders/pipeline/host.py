@@ -43,6 +43,9 @@ def detect(pythons: Iterable[PythonVersion], env: Mapping[str, str], *, engines:
         )
 
 
+ENGINE_INFO_TIMEOUT = 180  # seconds
+
+
 def engine_works(name: str, env: Mapping[str, str]) -> bool:
     """A container engine counts only if its daemon/runtime answers, not just its client."""
     from builders.base.process import ProcessError, run
@@ -51,7 +54,10 @@ def engine_works(name: str, env: Mapping[str, str]) -> bool:
     if exe is None:
         return False
     try:
-        run([exe, "info", "--format", "{{.Host.Arch}}" if name == "podman" else "{{.ServerVersion}}"], env=env, timeout=20)
+        # `podman info` waits for the storage lock, which a parallel `podman build` or push holds for
+        # a while (measured: over 20 s when two images jobs ran at once): slow is not broken.
+        run([exe, "info", "--format", "{{.Host.Arch}}" if name == "podman" else "{{.ServerVersion}}"], env=env,
+            timeout=ENGINE_INFO_TIMEOUT)
     except ProcessError:
         return False
     return True
