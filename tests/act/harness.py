@@ -258,16 +258,17 @@ class Harness:
         return ["-P", f"{HOST_LABEL}=-self-hosted", *(f for label in others for f in ("-P", f"{label}={NEVER_STARTED}"))]
 
     @staticmethod
-    def cache_home(event: str, ref: str, state: Path) -> Path:
-        """An empty cache folder for a tag push (GitHub restores none to a tag build), else the host's."""
-        if event == "push" and ref.startswith("refs/tags/"):
+    def cache_home(event: str, ref: str, state: Path, cold: bool | None = None) -> Path:
+        """An empty cache folder for a tag push (GitHub restores none to a tag build), else the host's;
+        ``cold`` says so for one run (a later tag run of the same build may share what the first built)."""
+        if cold if cold is not None else (event == "push" and ref.startswith("refs/tags/")):
             cold = state / "cold-cache"
             cold.mkdir(parents=True, exist_ok=True)
             return cold
         return Path.home() / ".cache"
 
     def run(self, event: str, ref: str, state: Path, *, inputs: Mapping[str, str] | None = None,
-            log: Path | None = None) -> Run:
+            log: Path | None = None, cold: bool | None = None) -> Run:
         state.mkdir(parents=True, exist_ok=True)
         payload = {"ref": ref, "inputs": dict(inputs or {}),
                    "repository": {"full_name": "builders-test/minifw", "default_branch": "main"}}
@@ -276,7 +277,7 @@ class Harness:
         argv = [act_binary(), event, "-W", ".github/workflows/release.yml", "-e", str(event_file), "--json",
                 *self.platforms(),
                 *standin_flags(state, self.repo, pypi_url=self.services.pypi_url),
-                "--env", f"XDG_CACHE_HOME={self.cache_home(event, ref, state)}",
+                "--env", f"XDG_CACHE_HOME={self.cache_home(event, ref, state, cold)}",
                 "--secret", f"GITHUB_TOKEN={REGISTRY_TOKEN}",
                 "--env", f"CONTAINERS_REGISTRIES_CONF={self.services.registries_conf}",
                 "--var", f"IMAGE_REGISTRY={self.services.registry}",

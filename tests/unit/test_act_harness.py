@@ -46,3 +46,12 @@ def test_tag_pushes_build_with_empty_caches_and_other_runs_with_the_hosts(tmp_pa
     assert cold.is_dir() and not any(cold.iterdir()) and cold.is_relative_to(tmp_path)
     for event, ref in (("workflow_dispatch", "refs/tags/v2.15.0"), ("push", "refs/heads/main")):
         assert Harness.cache_home(event, ref, tmp_path / "other") == Path.home() / ".cache"
+
+
+def test_a_tag_run_may_share_the_hosts_caches_when_asked(tmp_path) -> None:
+    from pathlib import Path
+
+    from tests.act.harness import Harness
+
+    assert Harness.cache_home("push", "refs/tags/v2.15.1", tmp_path / "s", cold=False) == Path.home() / ".cache"
+    assert Harness.cache_home("workflow_dispatch", "refs/heads/main", tmp_path / "s", cold=True).is_relative_to(tmp_path)
