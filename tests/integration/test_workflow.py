@@ -249,7 +249,7 @@ def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
          "smoke jobs run only when every build succeeded"),
         # no wheels published without provenance
         (WORKFLOW, "      - uses: actions/attest@1e69f48acb82d1966a394da916b4c1698aa569d6 # v4.2.2\n"
-                   "        with:\n          subject-checksums: provenance/subjects-1.sha256\n", "",
+                   "        id: attest-1\n        with:\n          subject-checksums: provenance/subjects-1.sha256\n", "",
          "job 'publish' publishes wheels without build provenance"),
         (WORKFLOW, "subject-checksums: provenance/subjects-1.sha256", "show-summary: false",
          "job 'publish' publishes wheels without build provenance"),
@@ -273,11 +273,12 @@ def test_the_committed_workflows_are_in_step(root: Path) -> None:
 def test_an_attestation_after_the_upload_is_no_provenance(root: Path, tmp_path: Path) -> None:
     text = (root / WORKFLOW).read_text()
     attest = ("      - uses: actions/attest@1e69f48acb82d1966a394da916b4c1698aa569d6 # v4.2.2\n"
-              "        with:\n          subject-checksums: provenance/subjects-1.sha256\n")
+              "        id: attest-1\n        with:\n          subject-checksums: provenance/subjects-1.sha256\n")
     release = edited(root, tmp_path, WORKFLOW, attest, "")
-    release.write_text(release.read_text() + attest)  # now the last step of deploy, after the upload
-    assert text.rstrip().endswith("run: bash ci/deploy-index.sh site")
+    release.write_text(release.read_text() + attest)  # now the last step of github-release, after its upload
+    assert text.rstrip().endswith('run: bash ci/github-release.sh "$TAG" plan/plan.json site attestations github-release')
     problems = drift(matrix.load(root / "matrix.yaml"), release)
+    assert any("job 'github-release' publishes wheels without build provenance" in p for p in problems), problems
     assert any("job 'deploy' publishes wheels without build provenance" in p for p in problems), problems
 
 
