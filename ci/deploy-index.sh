@@ -12,10 +12,11 @@
 # before anything is pushed. Needs GH_TOKEN (contents: write) and GITHUB_REPOSITORY, or
 # INDEX_GIT_REMOTE.
 #
-# Another static host: set the repository variable INDEX_DEPLOY_COMMAND to a command; it runs
-# with bash, with SITE set to the folder and INDEX_DEPLOY_TOKEN (a secret) in its environment,
-# e.g.  aws s3 sync "$SITE" s3://downloads.example.org/ --delete
-#       rsync -a --delete "$SITE"/ deploy@downloads.example.org:/srv/www/
+# An index too large for Pages (a framework's CUDA, ROCm or XPU index) goes to an S3-compatible
+# bucket instead, cumulatively and per channel: `python -m builders publish --channel release
+# --bucket s3://...` (docs/channels.md). The former INDEX_DEPLOY_COMMAND (any command run on a
+# folder that held this release alone, often `sync --delete`) dropped every earlier release from
+# the host; it is refused now.
 set -euo pipefail
 
 MAX_FILE_BYTES=$((100 * 1000 * 1000))
@@ -28,9 +29,8 @@ site=${1:?usage: ci/deploy-index.sh SITE}
 site=$(cd "$site" && pwd)
 
 if [ -n "${INDEX_DEPLOY_COMMAND:-}" ]; then
-  echo "publishing $site with INDEX_DEPLOY_COMMAND"
-  SITE=$site bash -euo pipefail -c "$INDEX_DEPLOY_COMMAND"
-  exit 0
+  echo "::error::INDEX_DEPLOY_COMMAND is no longer supported: it published this release alone over the earlier ones. Publish to an S3-compatible bucket with python -m builders publish --channel release --bucket s3://... (docs/channels.md), or leave it empty for GitHub Pages."
+  exit 1
 fi
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -80,9 +80,9 @@ prepare() {
 check_size() {
   local too_big total
   too_big=$(find "$1" -path "$1/.git" -prune -o -type f -size +"$MAX_FILE_BYTES"c -printf '%P (%s bytes)\n')
-  [ -z "$too_big" ] || { echo "::error::GitHub Pages (a git branch) takes no file over 100 MB: $too_big. Set INDEX_DEPLOY_COMMAND to publish to another static host."; exit 1; }
+  [ -z "$too_big" ] || { echo "::error::GitHub Pages (a git branch) takes no file over 100 MB: $too_big. Publish to an S3-compatible bucket instead: python -m builders publish --channel release (docs/channels.md)."; exit 1; }
   total=$(du -sb --exclude=.git "$1" | cut -f1)
-  [ "$total" -le "$MAX_SITE_BYTES" ] || { echo "::error::the indexes are $total bytes; GitHub Pages serves at most 1 GB. Set INDEX_DEPLOY_COMMAND to publish to another static host."; exit 1; }
+  [ "$total" -le "$MAX_SITE_BYTES" ] || { echo "::error::the indexes are $total bytes; GitHub Pages serves at most 1 GB. Publish to an S3-compatible bucket instead: python -m builders publish --channel release (docs/channels.md)."; exit 1; }
 }
 
 for attempt in 1 2 3; do

@@ -4,7 +4,7 @@
 so a script (or the release workflow) can tell a bad matrix from a failed build, and says what
 that code means in ``what``; :data:`OTHER_EXIT_CODES` holds the codes no error class returns.
 :func:`exit_codes` joins them: the ``--help`` epilog is made from it, and a unit test checks
-that the codes are unique and that the README's table is this table, row by row.
+that the codes are unique and that docs/exit-codes.md's table is this table, row by row.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class BuildersError(Exception):
     """Base of every error the pipeline reports to a user (never raised itself: raise a subclass)."""
 
     exit_code = 10
-    what = ""  # what the exit code means, one line: a row of the README's table and of ``--help``
+    what = ""  # what the exit code means, one line: a row of docs/exit-codes.md and of ``--help``
 
 
 class TargetsFailed(BuildersError):
@@ -289,6 +289,40 @@ class VariantError(BuildersError):
     what = ("variants: a wheel variant or its index's variants.json that does not verify against the matrix (each "
             "finding listed), no labelled wheel to make variants of, or `audit --channel variants` with a matrix "
             "without wheel_variants")
+
+
+class ObjectStoreError(BuildersError):
+    """The object store refused or failed a request (credentials, a missing bucket, an endpoint down), or a bucket
+    URL is not one."""
+
+    exit_code = 40
+    what = ("object store: a request the S3-compatible store refused or could not serve (credentials, no such bucket, "
+            "the endpoint down), a bad s3:// URL, or a channel's published pages that disagree with its files")
+
+
+class PublishRefused(BuildersError):
+    """A publication would change a file the release channel already serves; nothing was written."""
+
+    exit_code = 41
+    what = ("publish: a file already on the release channel would get other bytes (a published file never changes: "
+            "release a new version); nothing was written")
+
+
+class ValidationFailed(BuildersError):
+    """``validate``: a target installed from the published index failed to install or its smoke test."""
+
+    exit_code = 42
+    what = ("validate: a target installed from the channel's published index over HTTP failed to install or its smoke "
+            "test (the validation record names each target and why)")
+
+
+class PreflightRefused(BuildersError):
+    """``promote-release``: the preflight found a reason not to release; nothing irreversible was done."""
+
+    exit_code = 43
+    what = ("promote-release: the preflight refused (a target not validated, a release file that would change, a "
+            "PyPI file over the project's file limit or the release over its total budget, the version already on "
+            "the package server); the release channel and the package server are as they were")
 
 
 # The codes no error class returns: success, argparse's usage error, a reader that went away.

@@ -18,15 +18,15 @@ from pathlib import Path
 
 from builders.base.errors import ToolchainError
 from builders.base.process import LogLike, run
-from builders.matrix.loader import ENV_REF, expand_env
-from builders.matrix.model import OS, Installer
+from builders.matrix.findings import ENV_REF, expand_env
+from builders.matrix.model import OS, ToolkitInstaller
 from builders.matrix.targets import Target
 
 INSTALLER_NAME = "toolkit-installer.exe"
 SILENT = ("--action=install", "--eula=accept", "--silent")
 
 
-def windows_installer(target: Target) -> Installer | None:
+def windows_installer(target: Target) -> ToolkitInstaller | None:
     """The installer that provisions ``target``'s toolkit: only for a Windows target whose variant has one."""
     return target.variant.toolkit.windows_installer if target.platform.os is OS.WINDOWS else None
 
@@ -36,10 +36,10 @@ def folder(target: Target, cache: Path) -> Path:
     return cache / "installers" / target.variant.label
 
 
-def resolved(target: Target, installer: Installer, env: Mapping[str, str]) -> Installer:
+def resolved(target: Target, installer: ToolkitInstaller, env: Mapping[str, str]) -> ToolkitInstaller:
     """``installer`` with its ``${VAR}`` references filled from ``env`` (an unset one is an error naming it)."""
     where = f"{target.variant.location}: {target.variant.location.key}.toolkit.windows_installer"
-    return Installer(url=expand_env(installer.url, env, key=f"{where}.url"),
+    return ToolkitInstaller(url=expand_env(installer.url, env, key=f"{where}.url"),
                      sha256=_digest(installer.sha256, env, key=f"{where}.sha256"), root=installer.root)
 
 
@@ -54,21 +54,21 @@ def _digest(value: str, env: Mapping[str, str], *, key: str) -> str:
     return digest
 
 
-def steps(installer: Installer, folder: str) -> tuple[tuple[str, ...], ...]:
+def steps(installer: ToolkitInstaller, folder: str) -> tuple[tuple[str, ...], ...]:
     """The commands that install it: the download, then the installer run silently (its log in ``folder``)."""
     exe = f"{folder}/{INSTALLER_NAME}"
     return (("curl", "--fail", "--location", "--retry", "3", "--output", exe, installer.url),
             (exe, *SILENT, "--log-dir", f"{folder}/log"))
 
 
-def lines(installer: Installer, folder: str) -> tuple[str, ...]:
+def lines(installer: ToolkitInstaller, folder: str) -> tuple[str, ...]:
     """What a plan shows for it, one line per step, with the check between download and run."""
     download, setup = steps(installer, folder)
     return (" ".join(download), f"sha256 of {download[-2]} is {installer.sha256}", " ".join(setup),
             f"toolkit at {installer.root} (skipped when {installer.root}/bin exists)")
 
 
-def install(target: Target, installer: Installer, folder: Path, env: Mapping[str, str], log: LogLike) -> str:
+def install(target: Target, installer: ToolkitInstaller, folder: Path, env: Mapping[str, str], log: LogLike) -> str:
     """Run the installer unless its toolkit is there already; the toolkit's root."""
     wanted = resolved(target, installer, env)
     if (Path(wanted.root) / "bin").is_dir():

@@ -1,14 +1,17 @@
 """The release matrix as immutable values.
 
-Built once by :mod:`builders.matrix.loader` from ``matrix.yaml``; nothing downstream sees YAML or
-dicts. Every value is frozen and hashable so that targets can be set members and cache keys.
+Built once by :mod:`builders.matrix.build` from what it read of ``matrix.yaml`` (after the rules of
+:mod:`builders.matrix.rules` accepted it); nothing downstream sees YAML or dicts. Every value is frozen and hashable so that
+targets can be set members and cache keys.
 """
 
 from __future__ import annotations
 
+import datetime
 import enum
 import fnmatch
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -19,6 +22,8 @@ from packaging.version import Version
 
 from builders.base.errors import Location
 from builders.matrix.family import Accelerator
+from builders.matrix.findings import expand_env
+from builders.matrix.release_channels import ChannelName, ReleaseChannel
 
 Pairs = tuple[tuple[str, str], ...]
 NULL_VARIANT = "null"
@@ -85,7 +90,7 @@ class Platform:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Installer:
+class ToolkitInstaller:
     """A vendor's offline installer (Windows), pinned by URL and sha256 (``${VAR}``: from the environment)."""
 
     url: str
@@ -104,7 +109,7 @@ class Toolkit:
     system_packages: tuple[str, ...] = ()
     system_repository_key: str | None = None
     max_gcc: int | None = None
-    windows_installer: Installer | None = None
+    windows_installer: ToolkitInstaller | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,6 +145,20 @@ class Variant:
 
     def smoke_runner(self, platform: str) -> tuple[str, ...] | None:
         return dict(self.smoke_runners).get(platform)
+
+    def toolkit_url(self, name: str, env: Mapping[str, str]) -> str:
+        """``toolkit.<name>`` (``index_url``, ``system_repository``...) with its ``${VAR}`` filled from ``env``
+        (:func:`~builders.matrix.findings.expand_env`: an unset variable is an error naming this variant's
+        ``file:line``)."""
+        where = self.location
+        return expand_env(getattr(self.toolkit, name), env, key=f"{where}: {where.key}.toolkit.{name}")
+
+    def runtime_indexes(self, env: Mapping[str, str]) -> tuple[str, ...]:
+        """The extra package indexes its wheels install their runtime requirements from: ``toolkit.index_url``
+        expanded (TheRock's for ``rocm[libraries]``, which no default index has), or none when it names none
+        (cuda, cpu: the default index has them)."""
+        url = self.toolkit_url("index_url", env)
+        return (url,) if url else ()
 
     @cached_property
     def requirements(self) -> tuple[Requirement, ...]:
@@ -197,9 +216,16 @@ class Dropped:
 
 @dataclass(frozen=True, kw_only=True)
 class Channels:
+    """``channels``: where the release lifecycle publishes (:mod:`builders.matrix.release_channels`).
+
+    ``pypi`` and ``index_layout`` are the release channel's (its PyPI default variant per platform, its
+    per-variant indexes); ``lifecycle`` holds every declared channel, release first.
+    """
+
     pypi: Pairs
     index_base_url: str
     index_layout: str
+    lifecycle: tuple[ReleaseChannel, ...] = ()
 
     def pypi_label(self, platform: str) -> str | None:
         """The variant label published without a label on PyPI for ``platform``."""
@@ -207,6 +233,18 @@ class Channels:
 
     def index_path(self, label: str) -> str:
         return self.index_layout.format(label=label)
+
+    def channel(self, name: ChannelName | str) -> ReleaseChannel:
+        """The declared channel ``name``; KeyError names the declared ones."""
+        wanted = ChannelName(name)
+        found = next((c for c in self.lifecycle if c.name is wanted), None)
+        if found is None:
+            raise KeyError(f"the matrix declares no {wanted.value} channel (declared: "
+                           f"{', '.join(c.name.value for c in self.lifecycle)})")
+        return found
+
+    def index_url(self, channel: ReleaseChannel, label: str) -> str:
+        return self.index_base_url + channel.index_path(label)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -317,3 +355,10 @@ class Matrix:
 
     def variant(self, label: str) -> Variant:
         return next(v for v in self.variants if v.label == label)
+
+    def on_channel(self, name: ChannelName | str, commit_date: datetime.date | None = None) -> Matrix:
+        """This matrix as ``name``'s builds see it: the project's version is the channel's
+        (a nightly's dev release of ``base_version`` from ``commit_date``), so every target, wheel name
+        and label follows."""
+        version = self.channels.channel(name).version(self.project.version, commit_date)
+        return replace(self, project=replace(self.project, version=version))

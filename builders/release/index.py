@@ -47,9 +47,11 @@ from builders.base.errors import IndexBuildError
 from builders.matrix.model import Matrix
 from builders.release.mirror import RECORD, MirrorError
 from builders.release.promote import PromoteError, target_of
-from builders.wheel.archive import Wheel, file_sha256, header, partial_path, printable
+from builders.wheel.archive import Wheel, file_sha256, header
 from builders.wheel.variant import split_label
 from builders.wheel.verify import Expectation, Finding, integrity, verify
+from builders.wheel.writer import partial_path
+from builders.wheel.zipcheck import printable
 
 API_VERSION = "1.1"
 
@@ -379,12 +381,12 @@ def merge_into(new: Path, published: Path) -> tuple[str, ...]:
         dest.parent.mkdir(parents=True, exist_ok=True)
         _copy(src, dest)
     for record in sorted(new.rglob(RECORD)):
-        _merge_record(record, _inside(published, published / record.relative_to(new)))
+        merge_record(record, _inside(published, published / record.relative_to(new)))
     refresh_pages(published)
     return tuple(added)
 
 
-def _merge_record(new: Path, published: Path) -> None:
+def merge_record(new: Path, published: Path) -> None:
     """``mirror.json``: every file either release mirrored, with the targets of both."""
     files: dict[str, dict[str, Any]] = {}
     for path in (published, new):

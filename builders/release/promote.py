@@ -27,8 +27,9 @@ from packaging.version import Version
 from builders.base.errors import PromoteError, VerifyError
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand
-from builders.wheel.archive import ZIP_EPOCH, Wheel, rewrite
+from builders.wheel.archive import ZIP_EPOCH, Wheel
 from builders.wheel.verify import Expectation, Finding, verify
+from builders.wheel.writer import rewrite
 
 
 def pypi_requirements(matrix: Matrix) -> tuple[Requirement, ...]:

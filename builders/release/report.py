@@ -1,6 +1,7 @@
 """The compatibility matrix: Python x variant per platform, as Markdown, JSON and HTML.
 
-A pure function of the matrix and (optionally) build results. Every cell that is not a
+A pure function of the matrix and (optionally) build results (:class:`builders.pipeline.results.Result`
+by target id, as :func:`builders.pipeline.results.load` reads them). Every cell that is not a
 wheel says why: excluded (with the exclusion's reason) or dropped (since when and why). A
 reason is written out once, as a numbered note, and every cell it applies to points at it.
 
@@ -31,6 +32,7 @@ from builders.base.console import markdown_table
 from builders.matrix.model import OS, Dropped, Matrix, Platform, PythonVersion, Variant
 from builders.matrix.policy import dropped_pythons
 from builders.matrix.targets import expand, target_id
+from builders.pipeline.results import Result
 
 MARK = {"planned": "planned", "built": "✅ built", "reused": "✅ reused", "failed": "❌ failed",
         "skipped": "⏭ skipped", "interrupted": "⚠ interrupted", "excluded": "—", "dropped": "dropped"}
@@ -72,7 +74,7 @@ class Cell:
         return {k: v for k, v in self.__dict__.items() if v}
 
 
-def cells(matrix: Matrix, results: Mapping[str, Mapping[str, Any]]) -> list[Cell]:
+def cells(matrix: Matrix, results: Mapping[str, Result]) -> list[Cell]:
     """Every cell of the report, in platform, Python, variant order."""
     targets, excluded = expand(matrix)
     by_id = {t.id: t for t in targets}
@@ -97,14 +99,12 @@ def _rows(matrix: Matrix) -> list[tuple[PythonVersion, str]]:
     return sorted(rows, key=lambda r: (r[0].major, r[0].minor, r[0].free_threaded))
 
 
-def _planned(common: dict[str, str], result: Mapping[str, Any] | None, wheel: str) -> Cell:
+def _planned(common: dict[str, str], result: Result | None, wheel: str) -> Cell:
     if result is None:
         return Cell(**common, status="planned", wheel=wheel)
-    reason = str(result.get("reason", ""))
-    if result.get("stage") and result["status"] == "failed":
-        reason = f"at {result['stage']}: {reason}"
-    return Cell(**common, status=str(result["status"]), reason=reason, engine=str(result.get("engine", "")),
-                wheel=str(result.get("wheel", wheel)), log=str(result.get("log", "")))
+    reason = f"at {result.stage}: {result.reason}" if result.stage and result.status == "failed" else result.reason
+    return Cell(**common, status=result.status, reason=reason, engine=result.engine, wheel=result.wheel or wheel,
+                log=result.log)
 
 
 # --- install commands ----------------------------------------------------------------------
@@ -142,6 +142,20 @@ def install_commands(matrix: Matrix) -> dict[str, str]:
     out = {f"pypi ({platform})": f"pip install {p.name}=={p.version}" for platform, _ in matrix.channels.pypi}
     for v in matrix.variants:
         out[v.label] = f"pip install {p.name}=={p.version} --index-url {index_url(matrix, v.label)}"
+    return out
+
+
+def channel_installs(matrix: Matrix) -> dict[str, dict[str, dict[str, str]]]:
+    """Per channel, per variant label, the pip and uv commands that install from that channel's index
+    (the release channel's PyPI default variants from PyPI, as :func:`install_commands` says)."""
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    for channel in matrix.channels.lifecycle:
+        version = None if channel.prerelease else channel.version(matrix.project.version)
+        out[channel.name.value] = {
+            v.label: {manager: channel.install_command(matrix.project.name, version,
+                                                       matrix.channels.index_url(channel, v.label), manager)
+                      for manager in ("pip", "uv")}
+            for v in matrix.variants}
     return out
 
 
@@ -216,13 +230,14 @@ def note_kind(status: str) -> str:
 # --- JSON ---------------------------------------------------------------------------------
 
 
-def to_json(matrix: Matrix, results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def to_json(matrix: Matrix, results: Mapping[str, Result]) -> dict[str, Any]:
     return {
         "project": matrix.project.name,
         "version": str(matrix.project.version),
         "released": matrix.project.released,
         "cells": [c.to_json() for c in cells(matrix, results)],
         "install": install_commands(matrix),
+        "channels": channel_installs(matrix),
         "variant_install": ({"command": variant_install_command(matrix), "installers": VARIANT_INSTALLERS}
                             if matrix.wheel_variants is not None else None),
         "pypi_default": dict(matrix.channels.pypi),
@@ -246,7 +261,7 @@ def toolkit_of(v: Variant) -> tuple[str, ...]:
 # --- Markdown -------------------------------------------------------------------------------
 
 
-def to_markdown(matrix: Matrix, results: Mapping[str, Mapping[str, Any]], *, limit: int = SUMMARY_LIMIT) -> str:
+def to_markdown(matrix: Matrix, results: Mapping[str, Result], *, limit: int = SUMMARY_LIMIT) -> str:
     """Tables per platform whose cells point at footnotes; each reason is written once, at the end.
 
     Dropped Pythons are listed once (not as rows), and a variant a platform excludes for one
@@ -308,7 +323,19 @@ def _md_install(matrix: Matrix) -> list[str]:
     if variant:
         out += [f"- Any variant, chosen by the installer (wheel variants, PEP 825): `{variant}` ({_md(VARIANT_INSTALLERS)})"]
     return out + ["", "The HTML page has the exact command per Python, operating system and package manager (pip, uv).",
-                  ""]
+                  "", *_md_channels(matrix)]
+
+
+def _md_channels(matrix: Matrix) -> list[str]:
+    """The pre-release channels' commands (the release channel's are the list above)."""
+    out = []
+    for name, by_label in channel_installs(matrix).items():
+        if name == "release":
+            continue
+        out += [f"### The {name} channel", ""]
+        out += [f"- {_md(label)}: `{commands['pip']}`" for label, commands in by_label.items()]
+        out.append("")
+    return out
 
 
 def _md_dropped(matrix: Matrix) -> list[str]:
@@ -393,7 +420,7 @@ class Answer:
     note: Note | None = None
 
 
-def to_html(matrix: Matrix, results: Mapping[str, Mapping[str, Any]]) -> str:
+def to_html(matrix: Matrix, results: Mapping[str, Result]) -> str:
     """The self-contained compatibility page.
 
     Every value that comes from the matrix or a results file is escaped by the template
@@ -413,6 +440,7 @@ def to_html(matrix: Matrix, results: Mapping[str, Mapping[str, Any]]) -> str:
         "toolkits": [toolkit_row(matrix, v) for v in matrix.variants], "note_groups": notes.grouped(),
         "has_results": bool(results), "variant_name": variant_name,
         "variant_install": variant_install_command(matrix), "variant_installers": VARIANT_INSTALLERS,
+        "channels": {k: v for k, v in channel_installs(matrix).items() if k != "release"},
     }
     return template().render(**page)
 
@@ -510,13 +538,14 @@ def template() -> jinja2.Template:
     return env.get_template("compatibility.html.j2")
 
 
-def rebase_logs(results: Mapping[str, Mapping[str, Any]], results_dir: str, output_dir: str) -> dict[str, dict[str, Any]]:
+def rebase_logs(results: Mapping[str, Result], results_dir: str, output_dir: str) -> dict[str, Result]:
     """``results`` with each ``log`` made relative to ``output_dir`` (where the page is written)
     instead of ``results_dir`` (where the results file is), so the page's links open the logs."""
-    out = {}
-    for tid, result in results.items():
-        log = str(result.get("log", ""))
-        if log and safe_href(log):
-            log = os.path.relpath(os.path.join(results_dir, log), output_dir).replace(os.sep, "/")
-        out[tid] = {**result, "log": log} if log else dict(result)
-    return out
+    return {tid: _rebased(result, results_dir, output_dir) for tid, result in results.items()}
+
+
+def _rebased(result: Result, results_dir: str, output_dir: str) -> Result:
+    if not (result.log and safe_href(result.log)):
+        return result
+    return dataclasses.replace(result, log=os.path.relpath(os.path.join(results_dir, result.log), output_dir)
+                               .replace(os.sep, "/"))

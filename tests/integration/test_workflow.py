@@ -566,17 +566,18 @@ def test_deploy_index_sh_refuses_what_pages_cannot_serve(root: Path, tmp_path: P
     with open(tmp_path / "site/whl/cpu/big.bin", "wb") as f:
         f.truncate(101 * 1000 * 1000)  # sparse: no disk used
     proc = script(root, "deploy-index.sh", str(tmp_path / "site"), env=deploy_env(tmp_path / "server"))
-    assert proc.returncode != 0 and "over 100 MB" in proc.stdout and "INDEX_DEPLOY_COMMAND" in proc.stdout
+    assert proc.returncode != 0 and "over 100 MB" in proc.stdout and "builders publish" in proc.stdout
 
 
-def test_deploy_index_sh_runs_the_configured_command_for_another_host(root: Path, tmp_path: Path) -> None:
+def test_deploy_index_sh_refuses_the_command_that_published_one_release_alone(root: Path, tmp_path: Path) -> None:
+    """INDEX_DEPLOY_COMMAND ran on a folder holding this release only (its examples used --delete): refused, and
+    nothing runs; the cumulative path for a large index is `builders publish` (tests/integration/test_objectstore.py)."""
     release_site(tmp_path / "site", "2.15.0")
-    command = 'cp -R "$SITE" "$DEST" && echo "$INDEX_DEPLOY_TOKEN" > "$DEST/token"'
+    command = 'cp -R "$SITE" "$DEST"'
     proc = script(root, "deploy-index.sh", str(tmp_path / "site"),
-                  env={"INDEX_DEPLOY_COMMAND": command, "INDEX_DEPLOY_TOKEN": "s3cret", "DEST": str(tmp_path / "host")})
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (tmp_path / "host/whl/cpu/minifw/index.html").is_file()
-    assert (tmp_path / "host/token").read_text().strip() == "s3cret"
+                  env={"INDEX_DEPLOY_COMMAND": command, "DEST": str(tmp_path / "host")})
+    assert proc.returncode == 1 and "no longer supported" in proc.stdout and "builders publish" in proc.stdout
+    assert not (tmp_path / "host").exists()
 
 
 def wheels(folder: Path, sizes: dict[str, int]) -> None:

@@ -11,9 +11,9 @@ import pytest
 from builders.base.errors import BuildersError, ToolchainError
 from builders.engines.local import host_provision, host_toolchain
 from builders.families import installer
+from builders.families.hostfacts import Host
 from builders.families.xpu import XPU
-from builders.matrix.hostfacts import Host
-from builders.matrix.model import OS, Installer, Matrix
+from builders.matrix.model import OS, Matrix, ToolkitInstaller
 from builders.matrix.targets import expand
 from builders.pipeline.plan import Context
 from builders.release import ci
@@ -46,7 +46,7 @@ def test_the_installer_is_matrix_data_taken_from_the_environment_where_not_pinne
         installer.resolved(target, found, {})
     with pytest.raises(ToolchainError, match="not a sha256"):
         installer.resolved(target, found, {**ENV, "ONEAPI_WINDOWS_INSTALLER_SHA256": "1234"})
-    pinned = Installer(url="https://downloads.example.invalid/x.exe", sha256="cd" * 32, root="C:/oneapi")
+    pinned = ToolkitInstaller(url="https://downloads.example.invalid/x.exe", sha256="cd" * 32, root="C:/oneapi")
     assert installer.resolved(target, pinned, {}) == pinned  # a pin needs nothing from the environment
 
 
@@ -72,7 +72,7 @@ def test_an_installed_toolkit_is_not_installed_again(m: Matrix, tmp_path: Path) 
     target = windows_xpu(m)[0]
     root = tmp_path / "oneapi"
     (root / "bin").mkdir(parents=True)
-    present = Installer(url="https://downloads.example.invalid/x.exe", sha256=hashlib.sha256(b"x").hexdigest(),
+    present = ToolkitInstaller(url="https://downloads.example.invalid/x.exe", sha256=hashlib.sha256(b"x").hexdigest(),
                         root=str(root))
     assert installer.install(target, present, tmp_path / "dl", {}, None) == str(root)
     assert not (tmp_path / "dl").exists()  # nothing downloaded

@@ -1,0 +1,112 @@
+"""``publish --channel NAME --bucket s3://... WHEELHOUSE``: a channel's per-variant indexes, added to a bucket."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import tempfile
+from pathlib import Path
+
+from packaging.version import Version
+
+from builders.base.console import Console
+from builders.base.errors import SelectionError
+from builders.cli.arguments import Options
+from builders.cli.index import index_with_requirements
+from builders.matrix import loader as matrix_mod
+from builders.matrix.model import Matrix
+from builders.matrix.release_channels import ChannelName, ReleaseChannel
+from builders.release import publish
+from builders.release.index import IndexBuildError, find_wheels
+from builders.release.objectstore import open_bucket
+from builders.wheel.archive import Wheel
+from builders.wheel.variant import split_label
+
+HELP = "publish a channel's per-variant indexes to an S3-compatible bucket"
+DESCRIPTION = ("Lay out every labelled wheel under WHEELHOUSE as the channel's per-variant indexes (as `index` does, "
+               "verified, with the mirrored requirements), then add them to the bucket: what is published stays "
+               "listed; on the release channel a file that would get other bytes is refused before anything is "
+               "written (exit 41); on test it is replaced and the publication record says so; on nightly each "
+               "variant keeps the channel's newest `keep` versions. Files are uploaded first, pages last, pruned "
+               "files deleted after. Endpoint and credentials: AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, "
+               "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, OIDC) as for any AWS client. Exit 40 on a request the store "
+               "refuses.")
+
+
+def execute(opts: Options, console: Console) -> int:
+    m = matrix_mod.load(opts.matrix, builds=False)
+    channel = declared(m, opts.channel)
+    wheels = own_wheels(opts.wheelhouse)
+    on_channel = channel_matrix(m, channel, wheels)
+    bucket = open_bucket(opts.bucket, opts.env)
+    with tempfile.TemporaryDirectory(prefix="builders-publish-") as tmp:
+        site = Path(tmp)
+        index_with_requirements(on_channel, wheels, site, opts.env, mirror=not opts.no_mirror,
+                                layout=channel.index_path)
+        plan = publish.plan(bucket, channel, site, [v.label for v in m.variants], project=m.project.name)
+        show(console, plan)
+        publish.refuse(plan)
+        if opts.dry_run:
+            console.line("--dry-run: nothing was written")
+            return 0
+        publish.apply(bucket, plan)
+        record = publish.write_record(bucket, plan, at=datetime.datetime.now(datetime.UTC),
+                                      version=str(on_channel.project.version))
+    if opts.record is not None:
+        opts.record.parent.mkdir(parents=True, exist_ok=True)
+        opts.record.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    console.line(f"{bucket.url}: the {channel.name.value} channel serves {len(plan.served)} wheel(s)")
+    return 0
+
+
+def declared(m: Matrix, name: str) -> ReleaseChannel:
+    try:
+        return m.channels.channel(name)
+    except KeyError as exc:
+        raise SelectionError(f"{exc.args[0]} in {m.path}") from None
+
+
+def own_wheels(wheelhouse: Path) -> list[Path]:
+    """The labelled wheels under ``wheelhouse`` (wheel variants and the PyPI form are not a channel's)."""
+    wheels = [w for w in find_wheels(wheelhouse) if split_label(w.name)[1] is None and Wheel(w).version.local]
+    if not wheels:
+        raise IndexBuildError(f"{wheelhouse}: no labelled wheel (such as 2.15.0+cu132) under this folder, nothing "
+                              "to publish")
+    return wheels
+
+
+def channel_matrix(m: Matrix, channel: ReleaseChannel, wheels: list[Path]) -> Matrix:
+    """The matrix as ``channel`` built the wheels: for nightly, the commit date is read from their dev version
+    (one date for all), and that version must be the channel's for that date."""
+    if channel.name is not ChannelName.NIGHTLY:
+        return m.on_channel(channel.name)
+    versions = {Version(Wheel(w).version.public) for w in wheels}
+    dates = {nightly_date(v) for v in versions}
+    if len(versions) != 1 or None in dates:
+        raise SelectionError(f"the nightly channel publishes one dev release built from one commit; these wheels carry "
+                             f"{', '.join(sorted(map(str, versions)))}")
+    (day,) = dates
+    built = m.on_channel(channel.name, day)
+    if built.project.version not in versions:
+        raise SelectionError(f"wheels of {versions.pop()} are not the nightly of {day} ({built.project.version})")
+    return built
+
+
+def nightly_date(version: Version) -> datetime.date | None:
+    """The commit date a nightly's ``.devYYYYMMDD`` carries, or None."""
+    try:
+        return datetime.datetime.strptime(str(version.dev), "%Y%m%d").date() if version.dev is not None else None
+    except ValueError:
+        return None
+
+
+def show(console: Console, plan: publish.Publication) -> None:
+    for key in plan.added:
+        console.line(f"add      {key}")
+    for change in plan.replaced:
+        console.line(f"replace  {change.key} (sha256 {change.old_sha256[:12]}... -> {change.new_sha256[:12]}...)")
+    for change in plan.refused:
+        console.error(f"refused  {change.key}: published with sha256 {change.old_sha256}, this one is {change.new_sha256}")
+    for key in plan.pruned:
+        console.line(f"prune    {key}")
+    console.line(f"{len(plan.unchanged)} file(s) already published with the same bytes, {len(plan.pages)} page(s)")

@@ -1,0 +1,86 @@
+"""``validate --channel NAME --index-url URL``: install the published bytes over HTTP as a user would, then smoke-test."""
+
+from __future__ import annotations
+
+import json
+
+from packaging.version import Version
+
+from builders.base.console import Console
+from builders.base.errors import SelectionError, ValidationFailed
+from builders.cli.arguments import Options
+from builders.cli.plan import selection_of
+from builders.cli.publish import declared, nightly_date
+from builders.matrix import loader as matrix_mod
+from builders.matrix.model import Matrix
+from builders.matrix.release_channels import ChannelName, ReleaseChannel
+from builders.matrix.targets import Target, select
+from builders.pipeline.host import detect
+from builders.release import validate
+from builders.release.promote import public_version
+
+HELP = "install a channel's published wheels over HTTP and smoke-test them"
+DESCRIPTION = ("For every selected target this host can run: a fresh venv, then `pip install --index-url <the "
+               "variant's index> <project>==<version>` with no pip configuration of this machine (the index alone "
+               "must serve the wheel and its requirements), and the same with uv, then the smoke test in each venv. "
+               "With --pypi, the PyPI-form wheels (`promote`'s) of the PyPI default variants, from a staging package "
+               "index at --index-url. The record names each target: passed (with the sha256 of the file installed), "
+               "failed and why, or not runnable here and why. Exit 42 when a target failed or none passed.")
+
+
+def execute(opts: Options, console: Console) -> int:
+    m = matrix_mod.load(opts.matrix, builds=False)
+    channel = declared(m, opts.channel)
+    built = channel_matrix(m, channel, opts.version)
+    targets = chosen_targets(built, opts)
+    env = dict(opts.env)
+    host = detect(built.pythons, env, engines=False)
+    results = []
+    for target in targets:
+        outcome = validate.validate_target(target, host, source(built, channel, target, opts), env, None,
+                                           installers=opts.installer or validate.INSTALLERS,
+                                           require_device=opts.require_device)
+        console.line(f"{target.id}: {outcome.status}" + (f" ({outcome.reason})" if outcome.reason else ""))
+        results.append(outcome)
+    data = validate.record(results, channel="pypi" if opts.pypi else channel.name.value,
+                           version=str(built.project.version), project=m.project.name, host=host)
+    opts.record.parent.mkdir(parents=True, exist_ok=True)
+    opts.record.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    console.line(f"{opts.record}: {data['passed']} passed, {data['failed']} failed, {data['not-runnable']} not runnable")
+    if data["failed"] or not data["passed"]:
+        raise ValidationFailed(f"{data['failed']} target(s) failed, {data['passed']} passed (record: {opts.record})")
+    return 0
+
+
+def channel_matrix(m: Matrix, channel: ReleaseChannel, version: str | None) -> Matrix:
+    """The matrix as the channel built it (a nightly's date from ``--version``)."""
+    if channel.name is not ChannelName.NIGHTLY:
+        return m.on_channel(channel.name)
+    day = nightly_date(Version(version)) if version else None
+    if day is None:
+        raise SelectionError("validate --channel nightly needs --version, the dev release (such as "
+                             f"{channel.nightly_base(m.project.version)}.dev20261201)")
+    return m.on_channel(channel.name, day)
+
+
+def chosen_targets(m: Matrix, opts: Options) -> tuple[Target, ...]:
+    targets = select(m, selection_of(opts))
+    if opts.pypi:
+        targets = tuple(t for t in targets if t.on_pypi)
+    if not targets:
+        raise SelectionError("nothing selected to validate" + (" (--pypi: no PyPI default target)" if opts.pypi else ""))
+    return targets
+
+
+def source(m: Matrix, channel: ReleaseChannel, target: Target, opts: Options) -> validate.Source:
+    """Where ``target`` is installed from: its variant's index on the channel, or the staging index (``--pypi``)."""
+    if opts.pypi:
+        if not opts.index_url:
+            raise SelectionError("validate --pypi needs --index-url, the staging package index")
+        public = str(public_version(m))
+        return validate.Source(index_url=opts.index_url, requirement=f"{m.project.name}=={public}",
+                               dist_version=public, extra_index_urls=tuple(opts.extra_index_url))
+    base = (opts.index_url or m.channels.index_base_url).rstrip("/") + "/"
+    return validate.Source(index_url=base + channel.index_path(target.variant.label),
+                           requirement=f"{m.project.name}=={public_version(m)}", dist_version=str(target.version),
+                           pre=channel.prerelease)

@@ -1,0 +1,275 @@
+"""Publish a channel's per-variant indexes to a bucket, cumulatively: plan, then apply.
+
+``site`` is what :func:`builders.release.index.build_index` wrote for this publication with the
+channel's layout (``whl/test/<label>/...``: the wheels, their ``.metadata`` files, the mirrored
+requirements and ``mirror.json``). The plan reads what the bucket holds under each of those
+label folders, so that earlier releases, candidates and nightlies stay listed:
+
+- the files already published are known from the bucket's own PEP 691 pages (each file's
+  sha256, its metadata's sha256, read back and checked against the ``.metadata`` object); a
+  file in the bucket that no page lists (left by a publication that stopped before its pages)
+  is hashed from its bytes;
+- a new file whose name is published with other bytes is *refused* on the release channel
+  (nothing is written at all: :class:`PublishRefused`), and *replaced* on test and nightly,
+  recorded with both digests;
+- on nightly, each variant's index keeps the project's newest ``keep`` versions; older ones
+  are *pruned*, from the pages first and from the bucket after;
+- every page (each project's ``index.html``/``index.json``, the label's root pages,
+  ``SHA256SUMS``, ``mirror.json``) is rewritten from the merged set with the same writer the
+  static index uses.
+
+Apply uploads the files first and the pages last, then deletes what was pruned, so a reader never
+sees a page that links a missing file; then the publication record.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import Version
+
+from builders.base.errors import ObjectStoreError, PublishRefused
+from builders.matrix.release_channels import ReleaseChannel
+from builders.release.index import IndexedFile, describe, merge_record, project_html, project_json, root_html, root_json
+from builders.release.mirror import RECORD
+from builders.release.objectstore import Bucket
+
+RECORDS = "publish-records/"  # the site-level folder of publication records, one JSON per publication
+
+
+@dataclass(frozen=True, kw_only=True)
+class Upload:
+    key: str  # relative to the bucket URL's prefix
+    source: Path | bytes
+    sha256: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Change:
+    key: str
+    old_sha256: str
+    new_sha256: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Publication:
+    """Everything one publication will do, computed before the first write."""
+
+    channel: ReleaseChannel
+    files: tuple[Upload, ...]  # new and replacing files (wheels, .metadata), uploaded first
+    pages: tuple[Upload, ...]  # rewritten pages, uploaded after every file
+    pruned: tuple[str, ...]  # deleted last
+    unchanged: tuple[str, ...] = ()
+    replaced: tuple[Change, ...] = ()
+    refused: tuple[Change, ...] = ()
+    served: tuple[tuple[str, str], ...] = ()  # every wheel the pages list afterwards: (key, sha256), sorted
+
+    @property
+    def added(self) -> tuple[str, ...]:
+        changed = {c.key for c in self.replaced}
+        return tuple(u.key for u in self.files if u.key not in changed)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SiteEntry:
+    """One file an index folder lists: its description and where its bytes come from (None: already stored)."""
+
+    info: IndexedFile
+    source: Path | None = None
+
+
+# --- what is published --------------------------------------------------------------------------
+
+
+def published_entries(bucket: Bucket, folder: str, label: str) -> dict[str, SiteEntry]:
+    """The files the bucket's project pages under ``folder`` (a label's index) list: key -> entry."""
+    listing = bucket.listing(folder)
+    out: dict[str, SiteEntry] = {}
+    for key in sorted(k for k in listing if k.count("/") == folder.count("/") + 1 and k.endswith("/index.json")):
+        project = key[len(folder):].split("/")[0]
+        page = json.loads(bucket.read(key))
+        for item in page.get("files", []):
+            info = _stored_info(bucket, f"{folder}{project}/", project, label, item)
+            out[f"{folder}{project}/{info.filename}"] = SiteEntry(info=info)
+    return out
+
+
+def _stored_info(bucket: Bucket, folder: str, project: str, label: str, item: dict[str, Any]) -> IndexedFile:
+    filename = item["filename"]
+    metadata = bucket.read_if_there(f"{folder}{filename}.metadata") or b""
+    if hashlib.sha256(metadata).hexdigest() != item.get("core-metadata", {}).get("sha256"):
+        raise ObjectStoreError(f"{bucket.url}{folder}{filename}.metadata is missing or not what the page declares: "
+                               "the bucket's pages disagree with its files (repair it before publishing)")
+    return IndexedFile(filename=filename, project=project, label=label, sha256=item["hashes"]["sha256"],
+                       size=int(item.get("size", 0)), version=str(parse_wheel_filename(filename)[1]),
+                       requires_python=item.get("requires-python"), metadata=metadata)
+
+
+def local_entries(site: Path, folder: str, label: str) -> dict[str, SiteEntry]:
+    """The wheels ``index`` wrote under ``site/folder``: key -> entry (its bytes to upload)."""
+    base = site / folder
+    return {f"{folder}{w.parent.name}/{w.name}": SiteEntry(info=describe(w, label), source=w)
+            for w in sorted(base.glob("*/*.whl"))}
+
+
+def label_folders(site: Path, channel: ReleaseChannel, labels: Iterable[str]) -> list[tuple[str, str]]:
+    """(label, its folder relative to the site) for every label with an index under ``site``."""
+    return [(label, channel.index_path(label)) for label in sorted(labels) if (site / channel.index_path(label)).is_dir()]
+
+
+# --- the plan ---------------------------------------------------------------------------------
+
+
+def plan(bucket: Bucket, channel: ReleaseChannel, site: Path, labels: Iterable[str], *, project: str) -> Publication:
+    """What publishing ``site`` on ``channel`` does to ``bucket`` (module docstring); nothing is written."""
+    files: list[Upload] = []
+    pages: list[Upload] = []
+    pruned: list[str] = []
+    unchanged: list[str] = []
+    replaced: list[Change] = []
+    refused: list[Change] = []
+    served: dict[str, str] = {}
+    for label, folder in label_folders(site, channel, labels):
+        stored, local = published_entries(bucket, folder, label), local_entries(site, folder, label)
+        unlisted = _unlisted(bucket, folder, stored)
+        for key, entry in local.items():
+            old = stored[key].info.sha256 if key in stored else unlisted.get(key)
+            if old == entry.info.sha256:
+                unchanged.append(key)
+                continue
+            if old is not None:
+                (replaced if channel.replaces else refused).append(Change(key=key, old_sha256=old,
+                                                                          new_sha256=entry.info.sha256))
+            files.extend(_uploads(key, entry))
+        merged = {**stored, **local}
+        gone = _prune(merged, channel, project)
+        pruned += [k for key in gone for k in (key, f"{key}.metadata")]
+        kept = {k: e for k, e in merged.items() if k not in gone}
+        local_record = site / folder / RECORD
+        pages += index_pages(bucket, folder, kept, local_record.read_bytes() if local_record.is_file() else None)
+        served.update({k: e.info.sha256 for k, e in kept.items()})
+    return Publication(channel=channel, files=tuple(files), pages=tuple(pages), pruned=tuple(pruned),
+                       unchanged=tuple(unchanged), replaced=tuple(replaced), refused=tuple(refused),
+                       served=tuple(sorted(served.items())))
+
+
+def _unlisted(bucket: Bucket, folder: str, stored: dict[str, SiteEntry]) -> dict[str, str]:
+    """sha256 of each wheel in the bucket under ``folder`` that no page lists (read from its bytes)."""
+    listing = bucket.listing(folder)
+    return {key: bucket.sha256(key) for key in listing if key.endswith(".whl") and key not in stored}
+
+
+def _uploads(key: str, entry: SiteEntry) -> list[Upload]:
+    assert entry.source is not None
+    metadata = entry.info.metadata
+    return [Upload(key=key, source=entry.source, sha256=entry.info.sha256),
+            Upload(key=f"{key}.metadata", source=metadata, sha256=entry.info.metadata_sha256)]
+
+
+def _prune(entries: dict[str, SiteEntry], channel: ReleaseChannel, project: str) -> set[str]:
+    """The keys of the project's own wheels past the channel's retention (its newest ``keep`` versions stay)."""
+    if channel.keep is None:
+        return set()
+    own = {k: e for k, e in entries.items() if e.info.project == canonicalize_name(project)}
+    versions = sorted({Version(e.info.version) for e in own.values()}, reverse=True)
+    old = set(versions[channel.keep:])
+    return {k for k, e in own.items() if Version(e.info.version) in old}
+
+
+def index_pages(bucket: Bucket, folder: str, entries: dict[str, SiteEntry], record: bytes | None) -> list[Upload]:
+    """Every page of one label's index, from ``entries``: projects' pages, then the root's, SHA256SUMS, and
+    ``mirror.json`` (the bucket's merged with ``record``, this publication's, if any)."""
+    by_project: dict[str, list[IndexedFile]] = {}
+    for entry in entries.values():
+        by_project.setdefault(entry.info.project, []).append(entry.info)
+    out = []
+    for name, infos in sorted(by_project.items()):
+        out += [_page(f"{folder}{name}/index.html", project_html(name, infos).encode()),
+                _page(f"{folder}{name}/index.json", _dumps(project_json(name, infos)))]
+    out += [_page(f"{folder}index.html", root_html(sorted(by_project)).encode()),
+            _page(f"{folder}index.json", _dumps(root_json(sorted(by_project)))),
+            _page(f"{folder}SHA256SUMS", sha256sums(entries, folder))]
+    merged = merged_record(bucket, folder, record)
+    return out + ([_page(f"{folder}{RECORD}", merged)] if merged is not None else [])
+
+
+def sha256sums(entries: dict[str, SiteEntry], folder: str) -> bytes:
+    """``sha256sum`` lines of every wheel of the index, paths relative to it (``ci/checksums.sh``'s form)."""
+    lines = sorted((key[len(folder):], e.info.sha256) for key, e in entries.items())
+    return "".join(f"{sha}  {path}\n" for path, sha in lines).encode()
+
+
+def merged_record(bucket: Bucket, folder: str, new: bytes | None) -> bytes | None:
+    """``mirror.json``: the bucket's and ``new``, merged (every file either mirrored, both's targets)."""
+    old = bucket.read_if_there(f"{folder}{RECORD}")
+    if new is None:
+        return old
+    with tempfile.TemporaryDirectory(prefix="builders-record-") as tmp:
+        incoming, merged = Path(tmp) / "new.json", Path(tmp) / RECORD
+        incoming.write_bytes(new)
+        if old is not None:
+            merged.write_bytes(old)
+        merge_record(incoming, merged)
+        return merged.read_bytes()
+
+
+def _page(key: str, data: bytes) -> Upload:
+    return Upload(key=key, source=data, sha256=hashlib.sha256(data).hexdigest())
+
+
+def _dumps(data: object) -> bytes:
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
+
+
+# --- apply ------------------------------------------------------------------------------------
+
+
+def refuse(publication: Publication) -> None:
+    """Raise :class:`PublishRefused` when the plan would change a release file's bytes."""
+    if publication.refused:
+        shown = "; ".join(f"{c.key} (published sha256 {c.old_sha256[:12]}..., new {c.new_sha256[:12]}...)"
+                          for c in publication.refused[:5])
+        raise PublishRefused(f"{len(publication.refused)} file(s) on the {publication.channel.name.value} channel "
+                             f"would change, nothing was written: {shown}; a published file never changes: release "
+                             "a new version")
+
+
+def apply(bucket: Bucket, publication: Publication) -> None:
+    """Files, then pages, then the pruned deletions (module docstring); refused plans write nothing."""
+    refuse(publication)
+    for upload in (*publication.files, *publication.pages):
+        bucket.upload(upload.key, upload.source)
+    if publication.pruned:
+        bucket.delete(publication.pruned)
+
+
+def record(publication: Publication, *, at: datetime.datetime, version: str, bucket: Bucket) -> dict[str, Any]:
+    """The publication as JSON: what was added, replaced (both digests), pruned, left unchanged."""
+    return {
+        "channel": publication.channel.name.value, "bucket": str(bucket.url), "version": version,
+        "at": at.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "added": list(publication.added),
+        "replaced": [{"key": c.key, "old_sha256": c.old_sha256, "new_sha256": c.new_sha256} for c in publication.replaced],
+        "pruned": list(publication.pruned), "unchanged": list(publication.unchanged),
+        "served": dict(publication.served),
+    }
+
+
+def record_key(publication: Publication, at: datetime.datetime) -> str:
+    return f"{RECORDS}{publication.channel.name.value}/{at.astimezone(datetime.UTC):%Y%m%dT%H%M%S%fZ}.json"
+
+
+def write_record(bucket: Bucket, publication: Publication, *, at: datetime.datetime, version: str) -> dict[str, Any]:
+    """The record, stored beside the channels (``publish-records/<channel>/<time>.json``), and returned."""
+    data = record(publication, at=at, version=version, bucket=bucket)
+    bucket.upload(record_key(publication, at), _dumps(data))
+    return data
+

