@@ -6,15 +6,22 @@
 #                                       reference, REGISTRY/NAME@sha256:..., to REF_FILE and
 #                                       name=/digest= to $GITHUB_OUTPUT (for the attestation)
 #   ci/images.sh pull TARGET REF_FILE   pull exactly that digest and give it the local tag the
-#                                       build looks for; no REF_FILE (its images job failed): a
-#                                       warning, and the build builds the image itself from the
-#                                       same digest-pinned base. A pull that fails is an error.
+#                                       build looks for; no REF_FILE (its images job failed): on
+#                                       a release (RELEASE=true) an error, since a release ships
+#                                       only wheels built in images its images jobs pushed and
+#                                       attested; otherwise a warning, and the build builds the
+#                                       image itself from the same digest-pinned base. A pull
+#                                       that fails is an error.
 # The tag comes from `nox -s images -- --target TARGET --dry-run` (localhost/builders-FAMILY:HASH);
 # in the registry it is $REGISTRY/builders-FAMILY:HASH.
 # Environment: REGISTRY (default ghcr.io/<owner>/<repository>, lower-case), CONTAINER_ENGINE
 # (default podman where there is one, else docker), REGISTRY_USER and REGISTRY_TOKEN (a token
 # that may read, or for push write, packages). A registry without TLS (a local one) is declared
 # to the engine the usual way (registries.conf, CONTAINERS_REGISTRIES_CONF), not here.
+# The login goes to ~/.docker/config.json, whatever the engine: actions/attest's push-to-registry
+# reads registry credentials from that file only (sigstore-js, packages/oci/src/credentials.ts:
+# os.homedir()/.docker/config.json, its `auths`), and podman's default, $XDG_RUNTIME_DIR/
+# containers/auth.json, would leave the attestation signed and its push refused.
 set -euo pipefail
 
 engine=${CONTAINER_ENGINE:-}
@@ -24,6 +31,8 @@ if [ -z "$engine" ]; then  # what the build will use: podman first, as builders'
 fi
 repository=${GITHUB_REPOSITORY:-}
 registry=${REGISTRY:-${repository:+ghcr.io/${repository,,}}}
+authfile="$HOME/.docker/config.json"
+export REGISTRY_AUTH_FILE=$authfile  # podman's push and pull read the same file
 
 die() { echo "::error::ci/images.sh: $*"; exit 1; }
 
@@ -46,8 +55,18 @@ remote_of() {
 }
 
 login() {
-  [ -n "${REGISTRY_TOKEN:-}" ] || { echo "no REGISTRY_TOKEN: not logging in to ${registry%%/*}"; return 0; }
-  printf '%s' "$REGISTRY_TOKEN" | "$engine" login --username "${REGISTRY_USER:?}" --password-stdin "${registry%%/*}"
+  local host=${registry%%/*}
+  [ -n "${REGISTRY_TOKEN:-}" ] || { echo "no REGISTRY_TOKEN: not logging in to $host"; return 0; }
+  mkdir -p "$(dirname "$authfile")"
+  if [ "$engine" = podman ]; then
+    printf '%s' "$REGISTRY_TOKEN" | podman login --authfile "$authfile" --username "${REGISTRY_USER:?}" --password-stdin "$host"
+  else
+    printf '%s' "$REGISTRY_TOKEN" | docker --config "$(dirname "$authfile")" login --username "${REGISTRY_USER:?}" --password-stdin "$host"
+  fi
+  # A credential store (credsStore) would keep the secret out of the file, where attest cannot read it.
+  python3 -c 'import json, sys; auths = json.load(open(sys.argv[1])).get("auths") or {}
+sys.exit(0 if any(sys.argv[2] in k and v.get("auth") for k, v in auths.items()) else 1)' "$authfile" "$host" \
+    || die "the login to $host left no credentials in $authfile, where actions/attest reads them"
 }
 
 push() {
@@ -76,6 +95,7 @@ pull() {
   local tag reference
   tag=$(local_tag "$1")
   if [ ! -f "$2" ]; then
+    [ "${RELEASE:-false}" != true ] || die "no image reference at $2: a release builds only in images its images jobs pushed and attested"
     echo "::warning::no image reference at $2 (its images job failed?): the build builds $tag itself"
     return 0
   fi

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The release workflow's hand-off of the plan (`nox -s plan -- --format github > plan.json`).
 #   ci/plan.sh outputs PLAN       the plan job: shards (the shard index), images, image_count, release
-#                                 (true only for a release the plan accepted), and the runner-time
+#                                 (true only for a release the plan accepted), candidate (true for a
+#                                 v{version}-rcN tag: built and checked whole, published nowhere
+#                                 here), and the runner-time
 #                                 estimate in the job summary
 #   ci/plan.sh shard PLAN INDEX   a shard's matrix job: builds and include, that shard's build jobs and
 #                                 smoke jobs as {"include": [...]}
@@ -38,9 +40,10 @@ outputs() {
   count=$(jq '.images | length' "$plan")
   [ "$count" -le "$MAX_JOBS" ] || die "more than $MAX_JOBS images"
   release=$(jq -r 'if .release == true then "true" else "false" end' "$plan")
-  check_size "$shards" "$images" "$count" "$release"
-  write shards "$shards" images "$images" image_count "$count" release "$release"
-  echo "$(jq '.targets' "$plan") targets, $(jq '.builds' "$plan") build job(s) in $(jq '.include | length' <<<"$shards") shard(s), $count image(s); release: $release"
+  candidate=$(jq -r 'if .candidate == true then "true" else "false" end' "$plan")
+  check_size "$shards" "$images" "$count" "$release" "$candidate"
+  write shards "$shards" images "$images" image_count "$count" release "$release" candidate "$candidate"
+  echo "$(jq '.targets' "$plan") targets, $(jq '.builds' "$plan") build job(s) in $(jq '.include | length' <<<"$shards") shard(s), $count image(s); release: $release; candidate: $candidate"
   summary "$plan"
 }
 

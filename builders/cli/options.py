@@ -203,9 +203,10 @@ _PLAN = (
            help="with --format json or github: write the document to FILE instead of stdout (under nox, whose "
                 "sessions merge stderr into stdout, warnings would otherwise land in it)"),
     Option(flags=("--release-tag",), commands=("plan",), metavar="TAG", group="the release workflow",
-           help="this run publishes the release tagged TAG: refused (exit 25) unless TAG names the matrix's "
-                "project.version (v2.15.0), the selection is the whole matrix and every Linux base image is pinned "
-                "by digest; the plan then says release: true"),
+           help="this run publishes the release tagged TAG: refused (exit 25) unless TAG is spelled exactly "
+                "v{project.version} (v2.15.0) or v{project.version}-rcN (a candidate: built and checked, never "
+                "published), the selection is the whole matrix and every Linux base image is pinned by digest; the "
+                "plan then says release: true (candidate: true for a candidate)"),
     Option(flags=("--gpu-runners",), commands=("plan",), metavar="LABELS", group="the release workflow",
            help="labels of the self-hosted runners the repository has (space or comma separated); a GPU smoke job "
                 "whose runner nobody serves goes to its build runner, where --require-device fails it at once "

@@ -19,8 +19,8 @@ from builders.matrix.model import Matrix
 from builders.matrix.targets import Selection, Target, expand, select
 from builders.pipeline import results as results_mod
 from builders.pipeline.host import detect
-from builders.release import ci
-from builders.release.checks import release_problems
+from builders.release import ci, disk
+from builders.release.checks import release_problems, tag_kind
 from builders.release.estimate import Costs, compare, measured
 
 HELP = "list the targets the matrix implies"
@@ -104,8 +104,11 @@ def github(m: Matrix, targets: Sequence[Target], opts: Options, console: Console
         refuse_release(m, opts.release_tag, targets)
     served = served_labels(opts.gpu_runners)
     plan = ci.github_plan(targets, served=served)
-    plan["release"] = opts.release_tag is not None
+    kind = tag_kind(m, opts.release_tag) if opts.release_tag is not None else None
+    plan["release"] = kind == "release"  # a candidate builds and checks all of it, and publishes nothing here
+    plan["candidate"] = kind == "candidate"
     plan["version"] = str(m.project.version)
+    plan["disk"] = disk.estimate(m, targets)
     for labels in ci.unserved(targets, served) if served is not None else ():
         console.warning(f"no self-hosted runner labelled {labels} is declared (--gpu-runners): its GPU smoke jobs run "
                         "on their build runners and fail at once with exit 23, blocking the release")

@@ -20,11 +20,13 @@ MAX_BYTES = untrusted.MIB
 
 HELP = "check the release workflow against the plan"
 DESCRIPTION = ("Check that .github/workflows/release.yml (and the local workflows it calls) still "
-                "consumes what the plan emits and keeps the release's gates: a timeout on every "
-                "job, smoke jobs that do not wait for every build to succeed, build provenance "
-                "before anything is published (exit 17 on drift, or when a file is not a "
-                "workflow). The workflow is not generated: adding a Python or a variant to "
-                "matrix.yaml needs no workflow edit.")
+               "consumes what the plan emits and keeps the release's gates: a timeout on every "
+               "job, smoke jobs that do not wait for every build to succeed, build provenance "
+               "before anything is published, and per job its if (the release gate as a term, "
+               "no always()), needs, least permissions, environment, per-tag concurrency and "
+               "commit-pinned actions (exit 17 on drift, or when a file is not a "
+               "workflow). The workflow is not generated: adding a Python or a variant to "
+               "matrix.yaml needs no workflow edit.")
 
 
 def execute(opts: Options, console: Console) -> int:

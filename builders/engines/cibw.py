@@ -136,7 +136,7 @@ class CibwEngine:
                       smoke_runner=host_smoke_runner(target), interpreter=identifier(target), smoke_interpreter=python,
                       toolchain=toolchain, source=str(ctx.source), work=work, build_cwd=str(ctx.source),
                       smoke_scratch=f"{work}/smoke", smoke_inbox="", build=build,
-                      provision=host_provision(target, toolchain))
+                      provision=host_provision(target, toolchain, ctx.cache))
 
     def linux_recipe(self, target: Target, ctx: Context) -> Recipe:
         """cibuildwheel on this host, its builds in the variant's image; smoke in a fresh container of it."""

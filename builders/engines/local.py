@@ -13,7 +13,7 @@ from builders.base.once import Once
 from builders.base.process import HostRunner, Log, Runner
 from builders.base.runnerspec import Pairs
 from builders.engines.factory import EngineFactory, EngineSetup
-from builders.families import toolchain_for
+from builders.families import installer, toolchain_for
 from builders.matrix.targets import Target
 from builders.pipeline.host import unbuildable
 from builders.pipeline.plan import (
@@ -73,9 +73,12 @@ def host_toolchain(target: Target, ctx: Context) -> ToolchainPin:
     return replace(pin, provider=f"installed at {root}") if root else pin
 
 
-def host_provision(target: Target, toolchain: ToolchainPin) -> Provision:
-    """What :meth:`LocalEngine.provision` makes ready: the pinned toolkit installed where the plan finds it, or
-    the compiler the toolchain needs on PATH; nothing for the host's own compiler."""
+def host_provision(target: Target, toolchain: ToolchainPin, cache: Path) -> Provision:
+    """What :meth:`LocalEngine.provision` makes ready: the pinned toolkit installed where the plan finds it, the
+    vendor's offline installer run (Windows), or the compiler the toolchain needs on PATH; nothing for the host's
+    own compiler."""
+    if (found := installer.windows_installer(target)) is not None:
+        return Provision(installer=installer.lines(found, str(installer.folder(target, cache))))
     if toolchain.pins:
         return Provision(pins=toolchain.pins, index_url=toolchain.index_url, into=toolchain.root)
     return Provision(on_path=toolchain_for(target.variant.accelerator).on_path)
@@ -102,7 +105,7 @@ class LocalEngine:
         return Recipe(
             engine=self.name, runner=HostSpec(inherits=ctx.inherits()),
             smoke_runner=host_smoke_runner(target), interpreter=python, smoke_interpreter=python,
-            toolchain=toolchain, provision=host_provision(target, toolchain), source=str(ctx.source), work=work,
+            toolchain=toolchain, provision=host_provision(target, toolchain, ctx.cache), source=str(ctx.source), work=work,
             build_cwd=str(ctx.source), smoke_scratch=f"{work}/smoke", smoke_inbox="",
             repair_tools=Tools.of(ctx.tools_python), repair_env=pairs({"PATH": ctx.tools_path}))
 

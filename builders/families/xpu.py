@@ -1,6 +1,8 @@
 """Intel XPU variant: the oneAPI DPC++ compiler (``icpx -fsycl``).
 
-The image installs oneAPI from the matrix's system repository. A device is a
+The Linux image installs oneAPI from the matrix's system repository; a Windows build job
+installs it with Intel's offline installer (``toolkit.windows_installer``,
+:mod:`builders.families.installer`), which runs on a Windows runner only. A device is a
 ``/dev/dri/renderD*`` node (of Intel's PCI vendor, where sysfs says) and, where ``sycl-ls`` is
 installed, a Level Zero or OpenCL GPU in its list.
 """
@@ -15,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from builders.base.errors import ToolchainError
 from builders.base.process import Call, LogLike
+from builders.families import installer
 from builders.families.base import builders_containerfile, expand, found_tool, image_toolkit_root
 from builders.families.machine import Machine, listed
 from builders.matrix.family import FamilyFacts, declare
-from builders.matrix.model import Toolkit, Variant
+from builders.matrix.model import OS, Toolkit, Variant
 
 if TYPE_CHECKING:
     from builders.families.hostfacts import Host
@@ -49,18 +52,28 @@ class XpuFamily:
         return found_tool("icpx", env)
 
     def unavailable(self, target: Target, host: Host) -> str | None:
-        if host.tool("icpx") is None:
+        found = installer.windows_installer(target)
+        if found is not None and host.os is not OS.WINDOWS:
+            return (f"oneAPI DPC++ for Windows comes from Intel's offline installer ({found.url}), which its build "
+                    f"job runs on a {target.platform.runner} runner; it cannot run on this {host.os.value} host")
+        if found is None and host.tool("icpx") is None:
             return ("oneAPI DPC++ compiler (icpx) not found on this host; the local engine does not install oneAPI: "
                     f"use the container engine ({target.containerfile}) or CI")
         return None
 
     def toolkit_root(self, target: Target, cache: Path, host: Host) -> str | None:
-        """The installed toolkit (never fetched here): the folder above ``bin/icpx``."""
+        """The installed toolkit: the Windows installer's root, else the folder above ``bin/icpx``."""
+        if (found := installer.windows_installer(target)) is not None:
+            return found.root
         icpx = host.tool("icpx")
         return str(Path(icpx).parent.parent) if icpx else None
 
     def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
-        """Nothing is installed: the toolkit must already be on PATH."""
+        """Windows: Intel's offline installer, checked against its pinned sha256. Elsewhere nothing is
+        installed: the toolkit must already be on PATH."""
+        if (found := installer.windows_installer(target)) is not None:
+            installer.install(target, found, installer.folder(target, cache), env, log)
+            return
         if shutil.which(str(self.on_path), path=env.get("PATH")) is None:
             raise ToolchainError(f"{self.on_path} not found on PATH for {target.id}")
 

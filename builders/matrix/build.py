@@ -50,6 +50,7 @@ from builders.matrix.model import (
     PythonVersion,
     Timeouts,
     Toolkit,
+    ToolkitInstaller,
     Variant,
     VariantProvider,
     WheelVariants,
@@ -353,7 +354,17 @@ def variant(v: VariantDraft, marks: Marks) -> Variant:
 def toolkit(raw: dict[str, Any]) -> Toolkit:
     return Toolkit(requirements=raw.get("requirements", ()), index_url=raw.get("index_url"), root=raw.get("root"),
                    system_repository=raw.get("system_repository"), system_packages=raw.get("system_packages", ()),
-                   system_repository_key=raw.get("system_repository_key"), max_gcc=raw.get("max_gcc"))
+                   system_repository_key=raw.get("system_repository_key"), max_gcc=raw.get("max_gcc"),
+                   windows_installer=installer(raw.get("windows_installer")))
+
+
+def installer(raw: Any) -> ToolkitInstaller | None:
+    """``toolkit.windows_installer`` as the model's :class:`ToolkitInstaller`; absent (or refused by the schema,
+    so a key of it is missing) it is none."""
+    keys = ("url", "sha256", "root")
+    if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) for k in keys):
+        return None
+    return ToolkitInstaller(url=raw["url"], sha256=raw["sha256"], root=raw["root"])
 
 
 def channels(c: ChannelsDraft, marks: Marks) -> Channels:

@@ -91,6 +91,15 @@ class Platform:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ToolkitInstaller:
+    """A vendor's offline installer (Windows), pinned by URL and sha256 (``${VAR}``: from the environment)."""
+
+    url: str
+    sha256: str
+    root: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Toolkit:
     """How a variant's compiler toolchain is obtained (pinned pip requirements)."""
 
@@ -101,6 +110,7 @@ class Toolkit:
     system_packages: tuple[str, ...] = ()
     system_repository_key: str | None = None
     max_gcc: int | None = None
+    windows_installer: ToolkitInstaller | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

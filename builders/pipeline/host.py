@@ -43,6 +43,9 @@ def detect(pythons: Iterable[PythonVersion], env: Mapping[str, str], *, engines:
         )
 
 
+ENGINE_INFO_TIMEOUT = 180  # seconds
+
+
 def engine_works(name: str, env: Mapping[str, str]) -> bool:
     """A container engine counts only if its daemon/runtime answers, not just its client."""
     from builders.base.process import ProcessError, run
@@ -51,7 +54,10 @@ def engine_works(name: str, env: Mapping[str, str]) -> bool:
     if exe is None:
         return False
     try:
-        run([exe, "info", "--format", "{{.Host.Arch}}" if name == "podman" else "{{.ServerVersion}}"], env=env, timeout=20)
+        # `podman info` waits for the storage lock, which a parallel `podman build` or push holds for
+        # a while (measured: over 20 s when two images jobs ran at once): slow is not broken.
+        run([exe, "info", "--format", "{{.Host.Arch}}" if name == "podman" else "{{.ServerVersion}}"], env=env,
+            timeout=ENGINE_INFO_TIMEOUT)
     except ProcessError:
         return False
     return True
@@ -70,6 +76,9 @@ def unbuildable(target: Target, host: Host) -> str | None:
     from builders.families import toolchain_for
 
     reason = foreign(target, host)
+    if reason and target.variant.toolkit.windows_installer is not None:  # say what its runner installs, and why not here
+        also = toolchain_for(target.variant.accelerator).unavailable(target, host)
+        return f"{reason}; {also}" if also else reason
     if reason:
         return reason
     if host.interpreter(target.python.abi) is None:

@@ -124,17 +124,19 @@ class Provision:
     on_path: str | None = None  # a compiler that must be on PATH already (nothing is installed)
     wheelhouse: str | None = None  # the build requirements, downloaded here for the offline build
     folders: tuple[str, ...] = ()  # made when missing (the compiler cache)
+    installer: tuple[str, ...] = ()  # a vendor's offline installer's steps (builders.families.installer.lines)
 
     def to_json(self) -> dict[str, Any]:
         return {"image": self.image, "pins": list(self.pins), "index_url": self.index_url, "into": self.into,
                 "on_path": self.on_path, "wheelhouse": self.wheelhouse, "folders": list(self.folders),
-                "steps": list(self.lines())}
+                "installer": list(self.installer), "steps": list(self.lines())}
 
     def lines(self) -> tuple[str, ...]:
         """One line per thing made ready, in the order provision makes them (the log shows each)."""
         index = f" from {self.index_url}" if self.index_url else ""
         return (*([f"image {self.image} (built if absent)"] if self.image else []),
                 *([f"pip install {shlex.join(self.pins)}{index} (toolkit at {self.into})"] if self.pins else []),
+                *self.installer,
                 *([f"{self.on_path} on PATH"] if self.on_path else []),
                 *([f"build requirements downloaded to {self.wheelhouse}"] if self.wheelhouse else []),
                 *(f"folder {folder}" for folder in self.folders))

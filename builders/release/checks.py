@@ -8,9 +8,13 @@ from the caller.
 
 from __future__ import annotations
 
+import re
+
 from packaging.version import InvalidVersion, Version
 
 from builders.matrix.model import OS, Matrix
+
+CANDIDATE = re.compile(r"-rc[1-9][0-9]*")  # v{version}-rc{N}: a release candidate, never published as the release
 
 
 def release_problems(matrix: Matrix, tag: str) -> list[str]:
@@ -20,17 +24,35 @@ def release_problems(matrix: Matrix, tag: str) -> list[str]:
     return [*_tag_problems(matrix, tag), *_unpinned_bases(matrix)]
 
 
+def tag_kind(matrix: Matrix, tag: str) -> str | None:
+    """``"release"`` for exactly ``v{version}``, ``"candidate"`` for ``v{version}-rc{N}``, None otherwise.
+
+    String equality with the matrix's version as written, not PEP 440 equality: ``v2.15``,
+    ``v2.15.0.0`` and ``v02.15.00`` all equal 2.15.0 as versions, and none of them is the tag.
+    """
+    want = f"v{matrix.project.version}"
+    if tag == want:
+        return "release"
+    if tag.startswith(want) and CANDIDATE.fullmatch(tag[len(want):]):
+        return "candidate"
+    return None
+
+
 def _tag_problems(matrix: Matrix, tag: str) -> list[str]:
     version = matrix.project.version
     want = f"v{version}"
+    if tag_kind(matrix, tag) is not None:
+        return []
     try:
         named = Version(tag)
     except InvalidVersion:
-        return [f"tag {tag!r} names no version; the matrix releases {version} ({matrix.path}), so the tag is {want}"]
-    if named != version:
-        return [f"tag {tag!r} names version {named}, but the matrix's project.version is {version} ({matrix.path}); "
-                f"tag {want}, or change project.version"]
-    return []
+        return [f"tag {tag!r} names no version; the matrix releases {version} ({matrix.path}), so the tag is {want} "
+                f"(or {want}-rcN for a candidate)"]
+    if named == version:
+        return [f"tag {tag!r} names {version} but is not spelled {want} ({matrix.path}): a release is tagged exactly "
+                f"{want}, a candidate {want}-rcN"]
+    return [f"tag {tag!r} names version {named}, but the matrix's project.version is {version} ({matrix.path}); "
+            f"tag {want}, or change project.version"]
 
 
 def _unpinned_bases(matrix: Matrix) -> list[str]:

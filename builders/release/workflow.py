@@ -9,8 +9,10 @@ checked, in the release workflow and the local reusable workflows it calls:
   take the shard's build matrix (one per variant and platform) and run the local build
   command with ``--target``, the smoke jobs take the shard's smoke matrix, and every matrix
   key used is one the plan emits;
-- every job that publishes (or needs a job that does) runs only when the plan says the run is
-  a release (``needs.plan.outputs.release == 'true'``);
+- the structure (:mod:`builders.release.workflow_rules`): per job its ``if`` (the release gate
+  as a term of the condition, no status-function bypass), ``needs``, ``permissions`` (the least
+  its steps need), ``environment``, ``concurrency``, ``timeout-minutes`` and commit-pinned
+  ``uses``;
 - every artifact upload overwrites (a rerun of a failed job repeats its names, and
   upload-artifact refuses an existing name otherwise), and the smoke job's download of its
   wheel is not allowed to fail quietly;
@@ -28,19 +30,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import Any
-
-import yaml
+from pathlib import Path
 
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
+from builders.release import disk
 from builders.release.ci import build_entry, build_groups, images, plan_outputs, shards, smoke_entry
+from builders.release.workflow_jobs import (
+    DOWNLOAD_ACTION,
+    PYPI_ACTIONS,
+    UPLOAD_ACTION,
+    Workflow,
+    action,
+    attests,
+    first,
+    given,
+    local_calls,
+    needs,
+    publishes,
+    runs,
+    steps,
+)
+from builders.release.workflow_jobs import matrix_of as _matrix
+from builders.release.workflow_rules import structural_problems
 
 PLAN_COMMAND = "nox -s plan -- --format github"
 RELEASE_OPTION = "--release-tag"
-RELEASE_GATE = "needs.plan.outputs.release == 'true'"
 BUILD_COMMAND = "nox -s build --"
 TARGET_OPTION = "--target"
 SHARD_COMMAND = "ci/plan.sh shard"
@@ -48,30 +63,8 @@ REQUIRE_DEVICE = "--require-device"
 SHARDS_FROM_PLAN = "${{ fromJSON(needs.plan.outputs.shards) }}"
 FROM_SHARD = "${{ fromJSON(needs.shard.outputs.include) }}"
 BUILDS_FROM_SHARD = "${{ fromJSON(needs.shard.outputs.builds) }}"
-UPLOAD_ACTION = "actions/upload-artifact"
-DOWNLOAD_ACTION = "actions/download-artifact"
-ATTEST_ACTIONS = ("actions/attest", "actions/attest-build-provenance")
-ATTEST_SUBJECTS = ("subject-path", "subject-checksums")
-PUBLISH_ACTIONS = ("pypa/gh-action-pypi-publish",)
-PUBLISH_COMMANDS = ("ci/deploy-index.sh",)
-LOCAL_PREFIXES = ("./",)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Workflow:
-    """One workflow file, read as a mapping (a malformed part reads as empty)."""
-
-    name: str
-    text: str
-    jobs: dict[str, dict[str, Any]]
-
-    @classmethod
-    def read(cls, path: Path) -> Workflow:
-        text = path.read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
-        jobs = data.get("jobs") if isinstance(data, dict) else None
-        jobs = {str(k): v for k, v in jobs.items() if isinstance(v, dict)} if isinstance(jobs, dict) else {}
-        return cls(name=path.name, text=text, jobs=jobs)
+BATCH_COMMAND = "ci/batches.sh"
+RELEASE_INPUT = "${{ needs.plan.outputs.release == 'true' }}"
 
 
 def drift(matrix: Matrix, workflow: Path) -> list[str]:
@@ -81,15 +74,11 @@ def drift(matrix: Matrix, workflow: Path) -> list[str]:
     problems = [*missing, *_plan_problems(release), *_shard_problems(release, called)]
     for wf in (release, *called):
         problems += [*_timeout_problems(wf), *_smoke_problems(wf), *_provenance_problems(wf), *_upload_problems(wf)]
-    problems += _gate_problems(release)
+    problems += structural_problems(release, called)
+    problems += _batch_problems(matrix, release)
+    problems += _fail_closed_problems(release, called)
     problems += _key_problems(matrix, (release, *called))
     return problems
-
-
-def local_calls(wf: Workflow) -> dict[str, str]:
-    """``{job: file name}`` for the jobs that call a reusable workflow of this repository."""
-    return {name: PurePosixPath(uses[2:]).name for name, job in wf.jobs.items()
-            if isinstance(uses := job.get("uses"), str) and uses.startswith(LOCAL_PREFIXES)}
 
 
 def _called(release: Workflow, folder: Path) -> tuple[list[Workflow], list[str]]:
@@ -103,10 +92,10 @@ def _called(release: Workflow, folder: Path) -> tuple[list[Workflow], list[str]]
 
 
 def _plan_problems(release: Workflow) -> Iterator[str]:
-    runs = _runs(release.jobs.get("plan", {}))
-    if PLAN_COMMAND not in runs:
+    commands = runs(release.jobs.get("plan", {}))
+    if PLAN_COMMAND not in commands:
         yield f"{release.name}: the plan job does not run `{PLAN_COMMAND}`"
-    elif RELEASE_OPTION not in runs:
+    elif RELEASE_OPTION not in commands:
         yield (f"{release.name}: the plan job never passes {RELEASE_OPTION}, so no run checks the tag against the "
                "version, the whole matrix and the pinned images before it publishes")
     if not any(_matrix(release.jobs[job]) == SHARDS_FROM_PLAN for job in local_calls(release)):
@@ -118,15 +107,15 @@ def _shard_problems(release: Workflow, called: list[Workflow]) -> Iterator[str]:
     if shard is None:
         yield f"{release.name}: no workflow it calls has the build and smoke jobs"
         return
-    if not any(SHARD_COMMAND in _runs(job) for job in shard.jobs.values()):
+    if not any(SHARD_COMMAND in runs(job) for job in shard.jobs.values()):
         yield f"{shard.name}: no job extracts the shard's matrix (`{SHARD_COMMAND}`)"
     for job, expected in (("build", BUILDS_FROM_SHARD), ("smoke", FROM_SHARD)):
         if _matrix(shard.jobs[job]) != expected:
             yield f"{shard.name}: job {job!r} does not take its matrix from the shard ({expected})"
-    runs = _runs(shard.jobs["build"])
-    if BUILD_COMMAND not in runs or TARGET_OPTION not in runs:
+    commands = runs(shard.jobs["build"])
+    if BUILD_COMMAND not in commands or TARGET_OPTION not in commands:
         yield f"{shard.name}: the build job does not run `{BUILD_COMMAND} {TARGET_OPTION} ...`"
-    if REQUIRE_DEVICE not in _runs(shard.jobs["smoke"]):
+    if REQUIRE_DEVICE not in runs(shard.jobs["smoke"]):
         yield (f"{shard.name}: the smoke job does not smoke-test with {REQUIRE_DEVICE} (a GPU runner that shows no "
                "GPU would pass with nothing exercised)")
 
@@ -134,12 +123,12 @@ def _shard_problems(release: Workflow, called: list[Workflow]) -> Iterator[str]:
 def _timeout_problems(wf: Workflow) -> Iterator[str]:
     for name, job in wf.jobs.items():
         if "uses" not in job and "timeout-minutes" not in job:
-            yield f"{wf.name}: job {name!r} has no timeout-minutes (GitHub's default is 6 hours)"
+            yield f"{wf.name}: job {name!r}, key 'timeout-minutes': missing (GitHub's default is 6 hours)"
 
 
 def _smoke_problems(wf: Workflow) -> Iterator[str]:
     smoke = wf.jobs.get("smoke")
-    if smoke is not None and "build" in _needs(smoke):
+    if smoke is not None and "build" in needs(smoke):
         condition = str(smoke.get("if", ""))
         if "!cancelled()" not in condition and "always()" not in condition:
             yield (f"{wf.name}: the smoke jobs run only when every build succeeded (one failed build skips them "
@@ -148,32 +137,68 @@ def _smoke_problems(wf: Workflow) -> Iterator[str]:
 
 def _upload_problems(wf: Workflow) -> Iterator[str]:
     for name, job in wf.jobs.items():
-        for step in _steps(job):
+        for step in steps(job):
             given = step["with"] if isinstance(step.get("with"), dict) else {}
-            if _action(step) == UPLOAD_ACTION and str(given.get("overwrite", "")).lower() != "true":
+            if action(step) == UPLOAD_ACTION and str(given.get("overwrite", "")).lower() != "true":
                 yield (f"{wf.name}: job {name!r} uploads {given.get('name', 'an artifact')!r} without overwrite: true "
                        "(re-running the failed job would fail on the existing name)")
-    for step in _steps(wf.jobs.get("smoke", {})):
-        if _action(step) == DOWNLOAD_ACTION and step.get("continue-on-error"):
+        for step in steps(job):
+            if action(step) == UPLOAD_ACTION and "cancelled()" in str(step.get("if", "")):
+                yield (f"{wf.name}: job {name!r}, key 'if': an upload runs `{step['if']}`, so a job that reaches "
+                       "timeout-minutes (which counts as cancelled) loses its logs; upload if: always()")
+    for step in steps(wf.jobs.get("smoke", {})):
+        if action(step) == DOWNLOAD_ACTION and step.get("continue-on-error"):
             yield (f"{wf.name}: the smoke job's download may fail quietly (continue-on-error): a missing wheel must "
                    "fail the job")
 
 
-def _gate_problems(release: Workflow) -> Iterator[str]:
-    """Every publishing job (and every job after one) runs only for a release the plan accepted."""
+def _fail_closed_problems(release: Workflow, called: list[Workflow]) -> Iterator[str]:
+    """A release never falls back to an image its images job did not push and attest: the shard
+    workflow is told it is a release, and its image download may fail quietly only when it is not."""
+    for name in local_calls(release):
+        passed = release.jobs[name].get("with")
+        if not isinstance(passed, dict) or RELEASE_INPUT not in str(passed.get("release", "")):
+            yield (f"{release.name}: job {name!r}, key 'with': does not pass `release: {RELEASE_INPUT}`, so its "
+                   "builds fall back to unattested images on a release")
+    for wf in called:
+        for name, job in wf.jobs.items():
+            for step in steps(job):
+                quiet = step.get("continue-on-error")
+                if action(step) == DOWNLOAD_ACTION and quiet and "inputs.release" not in str(quiet):
+                    yield (f"{wf.name}: job {name!r}, key 'continue-on-error': a download may fail quietly on a "
+                           "release too; make it `${{ !inputs.release }}`")
+
+
+def _batch_problems(matrix: Matrix, release: Workflow) -> Iterator[str]:
+    """One PyPI upload step per batch (each mints its own token), as many as ``ci/batches.sh`` may fill,
+    at the batch size builders plans with, and enough for the matrix's PyPI wheels."""
     for name, job in release.jobs.items():
-        if _first(job, _publishes) is not None and RELEASE_GATE not in str(job.get("if", "")):
-            yield (f"{release.name}: job {name!r} publishes without `{RELEASE_GATE}` in its if: (a dispatch, a wrong "
-                   "tag or a partial selection could publish)")
+        uploads = [given(s).get("packages-dir", "") for s in steps(job) if action(s) in PYPI_ACTIONS]
+        if not uploads:
+            continue
+        call = re.search(rf"{BATCH_COMMAND}\s+\S+\s+(\S+)\s+(\d+)\s+(\d+)", runs(job))
+        if call is None:
+            yield (f"{release.name}: job {name!r}, key 'steps': uploads to PyPI without `{BATCH_COMMAND}` batches "
+                   "(one step's token lasts about 15 minutes)")
+            continue
+        out, count, size = call.group(1), int(call.group(2)), int(call.group(3))
+        wanted = [f"{out}/{i}/" for i in range(1, count + 1)]
+        if uploads != wanted or size != disk.PYPI_BATCH_MB:
+            yield (f"{release.name}: job {name!r}, key 'steps': PyPI uploads of {uploads} at {size} MB, but "
+                   f"{BATCH_COMMAND} fills {wanted} and builders plans batches of {disk.PYPI_BATCH_MB} MB")
+        targets, _ = expand(matrix)
+        if (needed := disk.batches_needed(matrix, targets)) > count:
+            yield (f"{release.name}: job {name!r}, key 'steps': the matrix's PyPI wheels need {needed} upload "
+                   f"batches and the job has {count} steps")
 
 
 def _provenance_problems(wf: Workflow) -> Iterator[str]:
     for name, job in wf.jobs.items():
-        publishing = _first(job, _publishes)
+        publishing = first(job, publishes)
         if publishing is None:
             continue
-        attested = _first(job, _attests)
-        if (attested is not None and attested < publishing) or any(_attesting(wf, n) for n in _needs(job)):
+        attested = first(job, attests)
+        if (attested is not None and attested < publishing) or any(_attesting(wf, n) for n in needs(job)):
             continue
         yield (f"{wf.name}: job {name!r} publishes wheels without build provenance (an actions/attest step with "
                "subject-path or subject-checksums before it, in the job or in a job it needs)")
@@ -183,7 +208,7 @@ def _attesting(wf: Workflow, name: str, seen: frozenset[str] = frozenset()) -> b
     job = wf.jobs.get(name)
     if job is None or name in seen:
         return False
-    return _first(job, _attests) is not None or any(_attesting(wf, n, seen | {name}) for n in _needs(job))
+    return first(job, attests) is not None or any(_attesting(wf, n, seen | {name}) for n in needs(job))
 
 
 def _key_problems(matrix: Matrix, workflows: tuple[Workflow, ...]) -> Iterator[str]:
@@ -201,42 +226,3 @@ def emitted_keys(matrix: Matrix) -> set[str]:
     rows = [*(smoke_entry(t) for t in targets[:1]), *(build_entry(g) for g in build_groups(targets[:1])),
             *outputs["shards"]["include"], *outputs["images"]["include"]]
     return set().union(*(row.keys() for row in rows))
-
-
-def _steps(job: dict[str, Any]) -> list[dict[str, Any]]:
-    steps = job.get("steps", [])
-    return [s for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
-
-
-def _first(job: dict[str, Any], test: Any) -> int | None:
-    return next((i for i, step in enumerate(_steps(job)) if test(step)), None)
-
-
-def _action(step: dict[str, Any]) -> str:
-    return str(step.get("uses", "")).split("@", 1)[0]
-
-
-def _publishes(step: dict[str, Any]) -> bool:
-    return _action(step) in PUBLISH_ACTIONS or any(c in str(step.get("run", "")) for c in PUBLISH_COMMANDS)
-
-
-def _attests(step: dict[str, Any]) -> bool:
-    """An attestation step that always runs (a conditional one proves nothing) and names its subjects."""
-    given = step.get("with")
-    if not isinstance(given, dict) or "if" in step:
-        return False
-    return _action(step) in ATTEST_ACTIONS and any(given.get(k) for k in ATTEST_SUBJECTS)
-
-
-def _needs(job: dict[str, Any]) -> list[str]:
-    needs = job.get("needs", [])
-    return [needs] if isinstance(needs, str) else [str(n) for n in needs] if isinstance(needs, list) else []
-
-
-def _matrix(job: dict[str, Any]) -> Any:
-    strategy = job.get("strategy")
-    return strategy.get("matrix") if isinstance(strategy, dict) else None
-
-
-def _runs(job: dict[str, Any]) -> str:
-    return "\n".join(str(step.get("run", "")) for step in _steps(job))

@@ -11,7 +11,9 @@ the real action). Around the run:
   127.0.0.1, declared insecure to podman through ``CONTAINERS_REGISTRIES_CONF``, which the
   images job pushes to and the build jobs pull from by digest;
 - a package server (``pypiserver``) on 127.0.0.1 that the PyPI stand-in uploads to;
-- a bare git repository that the deploy job pushes the gh-pages branch to (``INDEX_GIT_REMOTE``).
+- a bare git repository that the deploy job pushes the gh-pages branch to (``INDEX_GIT_REMOTE``);
+- ``tests/act/bin/gh``, first on the jobs' PATH, standing in for the GitHub Release API
+  (releases kept under the state folder's ``releases/<tag>/``).
 
 Runner labels: ``ubuntu-24.04`` runs on this host; every other label the workflow can ask for
 maps to a platform whose set-up fails, so a job needing a runner nobody serves is reported as
@@ -20,9 +22,15 @@ success act reports for a skipped platform. act evaluates ``runs-on`` of a matri
 first entry only, so this holds per job, not per matrix entry.
 
 act runs each job in a folder under its own ``HOME`` (given here, so nothing lands in the
-host's caches) while builders' caches (toolchains, the compiler cache, uv's and pip's caches)
-are the host's (``XDG_CACHE_HOME``), so builds between runs share compiled objects as a
-runner's restored caches would.
+host's caches). Tag runs get an empty ``XDG_CACHE_HOME`` of their own (builders' toolchains,
+the compiler cache, uv's and pip's caches), as a tag build on GitHub restores no cache, so a
+release is shown to build from nothing; other runs share the host's caches, as a branch run's
+restored caches would. (The container engine's image store stays the host's: the images job
+rebuilds every image from its pinned base either way, layer cache aside.)
+
+The images job logs in to the local registry with ``github.token`` (the secret
+``GITHUB_TOKEN`` given to act), which is how ``ci/images.sh`` writes ``~/.docker/config.json``,
+the file the attest stand-in, like ``actions/attest``, reads registry credentials from.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from tests.act.actions.standin import standin_flags
 
 ACT_TIMEOUT = 2400  # seconds for one whole act run
 HOST_LABEL = "ubuntu-24.04"
+REGISTRY_TOKEN = "act-standin-registry-token"  # github.token under act: what ci/images.sh logs in with
 NEVER_STARTED = "builders-act/no-runner-serves-this-label"
 GIT = ("git", "-c", "user.name=release-test", "-c", "user.email=release-test@localhost", "-c", "commit.gpgsign=false")
 
@@ -248,8 +257,18 @@ class Harness:
         others = sorted(runner_labels(self.repo / "matrix.yaml") - {HOST_LABEL})
         return ["-P", f"{HOST_LABEL}=-self-hosted", *(f for label in others for f in ("-P", f"{label}={NEVER_STARTED}"))]
 
+    @staticmethod
+    def cache_home(event: str, ref: str, state: Path, cold: bool | None = None) -> Path:
+        """An empty cache folder for a tag push (GitHub restores none to a tag build), else the host's;
+        ``cold`` says so for one run (a later tag run of the same build may share what the first built)."""
+        if cold if cold is not None else (event == "push" and ref.startswith("refs/tags/")):
+            cold = state / "cold-cache"
+            cold.mkdir(parents=True, exist_ok=True)
+            return cold
+        return Path.home() / ".cache"
+
     def run(self, event: str, ref: str, state: Path, *, inputs: Mapping[str, str] | None = None,
-            log: Path | None = None) -> Run:
+            log: Path | None = None, cold: bool | None = None) -> Run:
         state.mkdir(parents=True, exist_ok=True)
         payload = {"ref": ref, "inputs": dict(inputs or {}),
                    "repository": {"full_name": "builders-test/minifw", "default_branch": "main"}}
@@ -258,14 +277,17 @@ class Harness:
         argv = [act_binary(), event, "-W", ".github/workflows/release.yml", "-e", str(event_file), "--json",
                 *self.platforms(),
                 *standin_flags(state, self.repo, pypi_url=self.services.pypi_url),
-                "--env", f"XDG_CACHE_HOME={Path.home() / '.cache'}",
+                "--env", f"XDG_CACHE_HOME={self.cache_home(event, ref, state, cold)}",
+                "--secret", f"GITHUB_TOKEN={REGISTRY_TOKEN}",
                 "--env", f"CONTAINERS_REGISTRIES_CONF={self.services.registries_conf}",
                 "--var", f"IMAGE_REGISTRY={self.services.registry}",
                 "--var", f"INDEX_GIT_REMOTE=file://{self.services.pages}",
                 "--var", "GPU_RUNNERS=", "--var", "THEROCK_INDEX_URL=",
                 "--var", "ONEAPI_REPOSITORY=", "--var", "ONEAPI_REPOSITORY_KEY=", "--var", "INDEX_DEPLOY_COMMAND=",
                 "--container-architecture", "linux/amd64"]
-        env = {**os.environ, **self.env, "HOME": str(self.home)}
+        # tests/act/bin first: its `gh` stands in for the GitHub Release API (the jobs inherit PATH)
+        env = {**os.environ, **self.env, "HOME": str(self.home),
+               "PATH": f"{Path(__file__).resolve().parent / 'bin'}:{os.environ.get('PATH', '')}"}
         log = log or state.parent / f"{state.name}-act.log"
         with log.open("w") as out:  # written as act runs: a run that hangs still shows how far it got
             proc = subprocess.run(argv, cwd=self.repo, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,

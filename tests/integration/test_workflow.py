@@ -227,9 +227,11 @@ def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
          "        continue-on-error: true\n        with:\n          name: build-${{ matrix.build }}",
          "the smoke job's download may fail quietly"),
         # only a release the plan accepted publishes
-        (WORKFLOW, "!cancelled() && needs.plan.outputs.release == 'true' && needs.publish.result == 'success'",
-         "!cancelled() && startsWith(github.ref, 'refs/tags/v') && needs.publish.result == 'success'",
-         "job 'deploy' publishes without `needs.plan.outputs.release == 'true'`"),
+        (WORKFLOW, "    if: needs.plan.outputs.release == 'true'\n    runs-on: ubuntu-24.04\n    timeout-minutes: 30\n"
+                   "    environment: indexes",
+         "    if: startsWith(github.ref, 'refs/tags/v')\n    runs-on: ubuntu-24.04\n    timeout-minutes: 30\n"
+         "    environment: indexes",
+         "job 'deploy', key 'if': the release gate"),
         (WORKFLOW, 'release=(--release-tag "$REF_NAME")', "release=()", "the plan job never passes --release-tag"),
         (WORKFLOW, "matrix: ${{ fromJSON(needs.plan.outputs.shards) }}", "matrix: {index: [0]}",
          "once per shard of the plan"),
@@ -240,14 +242,14 @@ def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
          "calls gone.yml, which is not beside it"),
         # every job has a timeout
         (WORKFLOW, "    runs-on: ubuntu-24.04\n    timeout-minutes: 15\n", "    runs-on: ubuntu-24.04\n",
-         "job 'plan' has no timeout-minutes"),
-        (SHARD, "    timeout-minutes: 240\n", "", "job 'build' has no timeout-minutes"),
+         "job 'plan', key 'timeout-minutes': missing"),
+        (SHARD, "    timeout-minutes: 240\n", "", "job 'build', key 'timeout-minutes': missing"),
         # smoke jobs must not wait for every build to succeed
         (SHARD, "    if: ${{ !cancelled() && needs.shard.result == 'success' }}\n    name: smoke", "    name: smoke",
          "smoke jobs run only when every build succeeded"),
         # no wheels published without provenance
         (WORKFLOW, "      - uses: actions/attest@1e69f48acb82d1966a394da916b4c1698aa569d6 # v4.2.2\n"
-                   "        with:\n          subject-checksums: provenance/subjects-1.sha256\n", "",
+                   "        id: attest-1\n        with:\n          subject-checksums: provenance/subjects-1.sha256\n", "",
          "job 'publish' publishes wheels without build provenance"),
         (WORKFLOW, "subject-checksums: provenance/subjects-1.sha256", "show-summary: false",
          "job 'publish' publishes wheels without build provenance"),
@@ -271,11 +273,12 @@ def test_the_committed_workflows_are_in_step(root: Path) -> None:
 def test_an_attestation_after_the_upload_is_no_provenance(root: Path, tmp_path: Path) -> None:
     text = (root / WORKFLOW).read_text()
     attest = ("      - uses: actions/attest@1e69f48acb82d1966a394da916b4c1698aa569d6 # v4.2.2\n"
-              "        with:\n          subject-checksums: provenance/subjects-1.sha256\n")
+              "        id: attest-1\n        with:\n          subject-checksums: provenance/subjects-1.sha256\n")
     release = edited(root, tmp_path, WORKFLOW, attest, "")
-    release.write_text(release.read_text() + attest)  # now the last step of deploy, after the upload
-    assert text.rstrip().endswith("run: bash ci/deploy-index.sh site")
+    release.write_text(release.read_text() + attest)  # now the last step of github-release, after its upload
+    assert text.rstrip().endswith('run: bash ci/github-release.sh "$TAG" plan/plan.json site attestations github-release')
     problems = drift(matrix.load(root / "matrix.yaml"), release)
+    assert any("job 'github-release' publishes wheels without build provenance" in p for p in problems), problems
     assert any("job 'deploy' publishes wheels without build provenance" in p for p in problems), problems
 
 
@@ -315,12 +318,17 @@ DRY_RUN = ("echo \"podman build --file builders/resources/containers/cuda.Contai
 DIGEST = "sha256:" + "ab" * 32
 
 
+# podman login as podman writes it: `auths` of the file --authfile names.
+LOGIN = ('[[ "$1" == login ]] && { file=$3; mkdir -p "$(dirname "$file")"; '
+         'printf \'{"auths": {"%s": {"auth": "%s"}}}\' "${@: -1}" "$(printf \'me:t\' | base64)" > "$file"; }')
+
+
 def test_images_sh_always_builds_and_hands_on_the_pushed_digest(root: Path, tmp_path: Path) -> None:
     """A tag in the registry proves nothing about what it holds: build, push, record the digest."""
     env = fake_tools(tmp_path / "bin", nox=f'[[ "$*" == *--dry-run* ]] && {DRY_RUN}; true',
-                     podman=f'[[ "$1" == push ]] && echo {DIGEST} > "$3"; true')
+                     podman=f'{LOGIN}; [[ "$1" == push ]] && echo {DIGEST} > "$3"; true')
     env |= {"GITHUB_REPOSITORY": "Org/Repo", "REGISTRY_USER": "me", "REGISTRY_TOKEN": "t",
-            "GITHUB_OUTPUT": str(tmp_path / "outputs")}
+            "GITHUB_OUTPUT": str(tmp_path / "outputs"), "HOME": str(tmp_path / "home")}
     proc = script(root, "images.sh", "push", "cu132-cp312-linux-x86_64", str(tmp_path / "image/ref"), env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     calls = (tmp_path / "bin/calls").read_text()
@@ -329,6 +337,28 @@ def test_images_sh_always_builds_and_hands_on_the_pushed_digest(root: Path, tmp_
     name = "ghcr.io/org/repo/builders-cuda"
     assert (tmp_path / "image/ref").read_text().strip() == f"{name}@{DIGEST}"
     assert (tmp_path / "outputs").read_text().splitlines() == [f"name={name}", f"digest={DIGEST}"]
+    # where actions/attest reads registry credentials (sigstore's OCI helper), not podman's default
+    assert f"podman login --authfile {tmp_path}/home/.docker/config.json --username me --password-stdin ghcr.io" in calls
+    assert "ghcr.io" in json.loads((tmp_path / "home/.docker/config.json").read_text())["auths"]
+
+
+def test_images_sh_refuses_a_login_attest_could_not_read(root: Path, tmp_path: Path) -> None:
+    """A login that leaves nothing in ~/.docker/config.json (podman's own auth.json, a credential
+    store) would sign the image's attestation and then fail to push it: fail at the login."""
+    env = fake_tools(tmp_path / "bin", nox=f'[[ "$*" == *--dry-run* ]] && {DRY_RUN}; true',
+                     podman=f'[[ "$1" == login ]] && {{ mkdir -p "$(dirname "$3")"; echo "{{}}" > "$3"; }}; '
+                            f'[[ "$1" == push ]] && echo {DIGEST} > "$3"; true')
+    env |= {"GITHUB_REPOSITORY": "org/repo", "REGISTRY_USER": "me", "REGISTRY_TOKEN": "t", "HOME": str(tmp_path / "home")}
+    proc = script(root, "images.sh", "push", "cu132-cp312-linux-x86_64", str(tmp_path / "ref"), env=env)
+    assert proc.returncode != 0 and "where actions/attest reads them" in proc.stdout, proc.stdout + proc.stderr
+    assert "podman push" not in (tmp_path / "bin/calls").read_text()
+
+
+def test_images_sh_pull_on_a_release_fails_without_the_attested_image(root: Path, tmp_path: Path) -> None:
+    env = fake_tools(tmp_path / "bin", nox=DRY_RUN, podman="true") | {"GITHUB_REPOSITORY": "org/repo", "RELEASE": "true"}
+    proc = script(root, "images.sh", "pull", "cu132-cp312-linux-x86_64", str(tmp_path / "absent"), env=env)
+    assert proc.returncode != 0 and "a release builds only in images its images jobs pushed and attested" in proc.stdout
+    assert "podman build" not in (tmp_path / "bin/calls").read_text() if (tmp_path / "bin/calls").exists() else True
 
 
 def test_images_sh_push_fails_without_a_digest(root: Path, tmp_path: Path) -> None:
@@ -550,6 +580,76 @@ def test_deploy_index_sh_refuses_the_command_that_published_one_release_alone(ro
     assert not (tmp_path / "host").exists()
 
 
+def wheels(folder: Path, sizes: dict[str, int]) -> None:
+    """Sparse files of the given apparent sizes (the scripts count what copies would occupy)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, size in sizes.items():
+        with (folder / name).open("wb") as f:
+            f.truncate(size)
+
+
+def free_mb(path: Path) -> int:
+    return shutil.disk_usage(path).free // 2**20
+
+
+def test_disk_sh_refuses_before_the_download_what_the_plan_bounds_above_the_free_disk(root: Path,
+                                                                                       tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    proc = builders("plan", "--format", "github", "--output", str(plan), cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    estimate = json.loads(plan.read_text())["disk"]
+    m = matrix.load(root / "matrix.yaml")
+    targets, _ = expand(m)
+    assert estimate["download_mb"] == round(len(targets) * m.project.wheel_size_budget_mb)
+    proc = script(root, "disk.sh", "before", str(plan), str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(plan.read_text())
+    data["disk"]["download_mb"] = free_mb(tmp_path) + 1000
+    plan.write_text(json.dumps(data))
+    proc = script(root, "disk.sh", "before", str(plan), str(tmp_path))
+    assert proc.returncode != 0 and "split the release" in proc.stdout, proc.stdout
+
+
+def test_disk_sh_refuses_copies_that_would_not_fit_after_the_download(root: Path, tmp_path: Path) -> None:
+    wheels(tmp_path / "artifacts", {"a-1-py3-none-any.whl": 10 * 2**20})
+    proc = script(root, "disk.sh", "after", str(tmp_path / "artifacts"), "3", str(tmp_path))
+    assert proc.returncode == 0 and "3 more copies need 30 MB" in proc.stdout, proc.stdout + proc.stderr
+    wheels(tmp_path / "artifacts", {"b-1-py3-none-any.whl": (free_mb(tmp_path) // 3 + 100) * 2**20})
+    proc = script(root, "disk.sh", "after", str(tmp_path / "artifacts"), "3", str(tmp_path))
+    assert proc.returncode != 0 and "3 more copies of the wheels" in proc.stdout, proc.stdout
+
+
+def test_batches_sh_keeps_each_batch_within_one_tokens_budget(root: Path, tmp_path: Path) -> None:
+    mb = 2**20
+    sizes = {"a-1-cp312-cp312-linux_x86_64.whl": 900 * mb, "b-1-cp312-cp312-linux_x86_64.whl": 1200 * mb,
+             "c-1-cp313-cp313-linux_x86_64.whl": 1100 * mb, "d-1-cp313-cp313-win_amd64.whl": 3500 * mb,
+             "notes.txt": 5 * mb}
+    wheels(tmp_path / "dist", sizes)
+    proc = script(root, "batches.sh", str(tmp_path / "dist"), str(tmp_path / "out"), "6", "3000")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    batches = {int(b.name): {f.name: f.stat().st_size for f in b.iterdir()} for b in (tmp_path / "out").iterdir()}
+    assert sorted(n for b in batches.values() for n in b) == sorted(n for n in sizes if n.endswith(".whl"))
+    assert sorted(batches) == list(range(1, len(batches) + 1))
+    for files in batches.values():  # within the budget, or one file that is larger alone
+        assert sum(files.values()) <= 3000 * mb or len(files) == 1
+    assert len(batches) == 3  # 3500 alone; 1200 + 1100; 900
+    proc = script(root, "batches.sh", str(tmp_path / "dist"), str(tmp_path / "out2"), "2", "3000")
+    assert proc.returncode != 0 and "more than the 2 upload steps" in proc.stdout
+
+
+def test_plan_sh_hands_on_a_candidate_as_no_release(root: Path, tmp_path: Path) -> None:
+    for candidate in (True, False):
+        plan = tmp_path / "plan.json"
+        plan.write_text(json.dumps({"shards": [{"index": 0, "name": "a", "count": 1, "include": [{}], "builds": [{}]}],
+                                    "images": [], "targets": 1, "builds": 1, "release": False,
+                                    "candidate": candidate}))
+        out = tmp_path / f"out-{candidate}"
+        proc = script(root, "plan.sh", "outputs", str(plan), env={"GITHUB_OUTPUT": str(out)})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
+        assert outputs["release"] == "false" and outputs["candidate"] == str(candidate).lower()
+
+
 def test_tag_runs_restore_no_cache_and_no_key_grows_per_run(root: Path) -> None:
     """A tag run could restore the default branch's caches (any run there writes them); keys must
     not carry the run id, or every run adds entries to the repository's 10 GB quota."""
@@ -584,3 +684,62 @@ def test_plan_output_keeps_warnings_out_of_the_document(root: Path, tmp_path: Pa
     plan = json.loads((tmp_path / "plan.json").read_text())
     gpu = [e for s in plan["shards"] for e in s["include"] if e["device"]]
     assert gpu and all(e["smoke_runner"] == [e["runner"]] for e in gpu)
+
+
+def github_release_inputs(root: Path, tmp_path: Path) -> tuple[Path, dict[str, str], set[str]]:
+    """A plan of the shipped matrix marked a release, its index site with SHA256SUMS, two bundles, a
+    tagged repository, and the gh stand-in of tests/act first on PATH."""
+    plan = tmp_path / "plan.json"
+    proc = builders("plan", "--format", "github", "--select", "cpu-*-linux-x86_64", "--output", str(plan), cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(plan.read_text()) | {"release": True}
+    plan.write_text(json.dumps(data))
+    wheels = {e["wheel"] for s in data["shards"] for e in s["include"]}
+    for name in wheels:
+        (tmp_path / "site/whl/cpu/minifw").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "site/whl/cpu/minifw" / name).write_bytes(name.encode())
+    assert script(root, "checksums.sh", str(tmp_path / "site")).returncode == 0
+    for n in (1, 2):
+        (tmp_path / "bundles").mkdir(exist_ok=True)
+        (tmp_path / "bundles" / f"provenance-{n}.sigstore.json").write_text("{}")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", cwd=repo)
+    git("-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "x", cwd=repo)
+    git("tag", f"v{data['version']}", cwd=repo)
+    (tmp_path / "state").mkdir()
+    env = {"PATH": f"{root / 'tests/act/bin'}:{os.environ['PATH']}", "STANDIN_STATE": str(tmp_path / "state")}
+    return repo, env, wheels
+
+
+def test_github_release_sh_attaches_sha256sums_and_bundles_with_notes_from_the_plan(root: Path, tmp_path: Path) -> None:
+    repo, env, wheels = github_release_inputs(root, tmp_path)
+    version = json.loads((tmp_path / "plan.json").read_text())["version"]
+    args = (str(tmp_path / "plan.json"), str(tmp_path / "site"), str(tmp_path / "bundles"), str(tmp_path / "out"))
+    proc = script(root, "github-release.sh", f"v{version}", *args, env=env, cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    release = tmp_path / "state/releases" / f"v{version}"
+    lines = (release / "SHA256SUMS").read_text().splitlines()
+    assert {line.split("  ")[1] for line in lines} == {f"whl/cpu/minifw/{w}" for w in wheels}
+    site = tmp_path / "site"
+    subprocess.run(["sha256sum", "--quiet", "-c", str(release / "SHA256SUMS")], cwd=site, check=True, timeout=60)
+    notes = (release / "notes.md").read_text()
+    assert notes.startswith(f"# minifw {version}\n") and all(f"`{w}`" in notes for w in wheels)
+    assert "`provenance-1.sigstore.json`" in notes and (release / "provenance-2.sigstore.json").is_file()
+    # a rerun uploads the assets again and keeps the release
+    proc = script(root, "github-release.sh", f"v{version}", *args, env=env, cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    verbs = [json.loads(line)["verb"] for line in (tmp_path / "state/releases.jsonl").read_text().splitlines()]
+    assert verbs == ["create", "upload"]
+
+
+def test_github_release_sh_makes_none_for_a_candidate_or_another_tag(root: Path, tmp_path: Path) -> None:
+    repo, env, _ = github_release_inputs(root, tmp_path)
+    data = json.loads((tmp_path / "plan.json").read_text())
+    args = (str(tmp_path / "plan.json"), str(tmp_path / "site"), str(tmp_path / "bundles"), str(tmp_path / "out"))
+    proc = script(root, "github-release.sh", f"v{data['version']}-rc1", *args, env=env, cwd=repo)
+    assert proc.returncode != 0 and "is not v" in proc.stdout
+    (tmp_path / "plan.json").write_text(json.dumps(data | {"release": False, "candidate": True}))
+    proc = script(root, "github-release.sh", f"v{data['version']}", *args, env=env, cwd=repo)
+    assert proc.returncode != 0 and "not the plan of a release" in proc.stdout
+    assert not (tmp_path / "state/releases").exists()

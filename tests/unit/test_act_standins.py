@@ -6,6 +6,7 @@ run it, and reads what it left on disk.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import importlib.util
 import json
@@ -287,6 +288,31 @@ def test_attest_refuses_more_than_1024_subjects_and_a_path_matching_nothing(env:
         standin.attest({**env, "INPUT_SUBJECT_CHECKSUMS": "s.sha256"})
     with pytest.raises(standin.StandinError, match=r"Could not find subject at path dist/\*\.whl"):
         standin.attest({**env, "INPUT_SUBJECT_PATH": "dist/*.whl"})
+
+
+def image_subject(env: dict[str, str]) -> dict[str, str]:
+    return {**env, "INPUT_SUBJECT_NAME": "127.0.0.1:5000/builders/builders-cuda",
+            "INPUT_SUBJECT_DIGEST": "sha256:" + "ab" * 32, "INPUT_PUSH_TO_REGISTRY": "true"}
+
+
+def test_attest_push_to_registry_reads_credentials_where_the_action_does(env: dict[str, str], tmp_path: Path) -> None:
+    """sigstore's OCI helper reads ~/.docker/config.json only: podman's default auth.json is not enough."""
+    home = tmp_path / "home"
+    podman_default = home / ".config/containers/auth.json"  # where a plain `podman login` may write
+    auth = base64.b64encode(b"me:secret").decode()
+    write(podman_default, json.dumps({"auths": {"127.0.0.1:5000": {"auth": auth}}}))
+    with pytest.raises(standin.StandinError, match=r"No credential file found at .*/\.docker/config\.json"):
+        standin.attest({**image_subject(env), "HOME": str(home)})
+    write(home / ".docker/config.json", json.dumps({"auths": {"ghcr.io": {"auth": auth}}}))
+    with pytest.raises(standin.StandinError, match=r"No credentials found for registry 127\.0\.0\.1:5000"):
+        standin.attest({**image_subject(env), "HOME": str(home)})
+    assert not (Path(env["STANDIN_STATE"]) / "attestations.jsonl").exists()
+    write(home / ".docker/config.json", json.dumps({"auths": {"http://127.0.0.1:5000": {"auth": auth}}}))
+    standin.attest({**image_subject(env), "HOME": str(home)})
+    record = json.loads((Path(env["STANDIN_STATE"]) / "attestations.jsonl").read_text())
+    assert record["push_to_registry"] is True
+    assert record["registry_login"]["registry"] == "127.0.0.1:5000" and record["registry_login"]["username"] == "me"
+    assert "secret" not in json.dumps(record)
 
 
 # pypi-publish

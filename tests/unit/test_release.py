@@ -9,7 +9,7 @@ from packaging.version import Version
 
 from builders.matrix import loader as matrix
 from builders.matrix.model import OS
-from builders.release.checks import release_problems, wheel_set_problems
+from builders.release.checks import release_problems, tag_kind, wheel_set_problems
 from tests import expected
 
 DIGEST = "sha256:" + hashlib.sha256(b"a base image").hexdigest()
@@ -99,3 +99,22 @@ def test_wheel_set_problems_list_each_missing_and_unexpected_file() -> None:
         "missing: b-1-py3-none-any.whl (planned, not found)", "missing: c-1-py3-none-any.whl (planned, not found)",
         "unexpected: d-1-py3-none-any.whl (found, not planned)", "unexpected: e-1-py3-none-any.whl (found, not planned)"]
     assert wheel_set_problems(expected_, set(expected_)) == []
+
+
+def test_the_tag_is_exactly_v_version_not_an_equal_version(released) -> None:
+    """PEP 440 calls all of these 2.15.0; only the exact spelling releases, and -rcN is a candidate."""
+    version = str(released.project.version)
+    major, minor, micro = version.split(".")
+    assert tag_kind(released, f"v{version}") == "release"
+    assert release_problems(released, f"v{version}") == []
+    for tag in (f"v{major}.{minor}", f"v{version}.0", f"v0{major}.{minor}.0{micro}"):
+        assert Version(tag) == released.project.version  # the looseness this refuses
+        assert tag_kind(released, tag) is None
+        (problem,) = release_problems(released, tag)
+        assert f"is not spelled v{version}" in problem, problem
+    for n in ("1", "12"):
+        assert tag_kind(released, f"v{version}-rc{n}") == "candidate"
+        assert release_problems(released, f"v{version}-rc{n}") == []
+    for tag in (f"v{version}-rc0", f"v{version}-rc", f"v{version}rc1", f"v{version}-rc1.post1"):
+        assert tag_kind(released, tag) is None, tag
+        assert release_problems(released, tag), tag

@@ -12,6 +12,7 @@ an explicit environment mapping, so the unit tests call them without act.
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import fnmatch
 import glob
@@ -674,15 +675,39 @@ def attest_subjects(env: Env) -> list[dict[str, str]]:
     return [{"name": name, "sha256": digest.removeprefix("sha256:")}]
 
 
+def registry_credentials(env: Env, image: str) -> dict[str, str]:
+    """What push-to-registry authenticates with, read as sigstore-js's OCI helper reads it
+    (packages/oci/src/credentials.ts): ``~/.docker/config.json`` and nothing else (not podman's
+    ``$XDG_RUNTIME_DIR/containers/auth.json``), the first ``auths`` key containing the image's
+    registry, its base64 ``user:password``. No file or no entry fails, as the action does."""
+    registry = image.split("/", 1)[0] if "/" in image else "docker.io"
+    config = Path(env.get("HOME", str(Path.home()))) / ".docker" / "config.json"
+    try:
+        auths = json.loads(config.read_text()).get("auths") or {}
+    except OSError:
+        raise StandinError(f"No credential file found at {config}") from None
+    key = next((k for k in auths if registry in k), registry)
+    if key not in auths or not auths[key].get("auth"):
+        raise StandinError(f"No credentials found for registry {registry}")
+    user, _, password = base64.b64decode(auths[key]["auth"]).decode().partition(":")
+    return {"registry": registry, "username": user, "password_sha256": hashlib.sha256(password.encode()).hexdigest()}
+
+
 def attest(env: Env) -> Outputs:
-    """Record a provenance attestation of 1..1024 subjects; no signing (no OIDC, no Sigstore)."""
+    """Record a provenance attestation of 1..1024 subjects; no signing (no OIDC, no Sigstore).
+    With push-to-registry, the registry credentials must be where the real action reads them."""
     subjects = attest_subjects(env)
     if not subjects:
         raise StandinError("No subjects found: the checksums file names none")
     if len(subjects) > MAX_SUBJECTS:
         raise StandinError(f"Too many subjects specified ({len(subjects)}). The maximum number of subjects is {MAX_SUBJECTS}.")
+    push = inp_bool(env, "push-to-registry")
+    if push and not inp(env, "subject-name"):
+        raise StandinError("push-to-registry needs subject-name (the image) and subject-digest")
     record = {"job": env.get("GITHUB_JOB", ""), "subjects": subjects,
-              "predicate_type": "https://slsa.dev/provenance/v1", "push_to_registry": inp_bool(env, "push-to-registry")}
+              "predicate_type": "https://slsa.dev/provenance/v1", "push_to_registry": push}
+    if push:
+        record["registry_login"] = registry_credentials(env, inp(env, "subject-name"))
     number = append_record(state_dir(env) / "attestations.jsonl", record)
     bundle = runner_temp(env) / f"attestation-{number}.json"
     bundle.write_text(json.dumps(record, indent=1, sort_keys=True))

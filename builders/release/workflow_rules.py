@@ -1,0 +1,268 @@
+"""The structural half of ``workflow --check``: per job, who may run when, with which rights.
+
+Read per job from the parsed workflow, never as substrings of its text:
+
+- ``if``: a job that publishes (or runs after one) has no status function (``always()``,
+  ``!cancelled()``, ``failure()``), so GitHub's implicit ``success()`` holds (every job it needs
+  succeeded), and has the release gate ``needs.plan.outputs.release == 'true'`` as one of its
+  ``&&`` terms; a job a publishing job needs may use ``!cancelled()`` only with a
+  ``needs.X.result == 'success'`` term for each job X it needs; no such condition is an ``||``;
+- ``needs``: a publishing job comes after the plan, every images job and every build;
+- ``permissions``: exactly what the job's steps need (derived from them, below), nothing at
+  workflow level beyond ``contents: read``; so ``id-token: write`` only where a step signs
+  (actions/attest) or publishes to PyPI;
+- ``environment``: the PyPI upload runs in the ``pypi`` environment (its trusted publisher is
+  registered for that environment, which only release tags may deploy to);
+- ``concurrency``: a publishing job's group names the tag, so no release waits in a group that
+  a later tag's run shares (GitHub keeps one pending job per group and cancels the older one,
+  whatever ``cancel-in-progress`` says);
+- ``uses``: every action is pinned by a 40-hex commit (a tag can be moved);
+- ``timeout-minutes``: a positive whole number on every job that runs steps.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from builders.base.errors import WorkflowDrift
+from builders.release import expressions as ex
+from builders.release.workflow_jobs import (
+    ATTEST_ACTIONS,
+    CHECKOUT_ACTION,
+    PYPI_ACTIONS,
+    Workflow,
+    action,
+    given,
+    local_calls,
+    needs,
+    publishes,
+    steps,
+    upstream,
+)
+
+GATE = ("needs.plan.outputs.release", "true")
+PYPI_ENVIRONMENT = "pypi"
+WORKFLOW_PERMISSIONS: tuple[dict[str, str], ...] = ({}, {"contents": "read"})
+PINNED = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}")
+PER_TAG = ("github.ref", "github.ref_name")
+BYPASSES = frozenset({"always", "cancelled", "failure"})
+LEVELS = {"none": 0, "read": 1, "write": 2}
+# What a step needs, by what it runs: (scope, level, why).
+RUN_NEEDS = (("ci/images.sh push", "packages", "write", "pushes images"),
+             ("ci/images.sh pull", "packages", "read", "pulls images"),
+             ("ci/deploy-index.sh", "contents", "write", "pushes the index branch"),
+             ("ci/github-release.sh", "contents", "write", "creates the GitHub Release"))
+
+
+def structural_problems(release: Workflow, called: list[Workflow]) -> list[str]:
+    """Every structural problem of the release workflow and the workflows it calls."""
+    by_name = {wf.name: wf for wf in called}
+    problems = [*_gate_problems(release), *_needs_problems(release), *_concurrency_problems(release)]
+    for wf in (release, *called):
+        problems += [*_workflow_permissions(wf), *_permission_problems(wf, by_name), *_environment_problems(wf),
+                     *_pin_problems(wf), *_timeout_values(wf)]
+    return problems
+
+
+def where(wf: Workflow, job: str, key: str) -> str:
+    return f"{wf.name}: job {job!r}, key {key!r}:"
+
+
+# -- if ------------------------------------------------------------------------------------
+
+def publishing_jobs(wf: Workflow) -> set[str]:
+    """Jobs with a publishing step, and every job that runs after one."""
+    direct = {name for name, job in wf.jobs.items() if any(publishes(s) for s in steps(job))}
+    return direct | {name for name in wf.jobs if upstream(wf, name) & direct}
+
+
+def _condition(wf: Workflow, name: str) -> tuple[ex.Node | None, str | None]:
+    try:
+        return ex.parse(wf.jobs[name].get("if", True)), None
+    except WorkflowDrift as exc:
+        return None, f"{where(wf, name, 'if')} {exc.problems[0].message}"
+
+
+def _gate_problems(wf: Workflow) -> Iterator[str]:
+    gated = publishing_jobs(wf)
+    for name in sorted(gated):
+        yield from _gated_if(wf, name)
+    feeders = set().union(*(upstream(wf, job) for job in gated)) - gated
+    for name in sorted(feeders & wf.jobs.keys()):
+        yield from _feeder_if(wf, name)
+
+
+def _gated_if(wf: Workflow, name: str) -> Iterator[str]:
+    node, error = _condition(wf, name)
+    if node is None:
+        yield str(error)
+        return
+    bypass = sorted(ex.calls(node) & BYPASSES)
+    if bypass:
+        yield (f"{where(wf, name, 'if')} calls {', '.join(f'{b}()' for b in bypass)}: a publishing job runs only "
+               "when every job it needs succeeded (GitHub's implicit success()); drop the status function")
+    if node.kind == "or":
+        yield f"{where(wf, name, 'if')} is an || of alternatives: any one of them would publish"
+    if not any(ex.equals(term, *GATE) for term in ex.conjuncts(node)):
+        yield (f"{where(wf, name, 'if')} the release gate `{GATE[0]} == '{GATE[1]}'` is not one of its && terms "
+               "(a dispatch, a wrong tag or a partial selection could publish)")
+
+
+def _feeder_if(wf: Workflow, name: str) -> Iterator[str]:
+    node, error = _condition(wf, name)
+    if node is None:
+        yield str(error)
+        return
+    used = ex.calls(node)
+    if used & {"always", "failure"} or node.kind == "or":
+        yield (f"{where(wf, name, 'if')} lets the job run over a failed job it needs (always(), failure() or ||), "
+               "and a publishing job needs it")
+        return
+    if "cancelled" not in used:
+        return
+    terms = ex.conjuncts(node)
+    for need in needs(wf.jobs[name]):
+        if not any(_requires_success(term, need) for term in terms):
+            yield (f"{where(wf, name, 'if')} !cancelled() without `needs.{need}.result == 'success'`: it would run, "
+                   f"and a publishing job after it, when {need!r} failed")
+
+
+def _requires_success(node: ex.Node, need: str) -> bool:
+    """``needs.NEED.result == 'success'``, alone or as one side of a parenthesised alternative."""
+    if ex.equals(node, f"needs.{need}.result", "success"):
+        return True
+    return node.kind == "or" and any(_requires_success(a, need) for a in node.args)
+
+
+# -- needs and concurrency -----------------------------------------------------------------
+
+def producers(wf: Workflow) -> set[str]:
+    """The plan, every images job and every job that runs a build shard: what a release is made of."""
+    images = {name for name, job in wf.jobs.items() if any("ci/images.sh push" in str(s.get("run", ""))
+                                                          for s in steps(job))}
+    return {"plan", *images, *local_calls(wf)} & wf.jobs.keys()
+
+
+def _needs_problems(wf: Workflow) -> Iterator[str]:
+    for name in sorted(publishing_jobs(wf)):
+        missing = sorted(producers(wf) - upstream(wf, name))
+        if missing:
+            yield (f"{where(wf, name, 'needs')} does not come after {', '.join(map(repr, missing))} (directly or "
+                   "through the jobs it needs): it could publish before, or without, what they make")
+
+
+def _concurrency_problems(wf: Workflow) -> Iterator[str]:
+    groups = [("(workflow)", wf.top.get("concurrency"))]
+    groups += [(name, wf.jobs[name].get("concurrency")) for name in sorted(publishing_jobs(wf))]
+    for name, concurrency in groups:
+        if concurrency is None:
+            continue
+        group = concurrency.get("group", "") if isinstance(concurrency, dict) else concurrency
+        if not any(ref in str(group) for ref in PER_TAG):
+            yield (f"{where(wf, name, 'concurrency')} group {group!r} is shared by every tag: GitHub keeps one "
+                   "pending job per group and cancels the older pending one, so a third tag would cancel the "
+                   "second's release; name the tag in the group (github.ref)")
+
+
+# -- permissions and environment -----------------------------------------------------------
+
+def _normal(permissions: Any) -> dict[str, str] | str:
+    if isinstance(permissions, dict):
+        return {str(k): str(v) for k, v in permissions.items() if str(v) != "none"}
+    return str(permissions)
+
+
+def _workflow_permissions(wf: Workflow) -> Iterator[str]:
+    granted = _normal(wf.top.get("permissions", "(unset: the repository default)"))
+    if granted not in WORKFLOW_PERMISSIONS:
+        yield (f"{wf.name}: key 'permissions' (workflow level) grants {granted}: nothing beyond contents: read "
+               "belongs there; each job asks for what it needs")
+
+
+def required(job: dict[str, Any], called: dict[str, Workflow]) -> dict[str, tuple[str, str]]:
+    """``{scope: (level, why)}``: the least the job's steps (or the workflow it calls) need."""
+    need: dict[str, tuple[str, str]] = {}
+
+    def add(scope: str, level: str, why: str) -> None:
+        if LEVELS[level] > LEVELS[need.get(scope, ("none", ""))[0]]:
+            need[scope] = (level, why)
+
+    for step in steps(job):
+        _step_needs(step, add)
+    uses = job.get("uses")
+    if isinstance(uses, str) and uses.startswith("./") and (wf := called.get(uses.rsplit("/", 1)[-1])):
+        for name, inner in wf.jobs.items():
+            for scope, level in _granted(wf, inner).items():
+                add(scope, level, f"calls {wf.name}, whose job {name!r} has it")
+    return need
+
+
+def _step_needs(step: dict[str, Any], add: Any) -> None:
+    used, run = action(step), str(step.get("run", ""))
+    if used == CHECKOUT_ACTION:
+        add("contents", "read", "checks out the repository")
+    if used in ATTEST_ACTIONS:
+        add("id-token", "write", "signs an attestation (actions/attest)")
+        add("attestations", "write", "stores an attestation")
+        if str(given(step).get("push-to-registry", "")).lower() == "true":
+            add("packages", "write", "pushes the attestation to the registry")
+    if used in PYPI_ACTIONS:
+        add("id-token", "write", "trusted publishing to PyPI")
+    for command, scope, level, why in RUN_NEEDS:
+        if command in run:
+            add(scope, level, why)
+
+
+def _granted(wf: Workflow, job: dict[str, Any]) -> dict[str, str]:
+    granted = _normal(job.get("permissions", wf.top.get("permissions", {})))
+    return granted if isinstance(granted, dict) else {"(all)": granted}
+
+
+def _permission_problems(wf: Workflow, called: dict[str, Workflow]) -> Iterator[str]:
+    for name, job in wf.jobs.items():
+        granted, need = _granted(wf, job), required(job, called)
+        for scope in sorted(granted.keys() | need.keys()):
+            have, (want, why) = granted.get(scope, "none"), need.get(scope, ("none", ""))
+            if have == want:
+                continue
+            if LEVELS.get(have, 3) > LEVELS[want]:
+                yield (f"{where(wf, name, 'permissions')} grants {scope}: {have}, but its steps need "
+                       f"{want if want != 'none' else 'none of it'} (least privilege)")
+            else:
+                yield f"{where(wf, name, 'permissions')} lacks {scope}: {want}, which it needs: it {why}"
+
+
+def environment(job: dict[str, Any]) -> str | None:
+    env = job.get("environment")
+    return str(env.get("name")) if isinstance(env, dict) else None if env is None else str(env)
+
+
+def _environment_problems(wf: Workflow) -> Iterator[str]:
+    for name, job in wf.jobs.items():
+        uploads = any(action(s) in PYPI_ACTIONS for s in steps(job))
+        if uploads and environment(job) != PYPI_ENVIRONMENT:
+            yield (f"{where(wf, name, 'environment')} uploads to PyPI outside the {PYPI_ENVIRONMENT!r} environment "
+                   f"(found {environment(job)!r}); the trusted publisher is registered for that environment only")
+        elif not uploads and environment(job) == PYPI_ENVIRONMENT:
+            yield f"{where(wf, name, 'environment')} is bound to {PYPI_ENVIRONMENT!r} but does not upload to PyPI"
+
+
+# -- uses and timeouts ---------------------------------------------------------------------
+
+def _pin_problems(wf: Workflow) -> Iterator[str]:
+    for name, job in wf.jobs.items():
+        for uses in [job.get("uses"), *(s.get("uses") for s in steps(job))]:
+            text = str(uses)
+            if uses is None or text.startswith("./") or (text.startswith("docker://") and "@sha256:" in text):
+                continue
+            if not PINNED.fullmatch(text):
+                yield f"{where(wf, name, 'uses')} {uses} is not pinned by a 40-hex commit (a tag or branch can move)"
+
+
+def _timeout_values(wf: Workflow) -> Iterator[str]:
+    for name, job in wf.jobs.items():
+        value = job.get("timeout-minutes")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            yield f"{where(wf, name, 'timeout-minutes')} {value!r} is not a positive number of minutes"

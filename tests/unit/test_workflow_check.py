@@ -1,0 +1,226 @@
+"""Mutation test of ``workflow --check``'s structural rules: each dangerous edit of the committed
+release workflows must fail the check with the job and the key named.
+
+The workflows are edited as data (parsed, changed, written back), so each mutation is exactly
+the one change it names, whatever the file's layout."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from builders.matrix import loader
+from builders.release import expressions as ex
+from builders.release.workflow import drift
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = ROOT / ".github/workflows"
+RELEASE, SHARD = "release.yml", "release-shard.yml"
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+def job(name: str, key: str, value: Any) -> Edit:
+    def edit(doc: dict[str, Any]) -> None:
+        doc["jobs"][name][key] = value
+    return edit
+
+
+def drop(name: str, key: str) -> Edit:
+    def edit(doc: dict[str, Any]) -> None:
+        del doc["jobs"][name][key]
+    return edit
+
+
+def permission(name: str, scope: str, level: str | None) -> Edit:
+    def edit(doc: dict[str, Any]) -> None:
+        granted = doc["jobs"][name]["permissions"]
+        if level is None:
+            del granted[scope]
+        else:
+            granted[scope] = level
+    return edit
+
+
+def unpin(name: str) -> Edit:
+    def edit(doc: dict[str, Any]) -> None:
+        step = next(s for s in doc["jobs"][name]["steps"] if "uses" in s)
+        step["uses"] = step["uses"].split("@")[0] + "@v7"
+    return edit
+
+
+def remove_need(name: str, need: str) -> Edit:
+    def edit(doc: dict[str, Any]) -> None:
+        doc["jobs"][name]["needs"] = [n for n in doc["jobs"][name]["needs"] if n != need]
+    return edit
+
+
+def concurrency(name: str, group: str) -> Edit:
+    return job(name, "concurrency", {"group": group, "cancel-in-progress": False})
+
+
+def image_download_quiet(doc: dict[str, Any]) -> None:
+    step = next(s for s in doc["jobs"]["build"]["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
+    step["continue-on-error"] = True
+
+
+def upload_if(condition: str) -> Edit:
+    def edit(doc: dict[str, Any]) -> None:
+        step = next(s for s in doc["jobs"]["build"]["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+        step["if"] = condition
+    return edit
+
+
+def pypi_steps(keep: int) -> Edit:
+    def edit(doc: dict[str, Any]) -> None:
+        found = [s for s in doc["jobs"]["publish"]["steps"] if "gh-action-pypi-publish" in s.get("uses", "")]
+        doc["jobs"]["publish"]["steps"] = [s for s in doc["jobs"]["publish"]["steps"] if s not in found[keep:]]
+    return edit
+
+
+def batch_call(command: str) -> Edit:
+    def edit(doc: dict[str, Any]) -> None:
+        step = next(s for s in doc["jobs"]["publish"]["steps"] if "ci/batches.sh" in s.get("run", ""))
+        step["run"] = command
+    return edit
+
+
+MUTATIONS: list[tuple[str, str, str, str, Edit]] = [
+    # defect 6, as reported
+    ("publish if always() ||", RELEASE, "publish", "if",
+     job("publish", "if", "${{ always() || needs.plan.outputs.release == 'true' }}")),
+    ("publish without environment pypi", RELEASE, "publish", "environment", drop("publish", "environment")),
+    ("publish without id-token", RELEASE, "publish", "permissions", permission("publish", "id-token", None)),
+    ("release-files if always()", RELEASE, "release-files", "if", job("release-files", "if", "${{ always() }}")),
+    # the gates
+    ("deploy without the release gate", RELEASE, "deploy", "if", job("deploy", "if", "github.ref_type == 'tag'")),
+    ("publish gate inside an ||", RELEASE, "publish", "if",
+     job("publish", "if", "needs.plan.outputs.release == 'true' || github.event_name == 'push'")),
+    ("publish with !cancelled()", RELEASE, "publish", "if",
+     job("publish", "if", "${{ !cancelled() && needs.plan.outputs.release == 'true' }}")),
+    ("publish if the gate is negated", RELEASE, "publish", "if",
+     job("publish", "if", "!(needs.plan.outputs.release == 'true')")),
+    ("publish if unreadable", RELEASE, "publish", "if", job("publish", "if", "needs.plan.outputs.release ==")),
+    ("deploy if always()", RELEASE, "deploy", "if", job("deploy", "if", "always() && needs.plan.outputs.release == 'true'")),
+    ("release-files not waiting for the build", RELEASE, "release-files", "if",
+     job("release-files", "if", "${{ !cancelled() && needs.plan.result == 'success' }}")),
+    ("builds of a release over failed images", RELEASE, "build", "if",
+     job("build", "if", "${{ !cancelled() && needs.plan.result == 'success' }}")),
+    ("github-release for every run", RELEASE, "github-release", "if", job("github-release", "if", "always()")),
+    ("github-release may only read", RELEASE, "github-release", "permissions",
+     permission("github-release", "contents", "read")),
+    ("github-release in one group for every tag", RELEASE, "github-release", "concurrency",
+     concurrency("github-release", "release-github")),
+    # needs
+    ("publish straight after the plan", RELEASE, "publish", "needs", job("publish", "needs", ["plan"])),
+    ("release-files before the builds", RELEASE, "publish", "needs", remove_need("release-files", "build")),
+    # permissions: least privilege, and id-token only where something signs or publishes
+    ("release-files with id-token", RELEASE, "release-files", "permissions",
+     permission("release-files", "id-token", "write")),
+    ("report with id-token", RELEASE, "report", "permissions", permission("report", "id-token", "write")),
+    ("images without id-token", RELEASE, "images", "permissions", permission("images", "id-token", None)),
+    ("plan may write contents", RELEASE, "plan", "permissions", permission("plan", "contents", "write")),
+    ("build may write packages", RELEASE, "build", "permissions", permission("build", "packages", "write")),
+    ("deploy may only read", RELEASE, "deploy", "permissions", permission("deploy", "contents", "read")),
+    ("publish with write-all", RELEASE, "publish", "permissions", job("publish", "permissions", "write-all")),
+    ("smoke may write packages", SHARD, "smoke", "permissions", permission("smoke", "packages", "write")),
+    # environment
+    ("publish in another environment", RELEASE, "publish", "environment", job("publish", "environment", "indexes")),
+    ("release-files in pypi", RELEASE, "release-files", "environment", job("release-files", "environment", "pypi")),
+    # concurrency: a group every tag shares cancels a waiting release
+    ("publish in one group for every tag", RELEASE, "publish", "concurrency", concurrency("publish", "release-publish")),
+    ("deploy in one group for every tag", RELEASE, "deploy", "concurrency", concurrency("deploy", "release-deploy")),
+    # fail closed on images, logs on a timeout, one token per PyPI batch
+    ("the shard not told it is a release", RELEASE, "build", "with", job("build", "with", {"shard": "${{ matrix.index }}"})),
+    ("image download quiet on a release", SHARD, "build", "continue-on-error", image_download_quiet),
+    ("log upload skipped on a timeout", SHARD, "build", "if", upload_if("${{ !cancelled() }}")),
+    ("one PyPI step for every batch", RELEASE, "publish", "steps", pypi_steps(1)),
+    ("a batch with no step", RELEASE, "publish", "steps", batch_call("ci/batches.sh release/dist pypi-batches 7 3000")),
+    ("batches larger than planned", RELEASE, "publish", "steps", batch_call("ci/batches.sh release/dist pypi-batches 6 9000")),
+    ("no batches", RELEASE, "publish", "steps", batch_call("true")),
+    # pins and timeouts
+    ("checkout by tag", RELEASE, "plan", "uses", unpin("plan")),
+    ("checkout by tag in the shard", SHARD, "build", "uses", unpin("build")),
+    ("no timeout", RELEASE, "publish", "timeout-minutes", drop("publish", "timeout-minutes")),
+    ("a zero timeout", SHARD, "smoke", "timeout-minutes", job("smoke", "timeout-minutes", 0)),
+]
+
+
+def write(folder: Path, edits: dict[str, Edit]) -> Path:
+    for name in (RELEASE, SHARD):
+        doc = yaml.safe_load((WORKFLOWS / name).read_text())
+        doc = copy.deepcopy(doc)
+        if name in edits:
+            edits[name](doc)
+        (folder / name).write_text(yaml.safe_dump(doc, sort_keys=False))
+    return folder / RELEASE
+
+
+@pytest.fixture(scope="module")
+def matrix() -> Any:
+    return loader.load(ROOT / "matrix.yaml", builds=False)
+
+
+def test_the_committed_workflows_pass(matrix: Any, tmp_path: Path) -> None:
+    assert drift(matrix, write(tmp_path, {})) == []
+
+
+@pytest.mark.parametrize(("what", "file", "name", "key", "edit"), MUTATIONS, ids=[m[0] for m in MUTATIONS])
+def test_each_mutation_fails_naming_job_and_key(matrix: Any, tmp_path: Path, what: str, file: str, name: str,
+                                                key: str, edit: Edit) -> None:
+    problems = drift(matrix, write(tmp_path, {file: edit}))
+    assert any(f"{file}: job {name!r}, key {key!r}:" in p for p in problems), (what, problems)
+
+
+@pytest.mark.parametrize("granted", ["write-all", {"contents": "write"}, {"contents": "read", "id-token": "write"}])
+def test_workflow_level_permissions_grant_at_most_contents_read(matrix: Any, tmp_path: Path, granted: Any) -> None:
+    problems = drift(matrix, write(tmp_path, {RELEASE: lambda doc: doc.__setitem__("permissions", granted)}))
+    assert any("release.yml: key 'permissions' (workflow level)" in p for p in problems), problems
+
+
+def test_a_workflow_level_group_shared_by_every_ref_is_refused(matrix: Any, tmp_path: Path) -> None:
+    edit: Edit = lambda doc: doc.__setitem__("concurrency", {"group": "release"})  # noqa: E731
+    problems = drift(matrix, write(tmp_path, {RELEASE: edit}))
+    assert any("job '(workflow)', key 'concurrency'" in p for p in problems), problems
+
+
+# -- the expression reader the gate rules rest on --------------------------------------------
+
+@pytest.mark.parametrize(("text", "gate"), [
+    ("needs.plan.outputs.release == 'true'", True),
+    ("${{ 'true' == needs.plan.outputs.release && needs.x.result == 'success' }}", True),
+    ("always() || needs.plan.outputs.release == 'true'", False),
+    ("(needs.plan.outputs.release == 'true' || true)", False),
+    ("needs.plan.outputs.release != 'true'", False),
+    ("contains(needs.plan.outputs.release, 'true')", False),
+])
+def test_the_gate_is_a_term_not_a_substring(text: str, gate: bool) -> None:
+    node = ex.parse(text)
+    assert any(ex.equals(t, "needs.plan.outputs.release", "true") for t in ex.conjuncts(node)) is gate
+
+
+def test_precedence_and_references() -> None:
+    node = ex.parse("!cancelled() && needs['build'].result == 'success' || failure()")
+    assert node.kind == "or" and node.args[0].kind == "and"
+    assert ex.calls(node) == {"cancelled", "failure"}
+    assert ex.references(node) == {"needs.build.result"}
+
+
+def test_wheels_larger_than_the_batches_allow_need_more_steps(tmp_path: Path) -> None:
+    """The size budget bounds each wheel: at 3 GB a wheel, every PyPI wheel is its own batch."""
+    from builders.matrix.targets import expand
+    from builders.release import disk
+
+    text = (ROOT / "matrix.yaml").read_text()
+    assert "  wheel_size_budget_mb: 64\n" in text
+    big = loader.loads(text.replace("  wheel_size_budget_mb: 64\n", "  wheel_size_budget_mb: 3000\n"), "matrix.yaml")
+    targets, _ = expand(big)
+    assert disk.batches_needed(big, targets) == len(disk.pypi_targets(big, targets)) > 6
+    problems = drift(big, write(tmp_path, {}))
+    assert any(f"need {len(disk.pypi_targets(big, targets))} upload batches and the job has 6 steps" in p
+               for p in problems), problems
