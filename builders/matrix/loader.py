@@ -336,6 +336,14 @@ def python_problem(text: str, requires: SpecifierSet | None, neighbours: Iterabl
     return Finding(f"Python {text} is not admitted by requires_python {requires}", hint=hint)
 
 
+def variable_problem(name: str, carried: Iterable[str]) -> Finding | None:
+    """A ``build.variables`` name that the pipeline or a ``build.env`` setting also sets would be overwritten."""
+    if name == "SOURCE_DATE_EPOCH" or name in carried:
+        return Finding(f"build.variables.{name} is set by builders itself (SOURCE_DATE_EPOCH, or a build.env setting)",
+                       hint="give the constant another name, or drop it")
+    return None
+
+
 def version_problem(text: str) -> Finding | None:
     try:
         version = Version(text)
@@ -756,6 +764,9 @@ class _Rules:
         for i, part in self.entries((*key, "build", "command")):
             self.report((*key, "build", "command", i), placeholder_problem(part, BUILD_PLACEHOLDERS))
         self.core((*key, "build"))
+        carried = [var for _, var in self.items((*key, "build", "env")) if isinstance(var, str)]
+        for name, _ in self.items((*key, "build", "variables")):
+            self.report((*key, "build", "variables", name), variable_problem(name, carried))
         if self.check_source:
             self.check((*key, "source"), str, lambda text: path_problem(self.base, text, folder=True))
         if self.check_script:
@@ -1157,6 +1168,7 @@ class _Model:
             build_command=tuple(build["command"]), build_env=tuple(sorted(build.get("env", {}).items())),
             core_commands=tuple(tuple(c) for c in build.get("core", {}).get("commands", ())),
             environment_pass=tuple(build.get("environment_pass", ())),
+            build_variables=tuple(sorted(build.get("variables", {}).items())),
             dependencies=tuple(raw.get("dependencies", ())),
             optional_dependencies=tuple((extra, tuple(reqs)) for extra, reqs in raw.get("optional_dependencies", {}).items()),
             extension_modules=tuple(raw.get("extension_modules", ())),

@@ -249,6 +249,8 @@ class Project:
     core_commands: tuple[tuple[str, ...], ...] = ()
     # build.environment_pass: host variables every build (and core) gets, wherever it runs.
     environment_pass: tuple[str, ...] = ()
+    # build.variables: constant variables every build (and core) gets, wherever it runs.
+    build_variables: Pairs = ()
     dependencies: tuple[str, ...] = ()
     optional_dependencies: tuple[tuple[str, tuple[str, ...]], ...] = ()
     extension_modules: tuple[str, ...] = ()
@@ -263,8 +265,8 @@ class Project:
 
     @property
     def build_env_names(self) -> frozenset[str]:
-        """The environment variables through which the project receives build settings."""
-        return frozenset(var for _, var in self.build_env)
+        """The environment variables through which the project receives build settings (its constants too)."""
+        return frozenset({*(var for _, var in self.build_env), *(name for name, _ in self.build_variables)})
 
     @property
     def core_dir_var(self) -> str | None:
