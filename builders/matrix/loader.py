@@ -1170,6 +1170,7 @@ class _Model:
             environment_pass=tuple(build.get("environment_pass", ())),
             build_variables=tuple(sorted(build.get("variables", {}).items())),
             dependencies=tuple(raw.get("dependencies", ())),
+            declares_requirements="dependencies" in raw or "optional_dependencies" in raw,
             optional_dependencies=tuple((extra, tuple(reqs)) for extra, reqs in raw.get("optional_dependencies", {}).items()),
             extension_modules=tuple(raw.get("extension_modules", ())),
             smoke_script=(self.path.parent / script).resolve() if script is not None else None,

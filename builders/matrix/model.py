@@ -252,6 +252,9 @@ class Project:
     # build.variables: constant variables every build (and core) gets, wherever it runs.
     build_variables: Pairs = ()
     dependencies: tuple[str, ...] = ()
+    # Whether the matrix lists dependencies (or optional_dependencies) at all: then a wheel's own
+    # Requires-Dist is checked against them; else the build's own list stands (the variant's is added).
+    declares_requirements: bool = True
     optional_dependencies: tuple[tuple[str, tuple[str, ...]], ...] = ()
     extension_modules: tuple[str, ...] = ()
     smoke_script: Path | None = None

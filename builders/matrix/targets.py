@@ -65,6 +65,12 @@ class Target:
         return (*self.project.requirements, *self.variant.requirements)
 
     @property
+    def declared_requirements(self) -> tuple[Requirement, ...] | None:
+        """The whole Requires-Dist the matrix promises, or None where the project lists no dependencies (its
+        build's own list stands, with the variant's added)."""
+        return self.requirements if self.project.declares_requirements else None
+
+    @property
     def arch_list(self) -> str | None:
         return self.variant.arch_list(self.platform.name)
 

@@ -48,6 +48,7 @@ from builders.pipeline.store import Store, place
 from builders.wheel.archive import Wheel, file_sha256, label
 from builders.wheel.repair import RepairError, failed, only_wheel
 from builders.wheel.rpath import interpreter_rpaths, strip_rpaths
+from builders.wheel.rules import merged
 from builders.wheel.smoke import ready, run_planned, stage, uv_cache, uv_cache_folder
 from builders.wheel.verify import Expectation, verify
 
@@ -314,7 +315,9 @@ def build(plan: BuildPlan, runner: Runner, config: RunConfig, log: Log, progress
 def label_as_planned(plan: BuildPlan, raw: Path) -> Path:
     """The labelled wheel, under the name the plan expects (the repair command names it)."""
     target = plan.target
-    out = label(Wheel(raw), target.version, target.requirements, Path(plan.work) / "labelled", plan.epoch)
+    built = Wheel(raw)  # its own Requires-Dist stays, extras and all; the variant's is added (verify checks both)
+    wanted = merged(built.requires_dist, target.variant.requirements)
+    out = label(built, target.version, wanted, Path(plan.work) / "labelled", plan.epoch)
     if out.name == plan.outputs.labelled:
         return out
     if parse_wheel_filename(out.name) != parse_wheel_filename(plan.outputs.labelled):

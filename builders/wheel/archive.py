@@ -704,7 +704,8 @@ def _zip_time(epoch: int) -> tuple[int, int, int, int, int, int]:
 
 
 def label(wheel: Wheel, version: Version, requirements: tuple[Requirement, ...], dest_dir: Path, epoch: int) -> Path:
-    """Give ``wheel`` the variant's labelled version and exact runtime requirements.
+    """Give ``wheel`` the variant's labelled version and the whole Requires-Dist ``requirements`` (the
+    pipeline passes the build's own list with the variant's runtime requirements added).
 
     A build that already did (PyTorch's ``PYTORCH_BUILD_VERSION`` style) is copied unchanged;
     otherwise the version and Requires-Dist are rewritten and RECORD regenerated.

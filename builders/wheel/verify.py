@@ -71,15 +71,16 @@ class Expectation:
         return self.version or self.target.version
 
     @property
-    def wanted_requirements(self) -> tuple[Requirement, ...]:
-        return self.target.requirements if self.requirements is None else self.requirements
+    def wanted_requirements(self) -> tuple[Requirement, ...] | None:
+        """The whole Requires-Dist expected; None: the build's own, with the variant's in it."""
+        return self.target.declared_requirements if self.requirements is None else self.requirements
 
     @property
     def wanted_metadata(self) -> metadata_rules.Wanted:
         project = self.target.project
         return metadata_rules.Wanted(project=project.name, version=self.wanted_version,
                                      requires_python=project.requires_python, requirements=self.wanted_requirements,
-                                     dropped=self.dropped)
+                                     dropped=self.dropped, required=self.target.variant.requirements)
 
 
 @dataclass(frozen=True, kw_only=True)
