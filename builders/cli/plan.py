@@ -13,6 +13,7 @@ from typing import Any
 from builders import engines
 from builders.base.console import Console, render_table
 from builders.base.errors import ReleaseError, SelectionError
+from builders.base.safe_output import write_whole
 from builders.cli import add_matrix_option, add_selection_options, input_file
 from builders.engines.images import engine_env
 from builders.matrix import loader as matrix_mod
@@ -117,9 +118,7 @@ def emit(text: str, output: str | None) -> None:
         return
     dest = Path(output)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    partial = dest.with_name(f".{dest.name}.partial")
-    partial.write_text(text + "\n", encoding="utf-8")
-    os.replace(partial, dest)
+    write_whole(dest, (text + "\n").encode())  # a device, FIFO or /dev/stdout is written into, never replaced
 
 
 def served_labels(text: str | None) -> frozenset[str] | None:

@@ -35,6 +35,7 @@ from builders.base.console import Console, markdown_table
 from builders.base.errors import BuildersError, NotBuildableHere, SmokeError, VerifyError
 from builders.base.once import Once
 from builders.base.process import Log, ProcessError, Runner
+from builders.base.safe_output import replace_into
 from builders.families import toolchain_for
 from builders.matrix.model import Matrix
 from builders.pipeline import results
@@ -323,7 +324,7 @@ def label_as_planned(plan: BuildPlan, raw: Path) -> Path:
     if parse_wheel_filename(out.name) != parse_wheel_filename(plan.outputs.labelled):
         raise VerifyError(f"the build made {out.name}, but {plan.id} is {plan.outputs.labelled} before repair "
                           "(another Python, ABI or platform tag)")
-    return out.rename(out.with_name(plan.outputs.labelled))
+    return replace_into(out, out.with_name(plan.outputs.labelled))
 
 
 def repair(plan: BuildPlan, runner: Runner) -> Path:

@@ -42,6 +42,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import Version
 
 from builders.base.errors import WheelError
+from builders.base.safe_output import partial_path, replace_into
 from builders.matrix.targets import wheel_filename
 
 # 1980-01-01 is the earliest time a zip can hold; used when SOURCE_DATE_EPOCH is unset.
@@ -642,12 +643,6 @@ def write_wheel(dest: Path, members: Mapping[str, bytes], dist_info: str, modes:
     write_members(dest, {n: (len(data), partial(iter, (data,))) for n, data in members.items()}, dist_info, modes, epoch)
 
 
-def partial_path(dest: Path) -> Path:
-    """Where ``dest`` is written before it is renamed into place: hidden, beside it, and this process's own, so
-    that two runs writing one file at once never write into each other's half-written copy."""
-    return dest.with_name(f".{dest.name}.{os.getpid()}.partial")
-
-
 def partial_writer(path: Path) -> int | None:
     """The pid that wrote the :func:`partial_path` ``path``, or None when the name carries none."""
     pid = path.name.removesuffix(".partial").rpartition(".")[2]
@@ -671,7 +666,7 @@ def write_members(dest: Path, sources: Mapping[str, Source], dist_info: str, mod
             buf = io.StringIO()
             csv.writer(buf, lineterminator="\n").writerows([*rows, (record_name, "", "")])
             zf.writestr(_zip_info(record_name, stamp, modes), buf.getvalue().encode())
-        os.replace(tmp, dest)
+        replace_into(tmp, dest)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
