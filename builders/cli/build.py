@@ -30,7 +30,7 @@ from types import FrameType
 from builders import engines
 from builders.base import folderlock, process
 from builders.base.console import Console, render_table
-from builders.base.errors import InputError, Interrupted, NothingToBuild, Problem, TargetsFailed
+from builders.base.errors import EngineError, InputError, Interrupted, NothingToBuild, Problem, TargetsFailed
 from builders.base.process import ProcessError, run
 from builders.cli import add_container_options, add_matrix_option, add_selection_options, input_dir, output_dir
 from builders.cli.plan import selected
@@ -40,7 +40,7 @@ from builders.families.provision import default_cache
 from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target
-from builders.pipeline import caches, compilercache
+from builders.pipeline import caches, compilercache, platform_policy
 from builders.pipeline.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV, parse_size
 from builders.pipeline.executor import RunConfig, build_all, summarize
 from builders.pipeline.host import Host, detect
@@ -86,6 +86,9 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cache", type=output_dir, default=None, metavar="DIR",
                    help="toolchain cache (default: $BUILDERS_CACHE or ~/.cache/builders/toolchains)")
     p.add_argument("--no-smoke", dest="smoke", action="store_false", help="skip the smoke stage")
+    p.add_argument("--local-only", action="store_true",
+                   help="tag Linux wheels at this host's own glibc level (manylinux_2_36 on glibc 2.36) instead of "
+                        "the matrix's policy: wheels for testing here, which promote, index and release refuse")
     p.add_argument("--no-wait", dest="wait", action="store_false",
                    help=f"when another run is writing the output folder (it holds {folderlock.LOCK_NAME} there), stop "
                         "at once with exit 26 instead of waiting for it to finish (the message names its pid, command "
@@ -125,10 +128,13 @@ def _budget(text: str) -> int | None:
 
 def execute(args: argparse.Namespace, console: Console) -> int:
     m = matrix_mod.load(args.matrix, source=args.source)
-    targets = selected(m, args)
     env = engine_env(os.environ)
     host = detect(m.pythons, env, engines=engines.named(args.engine).containers)
+    m = local_only_matrix(m, host, args)
+    targets = selected(m, args)
     engine, why = choose_engine(args, m, targets, host, env)
+    for risk in repair_risks(targets, host) if engine.name == "local" and not args.local_only else ():
+        console.warning(risk)
     ctx = context(args, m, host, env)
     resolved = [engine.plan(t, ctx) for t in targets]
     config = RunConfig(matrix=m, output=ctx.output, engine=engine, env=env, run_smoke=args.smoke, force=args.force,
@@ -229,6 +235,21 @@ def commit_epoch(source: Path, env: dict[str, str]) -> int:
         return source_date_epoch({"SOURCE_DATE_EPOCH": out.strip()})
     except (ProcessError, ValueError):
         return source_date_epoch({})
+
+
+def local_only_matrix(m: Matrix, host: Host, args: argparse.Namespace) -> Matrix:
+    """``--local-only``: this host's Linux wheels tagged at its own glibc level, for testing (never published)."""
+    if not args.local_only:
+        return m
+    if args.engine != "local":
+        raise EngineError(f"--local-only tags wheels at this host's own level, so it builds here: use --engine local "
+                          f"(not {args.engine})")
+    return platform_policy.local_only(m, host)
+
+
+def repair_risks(targets: Sequence[Target], host: Host) -> list[str]:
+    """What the platform policy will do to builds on this host, once per distinct answer."""
+    return sorted({risk for t in targets if (risk := platform_policy.repair_risk(t, host))})
 
 
 def choose_engine(args: argparse.Namespace, m: Matrix, targets: Sequence[Target], host: Host,

@@ -19,6 +19,7 @@ from builders.engines.images import engine_env
 from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Selection, Target, expand, select
+from builders.pipeline import platform_policy
 from builders.pipeline import results as results_mod
 from builders.pipeline.host import detect
 from builders.release import ci
@@ -92,19 +93,28 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     host = detect(m.pythons, engine_env(os.environ))
     unbuildable = engines.named(args.engine).unbuildable
     reasons = {t.id: unbuildable(t, host) for t in targets}
+    on_host = args.engine == "local" or (args.engine == "auto" and not host.container_engines)
+    risks = {t.id: platform_policy.repair_risk(t, host) if on_host and reasons[t.id] is None else None for t in targets}
     if args.format == "json":
         _, excluded = expand(m)
-        records = [{**t.record(), "buildable_here": reasons[t.id] is None, "reason": reasons[t.id]} for t in targets]
+        records = [{**t.record(), "buildable_here": reasons[t.id] is None, "reason": reasons[t.id],
+                    "repair_risk": risks[t.id]} for t in targets]
         out = {"matrix": str(args.matrix), "host": host.platform, "engine": args.engine, "count": len(records),
                "targets": records, "excluded": [{"id": e.id, "reason": e.reason, "where": e.where} for e in excluded]}
         emit(json.dumps(out, indent=2), args.output)
         return 0
-    rows = [(t.id, ",".join(t.channels), t.wheel_name, "yes" if reasons[t.id] is None else f"no: {reasons[t.id]}")
-            for t in targets]
+    rows = [(t.id, ",".join(t.channels), t.wheel_name, buildable(reasons[t.id], risks[t.id])) for t in targets]
     print(console_table(rows))
     here = sum(r is None for r in reasons.values())
     console.line(f"{len(targets)} targets, {here} buildable here ({host.platform}, engine {args.engine})")
     return 0
+
+
+def buildable(reason: str | None, risk: str | None) -> str:
+    """The "buildable here" cell: no and why, or yes and what the platform policy may do at repair."""
+    if reason is not None:
+        return f"no: {reason}"
+    return f"yes; {risk}" if risk else "yes"
 
 
 def console_table(rows: list[tuple[str, str, str, str]]) -> str:

@@ -27,6 +27,7 @@ from packaging.version import Version
 from builders.base.errors import PromoteError, VerifyError
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand
+from builders.pipeline.platform_policy import local_only_problem
 from builders.wheel.archive import ZIP_EPOCH, Wheel, rewrite
 from builders.wheel.rules import without
 from builders.wheel.verify import Expectation, Finding, verify
@@ -58,7 +59,11 @@ def public_version(matrix: Matrix) -> Version:
 
 
 def target_of(matrix: Matrix, wheel: Wheel) -> Target:
-    """The target a labelled wheel was built for, from its tags and local version label."""
+    """The target a labelled wheel was built for, from its tags and local version label (never a wheel tagged at
+    its build host's own level by ``build --local-only``)."""
+    local = local_only_problem(matrix, wheel.tags)
+    if local:
+        raise PromoteError(f"{wheel.path.name}: {local}; build it with --engine container (the policy's image)")
     label = wheel.version.local
     if not label:
         raise PromoteError(f"{wheel.path.name}: unlabelled wheel (version {wheel.version}); "

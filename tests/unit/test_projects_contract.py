@@ -5,15 +5,21 @@ from __future__ import annotations
 
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from builders.base.errors import ProcessError
 from builders.matrix import loader as matrix
+from builders.matrix.targets import Selection, select
+from builders.pipeline import platform_policy
 from builders.pipeline.private_source import COPY_SCRIPT, SKIPPED_DIRS, copy_command
 from builders.pipeline.store import tree_digest
+from builders.release import checks
+from builders.wheel import repair
 from tests import helpers
-from tests.unit.test_buildplan import LOCAL, built, context, plans
+from tests.unit.test_buildplan import HOST, LOCAL, built, context, plans
 
 
 def run_copy(argv: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -65,3 +71,47 @@ def test_a_variable_builders_sets_itself_is_refused(shipped_text: str) -> None:
                                 '    variables: {MINIFW_ACCELERATOR: "cpu", SOURCE_DATE_EPOCH: "1"}\n', 1)
     found = helpers.problems_of(text)
     assert len(found) == 2 and all("set by builders itself" in str(p) for p in found)
+
+
+# --- the platform policy before the compile -------------------------------------------------------
+
+
+def policy_host(glibc: str, glibcxx: str | None = None):
+    return replace(HOST, glibc=glibc, glibcxx=glibcxx)
+
+
+def manylinux_target(m):
+    return next(t for t in select(m, Selection(select=("cpu-*-linux-x86_64",))))
+
+
+def test_a_newer_host_is_named_with_both_ways_out(m) -> None:
+    t = manylinux_target(m)
+    major, minor, _arch = platform_policy.manylinux(t.platform.wheel_platform)
+    newer = f"{major}.{minor + 8}"
+    risk = platform_policy.repair_risk(t, policy_host(newer, "3.4.99"))
+    assert f"host glibc {newer} > {major}.{minor}" in risk and "GLIBCXX_3.4.99" in risk
+    assert "--engine container" in risk and "--local-only" in risk and t.platform.base_image in risk
+    assert platform_policy.repair_risk(t, policy_host(f"{major}.{minor}")) is None
+    assert platform_policy.repair_risk(t, replace(HOST, glibc=None)) is None  # not a glibc host: nothing claimed
+
+
+def test_local_only_tags_at_the_hosts_level_and_is_never_published(m) -> None:
+    t = manylinux_target(m)
+    major, minor, arch = platform_policy.manylinux(t.platform.wheel_platform)
+    host = policy_host(f"{major}.{minor + 8}")
+    local = platform_policy.local_only(m, host)
+    (moved,) = [p for p in local.platforms if p.wheel_platform != m.platform(p.name).wheel_platform]
+    assert moved.wheel_platform == f"manylinux_{major}_{minor + 8}_{arch}"
+    (lt,) = select(local, Selection(targets=(t.id,)))
+    assert platform_policy.local_only_problem(m, lt.tags) and platform_policy.local_only_problem(m, t.tags) is None
+    assert "never published" in checks.local_only_note(lt.wheel_name, {t.wheel_name})
+    assert checks.local_only_note(t.wheel_name, {lt.wheel_name.replace(t.project.name, "other")}) == ""
+
+
+def test_a_repair_refusal_names_both_ways_out_and_its_first_line_ends_cleanly(m) -> None:
+    t = manylinux_target(m)
+    err = repair.failed(t, ProcessError(["auditwheel", "repair"], 1, "too-recent versioned symbols"),
+                        None, lambda argv: None)
+    first = str(err).splitlines()[0]
+    assert "--engine container" in first and "--local-only" in first and not first.endswith(":")
+    assert "too-recent versioned symbols" in str(err)
