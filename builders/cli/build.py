@@ -86,6 +86,9 @@ def configure_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cache", type=output_dir, default=None, metavar="DIR",
                    help="toolchain cache (default: $BUILDERS_CACHE or ~/.cache/builders/toolchains)")
     p.add_argument("--no-smoke", dest="smoke", action="store_false", help="skip the smoke stage")
+    p.add_argument("--keep-failed", action="store_true",
+                   help="keep a failed target's work folder (the raw and labelled wheels, the unrepaired one); "
+                        "its reason says where")
     p.add_argument("--local-only", action="store_true",
                    help="tag Linux wheels at this host's own glibc level (manylinux_2_36 on glibc 2.36) instead of "
                         "the matrix's policy: wheels for testing here, which promote, index and release refuse")
@@ -138,7 +141,7 @@ def execute(args: argparse.Namespace, console: Console) -> int:
     ctx = context(args, m, host, env)
     resolved = [engine.plan(t, ctx) for t in targets]
     config = RunConfig(matrix=m, output=ctx.output, engine=engine, env=env, run_smoke=args.smoke, force=args.force,
-                       jobs=args.jobs, verbose=args.verbose)
+                       jobs=args.jobs, verbose=args.verbose, keep_failed=args.keep_failed)
     console.line(f"{len(targets)} targets selected; engine {engine.name} ({why}) on {host.platform}; "
                  f"{args.jobs} builds at a time; output {config.output}")
     note = ccache_note(resolved, host)

@@ -88,6 +88,7 @@ class RunConfig:
     force: bool = False
     jobs: int = 1
     verbose: bool = False
+    keep_failed: bool = False  # a failed target's work folder stays (its reason says where)
     cores: Once = field(default_factory=Once, compare=False, repr=False)  # build.core: once per digest per run
     slots: BuildSlots = field(init=False, compare=False, repr=False)  # ``jobs`` of them
 
@@ -212,7 +213,7 @@ def build_one(plan: BuildPlan, config: RunConfig, log: Log, tick: Tick) -> Resul
     log.path.parent.mkdir(parents=True, exist_ok=True)
     log.path.write_text(f"# {plan.id} ({plan.engine} engine)\n# plan {plan.digest}\n", encoding="utf-8")
     work = _fresh_work(plan, config)
-    progress = _Progress()
+    progress, kept = _Progress(), False
     try:
         final = _stages(plan, config, log, progress, tick)
     except KeyboardInterrupt:
@@ -222,10 +223,20 @@ def build_one(plan: BuildPlan, config: RunConfig, log: Log, tick: Tick) -> Resul
     except (BuildersError, OSError) as exc:
         # A command's output is in the log already, as it came: its error's first line is enough.
         log.write(f"\nFAILED at {progress.stage}: {_first_line(exc) if isinstance(exc, ProcessError) else exc}\n")
-        return _result(plan, config, progress, status="failed", reason=_first_line(exc))
+        kept = config.keep_failed
+        return _result(plan, config, progress, status="failed", reason=_first_line(exc) + _kept(work, kept, log))
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not kept:
+            shutil.rmtree(work, ignore_errors=True)
     return _result(plan, config, progress, status="built", wheel=final)
+
+
+def _kept(work: Path, kept: bool, log: Log) -> str:
+    """``--keep-failed``: where the failed target's work folder (its raw, labelled and unrepaired wheels) stays."""
+    if not kept:
+        return ""
+    log.write(f"# --keep-failed: the work folder stays at {work}\n")
+    return f" (work folder kept at {work})"
 
 
 def _fresh_work(plan: BuildPlan, config: RunConfig) -> Path:

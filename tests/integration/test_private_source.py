@@ -110,3 +110,18 @@ def test_two_pythons_at_once_each_get_their_own_objects(tmp_path: Path) -> None:
         assert ".debug_info" in sections(extension(tmp_path / "out", records[tid]))
         assert records[tid]["smoke"], records[tid]
     assert not (tree / "build").exists(), "no build wrote into the shared tree"
+
+
+def test_keep_failed_keeps_the_work_folder_and_says_where(tmp_path: Path) -> None:
+    tree = project_tree(tmp_path, "-fthis-flag-does-not-exist")
+    tid = "cpu-cp312-linux-x86_64"
+    for keep in (False, True):
+        out = tmp_path / f"out-{keep}"
+        proc = helpers.builders("build", "--matrix", str(tree / "matrix.yaml"), "--source", str(tree), "--output",
+                                str(out), "--target", tid, *(["--keep-failed"] if keep else []), cwd=tmp_path)
+        (record,) = json.loads((out / "results.json").read_text())["targets"]
+        assert proc.returncode == 1 and record["status"] == "failed" and record["stage"] == "build", record
+        work = out / ".work" / tid
+        assert ("work folder kept at" in record["reason"]) is keep and work.exists() is keep
+    assert str(work) in record["reason"] and (work / "src" / "flagged.c").is_file()
+    assert "--keep-failed" in (out / record["log"]).read_text()
