@@ -77,6 +77,7 @@ from builders.matrix.model import (
     Dropped,
     DroppedKind,
     Exclusion,
+    ExtensionModule,
     Matrix,
     Platform,
     Project,
@@ -342,6 +343,25 @@ def variable_problem(name: str, carried: Iterable[str]) -> Finding | None:
         return Finding(f"build.variables.{name} is set by builders itself (SOURCE_DATE_EPOCH, or a build.env setting)",
                        hint="give the constant another name, or drop it")
     return None
+
+
+def conditional_modules(entries: Iterable[Any]) -> tuple[ExtensionModule, ...]:
+    """The ``extension_modules`` entries with an extra, platforms or pythons (checked by :func:`module_problem`)."""
+    return tuple(ExtensionModule(module=e["module"], extra=e.get("extra"), platforms=tuple(e.get("platforms", ())),
+                                 pythons=SpecifierSet(e["pythons"]) if "pythons" in e else None)
+                 for e in entries if isinstance(e, dict))
+
+
+def module_problem(entry: Mapping[str, Any], extras: Iterable[str], platforms: Iterable[str]) -> Finding | None:
+    """A conditional extension module names an extra the project has, platforms the matrix lists, real Pythons."""
+    if "extra" in entry and entry["extra"] not in set(extras):
+        return Finding(f"extension module {entry['module']} needs extra {entry['extra']!r}, which "
+                       "optional_dependencies does not list", hint=_suggest(entry["extra"], list(extras)))
+    unknown = sorted(set(entry.get("platforms", ())) - set(platforms))
+    if unknown:
+        return Finding(f"extension module {entry['module']}: no platform {', '.join(unknown)} in the matrix",
+                       hint=_suggest(unknown[0], list(platforms)))
+    return specifier_problem(entry["pythons"]) if "pythons" in entry else None
 
 
 def version_problem(text: str) -> Finding | None:
@@ -764,6 +784,9 @@ class _Rules:
         for i, part in self.entries((*key, "build", "command")):
             self.report((*key, "build", "command", i), placeholder_problem(part, BUILD_PLACEHOLDERS))
         self.core((*key, "build"))
+        extras, platforms = [k for k, _ in self.items((*key, "optional_dependencies"))], [k for k, _ in self.items(("platforms",))]
+        for i, entry in self.entries((*key, "extension_modules"), dict):
+            self.report((*key, "extension_modules", i), module_problem(entry, extras, platforms))
         carried = [var for _, var in self.items((*key, "build", "env")) if isinstance(var, str)]
         for name, _ in self.items((*key, "build", "variables")):
             self.report((*key, "build", "variables", name), variable_problem(name, carried))
@@ -1172,7 +1195,8 @@ class _Model:
             dependencies=tuple(raw.get("dependencies", ())),
             declares_requirements="dependencies" in raw or "optional_dependencies" in raw,
             optional_dependencies=tuple((extra, tuple(reqs)) for extra, reqs in raw.get("optional_dependencies", {}).items()),
-            extension_modules=tuple(raw.get("extension_modules", ())),
+            extension_modules=tuple(m for m in raw.get("extension_modules", ()) if isinstance(m, str)),
+            conditional_modules=conditional_modules(raw.get("extension_modules", ())),
             smoke_script=(self.path.parent / script).resolve() if script is not None else None,
             smoke_timeout=float(smoke.get("timeout", 300)),
             timeouts=Timeouts(**{k: float(v) for k, v in raw.get("timeouts", {}).items()}),

@@ -234,6 +234,18 @@ class Timeouts:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ExtensionModule:
+    """An ``extension_modules`` entry with conditions: a module that exists only on some platforms or Pythons
+    (``platforms``, ``pythons``), or that imports only with an extra installed (``extra``: it must be in the
+    wheel, and is not imported in the bare venv)."""
+
+    module: str
+    extra: str | None = None
+    platforms: tuple[str, ...] = ()  # empty: every platform
+    pythons: SpecifierSet | None = None  # None: every Python (compared as "3.12")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Project:
     name: str
     import_name: str
@@ -256,7 +268,8 @@ class Project:
     # Requires-Dist is checked against them; else the build's own list stands (the variant's is added).
     declares_requirements: bool = True
     optional_dependencies: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    extension_modules: tuple[str, ...] = ()
+    extension_modules: tuple[str, ...] = ()  # in every wheel, and imported in a bare venv
+    conditional_modules: tuple[ExtensionModule, ...] = ()  # the entries with an extra, platforms or pythons
     smoke_script: Path | None = None
     smoke_timeout: float = 300.0
     timeouts: Timeouts = Timeouts()

@@ -309,7 +309,7 @@ def check_extension_modules(wheel: Contents, expect: Expectation) -> Iterator[Fi
     """Every module the project declares is a file with an extension suffix this target imports."""
     names = {i.filename for i in wheel.reader.infos}
     suffixes = extension_suffixes(expect.target)
-    for module in expect.target.project.extension_modules:
+    for module in expect.target.extension_modules:
         base = module.replace(".", "/")
         if not any(base + suffix in names for suffix in suffixes):
             yield Finding(code="extension-missing", message=f"extension module {module} is not in the wheel "

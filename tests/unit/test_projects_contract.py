@@ -115,3 +115,48 @@ def test_a_repair_refusal_names_both_ways_out_and_its_first_line_ends_cleanly(m)
     first = str(err).splitlines()[0]
     assert "--engine container" in first and "--local-only" in first and not first.endswith(":")
     assert "too-recent versioned symbols" in str(err)
+
+
+# --- extension modules that need an extra, or exist only on some platforms or Pythons -------------
+
+MODULES = """  extension_modules:
+    - minifw._C
+    - {module: minifw._numpy_bridge, extra: numpy}
+    - {module: minifw._avx2, platforms: [linux-x86_64]}
+    - {module: minifw._new_api, pythons: ">=3.13"}
+"""
+
+
+def with_modules(text: str, modules: str = MODULES) -> str:
+    return helpers.edit(text, "  extension_modules: [minifw._C]\n", modules)
+
+
+def test_conditional_modules_apply_where_they_say(shipped_text: str) -> None:
+    m = matrix.loads(with_modules(shipped_text))
+    by_id = {t.id: t for t in select(m, Selection(select=("cpu-*",)))}
+    x86 = by_id["cpu-cp312-linux-x86_64"]
+    assert x86.extension_modules == ("minifw._C", "minifw._numpy_bridge", "minifw._avx2")
+    assert x86.bare_modules == ("minifw._C", "minifw._avx2")  # the extra's module is checked in the wheel only
+    assert "minifw._avx2" not in by_id["cpu-cp312-linux-aarch64"].extension_modules
+    assert "minifw._new_api" in by_id["cpu-cp313-linux-x86_64"].extension_modules
+    assert "minifw._new_api" not in by_id["cpu-cp312-linux-x86_64"].extension_modules
+
+
+@pytest.mark.parametrize("entry, phrase", [
+    ("{module: minifw._x, extra: nosuch}", "optional_dependencies does not list"),
+    ("{module: minifw._x, platforms: [linux-riscv64]}", "no platform linux-riscv64"),
+    ("{module: minifw._x, pythons: 'three'}", "specifier"),
+    ("{module: minifw._x}", "minifw._x"),
+])
+def test_a_conditional_module_names_what_exists(shipped_text: str, entry: str, phrase: str) -> None:
+    helpers.only_problem(with_modules(shipped_text, f"  extension_modules:\n    - minifw._C\n    - {entry}\n"), phrase)
+
+
+def test_dependencies_with_per_python_markers_reach_each_wheel(shipped_text: str) -> None:
+    text = helpers.edit(shipped_text, "  dependencies: []\n", "  dependencies:\n"
+                        "    - 'numpy>=2.1; python_version >= \"3.13\"'\n    - 'numpy>=1.26; python_version < \"3.13\"'\n")
+    m = matrix.loads(text)
+    t = next(iter(select(m, Selection(targets=("cpu-cp312-linux-x86_64",)))))
+    reqs = [r for r in t.requirements if r.name == "numpy" and not str(r.marker).count("extra")]
+    assert len(reqs) == 2
+    assert [str(r.specifier) for r in reqs if r.marker.evaluate({"python_version": "3.12", "extra": ""})] == [">=1.26"]
