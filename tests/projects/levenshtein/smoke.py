@@ -2,7 +2,8 @@
 version and that ``Levenshtein.levenshtein_cpp`` loads from the venv; these check the C++ answers
 (values from Levenshtein's own documentation) and that rapidfuzz, its own requirement, came along.
 
-Facts arrive as JSON on stdin; one JSON document ``{"checks": [...]}`` goes to stdout.
+Facts arrive as JSON on stdin; one JSON document ``{"checks": [...], "facts": {...}}`` goes to stdout
+(results.json keeps the facts).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def main() -> int:
          "detail": Levenshtein.median(["SpSm", "mpamm", "Spam", "Spa", "Sua", "hSam"])},
         {"name": "rapidfuzz installed with it", "ok": bool(rapidfuzz.__version__), "detail": rapidfuzz.__version__},
     ]
-    print(json.dumps({"checks": checks}))
+    facts = {"distance": Levenshtein.distance("lewenstein", "levenshtein"), "rapidfuzz": rapidfuzz.__version__}
+    print(json.dumps({"checks": checks, "facts": facts}))
     return 0
 
 
