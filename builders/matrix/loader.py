@@ -337,6 +337,17 @@ def python_problem(text: str, requires: SpecifierSet | None, neighbours: Iterabl
     return Finding(f"Python {text} is not admitted by requires_python {requires}", hint=hint)
 
 
+# A platform without `runner:` runs on GitHub's hosted runner for its system (the ones the shipped matrix names).
+DEFAULT_RUNNERS = {("linux", "x86_64"): "ubuntu-24.04", ("linux", "aarch64"): "ubuntu-24.04-arm",
+                   ("windows", "AMD64"): "windows-2025", ("macos", "arm64"): "macos-15"}
+DEFAULT_PLATFORMS = frozenset(f"{os_name} {arch}" for os_name, arch in DEFAULT_RUNNERS)
+
+
+def default_base_image(wheel_platform: str) -> str | None:
+    """A manylinux platform without `base_image:` builds in the PyPA's image of its policy (by tag)."""
+    return f"quay.io/pypa/{wheel_platform}" if wheel_platform.startswith("manylinux_") else None
+
+
 def variable_problem(name: str, carried: Iterable[str]) -> Finding | None:
     """A ``build.variables`` name that the pipeline or a ``build.env`` setting also sets would be overwritten."""
     if name == "SOURCE_DATE_EPOCH" or name in carried:
@@ -878,6 +889,9 @@ class _Rules:
                 self.report((*key, field), Finding(f"{field} applies to macOS platforms only", hint="remove it"))
         self.check((*key, "mps_min_macos"), str, _mps_problem, dropped)
         self.check((*key, "base_image"), str, base_image_problem)
+        if self.get((*key, "runner")) is None and (os_name, arch) not in DEFAULT_RUNNERS:
+            self.report(key, Finding(f"platform {name} has no runner, and {os_name}-{arch} has no default one",
+                                     hint=f"add `runner:` (defaults exist for {', '.join(sorted(DEFAULT_PLATFORMS))})"))
 
     # accelerators
 
@@ -1209,7 +1223,9 @@ class _Model:
     def platforms(self) -> tuple[Platform, ...]:
         return tuple(
             Platform(name=name, os=OS(raw["os"]), arch=raw["arch"], wheel_platform=raw["wheel_platform"],
-                     runner=raw["runner"], base_image=raw.get("base_image"), deployment_target=raw.get("deployment_target"),
+                     runner=raw.get("runner") or DEFAULT_RUNNERS[(raw["os"], raw["arch"])],
+                     base_image=raw.get("base_image") or default_base_image(raw["wheel_platform"]),
+                     deployment_target=raw.get("deployment_target"),
                      mps_min_macos=raw.get("mps_min_macos"), location=self.marks.at(("platforms", name)))
             for name, raw in self.data["platforms"].items()
         )

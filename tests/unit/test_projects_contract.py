@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from builders.base.errors import ProcessError
 from builders.matrix import loader as matrix
@@ -160,3 +161,27 @@ def test_dependencies_with_per_python_markers_reach_each_wheel(shipped_text: str
     reqs = [r for r in t.requirements if r.name == "numpy" and not str(r.marker).count("extra")]
     assert len(reqs) == 2
     assert [str(r.specifier) for r in reqs if r.marker.evaluate({"python_version": "3.12", "extra": ""})] == [">=1.26"]
+
+
+# --- fewer invented values: runners and base images have defaults ----------------------------------
+
+
+def test_a_platform_without_runner_or_base_image_gets_the_defaults(shipped_text: str) -> None:
+    data = yaml.safe_load(shipped_text)
+    text = shipped_text
+    for platform in data["platforms"].values():
+        text = helpers.edit(text, f"    runner: {platform['runner']}\n", "")
+        if "base_image" in platform:
+            text = helpers.edit(text, f"    base_image: {platform['base_image']}\n", "")
+    m = matrix.loads(text)
+    for p in m.platforms:
+        assert p.runner == data["platforms"][p.name]["runner"]  # the shipped matrix names the defaults
+        assert p.base_image == (f"quay.io/pypa/{p.wheel_platform}" if p.wheel_platform.startswith("manylinux_") else None)
+
+
+def test_a_platform_with_no_default_runner_must_name_one(shipped_text: str) -> None:
+    text = helpers.edit(shipped_text, "  macos-arm64:\n    os: macos\n    arch: arm64\n    wheel_platform: macosx_14_0_arm64\n",
+                        "  macos-x86_64:\n    os: macos\n    arch: x86_64\n    wheel_platform: macosx_14_0_x86_64\n")
+    text = helpers.edit(text, "    runner: macos-15\n", "")
+    found = [p for p in helpers.problems_of(text) if "no default one" in str(p)]
+    assert len(found) == 1
