@@ -14,9 +14,8 @@ import sys
 
 def main() -> int:
     json.load(sys.stdin)
-    import rapidfuzz
-
     import Levenshtein
+    import rapidfuzz
 
     checks = [
         {"name": "distance", "ok": Levenshtein.distance("lewenstein", "levenshtein") == 2,
