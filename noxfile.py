@@ -89,7 +89,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, default=False)
 def unit(session: nox.Session) -> None:
-    """Run only the fast unit tests (seconds; no builds, no subprocess-heavy tests)."""
+    """Run the tests not marked slow (unit tests and quick integration checks; a minute or two)."""
     _install(session, "test")
     session.run("python", "-m", "pytest", *session.posargs)
 

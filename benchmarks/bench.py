@@ -49,12 +49,14 @@ import bench_verify
 import yaml
 
 from builders.base.process import Log, run
-from builders.cli.build import commit_epoch
 from builders.engines.images import engine_env
 from builders.engines.local import LocalEngine
+from builders.families import registry
 from builders.matrix import loader as matrix_mod
+from builders.matrix import rules
 from builders.matrix.model import OS
 from builders.matrix.targets import Selection, expand, select
+from builders.pipeline.context import commit_epoch
 from builders.pipeline.host import Host
 from builders.pipeline.plan import BuildPlan, Context
 from builders.release import ci
@@ -254,7 +256,7 @@ def synthetic(text: str, path: Path, want: int = PLAN_TARGETS) -> str:
     cuda = [t for t in targets if t.variant.accelerator.value == "cuda"]
     per_cuda = len(cuda) / pythons / len({t.variant.label for t in cuda})
     options = [(p, c) for p in range(MAX_PYTHONS - pythons + 1) for c in range(MAX_VERSIONS + 1)
-               if (pythons + p) * platforms * (variants + c) <= matrix_mod.MAX_TARGETS]
+               if (pythons + p) * platforms * (variants + c) <= rules.MAX_TARGETS]
     estimate = {o: (pythons + o[0]) * (len(targets) / pythons + o[1] * per_cuda) for o in options}
     for option in sorted((o for o in options if estimate[o] >= want), key=lambda o: estimate[o]):
         candidate = grown(text, *option)
@@ -480,6 +482,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    registry.load_builtin()  # builders' own families, before any matrix is read
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse(argv)
     names = args.parts = [n for n in PARTS if n in args.only] or list(PARTS)

@@ -44,13 +44,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builders.base.process import Log, Result, run
-from builders.cli.build import commit_epoch
+from builders.base.process import Completed, Log, run
 from builders.engines import images
 from builders.engines.cibw import cibw_options
 from builders.engines.container import ContainerEngine, image_settings
 from builders.matrix import loader as matrix_mod
 from builders.matrix.targets import Selection, select
+from builders.pipeline.context import commit_epoch
 from builders.pipeline.store import IGNORED_DIRS, IGNORED_SUFFIXES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,7 +112,7 @@ class Runs:
         logs.mkdir(parents=True, exist_ok=True)
 
     def __call__(self, step: str, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
-                 separate_stderr: bool = False, check: bool = True, cwd: Path = ROOT) -> Result:
+                 separate_stderr: bool = False, check: bool = True, cwd: Path = ROOT) -> Completed:
         log = self.logs / f"{step}.log"
         self.echo(f"  {step}: {shlex.join(argv)[:160]}")
         result = run(argv, env={**self.env, **(env or {})}, log=Log(log), cwd=cwd, separate_stderr=separate_stderr,
@@ -121,12 +121,12 @@ class Runs:
         return result
 
     def builders(self, step: str, command: str, *args: str, env: Mapping[str, str] | None = None,
-                 check: bool = True) -> Result:
+                 check: bool = True) -> Completed:
         """``python -m builders COMMAND ARGS`` on the benchmark's project."""
         argv = [sys.executable, "-m", "builders", command, *self.project.args(command), *args]
         return self(step, argv, env=env, separate_stderr=True, check=check)
 
-    def timed(self, step: str, result: Result, errors: list[str]) -> float | None:
+    def timed(self, step: str, result: Completed, errors: list[str]) -> float | None:
         """The wall time of a run that succeeded; a failed one is recorded in ``errors`` and has none."""
         if result.returncode == 0:
             return round(result.duration, 2)

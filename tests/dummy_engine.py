@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from builders import engines
-from builders.base.process import HostRunner, Log, Result
+from builders.base.process import Completed, HostRunner, Log
 from builders.base.runnerspec import Pairs
+from builders.engines.factory import EngineFactory, EngineSetup
 from builders.engines.local import LocalEngine, host_smoke_runner
 from builders.matrix.targets import Target
-from builders.pipeline.engine import EngineFactory, EngineSetup
 from builders.pipeline.host import unbuildable
 from builders.pipeline.plan import BuildPlan, Context, Recipe, Resolved, resolve_with
 
@@ -37,11 +37,11 @@ class MarkedRunner:
     log: Log
 
     def __call__(self, argv: Sequence[str], *, cwd: str | None = None, separate_stderr: bool = False,
-                 timeout: float | None = 1800) -> Result:
+                 timeout: float | None = 1800) -> Completed:
         return self.run(argv, env={}, cwd=cwd, separate_stderr=separate_stderr, timeout=timeout)
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
-            separate_stderr: bool = False, timeout: float | None = None) -> Result:
+            separate_stderr: bool = False, timeout: float | None = None) -> Completed:
         self.log.write(f"{SAID}{shlex.join(argv)}\n")
         return self.host.run(argv, env=env, cwd=cwd, separate_stderr=separate_stderr, timeout=timeout)
 

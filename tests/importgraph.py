@@ -50,24 +50,19 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
-# Imports made by name at run time, which the reader cannot see: the family registry imports every
-# module of builders.families that assigns ``FAMILY`` (:func:`builders.families.registry.discover`).
-REGISTRIES = {"builders.families.registry": ("builders.families", "FAMILY")}
+# Imports made by name at run time, which the reader cannot see: a registry imports each module of its
+# package named in its ``BUILTIN`` tuple (:mod:`builders.families.registry`, :mod:`builders.engines`).
+REGISTRIES = {"builders.families.registry": "builders.families", "builders.engines": "builders.engines"}
 
 
-def defines(path: Path, name: str) -> bool:
-    """``path`` assigns ``name`` at module level."""
+def builtin(path: Path) -> tuple[str, ...]:
+    """The module-level ``BUILTIN`` tuple of names ``path`` assigns (empty when it assigns none)."""
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-            return True
-    return False
-
-
-def discovered(mods: dict[str, Path], package: str, marker: str) -> set[str]:
-    """The modules of ``package`` (not below it) that assign ``marker``: what its registry imports."""
-    return {name for name, path in mods.items()
-            if name.rpartition(".")[0] == package and path.name != "__init__.py" and defines(path, marker)}
+        target, value = (node.targets[0], node.value) if isinstance(node, ast.Assign) else \
+            (node.target, node.value) if isinstance(node, ast.AnnAssign) else (None, None)
+        if isinstance(target, ast.Name) and target.id == "BUILTIN" and value is not None:
+            return tuple(ast.literal_eval(value))
+    return ()
 
 
 def graph(package: Path = PACKAGE) -> dict[str, set[str]]:
@@ -76,7 +71,7 @@ def graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     mods = modules(package)
     known = set(mods)
     out = {name: imports_of(name, path, known) for name, path in mods.items()}
-    for registry, (owner, marker) in REGISTRIES.items():
+    for registry, owner in REGISTRIES.items():
         if registry in out:
-            out[registry] |= discovered(mods, owner, marker)
+            out[registry] |= {f"{owner}.{name}" for name in builtin(mods[registry])} & known
     return out

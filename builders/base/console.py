@@ -26,7 +26,7 @@ class Console:
 
     def __init__(self, stream: TextIO | None = None, env: Mapping[str, str] | None = None) -> None:
         self.stream = stream or sys.stderr
-        env = os.environ if env is None else env
+        env = {} if env is None else env  # main passes the run's environment (read once, in builders.cli.arguments)
         self.github = env.get("GITHUB_ACTIONS") == "true"
         self.summary_path = Path(env["GITHUB_STEP_SUMMARY"]) if env.get("GITHUB_STEP_SUMMARY") else None
         self.live = _is_tty(self.stream) and not self.github and env.get("TERM") != "dumb"

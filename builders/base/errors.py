@@ -4,7 +4,7 @@
 so a script (or the release workflow) can tell a bad matrix from a failed build, and says what
 that code means in ``what``; :data:`OTHER_EXIT_CODES` holds the codes no error class returns.
 :func:`exit_codes` joins them: the ``--help`` epilog is made from it, and a unit test checks
-that the codes are unique and that the README's table is this table, row by row.
+that the codes are unique and that docs/exit-codes.md's table is this table, row by row.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class BuildersError(Exception):
     """Base of every error the pipeline reports to a user (never raised itself: raise a subclass)."""
 
     exit_code = 10
-    what = ""  # what the exit code means, one line: a row of the README's table and of ``--help``
+    what = ""  # what the exit code means, one line: a row of docs/exit-codes.md and of ``--help``
 
 
 class TargetsFailed(BuildersError):

@@ -46,7 +46,9 @@ class Cancelled(KeyboardInterrupt):
 
 
 @dataclass(frozen=True)
-class Result:
+class Completed:
+    """A command that ran to its end: what ran, its exit status, its output and how long it took."""
+
     argv: tuple[str, ...]
     returncode: int
     stdout: str
@@ -225,7 +227,7 @@ def run(
     separate_stderr: bool = False,
     shown_env: Mapping[str, str] | None = None,
     cancellable: bool = True,
-) -> Result:
+) -> Completed:
     """Run ``argv`` to completion, streaming its output to ``log`` as it comes.
 
     The result's stdout is stdout and stderr together, or with ``separate_stderr`` stdout
@@ -248,7 +250,7 @@ def run(
         raise Cancelled
     if check and code != 0:
         raise ProcessError(argv, code, "\n".join(line.rstrip("\n") for line in output.recent))
-    return Result(tuple(argv), code, "".join(output.stdout), duration)
+    return Completed(tuple(argv), code, "".join(output.stdout), duration)
 
 
 @contextlib.contextmanager
@@ -404,14 +406,14 @@ class Call(Protocol):
     """Runs a command somewhere (this host, a container) with its own environment and log."""
 
     def __call__(self, argv: Sequence[str], *, cwd: str | None = None, separate_stderr: bool = False,
-                 timeout: float | None = 1800) -> Result: ...
+                 timeout: float | None = 1800) -> Completed: ...
 
 
 class Runner(Call, Protocol):
     """Where a plan's commands run: a command with extra variables, and files copied in."""
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
-            separate_stderr: bool = False, timeout: float | None = None) -> Result: ...
+            separate_stderr: bool = False, timeout: float | None = None) -> Completed: ...
 
     def copy_in(self, source: Path, dest: str) -> None: ...
 
@@ -424,11 +426,11 @@ class HostRunner:
     log: LogLike = None
 
     def __call__(self, argv: Sequence[str], *, cwd: str | None = None, separate_stderr: bool = False,
-                 timeout: float | None = 1800) -> Result:
+                 timeout: float | None = 1800) -> Completed:
         return self.run(argv, env={}, cwd=cwd, separate_stderr=separate_stderr, timeout=timeout)
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
-            separate_stderr: bool = False, timeout: float | None = None) -> Result:
+            separate_stderr: bool = False, timeout: float | None = None) -> Completed:
         """``argv`` with this runner's environment plus ``env`` (shown in the log)."""
         return run(argv, env={**self.env, **env}, log=self.log, cwd=Path(cwd) if cwd else None,
                    separate_stderr=separate_stderr, timeout=timeout, shown_env=env or None)

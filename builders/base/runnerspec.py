@@ -1,7 +1,11 @@
 """Where a plan's commands run, as a value that opens itself: the contract every engine's runner
-spec keeps (this host, a fresh container of an image, whatever an engine adds), kept below
-:mod:`builders.pipeline.plan`, so the smoke test can read one without importing the plans that
-import the smoke test.
+spec keeps (this host, a fresh container of an image, whatever an engine adds).
+
+It describes the runners of :mod:`builders.base.process` (``open`` makes one) and sits beside them,
+below its implementers in :mod:`builders.engines` and below its readers: a plan
+(:mod:`builders.pipeline.plan`) holds two, and the smoke test (:mod:`builders.wheel.smoke`, a floor
+below the plans, which import it) reads one. Placing it with the engines would be an upward import
+from both.
 
 A plan holds two (its build runner and its smoke runner), prints them (``to_json``,
 ``describe``), hashes what of them decides a wheel's bytes (``key``) and the pipeline opens
@@ -13,23 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from builders.base.process import Log, Runner
 
 Pairs = tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Mount:
-    source: str
-    target: str
-    writable: bool = False
-
-    def argv(self) -> list[str]:
-        return ["--volume", f"{self.source}:{self.target}:{'rw' if self.writable else 'ro'}"]
 
 
 class RunnerSpec(Protocol):

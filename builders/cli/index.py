@@ -2,67 +2,58 @@
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from builders.base.console import Console
-from builders.cli import add_matrix_option, input_dir, output_dir
+from builders.cli.arguments import Options
 from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.release.index import IndexBuildError, IndexResult, build_index, find_wheels, matrix_checker
 from builders.release.mirror import RECORD, pip_mirror
 
-
-def configure_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("index", help="write a static package index of a wheelhouse",
-                       description="Lay out every *.whl under WHEELHOUSE as a static index per local version label "
-                                   "(the matrix's index layout, whl/<label>/): PEP 503 HTML, PEP 691 JSON and "
-                                   "PEP 658/714 .metadata files, served by any static file server or a file:// "
-                                   "URL to pip --index-url. Unlabelled wheels are skipped; every labelled wheel is "
-                                   "verified against its target first. Each label's index also gets the wheels its "
-                                   "wheels require (dependencies and runtime requirements), resolved by pip from its "
-                                   "configured index for each target's Python and platform, hash-checked and "
-                                   f"recorded in whl/<label>/{RECORD}, so that pip --index-url alone installs from "
-                                   "it. Exit 16 on a wheel that does not verify, clashing files, a label the matrix "
-                                   "does not have, a requirement that cannot be mirrored, or no labelled wheel.")
-    add_matrix_option(p)
-    p.add_argument("wheelhouse", type=input_dir, metavar="WHEELHOUSE")
-    p.add_argument("--output", type=output_dir, required=True, metavar="DIR", help="where the index is written")
-    p.add_argument("--no-mirror", action="store_true",
-                   help="index only the project's own wheels (offline); pip then needs another index for their "
-                        "requirements")
-    p.set_defaults(execute=execute)
+HELP = "write a static package index of a wheelhouse"
+DESCRIPTION = ("Lay out every *.whl under WHEELHOUSE as a static index per local version label "
+                "(the matrix's index layout, whl/<label>/): PEP 503 HTML, PEP 691 JSON and "
+                "PEP 658/714 .metadata files, served by any static file server or a file:// "
+                "URL to pip --index-url. Unlabelled wheels are skipped; every labelled wheel is "
+                "verified against its target first. Each label's index also gets the wheels its "
+                "wheels require (dependencies and runtime requirements), resolved by pip from its "
+                "configured index for each target's Python and platform, hash-checked and "
+                f"recorded in whl/<label>/{RECORD}, so that pip --index-url alone installs from "
+                "it. Exit 16 on a wheel that does not verify, clashing files, a label the matrix "
+                "does not have, a requirement that cannot be mirrored, or no labelled wheel.")
 
 
-def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix, builds=False)
-    wheels = find_wheels(args.wheelhouse)
+def execute(opts: Options, console: Console) -> int:
+    m = matrix_mod.load(opts.matrix, builds=False)
+    wheels = find_wheels(opts.wheelhouse)
     if not wheels:
-        raise IndexBuildError(f"{args.wheelhouse}: no wheels (*.whl) under this folder, nothing to index")
-    result = index_with_requirements(m, wheels, args.output, mirror=not args.no_mirror)
+        raise IndexBuildError(f"{opts.wheelhouse}: no wheels (*.whl) under this folder, nothing to index")
+    result = index_with_requirements(m, wheels, opts.output, opts.env, mirror=not opts.no_mirror)
     for path in result.skipped:
         console.warning(f"{path.name}: unlabelled, not indexed")
     if not result.files:
-        raise IndexBuildError(f"{args.wheelhouse}: none of its {len(wheels)} wheel(s) carries a variant label "
+        raise IndexBuildError(f"{opts.wheelhouse}: none of its {len(wheels)} wheel(s) carries a variant label "
                               "(such as 2.15.0+cu132), nothing to index")
     for label in result.labels:
         count = sum(1 for f in result.files if f.label == label)
         needed = sorted({f.filename for f in result.mirrored if f.label == label})
         also = f", {len(needed)} requirement wheel(s) mirrored" if needed else ""
-        console.line(f"{Path(args.output) / m.channels.index_path(label)}: {count} wheel(s){also}")
+        console.line(f"{Path(opts.output) / m.channels.index_path(label)}: {count} wheel(s){also}")
     return 0
 
 
-def index_with_requirements(m: Matrix, wheels: list[Path], output: Path, *, mirror: bool) -> IndexResult:
+def index_with_requirements(m: Matrix, wheels: list[Path], output: Path, env: Mapping[str, str], *,
+                            mirror: bool) -> IndexResult:
     """``build_index`` with every label's requirement wheels mirrored by pip (unless ``mirror`` is off)."""
     labels, check = [v.label for v in m.variants], matrix_checker(m)
     if not mirror:
         return build_index(wheels, output, layout=m.channels.index_path, labels=labels, check=check)
     with tempfile.TemporaryDirectory(prefix="builders-mirror-") as tmp:
-        mirrored = pip_mirror(m, Path(tmp), python=sys.executable, env=dict(os.environ))
+        mirrored = pip_mirror(m, Path(tmp), python=sys.executable, env=dict(env))
         result = build_index(wheels, output, layout=m.channels.index_path, labels=labels, check=check,
                              requirements=mirrored)
         mirrored.write_records(output, m.channels.index_path)

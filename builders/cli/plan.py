@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +12,7 @@ from builders import engines
 from builders.base.console import Console, render_table
 from builders.base.errors import ReleaseError, SelectionError
 from builders.base.safe_output import write_whole
-from builders.cli import add_matrix_option, add_selection_options, input_file
+from builders.cli.arguments import Options
 from builders.engines.images import engine_env
 from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
@@ -26,46 +24,18 @@ from builders.release import ci
 from builders.release.checks import release_problems
 from builders.release.estimate import Costs, compare, measured
 
-
-def configure_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plan", help="list the targets the matrix implies",
-                       description="Expand matrix.yaml into targets and show, for this host, which can be built "
-                                   "and why the others cannot.")
-    add_matrix_option(p)
-    add_selection_options(p)
-    p.add_argument("--format", choices=("table", "json", "github"), default="table",
-                   help="table (default); json: full records; github: the shards of job matrices the release "
-                        "workflow consumes (<= 256 jobs each) and the images to build")
-    p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
-    p.add_argument("--engine", choices=engines.names(), default=engines.DEFAULT,
-                   help=f"which engine's host capability to report (default: {engines.DEFAULT})")
-    release = p.add_argument_group("the release workflow")
-    p.add_argument("--output", default=None, metavar="FILE",
-                   help="with --format json or github: write the document to FILE instead of stdout (under nox, "
-                        "whose sessions merge stderr into stdout, warnings would otherwise land in it)")
-    release.add_argument("--release-tag", default=None, metavar="TAG",
-                         help="this run publishes the release tagged TAG: refused (exit 25) unless TAG names the "
-                              "matrix's project.version (v2.15.0), the selection is the whole matrix and every Linux "
-                              "base image is pinned by digest; the plan then says release: true")
-    release.add_argument("--gpu-runners", default=None, metavar="LABELS",
-                         help="labels of the self-hosted runners the repository has (space or comma separated); a "
-                              "GPU smoke job whose runner nobody serves goes to its build runner, where "
-                              "--require-device fails it at once instead of queueing for a day")
-    release.add_argument("--estimate", action="store_true",
-                         help="the run's job count, core builds, runner-minutes and critical path, one build job per "
-                              "(variant, platform) against one per target (with --format github: under 'estimate')")
-    release.add_argument("--results", action="append", default=[], type=input_file, metavar="FILE",
-                         help="with --estimate: stage times measured by these results.json files (repeatable)")
-    p.set_defaults(execute=execute)
+HELP = "list the targets the matrix implies"
+DESCRIPTION = ("Expand matrix.yaml into targets and show, for this host, which can be built "
+                "and why the others cannot.")
 
 
-def selection_of(args: argparse.Namespace) -> Selection:
-    return Selection(targets=tuple(args.target), select=tuple(args.select), skip=tuple(args.skip))
+def selection_of(opts: Options) -> Selection:
+    """``--target``, ``--select`` and ``--skip`` as the selection they make."""
+    return Selection(targets=tuple(opts.target), select=tuple(opts.select), skip=tuple(opts.skip))
 
 
-def selected(m: Matrix, args: argparse.Namespace) -> tuple[Target, ...]:
-    """The targets the command line selects; an empty selection is an error, never a run of nothing."""
-    selection = selection_of(args)
+def selected(m: Matrix, selection: Selection) -> tuple[Target, ...]:
+    """The targets ``selection`` picks; an empty selection is an error naming the flags, never a run of nothing."""
     targets = select(m, selection)
     if targets:
         return targets
@@ -78,35 +48,35 @@ def selected(m: Matrix, args: argparse.Namespace) -> tuple[Target, ...]:
 
 def one_target(m: Matrix, target_id: str) -> Target:
     """The target ``--target ID`` names: an exact id (a glob is refused with a hint, never unpacked to nothing)."""
-    return selected(m, argparse.Namespace(target=[target_id], select=[], skip=[]))[0]
+    return selected(m, Selection(targets=(target_id,)))[0]
 
 
-def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix, builds=False)
-    targets = selected(m, args)
-    if args.format == "github":
-        emit(json.dumps(github(m, targets, args, console), indent=None, sort_keys=True), args.output)
+def execute(opts: Options, console: Console) -> int:
+    m = matrix_mod.load(opts.matrix, builds=False)
+    targets = selected(m, selection_of(opts))
+    if opts.format == "github":
+        emit(json.dumps(github(m, targets, opts, console), indent=None, sort_keys=True), opts.output)
         return 0
-    if args.estimate:
-        print(estimate_table(m, targets, args.results))
+    if opts.estimate:
+        print(estimate_table(m, targets, opts.results))
         return 0
-    host = detect(m.pythons, engine_env(os.environ))
-    unbuildable = engines.named(args.engine).unbuildable
+    host = detect(m.pythons, engine_env(opts.env))
+    unbuildable = engines.named(opts.engine).unbuildable
     reasons = {t.id: unbuildable(t, host) for t in targets}
-    on_host = args.engine == "local" or (args.engine == "auto" and not host.container_engines)
+    on_host = opts.engine == "local" or (opts.engine == "auto" and not host.container_engines)
     risks = {t.id: platform_policy.repair_risk(t, host) if on_host and reasons[t.id] is None else None for t in targets}
-    if args.format == "json":
+    if opts.format == "json":
         _, excluded = expand(m)
         records = [{**t.record(), "buildable_here": reasons[t.id] is None, "reason": reasons[t.id],
                     "repair_risk": risks[t.id]} for t in targets]
-        out = {"matrix": str(args.matrix), "host": host.platform, "engine": args.engine, "count": len(records),
+        out = {"matrix": str(opts.matrix), "host": host.platform, "engine": opts.engine, "count": len(records),
                "targets": records, "excluded": [{"id": e.id, "reason": e.reason, "where": e.where} for e in excluded]}
-        emit(json.dumps(out, indent=2), args.output)
+        emit(json.dumps(out, indent=2), opts.output)
         return 0
     rows = [(t.id, ",".join(t.channels), t.wheel_name, buildable(reasons[t.id], risks[t.id])) for t in targets]
     print(console_table(rows))
     here = sum(r is None for r in reasons.values())
-    console.line(f"{len(targets)} targets, {here} buildable here ({host.platform}, engine {args.engine})")
+    console.line(f"{len(targets)} targets, {here} buildable here ({host.platform}, engine {opts.engine})")
     return 0
 
 
@@ -136,19 +106,19 @@ def served_labels(text: str | None) -> frozenset[str] | None:
     return None if text is None else frozenset(text.replace(",", " ").split())
 
 
-def github(m: Matrix, targets: Sequence[Target], args: argparse.Namespace, console: Console) -> dict[str, Any]:
+def github(m: Matrix, targets: Sequence[Target], opts: Options, console: Console) -> dict[str, Any]:
     """The release workflow's plan; with ``--release-tag``, only for a complete release of that version."""
-    if args.release_tag is not None:
-        refuse_release(m, args.release_tag, targets)
-    served = served_labels(args.gpu_runners)
+    if opts.release_tag is not None:
+        refuse_release(m, opts.release_tag, targets)
+    served = served_labels(opts.gpu_runners)
     plan = ci.github_plan(targets, served=served)
-    plan["release"] = args.release_tag is not None
+    plan["release"] = opts.release_tag is not None
     plan["version"] = str(m.project.version)
     for labels in ci.unserved(targets, served) if served is not None else ():
         console.warning(f"no self-hosted runner labelled {labels} is declared (--gpu-runners): its GPU smoke jobs run "
                         "on their build runners and fail at once with exit 23, blocking the release")
-    if args.estimate:
-        plan["estimate"] = compare(targets, costs_from(args.results, targets), shards=len(plan["shards"]))
+    if opts.estimate:
+        plan["estimate"] = compare(targets, costs_from(opts.results, targets), shards=len(plan["shards"]))
     return plan
 
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from builders.base.console import Console
-from builders.cli import add_matrix_option, input_path, output_dir
+from builders.cli.arguments import Options
 from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.release.index import find_wheels
@@ -14,36 +13,24 @@ from builders.release.promote import PromoteError, promotable, promote, target_o
 from builders.wheel.archive import Wheel
 from builders.wheel.variant import split_label
 
-
-def configure_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("promote", help="turn a labelled default-variant wheel into the PyPI wheel",
-                       description="Write the PyPI wheel for WHEEL (e.g. 2.15.0+cu132 -> 2.15.0): version and "
-                                   "dist-info renamed, METADATA Version and Requires-Dist set for the PyPI channel, "
-                                   "RECORD regenerated, every other member byte-identical; then verify it. Only the "
-                                   "PyPI default variant of the wheel's platform is accepted, and only once WHEEL "
-                                   "verifies as its labelled target (exit 15 otherwise, and for a folder without "
-                                   "one unless --allow-empty; exit 7 if the result fails verify).")
-    add_matrix_option(p)
-    p.add_argument("wheel", type=input_path, metavar="WHEEL",
-                   help="a wheel, or a folder: every PyPI-default wheel under it (others are left alone)")
-    p.add_argument("--output", type=output_dir, default=Path("wheelhouse/pypi"), metavar="DIR",
-                   help="where the PyPI wheel is written (default: wheelhouse/pypi/)")
-    p.add_argument("--allow-empty", action="store_true",
-                   help="a folder of wheels none of which is a PyPI-default wheel (a release of cu134-* only) "
-                        "promotes nothing: write nothing, say why, exit 0 (default: exit 15). A folder with no "
-                        "wheels at all is still an error")
-    p.set_defaults(execute=execute)
+HELP = "turn a labelled default-variant wheel into the PyPI wheel"
+DESCRIPTION = ("Write the PyPI wheel for WHEEL (e.g. 2.15.0+cu132 -> 2.15.0): version and "
+                "dist-info renamed, METADATA Version and Requires-Dist set for the PyPI channel, "
+                "RECORD regenerated, every other member byte-identical; then verify it. Only the "
+                "PyPI default variant of the wheel's platform is accepted, and only once WHEEL "
+                "verifies as its labelled target (exit 15 otherwise, and for a folder without "
+                "one unless --allow-empty; exit 7 if the result fails verify).")
 
 
-def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix, builds=False)
-    wheels = [Wheel(args.wheel)] if args.wheel.is_file() else defaults_under(m, args.wheel, allow_empty=args.allow_empty)
+def execute(opts: Options, console: Console) -> int:
+    m = matrix_mod.load(opts.matrix, builds=False)
+    wheels = [Wheel(opts.wheel)] if opts.wheel.is_file() else defaults_under(m, opts.wheel, allow_empty=opts.allow_empty)
     if not wheels:
-        console.line(f"{args.wheel}: nothing promoted, none of its wheels is a labelled wheel of a PyPI default "
+        console.line(f"{opts.wheel}: nothing promoted, none of its wheels is a labelled wheel of a PyPI default "
                      f"variant ({pypi_defaults(m)}); --allow-empty, so nothing was written")
     checked = [(wheel, promotable(m, wheel)) for wheel in wheels]  # every input verified before any write
     for wheel, target in checked:
-        result = promote(m, wheel, args.output, checked=target)
+        result = promote(m, wheel, opts.output, checked=target)
         console.line(f"{wheel.path.name} -> {result.path} (verified for {result.target.id}, channel pypi)")
     return 0
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 from builders.base.console import Console
+from builders.base.errors import PathError
 from builders.base.safe_output import write_whole
-from builders.cli import PathError, add_matrix_option, input_file, output_dir
+from builders.cli.arguments import Options
 from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
@@ -19,49 +18,41 @@ from builders.release import report
 DEFAULT_RESULTS = Path("wheelhouse/results.json")
 
 
-def configure_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="write the compatibility matrix",
-                       description="Write the compatibility matrix (Python x variant per platform) as Markdown "
-                                   "(each reason once, as footnotes; sized for a GitHub job summary), JSON and a "
-                                   "self-contained HTML page with an install selector (OS, pip or uv, Python, "
-                                   "compute platform) and the command of every combination. With build results, "
-                                   "each built cell shows its real status and links its log. "
-                                   "A results file that is malformed or names targets the matrix does not have "
-                                   "is refused (exit 13).")
-    add_matrix_option(p)
-    p.add_argument("--output", type=output_dir, default=Path("report"), metavar="DIR",
-                   help="folder for compatibility.{md,json,html} (default: report/)")
-    p.add_argument("--results", type=input_file, action="append", default=[], metavar="PATH",
-                   help="build results to show, repeatable (default: wheelhouse/results.json, if it exists); "
-                        "the HTML page links each target's log next to its results file")
-    p.set_defaults(execute=execute)
+HELP = "write the compatibility matrix"
+DESCRIPTION = ("Write the compatibility matrix (Python x variant per platform) as Markdown "
+                "(each reason once, as footnotes; sized for a GitHub job summary), JSON and a "
+                "self-contained HTML page with an install selector (OS, pip or uv, Python, "
+                "compute platform) and the command of every combination. With build results, "
+                "each built cell shows its real status and links its log. "
+                "A results file that is malformed or names targets the matrix does not have "
+                "is refused (exit 13).")
 
 
-def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix, builds=False)
-    found = read_results(m, args.matrix, args.results or [DEFAULT_RESULTS], output=args.output)
+def execute(opts: Options, console: Console) -> int:
+    m = matrix_mod.load(opts.matrix, builds=False)
+    found = read_results(m, opts.matrix, opts.results or [DEFAULT_RESULTS], output=opts.output)
     md = report.to_markdown(m, found)
     written = {
         "compatibility.md": md,
         "compatibility.json": json.dumps(report.to_json(m, found), indent=2) + "\n",
         "compatibility.html": report.to_html(m, found),
     }
-    write_all(args.output, written, console)
+    write_all(opts.output, written, console)
     console.job_summary(md)
     return 0
 
 
 def read_results(m: Matrix, matrix_path: Path, paths: list[Path], *, output: Path | None = None
-                 ) -> dict[str, dict[str, Any]]:
+                 ) -> dict[str, results.Result]:
     """Every results file merged (a later file wins for the same id), each checked against the matrix.
 
     With ``output`` (where the page goes), each result's log path is made relative to it, so
     the page links the log next to the results file it came from.
     """
     known = {t.id for t in expand(m)[0]}
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, results.Result] = {}
     for path in paths:
-        these = results.read(path)
+        these = {r.id: r for r in results.load(path)}
         results.check_known(path, these, known, matrix_path)
         if output is not None:
             these = report.rebase_logs(these, str(path.parent), str(output))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-import os
 import shutil
 import sys
 import tempfile
@@ -11,67 +9,49 @@ from pathlib import Path
 
 from builders.base.console import Console
 from builders.base.errors import SmokeError
-from builders.cli import add_matrix_option, input_dir, output_dir
+from builders.cli.arguments import Options
 from builders.matrix import loader as matrix_mod
 from builders.pipeline.host import detect
 from builders.release.mirror import pip_mirror
 from builders.release.variants import Made, VariantIndex, labelled_wheels, make_variants, settings
 from builders.wheel.smoke import smoke
 
-
-def configure_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("variants", help="make the wheel variants (PEP 825) and their index",
-                       description="Turn every labelled wheel under WHEELHOUSE (verified as its target) into a wheel "
-                                   "variant with variantlib: the public version (2.15.0, no +label), the variant's "
-                                   "label after the platform tag (null for the variant without properties), the "
-                                   "matrix's properties and providers in .dist-info/variant.json. Each is checked "
-                                   "against the matrix and against its public-version twin (every other member "
-                                   "byte-identical) and verified as the twin is; then OUTPUT/<wheel_variants.layout> "
-                                   "gets every variant wheel in one project page with {name}-{version}-variants.json "
-                                   "(variantlib generate-index-json, read back and compared with the matrix), PEP "
-                                   "503/691 pages with hashes, PEP 658 metadata and the mirrored requirement wheels. A matrix without "
-                                   "wheel_variants makes none (exit 0). "
-                                   "Install from it with `uv pip install --preview-features wheel-variants "
-                                   "--index-url URL NAME`; pip ignores variant wheels. Exit 27 on a wheel variant or "
-                                   "variants.json that does not verify, or no labelled wheel.")
-    add_matrix_option(p)
-    p.add_argument("wheelhouse", type=input_dir, metavar="WHEELHOUSE", help="what `build` wrote (whl/<label>/...)")
-    p.add_argument("--output", type=output_dir, default=None, metavar="DIR",
-                   help="the index folder the variant index goes into (default: WHEELHOUSE, beside whl/<label>/)")
-    p.add_argument("--no-mirror", action="store_true",
-                   help="index only the project's own variant wheels (offline); uv then needs another index for "
-                        "their requirements")
-    p.add_argument("--smoke", action="store_true",
-                   help="smoke-test each variant's twin (the same files but variant.json, proved by the checks) with "
-                        "the target's interpreter, as `smoke` does: a variant wheel installs only where its provider "
-                        "matches the machine")
-    p.add_argument("--installer", choices=("auto", "uv", "pip"), default="auto", help="the smoke test's installer")
-    p.add_argument("--copy-wheels", type=output_dir, default=None, metavar="DIR",
-                   help="also copy the project's variant wheels (not the mirrored requirements) into DIR, e.g. for the "
-                        "release's build provenance (DIR is made, and left empty without wheel_variants)")
-    p.set_defaults(execute=execute)
+HELP = "make the wheel variants (PEP 825) and their index"
+DESCRIPTION = ("Turn every labelled wheel under WHEELHOUSE (verified as its target) into a wheel "
+                "variant with variantlib: the public version (2.15.0, no +label), the variant's "
+                "label after the platform tag (null for the variant without properties), the "
+                "matrix's properties and providers in .dist-info/variant.json. Each is checked "
+                "against the matrix and against its public-version twin (every other member "
+                "byte-identical) and verified as the twin is; then OUTPUT/<wheel_variants.layout> "
+                "gets every variant wheel in one project page with {name}-{version}-variants.json "
+                "(variantlib generate-index-json, read back and compared with the matrix), PEP "
+                "503/691 pages with hashes, PEP 658 metadata and the mirrored requirement wheels. A matrix without "
+                "wheel_variants makes none (exit 0). "
+                "Install from it with `uv pip install --preview-features wheel-variants "
+                "--index-url URL NAME`; pip ignores variant wheels. Exit 27 on a wheel variant or "
+                "variants.json that does not verify, or no labelled wheel.")
 
 
-def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix, builds=args.smoke)  # the smoke script only when it smoke-tests
-    if args.copy_wheels is not None:
-        args.copy_wheels.mkdir(parents=True, exist_ok=True)
+def execute(opts: Options, console: Console) -> int:
+    m = matrix_mod.load(opts.matrix, builds=opts.smoke)  # the smoke script only when it smoke-tests
+    if opts.copy_wheels is not None:
+        opts.copy_wheels.mkdir(parents=True, exist_ok=True)
     if m.wheel_variants is None:
-        console.line(f"{args.matrix}: no wheel_variants in the matrix, no wheel variants made")
+        console.line(f"{opts.matrix}: no wheel_variants in the matrix, no wheel variants made")
         return 0
-    output = args.output or args.wheelhouse
-    wheels = labelled_wheels(args.wheelhouse, output / settings(m).layout)
-    env = dict(os.environ)
+    output = opts.output or opts.wheelhouse
+    wheels = labelled_wheels(opts.wheelhouse, output / settings(m).layout)
+    env = dict(opts.env)
     with tempfile.TemporaryDirectory(prefix="builders-variants-") as tmp:
         work = Path(tmp)
-        mirror = None if args.no_mirror else pip_mirror(m, work / "mirror", python=sys.executable, env=env)
+        mirror = None if opts.no_mirror else pip_mirror(m, work / "mirror", python=sys.executable, env=env)
         result = make_variants(m, wheels, output, work=work / "work", env=env, requirements=mirror)
         report(result, console)
-        for one in result.made if args.copy_wheels is not None else ():
-            shutil.copyfile(one.path, args.copy_wheels / one.path.name)
-        if args.smoke:
+        for one in result.made if opts.copy_wheels is not None else ():
+            shutil.copyfile(one.path, opts.copy_wheels / one.path.name)
+        if opts.smoke:
             for one in result.made:
-                smoke_twin(one, env, args.installer, console)
+                smoke_twin(one, env, opts.installer, console)
     return 0
 
 

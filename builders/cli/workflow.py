@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,37 +11,32 @@ import yaml
 from builders.base import untrusted
 from builders.base.console import Console
 from builders.base.errors import InputError, Problem, WorkflowDrift
-from builders.cli import add_matrix_option, input_file
+from builders.cli.arguments import Options
 from builders.matrix import loader as matrix_mod
 from builders.release.workflow import Workflow, drift, local_calls
 
 MAX_BYTES = untrusted.MIB
 
 
-def configure_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("workflow", help="check the release workflow against the plan",
-                       description="Check that .github/workflows/release.yml (and the local workflows it calls) still "
-                                   "consumes what the plan emits and keeps the release's gates: a timeout on every "
-                                   "job, smoke jobs that do not wait for every build to succeed, build provenance "
-                                   "before anything is published (exit 17 on drift, or when a file is not a "
-                                   "workflow). The workflow is not generated: adding a Python or a variant to "
-                                   "matrix.yaml needs no workflow edit.")
-    add_matrix_option(p)
-    p.add_argument("--workflow", type=input_file, default=Path(".github/workflows/release.yml"), metavar="PATH")
-    p.add_argument("--check", action="store_true", help="check for drift (the only mode)")
-    p.set_defaults(execute=execute)
+HELP = "check the release workflow against the plan"
+DESCRIPTION = ("Check that .github/workflows/release.yml (and the local workflows it calls) still "
+                "consumes what the plan emits and keeps the release's gates: a timeout on every "
+                "job, smoke jobs that do not wait for every build to succeed, build provenance "
+                "before anything is published (exit 17 on drift, or when a file is not a "
+                "workflow). The workflow is not generated: adding a Python or a variant to "
+                "matrix.yaml needs no workflow edit.")
 
 
-def execute(args: argparse.Namespace, console: Console) -> int:
-    m = matrix_mod.load(args.matrix, builds=False)
-    check_shape(args.workflow)
-    for name in local_calls(Workflow.read(args.workflow)).values():
-        if (args.workflow.parent / name).is_file():
-            check_shape(args.workflow.parent / name)
-    problems = drift(m, args.workflow)
+def execute(opts: Options, console: Console) -> int:
+    m = matrix_mod.load(opts.matrix, builds=False)
+    check_shape(opts.workflow)
+    for name in local_calls(Workflow.read(opts.workflow)).values():
+        if (opts.workflow.parent / name).is_file():
+            check_shape(opts.workflow.parent / name)
+    problems = drift(m, opts.workflow)
     if problems:
         raise WorkflowDrift([Problem(message=p) for p in problems])
-    console.line(f"{args.workflow}: in step with {args.matrix}")
+    console.line(f"{opts.workflow}: in step with {opts.matrix}")
     return 0
 
 

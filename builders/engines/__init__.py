@@ -7,47 +7,47 @@ the runner specs its plans hold, each of which opens itself
 written once, in :mod:`builders.pipeline.executor`, against the runner.
 
 Adding an engine is one module: its engine, its runner spec if it needs a new kind, and an
-:class:`~builders.pipeline.engine.EngineFactory` named ``FACTORY``, listed in :data:`BUILTIN`
-(a test checks that every engine module is), or :func:`register`-ed from outside.
+:class:`~builders.engines.factory.EngineFactory` named ``FACTORY``, its module listed in
+:data:`BUILTIN` (a test checks that every engine module is), or :func:`register`-ed from
+outside (``tests/dummy_engine.py``). Importing this package imports no engine module: the
+first question asked of the registry (:func:`names`, :func:`named`, :func:`factories`,
+:func:`for_ci`, :func:`register`) imports those of :data:`BUILTIN`, once.
 Every command finds an engine here, by name (:func:`named`).
 """
 
 from __future__ import annotations
 
+import importlib
+from functools import cache
+
 from builders.base.errors import EngineError
-from builders.engines import cibw, container, local
-from builders.matrix.hostfacts import Host
+from builders.engines.factory import EngineFactory, EngineSetup
 from builders.matrix.targets import Target
-from builders.pipeline.engine import Engine, EngineFactory, EngineSetup
+from builders.pipeline.engine import Engine
 
-__all__ = ["BUILTIN", "DEFAULT", "Engine", "EngineFactory", "EngineSetup", "factories", "for_ci", "help_text", "named", "names",
-           "register"]
+__all__ = ["BUILTIN", "DEFAULT", "Engine", "EngineError", "EngineFactory", "EngineSetup", "builtin", "factories",
+           "for_ci", "help_text", "named", "names", "register"]
 
-
-def make_auto(setup: EngineSetup) -> tuple[Engine, str]:
-    """A container engine when one works, else this host, and why."""
-    try:
-        engine, why = container.FACTORY.make(setup)
-    except EngineError:
-        missing = container.missing_container_engine(setup.env, setup.container_engine)
-        return local.FACTORY.make(setup)[0], f"auto: {missing}"
-    return engine, f"auto: {why}"
+PACKAGE = "builders.engines"
+# builders' own engines, one module each under builders/engines/, in the order ``--engine`` lists them
+# (tests/importgraph.py reads this tuple as this package importing each).
+BUILTIN: tuple[str, ...] = ("local", "container", "cibw", "auto")
+DEFAULT = "local"  # ``--engine``'s default: this host
+_REGISTRY: dict[str, EngineFactory] = {}
 
 
-def unbuildable_auto(target: Target, host: Host) -> str | None:
-    return (container.FACTORY if host.container_engines else local.FACTORY).unbuildable(target, host)
-
-
-AUTO = EngineFactory(name="auto", make=make_auto, unbuildable=unbuildable_auto, containers=True,
-                     help="a container engine when one works, else local, and it says which and why")
-# The engines builders brings, in the order ``--engine`` lists them.
-BUILTIN: tuple[EngineFactory, ...] = (local.FACTORY, container.FACTORY, cibw.FACTORY, AUTO)
-_REGISTRY: dict[str, EngineFactory] = {f.name: f for f in BUILTIN}
-DEFAULT = local.FACTORY.name  # ``--engine``'s default: this host
+@cache
+def builtin() -> tuple[EngineFactory, ...]:
+    """The ``FACTORY`` of each module of :data:`BUILTIN`, imported (and registered) on the first call."""
+    made = tuple(importlib.import_module(f"{PACKAGE}.{name}").FACTORY for name in BUILTIN)
+    for factory in made:
+        _REGISTRY.setdefault(factory.name, factory)
+    return made
 
 
 def register(factory: EngineFactory) -> EngineFactory:
     """Make ``factory``'s engine choosable by name (``build --engine NAME``); a name is taken once."""
+    builtin()
     if _REGISTRY.get(factory.name, factory) is not factory:
         raise EngineError(f"an engine named {factory.name!r} is registered already")
     _REGISTRY[factory.name] = factory
@@ -55,15 +55,18 @@ def register(factory: EngineFactory) -> EngineFactory:
 
 
 def factories() -> tuple[EngineFactory, ...]:
+    """Every engine: builders' own in :data:`BUILTIN` order, then those registered from outside."""
+    builtin()
     return tuple(_REGISTRY.values())
 
 
 def names() -> tuple[str, ...]:
-    return tuple(_REGISTRY)
+    return tuple(f.name for f in factories())
 
 
 def named(name: str) -> EngineFactory:
     """The engine registered as ``name``, or an :class:`EngineError` listing those that are."""
+    builtin()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -76,7 +79,7 @@ def for_ci(target: Target) -> EngineFactory:
     for factory in factories():
         if target.platform.os in factory.ci_for:
             return factory
-    raise EngineError(f"no engine builds {target.platform.os.value} wheels in CI (engines: {', '.join(_REGISTRY)})")
+    raise EngineError(f"no engine builds {target.platform.os.value} wheels in CI (engines: {', '.join(names())})")
 
 
 def help_text() -> str:

@@ -33,6 +33,7 @@ from builders.engines.container import (
     unbuildable_in_image,
     working_engine,
 )
+from builders.engines.factory import EngineFactory, EngineSetup
 from builders.engines.images import Dialect
 from builders.engines.local import (
     HostSpec,
@@ -44,7 +45,6 @@ from builders.engines.local import (
 )
 from builders.matrix.model import OS, PythonVersion
 from builders.matrix.targets import Target
-from builders.pipeline.engine import EngineFactory, EngineSetup
 from builders.pipeline.host import Host
 from builders.pipeline.plan import (
     BuildPlan,

@@ -24,14 +24,14 @@ from typing import Any
 
 from builders.base.errors import EngineError, NotBuildableHere
 from builders.base.once import Once
-from builders.base.process import Log, LogLike, Result, run
-from builders.base.runnerspec import Mount, Pairs
+from builders.base.process import Completed, Log, LogLike, run
+from builders.base.runnerspec import Pairs
 from builders.engines import images
+from builders.engines.factory import EngineFactory, EngineSetup
 from builders.families import family_for
 from builders.families.provision import pip_download
 from builders.matrix.model import OS
 from builders.matrix.targets import Target
-from builders.pipeline.engine import EngineFactory, EngineSetup
 from builders.pipeline.host import CONTAINER_ENGINES, Host, foreign, unbuildable
 from builders.pipeline.interpreters import image_interpreter
 from builders.pipeline.plan import (
@@ -64,6 +64,18 @@ CCACHE_ENV = {"CCACHE_DIR": "/ccache", "CCACHE_BASEDIR": "/tmp/src", "CMAKE_C_CO
 IMAGE_PYTHON = "python3"  # on PATH in every builders and manylinux image; the same for every target's copy
 OFFLINE_PIP = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "/wheels"}
 BASE_ENV = {"HOME": "/tmp", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mount:
+    """A host folder seen inside the container (``--volume``), read-only unless ``writable``."""
+
+    source: str
+    target: str
+    writable: bool = False
+
+    def argv(self) -> list[str]:
+        return ["--volume", f"{self.source}:{self.target}:{'rw' if self.writable else 'ro'}"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,11 +146,11 @@ class Container:
             timeout=120, cancellable=False)
 
     def __call__(self, argv: Sequence[str], *, cwd: str | None = None, separate_stderr: bool = False,
-                 timeout: float | None = 1800) -> Result:
+                 timeout: float | None = 1800) -> Completed:
         return self.run(argv, env={}, cwd=cwd, separate_stderr=separate_stderr, timeout=timeout)
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
-            separate_stderr: bool = False, timeout: float | None = None) -> Result:
+            separate_stderr: bool = False, timeout: float | None = None) -> Completed:
         """``argv`` inside the container with its environment plus ``env`` (shown in the log)."""
         cmd = [self.spec.engine, "exec"]
         for key, value in sorted({**dict(self.spec.env), **env}.items()):
@@ -357,7 +369,7 @@ def working_engine(setup: EngineSetup, what: str) -> ContainerEngine:
     if exe is None:
         raise EngineError(f"{what}: {missing_container_engine(setup.env, setup.container_engine)}")
     engine = ContainerEngine(exe=exe, pythons=images.image_pythons(setup.matrix), cache=setup.cache,
-                             host_env=setup.env, base_image=images.base_image(setup.base_image, setup.env))
+                             host_env=setup.env, base_image=setup.base_image)
     reap_stale(exe, setup.env)
     return engine
 

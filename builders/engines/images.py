@@ -184,11 +184,6 @@ def image_pythons(matrix: Matrix) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p.release for p in matrix.pythons))
 
 
-def base_image(option: str | None, env: Mapping[str, str]) -> str | None:
-    """``--base-image``, else ``$BUILDERS_BASE_IMAGE``, else None (the platform's own base)."""
-    return option or env.get("BUILDERS_BASE_IMAGE") or None
-
-
 # -- the images builders made, for ``builders cache`` ------------------------------------------
 
 MADE_HERE = re.compile(r"localhost/builders-[a-z0-9]+:[0-9a-f]{16}")  # ImageSpec.tag's shape

@@ -12,9 +12,9 @@ from typing import Any
 from builders.base.once import Once
 from builders.base.process import HostRunner, Log, Runner
 from builders.base.runnerspec import Pairs
+from builders.engines.factory import EngineFactory, EngineSetup
 from builders.families import toolchain_for
 from builders.matrix.targets import Target
-from builders.pipeline.engine import EngineFactory, EngineSetup
 from builders.pipeline.host import unbuildable
 from builders.pipeline.plan import (
     BuildPlan,

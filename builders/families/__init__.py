@@ -1,13 +1,13 @@
 """Accelerator families: one module per family behind :class:`Family`, and their registry.
 
-Each module of this package that defines ``FAMILY`` is a family (cpu, cuda, rocm, xpu); the
-registry imports every module of the package once, when the package is imported, and registers
-each ``FAMILY`` it finds, so adding a family is adding its module (and its Containerfile). A
-family module declares its matrix facts to spec (:func:`builders.matrix.family.declare`) and
-never imports this registry; code outside the package asks :func:`family_for`, never names a
-family. :func:`register` takes a family from anywhere (a test's own module) and checks it
-answers every member of the protocol: a family that forgot its device rule is refused, not
-taken for one that needs no device.
+Each family is one module of this package that defines ``FAMILY``, listed in
+:data:`builders.families.registry.BUILTIN`; the registry imports those modules the first time a
+family is asked for (importing this package imports none), so adding a family is adding its
+module (and its Containerfile) and its name to that tuple. A family module declares its matrix
+facts to the matrix (:func:`builders.matrix.family.declare`) and never imports this registry;
+code outside the package asks :func:`family_for`, never names a family. :func:`register` takes
+a family from anywhere (a test's own module) and checks it answers every member of the
+protocol: a family that forgot its device rule is refused, not taken for one that needs no device.
 
 Host compiler probes (:func:`probe_compilers`) live here too: the facts every family's
 ``unavailable`` reads.
@@ -23,9 +23,9 @@ from typing import Any
 
 from builders.base.process import ProcessError, run
 from builders.families.base import Family, Toolchain
-from builders.families.registry import discover, families, family_for, register, toolchain_for, unregister
+from builders.families.registry import declared, families, family_for, register, toolchain_for, unregister
 
-__all__ = ["Family", "Toolchain", "families", "family_for", "probe_compilers", "register", "toolchain_for",
+__all__ = ["Family", "Toolchain", "declared", "families", "family_for", "probe_compilers", "register", "toolchain_for",
            "unregister"]
 
 
@@ -57,5 +57,3 @@ def probe_cxx20(env: Mapping[str, str]) -> tuple[str | None, str]:
         return exe, ""
     return None, f"no C++ compiler found (tried {', '.join(names)})"
 
-
-discover()

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from builders.base.process import Call, LogLike
 from builders.matrix.family import Accelerator
-from builders.matrix.loader import ENV_REF, toolkit_url
+from builders.matrix.findings import ENV_REF
 from builders.matrix.model import Toolkit, Variant
 
 if TYPE_CHECKING:
+    from builders.families.hostfacts import Host
     from builders.families.machine import Machine
-    from builders.matrix.hostfacts import Host
     from builders.matrix.targets import Target
 
 TOOLKIT_PREFIX = "/opt/toolkit"  # where an image installs a pip toolkit (``toolkit.root`` is below it)
@@ -109,7 +109,7 @@ def expand(variant: Variant, name: str, env: Mapping[str, str], unset: set[str] 
     """
     value = getattr(variant.toolkit, name) or ""
     if unset is None:
-        return toolkit_url(variant, name, env)
+        return variant.toolkit_url(name, env)
     missing = {ref for ref in ENV_REF.findall(value) if not env.get(ref)}
     unset.update(missing)
     return ENV_REF.sub(lambda m: m.group(0) if m.group(1) in missing else env[m.group(1)], value)

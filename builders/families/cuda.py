@@ -18,11 +18,10 @@ from builders.families.cpu import cxx_unavailable
 from builders.families.machine import Machine, listed
 from builders.families.provision import pip_prefix
 from builders.matrix.family import FamilyFacts, declare
-from builders.matrix.loader import toolkit_url
 from builders.matrix.model import OS, Toolkit, Variant
 
 if TYPE_CHECKING:
-    from builders.matrix.hostfacts import Host
+    from builders.families.hostfacts import Host
     from builders.matrix.targets import Target
 
 
@@ -83,7 +82,7 @@ class CudaFamily:
     def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
         """Install the pinned toolkit (once per pin; a finished install is reused)."""
         toolkit = target.variant.toolkit
-        index_url = toolkit_url(target.variant, "index_url", env) or None
+        index_url = target.variant.toolkit_url("index_url", env) or None
         prefix = pip_prefix(self.prefix(target, cache).name, toolkit.requirements, cache, env, log, index_url,
                             timeout=target.project.timeouts.provision)
         nvcc = prefix / (toolkit.root or "") / "bin" / "nvcc"

@@ -18,10 +18,21 @@ from pathlib import Path
 from builders.base.errors import ToolchainError
 from builders.base.process import LogLike, ProcessError, run
 
+CACHE_ENV = "BUILDERS_CACHE"  # the folder above the toolchain cache (declared in builders/cli/options.py)
+
 
 def default_cache(env: Mapping[str, str]) -> Path:
-    base = env.get("BUILDERS_CACHE") or os.path.join(env.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "builders")
-    return Path(base) / "toolchains"
+    """The toolchain cache of ``env``: ``$BUILDERS_CACHE/toolchains``, else under ``$XDG_CACHE_HOME``, else
+    ``$HOME/.cache`` (``env``'s HOME, not this process's: the environment given is the one that counts)."""
+    if env.get(CACHE_ENV):
+        return toolchains_under(env[CACHE_ENV])
+    home = env.get("HOME") or env.get("USERPROFILE") or os.path.expanduser("~")  # ~ only when env names none
+    return toolchains_under(os.path.join(env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "builders"))
+
+
+def toolchains_under(root: str) -> Path:
+    """The toolchain cache in builders' cache folder ``root`` (ccache/ and uv/ sit beside it)."""
+    return Path(root) / "toolchains"
 
 
 def pip_prefix(name: str, requirements: Sequence[str], cache: Path, env: Mapping[str, str],

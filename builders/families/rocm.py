@@ -29,7 +29,7 @@ from builders.matrix.family import FamilyFacts, declare
 from builders.matrix.model import Toolkit, Variant
 
 if TYPE_CHECKING:
-    from builders.matrix.hostfacts import Host
+    from builders.families.hostfacts import Host
     from builders.matrix.targets import Target
 
 
@@ -38,6 +38,7 @@ ACCELERATOR = declare(FamilyFacts(
     arch_entry=re.compile(r"gfx[0-9a-f]{3,4}(:(sramecc|xnack)[+-])*"), arch_example="AMD GPU targets such as gfx90a;gfx942"))
 # Where the image takes its toolkit from ($BUILDERS_ROCM_SOURCE; the first is the default).
 ROCM_SOURCES = ("therock", "debian")
+ROCM_SOURCE_ENV = "BUILDERS_ROCM_SOURCE"  # declared in builders/cli/options.py; read from the env an engine passes
 ROCM_AGENT = re.compile(r"^\s*Name:\s+(gfx[0-9a-f]+)\s*$", re.M)
 AMD_SMI_GPU = re.compile(r"^GPU: \d+\s*$", re.M)
 
@@ -116,7 +117,7 @@ def rocm_source_args(target: Target, env: Mapping[str, str]) -> dict[str, str]:
     ``debian`` installs the matrix's ``toolkit.system_packages`` from the base's Debian mirror
     (``resources/containers/install-rocm.sh``): a stand-in for TheRock where its index cannot be reached.
     """
-    variant, source = target.variant, env.get("BUILDERS_ROCM_SOURCE") or "therock"
+    variant, source = target.variant, env.get(ROCM_SOURCE_ENV) or ROCM_SOURCES[0]
     if source not in ROCM_SOURCES:
         raise EngineError(f"BUILDERS_ROCM_SOURCE={source!r} is not a ROCm source; use one of {', '.join(ROCM_SOURCES)}")
     toolkit, where = variant.toolkit, f"{variant.label} ({variant.location})"

@@ -21,7 +21,7 @@ from builders.matrix.family import FamilyFacts, declare
 from builders.matrix.model import Toolkit, Variant
 
 if TYPE_CHECKING:
-    from builders.matrix.hostfacts import Host
+    from builders.families.hostfacts import Host
     from builders.matrix.targets import Target
 
 

@@ -1,4 +1,5 @@
-"""The release matrix as data: read once from ``matrix.yaml`` (:mod:`.matrix`), validated, turned
-into frozen values (:mod:`.model`), expanded into targets (:mod:`.targets`) under the release
-policy (:mod:`.policy`); plus the facts of a build host as one value (:mod:`.hostfacts`).
+"""The release matrix as data: read once from ``matrix.yaml`` (:mod:`.loader`: the shape check of
+:mod:`.schema`, one pass of :mod:`.build` into the keyed values of :mod:`.draft`, the semantic
+:mod:`.rules` over them), turned into frozen values (:mod:`.model`), expanded into targets
+(:mod:`.targets`) under the release policy (:mod:`.policy`).
 """

@@ -1,17 +1,18 @@
 """Accelerator families as the matrix sees them: an open set of names, each with its facts.
 
-spec sits below :mod:`builders.families` and names no family. What the matrix rules need to
-know of a family (its arch grammar, whether a variant must list archs, its display name, where
-its Containerfile is) is pure data, :class:`FamilyFacts`, that the family's own module in
-``builders/families/`` declares with :func:`declare` when it is imported. The package's front
-door (``builders/__init__``) imports :mod:`builders.families`, which imports every family
-module, so by the time any builders module runs every family is declared; a test declares more
-(``tests/unit/test_dummy_family.py``). The import graph keeps pointing down: spec imports no
-family, families import spec.
+The matrix sits below :mod:`builders.families` and names no family. What the matrix rules need
+to know of a family (its arch grammar, whether a variant must list archs, its display name,
+where its Containerfile is) is pure data, :class:`FamilyFacts`, that the family's own module in
+``builders/families/`` declares with :func:`declare` when it is imported. Nothing here imports a
+family (the import graph keeps pointing down: the matrix imports no family, families import the
+matrix), so a family is declared only once its module is imported: by the family registry the
+first time a family is asked for (:func:`builders.families.registry.load_builtin`, which a
+program calls before it reads a matrix: :func:`admitted` refuses to answer before), or by a test
+that declares its own (``tests/unit/test_dummy_family.py``).
 
 :class:`Accelerator` is the family as a value: one object per declared name (``is`` compares,
 as it did when it was an enum), ``Accelerator(name)`` for a declared name and ``ValueError``
-for any other; the matrix schema's list of family names is :func:`names`, read at validation.
+for any other; the matrix schema's list of family names is :func:`admitted`, read at validation.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
 
 ANY_ARCH = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 FAMILY_NAME = re.compile(r"[a-z][a-z0-9]*")
@@ -52,16 +52,15 @@ class Accelerator:
     """A declared accelerator family (``Accelerator(name)``); ``value`` is its name."""
 
     __slots__ = ("facts", "value")
-    _declared: ClassVar[dict[str, Accelerator]] = {}
     value: str
     facts: FamilyFacts
 
     def __new__(cls, value: str) -> Accelerator:
         try:
-            return cls._declared[value]
+            return _DECLARED[value]
         except (KeyError, TypeError):
-            raise ValueError(f"{value!r} is not a declared accelerator family "
-                             f"(declared: {', '.join(names()) or 'none'})") from None
+            raise ValueError(f"{value!r} is not a declared accelerator family (declared: {', '.join(names()) or 'none'}; "
+                             "builders.families.registry.load_builtin() declares builders' own)") from None
 
     @classmethod
     def _make(cls, facts: FamilyFacts) -> Accelerator:
@@ -86,25 +85,39 @@ class Accelerator:
         return f"Accelerator({self.value!r})"
 
 
+# Every declared family by name: the matrix's open set (filled by :func:`declare`, emptied by :func:`withdraw`).
+_DECLARED: dict[str, Accelerator] = {}
+
+
 def declare(facts: FamilyFacts) -> Accelerator:
     """Declare a family (once per name; declaring the same facts again returns the same value)."""
     if not FAMILY_NAME.fullmatch(facts.name):
         raise ValueError(f"family name {facts.name!r} is not lower-case letters and digits")
-    known = Accelerator._declared.get(facts.name)
+    known = _DECLARED.get(facts.name)
     if known is not None:
         if known.facts != facts:
             raise ValueError(f"family {facts.name!r} is declared twice, with different facts")
         return known
     made = Accelerator._make(facts)
-    Accelerator._declared[facts.name] = made
+    _DECLARED[facts.name] = made
     return made
 
 
 def withdraw(name: str) -> None:
     """Forget a declared family (tests that declare one of their own clean up with it)."""
-    Accelerator._declared.pop(name, None)
+    _DECLARED.pop(name, None)
 
 
 def names() -> tuple[str, ...]:
     """Every declared family's name, sorted: the schema's ``accelerators`` keys."""
-    return tuple(sorted(Accelerator._declared))
+    return tuple(sorted(_DECLARED))
+
+
+def admitted() -> tuple[str, ...]:
+    """The family names a matrix may use (:func:`names`); refused while none is declared, which means the
+    program never asked the family registry (the loader cannot: it sits below the families)."""
+    declared = names()
+    if not declared:
+        raise RuntimeError("no accelerator family is declared: call builders.families.registry.load_builtin() "
+                           "before reading a matrix (builders.cli.main does)")
+    return declared

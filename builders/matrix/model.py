@@ -1,13 +1,15 @@
 """The release matrix as immutable values.
 
-Built once by :mod:`builders.matrix.loader` from ``matrix.yaml``; nothing downstream sees YAML or
-dicts. Every value is frozen and hashable so that targets can be set members and cache keys.
+Built once by :mod:`builders.matrix.build` from what it read of ``matrix.yaml`` (after the rules of
+:mod:`builders.matrix.rules` accepted it); nothing downstream sees YAML or dicts. Every value is frozen and hashable so that
+targets can be set members and cache keys.
 """
 
 from __future__ import annotations
 
 import enum
 import fnmatch
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -19,6 +21,7 @@ from packaging.version import Version
 
 from builders.base.errors import Location
 from builders.matrix.family import Accelerator
+from builders.matrix.findings import expand_env
 
 Pairs = tuple[tuple[str, str], ...]
 NULL_VARIANT = "null"
@@ -130,6 +133,20 @@ class Variant:
 
     def smoke_runner(self, platform: str) -> tuple[str, ...] | None:
         return dict(self.smoke_runners).get(platform)
+
+    def toolkit_url(self, name: str, env: Mapping[str, str]) -> str:
+        """``toolkit.<name>`` (``index_url``, ``system_repository``...) with its ``${VAR}`` filled from ``env``
+        (:func:`~builders.matrix.findings.expand_env`: an unset variable is an error naming this variant's
+        ``file:line``)."""
+        where = self.location
+        return expand_env(getattr(self.toolkit, name), env, key=f"{where}: {where.key}.toolkit.{name}")
+
+    def runtime_indexes(self, env: Mapping[str, str]) -> tuple[str, ...]:
+        """The extra package indexes its wheels install their runtime requirements from: ``toolkit.index_url``
+        expanded (TheRock's for ``rocm[libraries]``, which no default index has), or none when it names none
+        (cuda, cpu: the default index has them)."""
+        url = self.toolkit_url("index_url", env)
+        return (url,) if url else ()
 
     @cached_property
     def requirements(self) -> tuple[Requirement, ...]:

@@ -1,22 +1,18 @@
-"""What the build asks of an engine, and how an engine is made for a run.
+"""What the build pipeline asks of an engine: :class:`Engine`.
 
-An :class:`Engine` turns a target into a plan (pure) and makes ready what the plan needs; the
-plan's runner specs (:class:`~builders.base.runnerspec.RunnerSpec`) open the runners the
-pipeline's stages run in. An :class:`EngineFactory` names an engine, says why a target cannot
-be built here with it, and makes it from a run's :class:`EngineSetup`; the factories are
-registered by name in :mod:`builders.engines`, which is how every command finds one.
+An engine turns a target into a plan (pure) and makes ready what the plan needs; the plan's
+runner specs (:class:`~builders.base.runnerspec.RunnerSpec`) open the runners the pipeline's
+stages run in. The protocol is its consumer's, :mod:`builders.pipeline.executor`, and stays with
+it, below its implementers: the engines in :mod:`builders.engines` import the plans of this package
+to make theirs. How an engine is named and made for a run is the engines' own
+(:mod:`builders.engines.factory`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
 from builders.base.process import Log
-from builders.matrix.hostfacts import Host
-from builders.matrix.model import OS, Matrix
 from builders.matrix.targets import Target
 from builders.pipeline.plan import BuildPlan, Context, Resolved
 
@@ -31,34 +27,3 @@ class Engine(Protocol):
     def provision(self, plan: BuildPlan, log: Log) -> None:
         """Make what the plan needs (toolkit, image, offline wheelhouse), each once per run."""
         ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class EngineSetup:
-    """What an engine is made from: the run's matrix, targets and host, and the command line's options."""
-
-    matrix: Matrix
-    targets: tuple[Target, ...]
-    host: Host
-    env: Mapping[str, str] = field(hash=False)
-    cache: Path  # the toolchain cache
-    container_engine: str | None = None  # --container-engine: podman or docker (None: the first that works)
-    base_image: str | None = None  # --base-image
-    dry_run: bool = False  # a dry run may plan what this host cannot build (cibuildwheel's CI runners)
-
-
-def never_in_image(target: Target) -> bool:
-    return False
-
-
-@dataclass(frozen=True, kw_only=True)
-class EngineFactory:
-    """An engine by name: why a target cannot be built here with it (pure), and the engine made for a run."""
-
-    name: str
-    help: str  # one clause of ``build --engine``'s help
-    make: Callable[[EngineSetup], tuple[Engine, str]]  # the engine and why; EngineError when it cannot run here
-    unbuildable: Callable[[Target, Host], str | None]
-    containers: bool = False  # it may need a container engine: the host's are probed for it
-    in_image: Callable[[Target], bool] = never_in_image  # it builds the target in the variant's image
-    ci_for: frozenset[OS] = frozenset()  # the release workflow builds these systems' wheels with it

@@ -31,14 +31,14 @@ from typing import Any, TypeVar
 from packaging.utils import parse_wheel_filename
 
 from builders.base import process
-from builders.base.console import Console, markdown_table
+from builders.base.console import Console
 from builders.base.errors import BuildersError, NotBuildableHere, SmokeError, VerifyError
 from builders.base.once import Once
 from builders.base.process import Log, ProcessError, Runner
 from builders.base.safe_output import replace_into
 from builders.families import toolchain_for
 from builders.matrix.model import Matrix
-from builders.pipeline import results
+from builders.pipeline import results, summary
 from builders.pipeline.compilercache import STATS_LOG, parse_stats_log
 from builders.pipeline.core import CoreStore, ensure_core
 from builders.pipeline.engine import Engine
@@ -46,12 +46,13 @@ from builders.pipeline.interpreters import identify
 from builders.pipeline.plan import BuildPlan, Resolved, Skipped
 from builders.pipeline.results import Result
 from builders.pipeline.store import Store, place
-from builders.wheel.archive import Wheel, file_sha256, label
+from builders.wheel.archive import Wheel, file_sha256
 from builders.wheel.repair import RepairError, failed, only_wheel
 from builders.wheel.rpath import interpreter_rpaths, strip_rpaths
 from builders.wheel.rules import merged
 from builders.wheel.smoke import ready, run_planned, stage, uv_cache, uv_cache_folder
 from builders.wheel.verify import Expectation, verify
+from builders.wheel.writer import label
 
 T = TypeVar("T")
 Tick = Callable[[str, float], None]
@@ -407,20 +408,13 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:500] if text else type(exc).__name__
 
 
-def summarize(outcomes: Sequence[Result], console: Console) -> None:
-    """The final table on the console and, in GitHub Actions, the job summary."""
-    headers = ("target", "status", "stage / reason", "size", "sha256", "time")
-    rows = [(r.id, r.status, (f"{r.stage}: " if r.stage else "") + r.reason[:90],
-             _size(r.size), r.sha256[:12], f"{sum(r.durations.values()):.0f}s")
-            for r in outcomes]
+def summarize(outcomes: Sequence[Result], console: Console, *, verbose: bool = False) -> None:
+    """The closing summary on the console (every target's row first with ``verbose``) and, in GitHub
+    Actions, the job summary; what goes into them is :mod:`builders.pipeline.summary`'s."""
     console.line()
-    console.table(headers, rows)
-    counts = {s: sum(r.status == s for r in outcomes) for s in results.STATUSES}
-    console.line(", ".join(f"{n} {s}" for s, n in counts.items() if n) or "nothing selected")
-    console.job_summary(markdown_table(headers, rows))
-
-
-def _size(size: int) -> str:
-    if not size:
-        return ""
-    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 1024:.1f} KiB"
+    if verbose:
+        console.table(*summary.full_table(outcomes))
+        console.line()
+    for line in summary.console_lines(outcomes):
+        console.line(line)
+    console.job_summary(summary.markdown(outcomes))

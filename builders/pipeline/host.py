@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from builders.base.arch import canonical_arch
-from builders.matrix.hostfacts import Host
+from builders.families.hostfacts import Host
 from builders.matrix.model import OS, PythonVersion
 from builders.matrix.targets import Target
 from builders.pipeline import interpreters, platform_policy

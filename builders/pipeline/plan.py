@@ -37,8 +37,14 @@ from builders.wheel.repair import Tools, diagnose_argv, repair_argv
 # a host plan (and so of its digest); everything else of the host's environment is not.
 BUILD_INPUT_VARS = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "CMAKE_ARGS", "CMAKE_GENERATOR",
                     "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONSTRAINT")
-# Never part of the digest: where tools are found and how compilations are cached, not what they make.
-LOCATION_VARS = frozenset({"PATH", *cache_env("", "", "")})
+
+
+def location_vars() -> frozenset[str]:
+    """Never part of the digest: where tools are found and how compilations are cached, not what they
+    make (asked when a key is made: the registered families' CMake languages name the launchers)."""
+    return frozenset({"PATH", *cache_env("", "", "")})
+
+
 # The fields of a target's record that its variant's core depends on (not its Python).
 CORE_RECORD = ("variant", "accelerator", "accelerator_version", "platform", "version", "arch_list", "env", "rpath",
                "base_image", "containerfile")
@@ -74,7 +80,8 @@ class Command:
     def key(self, places: Places = ()) -> dict[str, Any]:
         """What decides the command's effect: not where its tools are found, nor its time limit, nor
         where the output, source and cache folders happen to be (``places``)."""
-        env = {k: relocate(v, places) for k, v in self.env if k not in LOCATION_VARS}
+        hidden = location_vars()
+        env = {k: relocate(v, places) for k, v in self.env if k not in hidden}
         return {"argv": [relocate(a, places) for a in self.argv], "env": env, "cwd": relocate(self.cwd or "", places)}
 
     def shell(self) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from packaging.tags import Tag
 
-from builders.matrix.hostfacts import Host
+from builders.families.hostfacts import Host
 from builders.matrix.model import OS, Matrix
 from builders.matrix.targets import Target
 

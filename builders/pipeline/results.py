@@ -16,7 +16,7 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib import resources
@@ -61,6 +61,14 @@ class Result:
         data = asdict(self)
         return {k: v for k, v in data.items() if v not in ("", (), [], {}, 0) or k in ("id", "status")}
 
+    @classmethod
+    def from_json(cls, entry: Mapping[str, Any]) -> Result:
+        """A record as :meth:`to_json` wrote it (checked against the schema, whose keys are this class's fields)."""
+        data = dict(entry)
+        data["channels"] = tuple(data.get("channels", ()))
+        data["findings"] = tuple(data.get("findings", ()))
+        return cls(**data)
+
 
 @cache
 def schema() -> dict[str, Any]:
@@ -84,6 +92,11 @@ def read(path: Path) -> dict[str, dict[str, Any]]:
             raise ResultsError(f"{path}: targets[{i}]: target {entry['id']!r} is listed twice")
         by_id[entry["id"]] = entry
     return by_id
+
+
+def load(path: Path) -> list[Result]:
+    """The results of ``path`` as values, in file order (:func:`read`'s checks first; an absent file has none)."""
+    return [Result.from_json(entry) for entry in read(path).values()]
 
 
 def check_known(path: Path, found: Collection[str], known: Collection[str], matrix: Path | str) -> None:

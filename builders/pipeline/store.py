@@ -25,7 +25,7 @@ from typing import Any
 
 from builders import __version__
 from builders.base.safe_output import replace_into
-from builders.wheel.archive import partial_path, partial_writer
+from builders.wheel.writer import partial_path, partial_writer
 
 # Never part of a source's identity: VCS data, caches and build outputs.
 IGNORED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
@@ -63,11 +63,12 @@ def tree_digest(root: Path) -> str:
 # builders' code is part of every plan's digest, all of it by default: a new package is hashed
 # until someone decides otherwise here. Left out, by package, is the work done after a build on
 # what builds produced: ``release`` (promotion, indexes, mirrors, audit, report, CI matrices,
-# estimates, release gates) and ``cli``, the argparse fronts, except ``cli.build``, which makes the
-# run's configuration. The schemas and templates are left out too: the matrix's meaning reaches a
-# plan through the target's record.
+# estimates, release gates) and ``cli``, the argparse fronts, except ``cli.build`` and the options
+# table, its reader and its path checks (``cli.options``, ``cli.arguments``, ``cli.paths``: defaults
+# such as the cache folder), which make the run's configuration. The schemas and templates are left
+# out too: the matrix's meaning reaches a plan through the target's record.
 RELEASE_ONLY = frozenset({"release", "cli"})
-HASHED_ANYWAY = frozenset({"cli.build"})
+HASHED_ANYWAY = frozenset({"cli.build", "cli.options", "cli.arguments", "cli.paths"})
 UNHASHED_DATA = frozenset({"schema", "templates"})
 
 

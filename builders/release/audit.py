@@ -4,8 +4,9 @@ For one channel (``pypi``, or a variant label's own index) the matrix promises o
 target published there, with a file name, a version, Requires-Dist and Requires-Python. The
 audit reads the index's project page (PEP 691 JSON, or PEP 503 HTML with its PEP 658/714
 attributes) and each promised file's metadata: the ``.metadata`` file the index declares, or,
-where it declares none, ``METADATA`` read out of the wheel with HTTP range requests (the
-zip's end record, its central directory, then the one member). Whole wheels are never
+where it declares none, ``METADATA`` read out of the wheel with HTTP range requests
+(:mod:`builders.release.remote`: the zip's end record, its central directory, then the one
+member, all through the zip reader a wheel on disk is read with). Whole wheels are never
 downloaded.
 
 What it reports (:class:`Drift`, each with a stable code): ``missing`` files, ``unexpected``
@@ -24,14 +25,10 @@ import email.policy
 import hashlib
 import json
 import re
-import struct
-import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from html.parser import HTMLParser
-from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
-from urllib.request import url2pathname
 
 import requests
 from packaging.requirements import Requirement
@@ -50,18 +47,15 @@ from builders.matrix.model import Matrix, PythonVersion
 from builders.matrix.policy import dropped_pythons, exclusion_for
 from builders.matrix.targets import Target, expand, target_id, wheel_filename
 from builders.release.promote import public_version, pypi_requirements
+from builders.release.remote import MAX_METADATA, Client, RangeUnsupported, is_metadata, remote_member
 from builders.wheel import rules as metadata_rules
-from builders.wheel.archive import MAX_CENTRAL_DIRECTORY, MAX_MEMBERS, MIB, printable
 from builders.wheel.verify import platform_kind
+from builders.wheel.zipcheck import MIB, printable
 
 PYPI = "pypi"
 ACCEPT = ("application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
           "text/html;q=0.01")
 MAX_PAGE = 64 * MIB  # a project page; PyPI's largest JSON pages are a few MiB
-MAX_METADATA = 4 * MIB  # one METADATA (torch's is 12 KiB)
-TAIL = 8 * 1024  # the first range read: the zip's end record and, for most wheels, its central directory
-MAX_TAIL = 22 + 0xFFFF + 20  # end record + the longest zip comment + the zip64 locator
-TIMEOUT = 60.0
 
 
 # --- what the matrix promises ------------------------------------------------------------------
@@ -175,90 +169,6 @@ def _html_file(attrs: Mapping[str, str], base: str) -> IndexFile:
         metadata_sha256=meta.removeprefix("sha256=") if meta and meta.startswith("sha256=") else None)
 
 
-# --- reading over HTTP (or file://), bounded and counted ---------------------------------------
-
-
-class RangeUnsupported(Exception):
-    """The server answered a range request with the whole file."""
-
-
-@dataclass
-class Client:
-    """GETs and range reads with size caps; counts every byte it reads, by kind."""
-
-    session: requests.Session = field(default_factory=requests.Session)
-    timeout: float = TIMEOUT
-    read: dict[str, int] = field(default_factory=lambda: {"pages": 0, "metadata": 0, "ranges": 0})
-    requests: int = 0
-
-    def get(self, url: str, *, accept: str = "", limit: int, kind: str) -> tuple[str, bytes] | None:
-        """(content type, body) of ``url``; None when it does not exist (404 / no such file)."""
-        self.requests += 1
-        if url.startswith("file:"):
-            return self._get_file(url, accept, limit, kind)
-        headers = {"Accept": accept} if accept else {}
-        with self.session.get(url, headers=headers, stream=True, timeout=self.timeout) as r:
-            if r.status_code in (404, 410):
-                return None
-            _raise_for(r, url)
-            return r.headers.get("Content-Type", ""), self._body(r.iter_content(64 * 1024), url, limit, kind)
-
-    def range(self, url: str, start: int | None, length: int) -> tuple[bytes, int]:
-        """``length`` bytes from ``start`` (from the end when ``start`` is None), and the file's size."""
-        self.requests += 1
-        if url.startswith("file:"):
-            return self._range_file(url, start, length)
-        spec = f"bytes=-{length}" if start is None else f"bytes={start}-{start + length - 1}"
-        headers = {"Range": spec, "Accept-Encoding": "identity"}
-        with self.session.get(url, headers=headers, stream=True, timeout=self.timeout) as r:
-            if r.status_code == 200:
-                raise RangeUnsupported(f"{url}: the server ignores HTTP Range requests")
-            _raise_for(r, url)
-            total = _content_range_total(r.headers.get("Content-Range", ""), url)
-            return self._body(r.iter_content(64 * 1024), url, length, "ranges"), total
-
-    def _body(self, chunks: Iterable[bytes], url: str, limit: int, kind: str) -> bytes:
-        data = bytearray()
-        for chunk in chunks:
-            data += chunk
-            self.read[kind] += len(chunk)
-            if len(data) > limit:
-                raise AuditError(f"{printable(url)}: larger than {limit} bytes; refused")
-        return bytes(data)
-
-    def _get_file(self, url: str, accept: str, limit: int, kind: str) -> tuple[str, bytes] | None:
-        path = Path(url2pathname(urlsplit(url).path))
-        if path.is_dir():  # a static index on disk: the page pip would be served
-            names = ("index.json", "index.html") if "json" in accept else ("index.html",)
-            path = next((path / n for n in names if (path / n).is_file()), path / "index.html")
-        if not path.is_file():
-            return None
-        with path.open("rb") as fh:
-            data = self._body(iter(lambda: fh.read(64 * 1024), b""), url, limit, kind)
-        return ("application/vnd.pypi.simple.v1+json" if path.suffix == ".json" else "text/html"), data
-
-    def _range_file(self, url: str, start: int | None, length: int) -> tuple[bytes, int]:
-        path = Path(url2pathname(urlsplit(url).path))
-        with path.open("rb") as fh:
-            size = fh.seek(0, 2)
-            fh.seek(max(size - length, 0) if start is None else start)
-            data = fh.read(length)
-        self.read["ranges"] += len(data)
-        return data, size
-
-
-def _raise_for(r: requests.Response, url: str) -> None:
-    if r.status_code >= 400:
-        raise AuditError(f"{printable(url)}: HTTP {r.status_code} {printable(r.reason or '')}")
-
-
-def _content_range_total(value: str, url: str) -> int:
-    match = re.fullmatch(r"bytes \d+-\d+/(\d+)", value.strip())
-    if not match:
-        raise AuditError(f"{printable(url)}: a range answer without a usable Content-Range ({printable(value)!r})")
-    return int(match.group(1))
-
-
 def read_project(client: Client, index_url: str, project: str) -> list[IndexFile] | None:
     """The files of ``project`` on the index at ``index_url``; None when the index has no such project."""
     url = urljoin(index_url if index_url.endswith("/") else index_url + "/", f"{canonicalize_name(project)}/")
@@ -272,124 +182,6 @@ def read_project(client: Client, index_url: str, project: str) -> list[IndexFile
         except ValueError as exc:
             raise AuditError(f"{printable(url)}: not valid JSON: {exc}") from None
     return files_from_html(body.decode("utf-8", errors="replace"), url)
-
-
-# --- METADATA out of a remote wheel: the zip's central directory, then one member ------------
-
-EOCD = struct.Struct("<4s4H2LH")
-ZIP64_LOCATOR = struct.Struct("<4sLQL")
-ZIP64_EOCD = struct.Struct("<4sQ2H2L4Q")
-CENTRAL = struct.Struct("<4s4B4HL2L5H2L")
-LOCAL = struct.Struct("<4s5H3L2H")
-
-
-@dataclass(frozen=True)
-class Member:
-    name: str
-    method: int
-    crc: int
-    compressed: int
-    size: int
-    offset: int
-
-
-def remote_member(client: Client, url: str, wanted: Callable[[str], bool]) -> bytes:
-    """The one member of the remote zip at ``url`` that ``wanted`` picks, inflated, CRC-checked."""
-    tail, size = client.range(url, None, TAIL)
-    entries, cd_size, cd_offset = _end_record(client, url, tail, size)
-    if cd_size > MAX_CENTRAL_DIRECTORY or entries > MAX_MEMBERS:
-        raise AuditError(f"{printable(url)}: central directory of {cd_size} bytes / {entries} entries; refused")
-    tail_start = size - len(tail)
-    if cd_offset >= tail_start:
-        directory = tail[cd_offset - tail_start: cd_offset - tail_start + cd_size]
-    else:
-        directory = client.range(url, cd_offset, cd_size)[0]
-    hits = [m for m in central_directory(directory, entries, url) if wanted(m.name)]
-    if len(hits) != 1:
-        raise AuditError(f"{printable(url)}: {len(hits)} members match, one expected")
-    return _member_bytes(client, url, hits[0])
-
-
-def _end_record(client: Client, url: str, tail: bytes, size: int) -> tuple[int, int, int]:
-    """(entries, central directory size, its offset), zip64 included."""
-    at = _find_end(tail)
-    if at < 0 and len(tail) < min(size, MAX_TAIL):
-        tail = client.range(url, None, min(size, MAX_TAIL))[0]
-        at = _find_end(tail)
-    if at < 0:
-        raise AuditError(f"{printable(url)}: no zip end record; not a wheel")
-    _sig, _disk, _cd_disk, _n, entries, cd_size, cd_offset, _comment = EOCD.unpack_from(tail, at)
-    if entries != 0xFFFF and 0xFFFFFFFF not in (cd_size, cd_offset):
-        return entries, cd_size, cd_offset
-    locator = tail[at - ZIP64_LOCATOR.size: at] if at >= ZIP64_LOCATOR.size else b""
-    if len(locator) != ZIP64_LOCATOR.size or locator[:4] != b"PK\x06\x07":
-        raise AuditError(f"{printable(url)}: zip64 values without a zip64 locator")
-    record = client.range(url, ZIP64_LOCATOR.unpack(locator)[2], ZIP64_EOCD.size)[0]
-    if len(record) != ZIP64_EOCD.size or record[:4] != b"PK\x06\x06":
-        raise AuditError(f"{printable(url)}: bad zip64 end record")
-    fields = ZIP64_EOCD.unpack(record)
-    return fields[7], fields[8], fields[9]
-
-
-def _find_end(tail: bytes) -> int:
-    """Where the end record starts: its signature, with a comment reaching exactly to the end."""
-    at = tail.rfind(b"PK\x05\x06")
-    while at >= 0:
-        if at + EOCD.size <= len(tail) and at + EOCD.size + EOCD.unpack_from(tail, at)[7] == len(tail):
-            return at
-        at = tail.rfind(b"PK\x05\x06", 0, at)
-    return -1
-
-
-def central_directory(data: bytes, entries: int, url: str = "") -> Iterator[Member]:
-    pos = 0
-    for _ in range(entries):
-        if pos + CENTRAL.size > len(data) or data[pos:pos + 4] != b"PK\x01\x02":
-            raise AuditError(f"{printable(url)}: damaged central directory")
-        f = CENTRAL.unpack_from(data, pos)
-        flags, method, crc, compressed, size, n, e, c, offset = f[5], f[6], f[9], f[10], f[11], f[12], f[13], f[14], f[18]
-        raw = data[pos + CENTRAL.size: pos + CENTRAL.size + n]
-        name = raw.decode("utf-8" if flags & 0x800 else "cp437", errors="replace")
-        extra = data[pos + CENTRAL.size + n: pos + CENTRAL.size + n + e]
-        size, compressed, offset = _zip64_extra(extra, size, compressed, offset)
-        yield Member(name=name, method=method, crc=crc, compressed=compressed, size=size, offset=offset)
-        pos += CENTRAL.size + n + e + c
-
-
-def _zip64_extra(extra: bytes, size: int, compressed: int, offset: int) -> tuple[int, int, int]:
-    """The 64-bit values of the zip64 extra field, for each 32-bit field that is saturated."""
-    pos = 0
-    while pos + 4 <= len(extra):
-        kind, length = struct.unpack_from("<2H", extra, pos)
-        if kind == 1:
-            values = list(struct.unpack_from(f"<{length // 8}Q", extra, pos + 4))
-            size = values.pop(0) if size == 0xFFFFFFFF and values else size
-            compressed = values.pop(0) if compressed == 0xFFFFFFFF and values else compressed
-            offset = values.pop(0) if offset == 0xFFFFFFFF and values else offset
-        pos += 4 + length
-    return size, compressed, offset
-
-
-def _member_bytes(client: Client, url: str, m: Member) -> bytes:
-    if m.compressed > MAX_METADATA or m.size > MAX_METADATA or m.method not in (0, 8):
-        raise AuditError(f"{printable(url)}: {printable(m.name)} is {m.size} bytes (method {m.method}); refused")
-    head = client.range(url, m.offset, LOCAL.size + len(m.name.encode()) + 256 + m.compressed)[0]
-    if len(head) < LOCAL.size or head[:4] != b"PK\x03\x04":
-        raise AuditError(f"{printable(url)}: no local header for {printable(m.name)}")
-    n, e = LOCAL.unpack_from(head)[9:11]
-    start = LOCAL.size + n + e
-    data = head[start:start + m.compressed]
-    if len(data) < m.compressed:
-        data += client.range(url, m.offset + start + len(data), m.compressed - len(data))[0]
-    out = data if m.method == 0 else zlib.decompressobj(-15).decompress(data, MAX_METADATA + 1)
-    if len(out) != m.size or zlib.crc32(out) != m.crc:
-        raise AuditError(f"{printable(url)}: {printable(m.name)} does not match its size or CRC")
-    return out
-
-
-def is_metadata(name: str) -> bool:
-    """The wheel's ``<name>-<version>.dist-info/METADATA`` (top level)."""
-    return re.fullmatch(r"[^/]+\.dist-info/METADATA", name) is not None
 
 
 # --- the audit ---------------------------------------------------------------------------------

@@ -47,9 +47,11 @@ from builders.base.safe_output import replace_into, write_whole
 from builders.matrix.model import Matrix
 from builders.release.mirror import RECORD, MirrorError
 from builders.release.promote import PromoteError, target_of
-from builders.wheel.archive import Wheel, file_sha256, header, partial_path, printable
+from builders.wheel.archive import Wheel, file_sha256, header
 from builders.wheel.variant import split_label
 from builders.wheel.verify import Expectation, Finding, integrity, verify
+from builders.wheel.writer import partial_path
+from builders.wheel.zipcheck import printable
 
 API_VERSION = "1.1"
 

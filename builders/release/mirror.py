@@ -35,13 +35,13 @@ from packaging.utils import canonicalize_name
 
 from builders.base.process import ProcessError, run
 from builders.base.safe_output import write_whole
-from builders.matrix.loader import runtime_indexes
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target
 from builders.release.promote import target_of
-from builders.wheel.archive import Wheel, file_sha256, printable
+from builders.wheel.archive import Wheel, file_sha256
 from builders.wheel.smoke import pip_index_args
 from builders.wheel.verify import installed_requirements
+from builders.wheel.zipcheck import printable
 
 RECORD = "mirror.json"
 # manylinux's legacy aliases (PEP 599/571/513), for the architectures that had them.
@@ -143,7 +143,7 @@ def _dict(value: object) -> dict[str, object]:
 
 
 # What resolves requirements for some tags into pins, and what downloads pins into a folder; each is given
-# the variant's extra indexes (:func:`builders.matrix.loader.runtime_indexes`).
+# the variant's extra indexes (:meth:`builders.matrix.model.Variant.runtime_indexes`).
 Resolve = Callable[[Sequence[str], Tags, Sequence[str]], list[Pin]]
 Download = Callable[[Sequence[Pin], Tags, Path, Sequence[str]], None]
 
@@ -218,7 +218,7 @@ class Mirror:
         requirements = sorted({str(r) for r in installed_requirements(target.requirements, target)})
         if not requirements:
             return []
-        tags, indexes = tags_of(target), runtime_indexes(target.variant, self.env)
+        tags, indexes = tags_of(target), target.variant.runtime_indexes(self.env)
         pins = self.resolve(requirements, tags, indexes)
         dest = self.folder  # a file name is one file: shared by every target that needs it
         dest.mkdir(parents=True, exist_ok=True)

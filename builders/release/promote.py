@@ -28,9 +28,10 @@ from builders.base.errors import PromoteError, VerifyError
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand
 from builders.pipeline.platform_policy import local_only_problem
-from builders.wheel.archive import ZIP_EPOCH, Wheel, rewrite
+from builders.wheel.archive import ZIP_EPOCH, Wheel
 from builders.wheel.rules import without
 from builders.wheel.verify import Expectation, Finding, verify
+from builders.wheel.writer import rewrite
 
 
 def pypi_requirements(matrix: Matrix, wheel: Wheel | None = None) -> tuple[Requirement, ...]:

@@ -1,6 +1,7 @@
 """The compatibility matrix: Python x variant per platform, as Markdown, JSON and HTML.
 
-A pure function of the matrix and (optionally) build results. Every cell that is not a
+A pure function of the matrix and (optionally) build results (:class:`builders.pipeline.results.Result`
+by target id, as :func:`builders.pipeline.results.load` reads them). Every cell that is not a
 wheel says why: excluded (with the exclusion's reason) or dropped (since when and why). A
 reason is written out once, as a numbered note, and every cell it applies to points at it.
 
@@ -31,6 +32,7 @@ from builders.base.console import markdown_table
 from builders.matrix.model import OS, Dropped, Matrix, Platform, PythonVersion, Variant
 from builders.matrix.policy import dropped_pythons
 from builders.matrix.targets import expand, target_id
+from builders.pipeline.results import Result
 
 MARK = {"planned": "planned", "built": "✅ built", "reused": "✅ reused", "failed": "❌ failed",
         "skipped": "⏭ skipped", "interrupted": "⚠ interrupted", "excluded": "—", "dropped": "dropped"}
@@ -72,7 +74,7 @@ class Cell:
         return {k: v for k, v in self.__dict__.items() if v}
 
 
-def cells(matrix: Matrix, results: Mapping[str, Mapping[str, Any]]) -> list[Cell]:
+def cells(matrix: Matrix, results: Mapping[str, Result]) -> list[Cell]:
     """Every cell of the report, in platform, Python, variant order."""
     targets, excluded = expand(matrix)
     by_id = {t.id: t for t in targets}
@@ -97,14 +99,12 @@ def _rows(matrix: Matrix) -> list[tuple[PythonVersion, str]]:
     return sorted(rows, key=lambda r: (r[0].major, r[0].minor, r[0].free_threaded))
 
 
-def _planned(common: dict[str, str], result: Mapping[str, Any] | None, wheel: str) -> Cell:
+def _planned(common: dict[str, str], result: Result | None, wheel: str) -> Cell:
     if result is None:
         return Cell(**common, status="planned", wheel=wheel)
-    reason = str(result.get("reason", ""))
-    if result.get("stage") and result["status"] == "failed":
-        reason = f"at {result['stage']}: {reason}"
-    return Cell(**common, status=str(result["status"]), reason=reason, engine=str(result.get("engine", "")),
-                wheel=str(result.get("wheel", wheel)), log=str(result.get("log", "")))
+    reason = f"at {result.stage}: {result.reason}" if result.stage and result.status == "failed" else result.reason
+    return Cell(**common, status=result.status, reason=reason, engine=result.engine, wheel=result.wheel or wheel,
+                log=result.log)
 
 
 # --- install commands ----------------------------------------------------------------------
@@ -216,7 +216,7 @@ def note_kind(status: str) -> str:
 # --- JSON ---------------------------------------------------------------------------------
 
 
-def to_json(matrix: Matrix, results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def to_json(matrix: Matrix, results: Mapping[str, Result]) -> dict[str, Any]:
     return {
         "project": matrix.project.name,
         "version": str(matrix.project.version),
@@ -246,7 +246,7 @@ def toolkit_of(v: Variant) -> tuple[str, ...]:
 # --- Markdown -------------------------------------------------------------------------------
 
 
-def to_markdown(matrix: Matrix, results: Mapping[str, Mapping[str, Any]], *, limit: int = SUMMARY_LIMIT) -> str:
+def to_markdown(matrix: Matrix, results: Mapping[str, Result], *, limit: int = SUMMARY_LIMIT) -> str:
     """Tables per platform whose cells point at footnotes; each reason is written once, at the end.
 
     Dropped Pythons are listed once (not as rows), and a variant a platform excludes for one
@@ -393,7 +393,7 @@ class Answer:
     note: Note | None = None
 
 
-def to_html(matrix: Matrix, results: Mapping[str, Mapping[str, Any]]) -> str:
+def to_html(matrix: Matrix, results: Mapping[str, Result]) -> str:
     """The self-contained compatibility page.
 
     Every value that comes from the matrix or a results file is escaped by the template
@@ -510,13 +510,14 @@ def template() -> jinja2.Template:
     return env.get_template("compatibility.html.j2")
 
 
-def rebase_logs(results: Mapping[str, Mapping[str, Any]], results_dir: str, output_dir: str) -> dict[str, dict[str, Any]]:
+def rebase_logs(results: Mapping[str, Result], results_dir: str, output_dir: str) -> dict[str, Result]:
     """``results`` with each ``log`` made relative to ``output_dir`` (where the page is written)
     instead of ``results_dir`` (where the results file is), so the page's links open the logs."""
-    out = {}
-    for tid, result in results.items():
-        log = str(result.get("log", ""))
-        if log and safe_href(log):
-            log = os.path.relpath(os.path.join(results_dir, log), output_dir).replace(os.sep, "/")
-        out[tid] = {**result, "log": log} if log else dict(result)
-    return out
+    return {tid: _rebased(result, results_dir, output_dir) for tid, result in results.items()}
+
+
+def _rebased(result: Result, results_dir: str, output_dir: str) -> Result:
+    if not (result.log and safe_href(result.log)):
+        return result
+    return dataclasses.replace(result, log=os.path.relpath(os.path.join(results_dir, result.log), output_dir)
+                               .replace(os.sep, "/"))

@@ -35,8 +35,10 @@ from builders.matrix.targets import Target
 from builders.release.index import IndexedFile, Requirements, describe, find_wheels, write_project, write_root
 from builders.release.promote import PromoteError, public_version, target_of, wheel_epoch
 from builders.wheel import variant as wheel_variant
-from builders.wheel.archive import Finding, Wheel, file_sha256, rewrite
+from builders.wheel.archive import Wheel, file_sha256
 from builders.wheel.verify import Expectation, verify
+from builders.wheel.writer import rewrite
+from builders.wheel.zipcheck import Finding
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +62,7 @@ class VariantIndex:
 def settings(matrix: Matrix) -> WheelVariants:
     if matrix.wheel_variants is None:
         raise VariantError(f"{matrix.path}: the matrix declares no wheel_variants: add its providers and priorities "
-                           "(see the README's \"Wheel variants\")")
+                           "(see docs/variants.md)")
     return matrix.wheel_variants
 
 

@@ -1,14 +1,12 @@
-"""Wheel files as values: read name, tags, METADATA and RECORD; rewrite them reproducibly.
+"""Wheel files as values: read name, tags, METADATA and RECORD (writing them is :mod:`builders.wheel.writer`).
 
-Names and tags always go through ``packaging`` (``parse_wheel_filename``); a rewrite keeps
-every payload byte, regenerates RECORD, and writes entries in a deterministic order with a
-fixed timestamp so the same input gives the same bytes.
+Names and tags always go through ``packaging`` (``parse_wheel_filename``).
 
-Every wheel is untrusted input, read defensively: the central directory is capped before it is
-parsed, every member name, type, flag and compression method is checked
-(:attr:`WheelReader.problems`), and what a member may inflate to is capped from its declared
-sizes before anything is inflated, then enforced again while streaming (declared sizes can
-lie). A member that is unsafe to inflate is never inflated; what is wrong is a :class:`Finding`
+Every wheel is untrusted input, read defensively through :mod:`builders.wheel.zipcheck`: the
+central directory is capped before it is parsed, every member name, type, flag and compression
+method is checked (:attr:`WheelReader.problems`), and what a member may inflate to is capped from
+its declared sizes before anything is inflated, then enforced again while streaming (declared
+sizes can lie). A member that is unsafe to inflate is never inflated; what is wrong is a :class:`Finding`
 with its own code, never a traceback.
 """
 
@@ -22,81 +20,39 @@ import email.policy
 import hashlib
 import io
 import os
-import posixpath
-import re
-import shutil
-import stat
-import struct
 import zipfile
-import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cached_property, partial
+from functools import cached_property
 from pathlib import Path
-from typing import BinaryIO
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag, parse_tag
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from builders.base.errors import WheelError
-from builders.base.safe_output import partial_path, replace_into
-from builders.matrix.targets import wheel_filename
+from builders.wheel.zipcheck import (
+    GIB,
+    MAX_READ,
+    MAX_TOTAL_INFLATED,
+    MIB,
+    ZIP_ERRORS,
+    Finding,
+    archive_problems,
+    duplicate_problems,
+    member_problems,
+    open_zip,
+    printable,
+    refusal,
+)
 
 # 1980-01-01 is the earliest time a zip can hold; used when SOURCE_DATE_EPOCH is unset.
 ZIP_EPOCH = 315532800
 
 # Streamed members are read this much at a time: memory stays flat whatever a member's size.
 CHUNK_SIZE = 1 << 20
-
-MIB, GIB = 1 << 20, 1 << 30
-# Caps on what a wheel may hold. Measured on torch 2.13's CPU wheel (183 MiB, 12,248 members,
-# 667 MiB inflated, largest member libtorch_cpu.so at 414 MiB, highest ratio 33:1 overall and
-# 24:1 among members over 1 MiB); CUDA framework wheels that link the runtime from pip stay
-# under 1.5 GiB per library and 3 GiB inflated. Deflate tops out near 1032:1, so 200:1 is
-# 6x above any real member and 5x below a stream of zeros.
-MAX_MEMBERS = 100_000  # torch has 12k; ~560 bytes of ZipInfo each once parsed
-MAX_CENTRAL_DIRECTORY = 16 * MIB  # read in one piece by zipfile; torch's is 1.3 MiB
-MAX_MEMBER_INFLATED = 2 * GIB
-MAX_TOTAL_INFLATED = 4 * GIB
-MAX_RATIO = 200  # inflated:compressed, for a member (or the whole wheel) over RATIO_FLOOR
-RATIO_FLOOR = 1 * MIB
-MAX_READ = 32 * MIB  # a dist-info file read whole (METADATA, WHEEL, RECORD; torch's RECORD is 1.6 MiB)
-
-# The compression methods wheel builders write and every installer reads.
-COMPRESSION = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
-ENCRYPTED = 0x0001 | 0x0040  # general purpose flag bits: traditional and strong encryption
-FILE_TYPES = frozenset({0, stat.S_IFREG, stat.S_IFDIR})  # 0: no Unix mode recorded
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_DRIVE = re.compile(r"^[A-Za-z]:")
-
-# What zipfile raises on a damaged or unsupported archive (bad CRC, bad deflate stream,
-# unknown compression method, encrypted member): each becomes one finding or WheelError.
-ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, RuntimeError, ValueError,
-              struct.error, IndexError, KeyError)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Finding:
-    """One thing wrong with a wheel: a stable code, a message, the member it concerns."""
-
-    code: str
-    message: str
-    file: str = ""
-
-    def __str__(self) -> str:
-        where = f" [{printable(self.file)}]" if self.file else ""
-        return f"{self.code}: {printable(self.message)}{where}"
-
-    def to_json(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message, "file": self.file}
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters escaped (``\\x00``, ``\\n``): a member name cannot forge a line."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 @dataclass(frozen=True)
@@ -146,9 +102,7 @@ class Wheel:
             raise WheelError(f"{self.path}: not a readable wheel: {exc}") from exc
         with fh:
             size = os.fstat(fh.fileno()).st_size
-            with self._zip(_CappedReads(fh, size)) as zf:
-                if len(zf.filelist) > MAX_MEMBERS:
-                    raise WheelError(f"{self.path}: refused: {len(zf.filelist)} members, more than {MAX_MEMBERS:,}")
+            with open_zip(fh, size, str(self.path)) as zf:
                 yield WheelReader(self, zf, size=size)
 
     @cached_property
@@ -197,46 +151,8 @@ class Wheel:
                     found.append(stream.problem)
             return found
 
-    def _zip(self, source: BinaryIO | _CappedReads) -> zipfile.ZipFile:
-        try:
-            return zipfile.ZipFile(source)  # type: ignore[arg-type]
-        except _TooLarge as exc:
-            raise WheelError(f"{self.path}: refused: its central directory is {exc.size:,} bytes, more than "
-                             f"{MAX_CENTRAL_DIRECTORY // MIB} MiB (a wheel of at most {MAX_MEMBERS:,} members)") from exc
-        except Exception as exc:  # zipfile parses hostile bytes: any failure means "not a wheel we can read"
-            raise WheelError(f"{self.path}: not a readable wheel: {exc or type(exc).__name__}") from exc
 
 
-class _TooLarge(Exception):
-    def __init__(self, size: int) -> None:
-        super().__init__(size)
-        self.size = size
-
-
-class _CappedReads:
-    """The archive file, refusing any one read over the central directory cap.
-
-    zipfile reads the whole central directory with one ``read`` and parses all of it into
-    ``ZipInfo`` objects; members are read in chunks of at most :data:`CHUNK_SIZE`.
-    """
-
-    def __init__(self, fh: BinaryIO, size: int) -> None:
-        self._fh, self._size = fh, size
-
-    def read(self, n: int | None = -1) -> bytes:
-        want = self._size - self._fh.tell() if n is None or n < 0 else n
-        if want > MAX_CENTRAL_DIRECTORY:
-            raise _TooLarge(want)
-        return self._fh.read(want)
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self._fh.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._fh.tell()
-
-    def seekable(self) -> bool:
-        return True
 
 
 class WheelReader:
@@ -415,80 +331,6 @@ def _stream_problem(info: zipfile.ZipInfo, exc: BaseException) -> Finding:
     return Finding(code=code, message=f"cannot be inflated: {text}", file=info.filename)
 
 
-# --- what the central directory shows -------------------------------------------------------
-
-
-def member_problems(info: zipfile.ZipInfo) -> Iterator[Finding]:
-    """Every problem of one entry's name, type, flags and declared sizes."""
-    raw = info.orig_filename  # before zipfile cuts the name at a NUL byte
-    yield from name_problems(raw)
-    if not info.filename.strip("/"):
-        yield Finding(code="member-empty-name", message=f"empty name {raw!r}: nowhere to write it", file=raw)
-    kind = stat.S_IFMT(info.external_attr >> 16)
-    if kind == stat.S_IFLNK:
-        yield Finding(code="member-symlink", message="is a symbolic link (zip external_attr S_IFLNK); a wheel holds "
-                      "regular files only", file=info.filename)
-    elif kind not in FILE_TYPES:
-        yield Finding(code="member-special", message=f"is not a regular file (mode {oct(kind)})", file=info.filename)
-    problem = refusal(info)
-    if problem is not None:
-        yield problem
-
-
-def name_problems(raw: str) -> Iterator[Finding]:
-    """A member name that would land outside the install folder, or somewhere else than it says."""
-    if _CONTROL.search(raw):
-        yield Finding(code="member-control-char", message="name holds a control character (NUL, newline, ...)", file=raw)
-    if "\\" in raw:
-        yield Finding(code="member-backslash", message="name holds a backslash, a separator on Windows", file=raw)
-    if raw.startswith(("/", "\\")) or _DRIVE.match(raw):
-        yield Finding(code="member-absolute", message="absolute path: would be written outside the install folder",
-                      file=raw)
-    if ".." in re.split(r"[/\\]", raw):
-        yield Finding(code="member-traversal", message="'..' in the path: would be written outside the install "
-                      "folder (zip-slip)", file=raw)
-
-
-def refusal(info: zipfile.ZipInfo) -> Finding | None:
-    """Why this member must not be inflated at all, from its central directory entry alone."""
-    name = info.filename
-    if info.flag_bits & ENCRYPTED:
-        return Finding(code="member-encrypted", message="is encrypted (general purpose flag bit 0)", file=name)
-    if info.compress_type not in COMPRESSION:
-        return Finding(code="member-compression", message=f"compression method {info.compress_type} is not "
-                       f"{' or '.join(COMPRESSION.values())}", file=name)
-    if info.file_size > MAX_MEMBER_INFLATED:
-        return Finding(code="member-too-large", message=f"declares {info.file_size:,} bytes inflated, more than "
-                       f"{MAX_MEMBER_INFLATED // GIB} GiB", file=name)
-    if _over_ratio(info.file_size, info.compress_size):
-        return Finding(code="member-ratio", message=f"declares {info.file_size:,} bytes inflated from "
-                       f"{info.compress_size:,}: over {MAX_RATIO}:1 (a zip bomb)", file=name)
-    return None
-
-
-def _over_ratio(inflated: int, compressed: int) -> bool:
-    return inflated > RATIO_FLOOR and inflated > MAX_RATIO * max(compressed, 1)
-
-
-def duplicate_problems(entries: Iterable[zipfile.ZipInfo]) -> Iterator[Finding]:
-    """Two entries that would be written to the same path (``a/b``, ``a//b``, ``a/./b``)."""
-    seen: set[str] = set()
-    for info in entries:
-        key = posixpath.normpath(info.filename)
-        if key in seen:
-            yield Finding(code="member-duplicate", message="a second entry with this path", file=info.filename)
-        seen.add(key)
-
-
-def archive_problems(entries: Iterable[zipfile.ZipInfo], archive_size: int) -> Iterator[Finding]:
-    """The wheel as a whole: what all members declare they inflate to (the file size is a fact)."""
-    total = sum(i.file_size for i in entries)
-    if total > MAX_TOTAL_INFLATED:
-        yield Finding(code="archive-too-large", message=f"members declare {total:,} bytes inflated, more than "
-                      f"{MAX_TOTAL_INFLATED // GIB} GiB; nothing was inflated")
-    elif _over_ratio(total, archive_size):
-        yield Finding(code="archive-ratio", message=f"members declare {total:,} bytes inflated from a "
-                      f"{archive_size:,}-byte file: over {MAX_RATIO}:1 (a zip bomb); nothing was inflated")
 
 
 def _parse_headers(data: bytes) -> email.message.Message:
@@ -530,183 +372,3 @@ def file_sha256(path: Path) -> str:
 def source_date_epoch(env: Mapping[str, str]) -> int:
     return max(int(env.get("SOURCE_DATE_EPOCH", ZIP_EPOCH)), ZIP_EPOCH)
 
-
-# A member to write: its declared size, and a function giving its bytes in chunks.
-Source = tuple[int, Callable[[], Iterable[bytes]]]
-
-
-def rewrite(
-    wheel: Wheel,
-    dest_dir: Path,
-    *,
-    version: Version | None = None,
-    requirements: Iterable[Requirement] | None = None,
-    epoch: int = ZIP_EPOCH,
-) -> Path:
-    """Write a copy of ``wheel`` into ``dest_dir`` with a new version and/or Requires-Dist.
-
-    The dist-info folder is renamed with the version, METADATA and RECORD are rewritten,
-    every other member keeps its bytes, streamed from the input (memory stays flat). A wheel
-    whose archive has any problem is refused before anything is written. Returns the new path.
-    """
-    version = version or wheel.version
-    name = wheel.name
-    dest = dest_dir / (wheel_filename(name, version, _single_tag(wheel)) if len(wheel.tags) == 1 else _rename(wheel, version))
-    new_dist_info = f"{canonicalize_name(name).replace('-', '_')}-{version}.dist-info"
-    with wheel.open() as reader:
-        if reader.problems:
-            raise WheelError(f"{printable(wheel.path.name)}: refused to rewrite: "
-                             + "; ".join(map(str, reader.problems)))
-        old = reader.dist_info
-        metadata = _new_metadata(reader.read(f"{old}/METADATA"), version, requirements)
-        sources: dict[str, Source] = {}
-        modes: dict[str, int] = {}
-        for info in reader.infos:
-            if info.filename == f"{old}/RECORD":
-                continue
-            renamed = info.filename.replace(old + "/", new_dist_info + "/", 1)
-            is_metadata = info.filename == f"{old}/METADATA"
-            sources[renamed] = (len(metadata), lambda: (metadata,)) if is_metadata else \
-                (info.file_size, partial(reader.stream, info))
-            modes[renamed] = info.external_attr
-        write_members(dest, sources, new_dist_info, modes, epoch)
-    return dest
-
-
-def _single_tag(wheel: Wheel) -> Tag:
-    return sorted(wheel.tags, key=str)[0]
-
-
-def _rename(wheel: Wheel, version: Version) -> str:
-    """Keep a multi-tag wheel's compressed tag set, change only the version."""
-    dist, _old_version, rest = wheel.path.name.split("-", 2)
-    return f"{dist}-{version}-{rest}"
-
-
-def _new_metadata(raw: bytes, version: Version, requirements: Iterable[Requirement] | None) -> bytes:
-    """METADATA with its Version (and, given ``requirements``, its Requires-Dist) replaced;
-    every other header line and the body keep their bytes, whatever their encoding.
-
-    Fields are found as pip and packaging read them (:func:`header_fields`); a new line ends
-    as the METADATA's first line does (CRLF or LF).
-    """
-    fields, rest = header_fields(raw)
-    eol = _eol(fields[0][-1] if fields else b"")
-    out: list[bytes] = []
-    for field in fields:
-        key = field[0].split(b":", 1)[0].strip().lower()
-        if key == b"version":
-            field = [b"Version: " + str(version).encode() + (_eol(field[-1]) if _ends_line(field[-1]) else b"")]
-        elif key == b"requires-dist" and requirements is not None:
-            continue
-        out += field
-    added = [f"Requires-Dist: {r}".encode() + eol for r in requirements or ()]
-    if added and out and not _ends_line(out[-1]):
-        out[-1] += eol
-    return b"".join(out + added) + rest
-
-
-# email.feedparser's rule, which pip and packaging read METADATA with: a line that starts with
-# a space or tab continues the field above (a whitespace-only one too); a line that is neither
-# that nor ``Name:`` ends the headers, and is dropped when it is empty, else starts the body.
-_FIELD_LINE = re.compile(rb"From |[\041-\071\073-\176]*:|[\t ]")
-_LINE_ENDS = (b"\r\n", b"\n", b"\r")
-
-
-def header_fields(raw: bytes) -> tuple[list[list[bytes]], bytes]:
-    """METADATA's header fields, each as its lines (line ends kept), and every byte after them
-    (the empty separator line and the body, verbatim)."""
-    fields: list[list[bytes]] = []
-    offset = 0
-    for line in raw.splitlines(keepends=True):
-        if not _FIELD_LINE.match(line):
-            break
-        if line[:1] in (b" ", b"\t") and fields:
-            fields[-1].append(line)
-        else:
-            fields.append([line])
-        offset += len(line)
-    return fields, raw[offset:]
-
-
-def _ends_line(line: bytes) -> bool:
-    return line.endswith(_LINE_ENDS)
-
-
-def _eol(line: bytes) -> bytes:
-    """The line end of ``line`` (LF when it has none)."""
-    return next((e for e in _LINE_ENDS if line.endswith(e)), b"\n")
-
-
-def write_wheel(dest: Path, members: Mapping[str, bytes], dist_info: str, modes: Mapping[str, int], epoch: int) -> None:
-    """Write members in sorted order, dist-info last, RECORD generated, atomically."""
-    write_members(dest, {n: (len(data), partial(iter, (data,))) for n, data in members.items()}, dist_info, modes, epoch)
-
-
-def partial_writer(path: Path) -> int | None:
-    """The pid that wrote the :func:`partial_path` ``path``, or None when the name carries none."""
-    pid = path.name.removesuffix(".partial").rpartition(".")[2]
-    return int(pid) if pid.isdigit() else None
-
-
-def write_members(dest: Path, sources: Mapping[str, Source], dist_info: str, modes: Mapping[str, int], epoch: int) -> None:
-    """:func:`write_wheel` from streamed sources: each member hashed for RECORD as it is written.
-
-    Sorted order, dist-info last, one timestamp, written to a hidden temporary file of this
-    process (:func:`partial_path`) that replaces ``dest`` only when complete (and is removed on
-    any failure).
-    """
-    record_name = f"{dist_info}/RECORD"
-    order = sorted(sources, key=lambda n: (n.startswith(dist_info + "/"), n))
-    stamp = _zip_time(epoch)
-    tmp = partial_path(dest)
-    try:
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-            rows = [(n, *_write_member(zf, _zip_info(n, stamp, modes), sources[n])) for n in order]
-            buf = io.StringIO()
-            csv.writer(buf, lineterminator="\n").writerows([*rows, (record_name, "", "")])
-            zf.writestr(_zip_info(record_name, stamp, modes), buf.getvalue().encode())
-        replace_into(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def _zip_info(name: str, stamp: tuple[int, int, int, int, int, int], modes: Mapping[str, int]) -> zipfile.ZipInfo:
-    info = zipfile.ZipInfo(name, date_time=stamp)
-    info.external_attr = modes.get(name, 0o644 << 16) or (0o644 << 16)
-    info.compress_type = zipfile.ZIP_DEFLATED
-    return info
-
-
-def _write_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: Source) -> tuple[str, str]:
-    """Stream one member into ``zf`` (its declared size picks zip64 as writestr would); (hash, size) for RECORD."""
-    info.file_size, chunks = source[0], source[1]
-    digest, size = hashlib.sha256(), 0
-    with zf.open(info, "w") as out:
-        for chunk in chunks():
-            digest.update(chunk)
-            size += len(chunk)
-            out.write(chunk)
-    return record_digest(digest), str(size)
-
-
-def _zip_time(epoch: int) -> tuple[int, int, int, int, int, int]:
-    import time
-
-    t = time.gmtime(max(epoch, ZIP_EPOCH))
-    return (t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec - t.tm_sec % 2)
-
-
-def label(wheel: Wheel, version: Version, requirements: tuple[Requirement, ...], dest_dir: Path, epoch: int) -> Path:
-    """Give ``wheel`` the variant's labelled version and the whole Requires-Dist ``requirements`` (the
-    pipeline passes the build's own list with the variant's runtime requirements added).
-
-    A build that already did (PyTorch's ``PYTORCH_BUILD_VERSION`` style) is copied unchanged;
-    otherwise the version and Requires-Dist are rewritten and RECORD regenerated.
-    """
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    same_reqs = sorted(map(str, wheel.requires_dist)) == sorted(map(str, requirements))
-    if wheel.version == version and same_reqs:
-        return Path(shutil.copy2(wheel.path, dest_dir / wheel.path.name))
-    return rewrite(wheel, dest_dir, version=version, requirements=requirements, epoch=epoch)

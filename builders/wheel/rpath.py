@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from builders.base.process import Call, LogLike, run
-from builders.wheel.archive import Wheel, write_wheel
+from builders.wheel.archive import Wheel
+from builders.wheel.writer import write_wheel
 
 ELF_MAGIC = b"\x7fELF"
 LINK_FLAG_VARS = ("LDSHARED", "LDFLAGS", "LDCXXSHARED", "CONFIGURE_LDFLAGS")

@@ -2,7 +2,7 @@
 
 Each rule is a pure function over header values (text, as METADATA holds them) and what the
 matrix expects, and returns problems with a stable code (:data:`CODES`). Each caller maps the
-codes into its own finding type (verify's :class:`~builders.wheel.archive.Finding`, audit's ``Drift``).
+codes into its own finding type (verify's :class:`~builders.wheel.zipcheck.Finding`, audit's ``Drift``).
 
 - ``name``: Name, PEP 503-normalised, is the project's.
 - ``version``: Version is the expected version, written as it is normalised.
@@ -38,7 +38,7 @@ CODES = ("name", "version", "requires-python-missing", "requires-python-invalid"
 
 
 @dataclass(frozen=True, kw_only=True)
-class Problem:
+class Mismatch:
     """One way METADATA differs from what the matrix expects."""
 
     code: str
@@ -73,52 +73,52 @@ class Wanted:
     required: tuple[Requirement, ...] = ()  # what must be there whatever the build wrote (the variant's)
 
 
-def problems(have: Headers, want: Wanted) -> tuple[Problem, ...]:
+def problems(have: Headers, want: Wanted) -> tuple[Mismatch, ...]:
     """Every problem of ``have``, in the order of :data:`CODES`; empty when METADATA is right."""
     return (*name_problems(have.name, want.project), *version_problems(have.version, want.version),
             *requires_python_problems(have.requires_python, want.requires_python, want.dropped),
             *requires_dist_problems(have.requires_dist, want.requirements, want.required))
 
 
-def name_problems(text: str | None, project: str) -> tuple[Problem, ...]:
+def name_problems(text: str | None, project: str) -> tuple[Mismatch, ...]:
     if canonicalize_name(text or "") == canonicalize_name(project):
         return ()
-    return (Problem(code="name", message=f"METADATA Name {text!r} != {project!r} (PEP 503-normalised)"),)
+    return (Mismatch(code="name", message=f"METADATA Name {text!r} != {project!r} (PEP 503-normalised)"),)
 
 
-def version_problems(text: str | None, want: Version) -> tuple[Problem, ...]:
+def version_problems(text: str | None, want: Version) -> tuple[Mismatch, ...]:
     if text == str(want):
         return ()
-    return (Problem(code="version", message=f"METADATA Version {text} != {want}"),)
+    return (Mismatch(code="version", message=f"METADATA Version {text} != {want}"),)
 
 
-def requires_python_problems(text: str | None, want: SpecifierSet, dropped: Iterable[Dropped]) -> tuple[Problem, ...]:
+def requires_python_problems(text: str | None, want: SpecifierSet, dropped: Iterable[Dropped]) -> tuple[Mismatch, ...]:
     """Present, valid, admitting no dropped Python and, failing nothing more specific, the matrix's set."""
     missing = text is None or not text.strip()
     try:
         have = SpecifierSet(text or "")
     except InvalidSpecifier:
-        return (Problem(code="requires-python-invalid",
+        return (Mismatch(code="requires-python-invalid",
                         message=f"Requires-Python {text!r} is not a version specifier; the matrix says {want}"),)
-    found = [Problem(code="requires-python-missing", message=f"no Requires-Python; the matrix says {want}")] if missing else []
-    found += [Problem(code="requires-python-admits-dropped", message=f"Requires-Python {have or '(none)'} admits "
+    found = [Mismatch(code="requires-python-missing", message=f"no Requires-Python; the matrix says {want}")] if missing else []
+    found += [Mismatch(code="requires-python-admits-dropped", message=f"Requires-Python {have or '(none)'} admits "
                       f"Python {d.value}: {d.describe()}; the matrix says {want}") for d in dropped_admitted_by(have, dropped)]
     if not found and have != want:
-        found.append(Problem(code="requires-python", message=f"Requires-Python {have}, the matrix says {want}"))
+        found.append(Mismatch(code="requires-python", message=f"Requires-Python {have}, the matrix says {want}"))
     return tuple(found)
 
 
 def requires_dist_problems(values: Sequence[str], want: Iterable[Requirement] | None,
-                           required: Iterable[Requirement] = ()) -> tuple[Problem, ...]:
+                           required: Iterable[Requirement] = ()) -> tuple[Mismatch, ...]:
     """Requires-Dist compared with the expected requirements as sets of normalised requirements (``want``
     None: the build's own list stands, and must hold ``required``). The message names both sides."""
     try:
         have = {requirement_key(r): str(r) for r in map(Requirement, values)}
     except InvalidRequirement as exc:
-        return (Problem(code="requires-dist-invalid", message=f"unparsable Requires-Dist: {exc}"),)
+        return (Mismatch(code="requires-dist-invalid", message=f"unparsable Requires-Dist: {exc}"),)
     if want is None:
         lacks = sorted(str(r) for r in required if requirement_key(r) not in have)
-        return (Problem(code="requires-dist", message=f"Requires-Dist {sorted(have.values())} lacks the variant's "
+        return (Mismatch(code="requires-dist", message=f"Requires-Dist {sorted(have.values())} lacks the variant's "
                         f"runtime requirements {lacks}"),) if lacks else ()
     wanted = {requirement_key(r): str(r) for r in want}
     if have.keys() == wanted.keys():
@@ -126,7 +126,7 @@ def requires_dist_problems(values: Sequence[str], want: Iterable[Requirement] | 
     lacks, extra = sorted(wanted[k] for k in wanted.keys() - have.keys()), sorted(have[k] for k in have.keys() - wanted.keys())
     parts = ([f"the wheel lacks {lacks}"] if lacks else []) + ([f"it has {extra}, which the matrix does not list"]
                                                              if extra else [])
-    return (Problem(code="requires-dist", message=f"Requires-Dist {sorted(have.values())} is not the matrix's "
+    return (Mismatch(code="requires-dist", message=f"Requires-Dist {sorted(have.values())} is not the matrix's "
                     f"{sorted(wanted.values())} (dependencies, extras and the variant's): {'; '.join(parts)}"),)
 
 

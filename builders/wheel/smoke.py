@@ -39,7 +39,6 @@ from builders.base.errors import SmokeError
 from builders.base.process import HostRunner, LogLike, ProcessError, Runner
 from builders.families import families, family_for
 from builders.families.provision import default_cache
-from builders.matrix.loader import runtime_indexes
 from builders.matrix.model import OS, Variant
 from builders.matrix.targets import Target
 
@@ -183,7 +182,7 @@ class Installer:
         """This installer with ``target``'s runtime indexes (TheRock's for rocm) added to whatever index it
         is configured with: its requirements are on no other index. Expanded from ``env`` where the smoke
         runs, like pip's settings, so no plan shows a registry address."""
-        return replace(self, indexes=runtime_indexes(target.variant, env))
+        return replace(self, indexes=target.variant.runtime_indexes(env))
 
 
 VENV_PIP = Installer()

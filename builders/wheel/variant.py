@@ -30,7 +30,7 @@ from typing import Any
 from builders.base.errors import VariantError
 from builders.base.process import LogLike, run
 from builders.matrix.model import Variant, WheelVariants
-from builders.wheel.archive import Finding
+from builders.wheel.zipcheck import Finding
 
 VARIANT_JSON = "variant.json"
 

@@ -39,7 +39,8 @@ from builders.matrix.model import OS, Dropped, Variant
 from builders.matrix.targets import Target
 from builders.wheel import elf
 from builders.wheel import rules as metadata_rules
-from builders.wheel.archive import Finding, RecordEntry, Wheel, WheelReader, record_digest
+from builders.wheel.archive import RecordEntry, Wheel, WheelReader, record_digest
+from builders.wheel.zipcheck import Finding
 
 
 def driver_libs() -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from builders.wheel.archive import write_wheel
+from builders.wheel.writer import write_wheel
 from tests.hostile.corpus import Case, Content
 
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -72,8 +72,10 @@ class Facts:
 
 @functools.cache
 def shipped() -> Matrix:
+    from builders.families import registry
     from builders.matrix import loader as matrix
 
+    registry.load_builtin()  # builders' own families, before the matrix is read
     return matrix.load(MATRIX)
 
 

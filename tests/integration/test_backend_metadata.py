@@ -26,8 +26,9 @@ from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand
 from builders.release import audit
 from builders.release.promote import check_promoted, public_version, pypi_requirements
-from builders.wheel.archive import Wheel, label, rewrite
+from builders.wheel.archive import Wheel
 from builders.wheel.verify import METADATA_CODES, Expectation, verify
+from builders.wheel.writer import label, rewrite
 from tests.verdict import same_verdict
 
 pytestmark = pytest.mark.slow

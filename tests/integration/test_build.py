@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from builders.matrix.targets import Selection, expand, select
-from builders.wheel.archive import Wheel, file_sha256, write_wheel
+from builders.wheel.archive import Wheel, file_sha256
 from builders.wheel.verify import Expectation, verify
+from builders.wheel.writer import write_wheel
 from tests.helpers import builders
 
 pytestmark = pytest.mark.slow

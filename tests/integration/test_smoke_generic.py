@@ -25,8 +25,8 @@ import pytest
 from packaging.version import Version
 
 from builders.matrix.targets import Selection, select
-from builders.wheel.archive import write_wheel
 from builders.wheel.smoke import SmokeOutcome, smoke
+from builders.wheel.writer import write_wheel
 
 pytestmark = pytest.mark.slow
 

@@ -10,13 +10,16 @@ import hashlib
 import io
 import json
 import zipfile
+import zlib
 from types import SimpleNamespace
 
 import pytest
 
 from builders.base.errors import AuditError, SelectionError
-from builders.release import audit
+from builders.release import audit, remote
+from builders.wheel import zipcheck
 from tests import expected
+from tests.hostile import make_wheels as mw
 
 
 def cuda_label(data: dict) -> str:
@@ -128,7 +131,7 @@ def test_the_central_directory_reader_finds_metadata(tmp_path, method: int, comm
 def test_the_reader_refuses_what_is_not_a_wheel(tmp_path) -> None:
     path = tmp_path / "x.whl"
     path.write_bytes(b"not a zip" * 100)
-    with pytest.raises(AuditError, match="no zip end record"):
+    with pytest.raises(AuditError, match="not a readable wheel"):
         audit.remote_member(audit.Client(), path.as_uri(), audit.is_metadata)
     path.write_bytes(zip_bytes({"a/x.py": b""}))
     with pytest.raises(AuditError, match="0 members match"):
@@ -195,3 +198,60 @@ def test_pypi_channel_uses_pip_s_configured_index_else_pip_s_own_default(m, monk
     monkeypatch.setattr(audit_cli, "run", broken)
     with pytest.raises(AuditError, match="pass --index-url URL"):
         audit_cli.default_index_url(m, "pypi", {})
+
+
+def served(tmp_path, data: bytes, name: str = "a-1.0-py3-none-any.whl") -> str:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path.as_uri()
+
+
+def test_a_central_directory_over_its_cap_is_refused_unfetched(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same caps as a wheel on disk (one zip reader): refused before the directory is fetched."""
+    url = served(tmp_path, mw._many(2000))  # a 110,000-byte central directory
+    monkeypatch.setattr(zipcheck, "MAX_CENTRAL_DIRECTORY", 50_000)
+    client = audit.Client()
+    with pytest.raises(AuditError, match="central directory is 110,000 bytes"):
+        audit.remote_member(client, url, audit.is_metadata)
+    assert client.read["ranges"] < 50_000
+    monkeypatch.undo()
+    monkeypatch.setattr(zipcheck, "MAX_MEMBERS", 1000)
+    with pytest.raises(AuditError, match="2000 members, more than 1,000"):
+        audit.remote_member(audit.Client(), url, audit.is_metadata)
+
+
+def test_a_metadata_bomb_is_refused_from_its_entry(tmp_path) -> None:
+    """A METADATA declaring 3 MiB from a few KiB (over 200:1) is refused before it is read."""
+    bomb = zlib.compress(b"\0" * (3 << 20))[2:-4]
+    entry = mw.Entry(name=b"a-1.0.dist-info/METADATA", data=bomb, plain=b"\0" * (3 << 20))
+    client = audit.Client()
+    with pytest.raises(AuditError, match="a zip bomb.*refused"):
+        audit.remote_member(client, served(tmp_path, mw.raw_zip([entry])), audit.is_metadata)
+    assert client.read["ranges"] <= remote.TAIL
+
+
+def test_a_tampered_member_fails_its_crc(tmp_path) -> None:
+    body = b"Metadata-Version: 2.4\nName: a\n"
+    entry = mw.Entry(name=b"a-1.0.dist-info/METADATA", data=body.replace(b"a\n", b"b\n"), method=0, plain=body)
+    with pytest.raises(AuditError, match="cannot be read: Bad CRC-32"):
+        audit.remote_member(audit.Client(), served(tmp_path, mw.raw_zip([entry])), audit.is_metadata)
+
+
+def test_the_bytes_fetched_for_one_member_are_bounded(tmp_path) -> None:
+    body = b"Metadata-Version: 2.4\nName: a\n" + bytes(range(256)) * 200
+    url = served(tmp_path, zip_bytes({"a/x.py": b"x" * 100_000, "a-1.0.dist-info/METADATA": body}, method=zipfile.ZIP_STORED))
+    client = audit.Client()
+    source = remote.RangedFile(client, url, limit=remote.TAIL + 1024)
+    with zipcheck.open_zip(source, source.size, url) as zf, pytest.raises(AuditError, match="more than 9,216 bytes"):
+        remote._member_bytes(zf, source, zf.getinfo("a-1.0.dist-info/METADATA"), url)
+    assert client.read["ranges"] <= remote.TAIL + 1024
+
+
+def test_the_ranged_file_reads_like_the_file(tmp_path) -> None:
+    data = hashlib.shake_256(b"x").digest(50_000)
+    source = remote.RangedFile(audit.Client(), served(tmp_path, data, "blob.bin"))
+    for start, n in [(0, 10), (49_990, 100), (12_345, 20_000), (100, 0), (0, 50_000)]:
+        source.seek(start)
+        assert source.read(n) == data[start:start + n] and source.tell() == min(start + n, len(data))
+    source.seek(-5, 2)
+    assert source.read() == data[-5:]

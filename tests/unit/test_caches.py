@@ -176,13 +176,17 @@ def test_cache_prune_needs_the_matrix_it_keeps_for(cache_home: Path, capsys: pyt
 
 
 def test_the_build_budget_reads_option_then_environment_then_default() -> None:
-    from builders.cli.build import store_budget
+    from builders.cli import parser
+    from builders.cli.arguments import parse
 
-    assert store_budget(123, {caches.STORE_BUDGET_ENV: "1G"}) == 123
-    assert store_budget(None, {caches.STORE_BUDGET_ENV: "1G"}) == 2**30
-    assert store_budget(None, {caches.STORE_BUDGET_ENV: "unlimited"}) is None
-    assert store_budget(None, {}) == parse_size(caches.DEFAULT_STORE_BUDGET)
-    assert json.dumps(store_budget(None, {}))
+    def store_budget(argv: list[str], env: dict[str, str]) -> int | None:
+        return parse(parser(), ["build", *argv], env).store_budget
+
+    assert store_budget(["--store-budget", "123"], {caches.STORE_BUDGET_ENV: "1G"}) == 123
+    assert store_budget([], {caches.STORE_BUDGET_ENV: "1G"}) == 2**30
+    assert store_budget([], {caches.STORE_BUDGET_ENV: "unlimited"}) is None
+    assert store_budget([], {}) == parse_size(caches.DEFAULT_STORE_BUDGET)
+    assert json.dumps(store_budget([], {}))
 
 
 # -- with real plans ---------------------------------------------------------------------------
@@ -214,7 +218,7 @@ def test_the_keep_set_is_what_the_plans_use(m) -> None:
 def test_build_notes_a_missing_ccache_once_and_only_for_builds_on_this_host(m) -> None:
     from dataclasses import replace
 
-    from builders.cli.build import ccache_note
+    from builders.pipeline.outcome import ccache_note
     from tests.unit.test_buildplan import CONTAINER, HOST, context, plans
 
     local = list(plans(m).values())

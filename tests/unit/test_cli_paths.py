@@ -80,9 +80,13 @@ def test_a_bad_path_is_one_line_and_exit_19(argv: list[str], phrase: str, place:
 
 def test_every_path_argument_of_every_command_is_checked() -> None:
     """No command has a path argument outside the checks (a plain ``type=Path`` is an input file)."""
+    from builders.cli.arguments import path_options
+    from builders.cli.paths import CHECKS
+
     root = cli.parser()
     sub = next(a for a in root._actions if a.dest == "command")
-    declared = {name: {dest for dest, _, _ in command.get_default("path_arguments")} for name, command in sub.choices.items()}
+    declared = {name: {a.dest for a in command._actions if a.type in CHECKS} for name, command in sub.choices.items()}
+    assert declared == {name: {o.name for o in path_options(name)} for name in sub.choices}  # what main checks
     # Two commands read no matrix: release-check compares wheels with a plan, merge-index two indexes. cache
     # reads one if it is there (prune requires it, or --no-keep).
     assert all("matrix" in dests for name, dests in declared.items() if name not in {"release-check", "merge-index"})

@@ -13,7 +13,7 @@ import yaml
 from builders.base.errors import MatrixError
 from builders.matrix import loader as matrix
 from builders.pipeline.compilercache import parse_stats_log
-from builders.pipeline.plan import LOCATION_VARS, BuildPlan
+from builders.pipeline.plan import BuildPlan, location_vars
 from tests.unit.test_buildplan import CONTAINER, HOST, LOCAL, built, context, plans
 
 CORE = {"commands": [["cmake", "-S", "{source}/core", "-B", "{builddir}", "-DCMAKE_INSTALL_PREFIX={coredir}"],
@@ -108,7 +108,7 @@ def test_host_builds_go_through_ccache_when_the_host_has_it(m) -> None:
         assert env["CCACHE_STATSLOG"] == f"{plan.work}/ccache-stats.log"
         assert "CCACHE_DIR" not in dict(without[tid].build.env)
         assert plan.digest == without[tid].digest, "a compiler cache changes no wheel's bytes"
-    assert {"CCACHE_DIR", "CMAKE_CXX_COMPILER_LAUNCHER"} <= LOCATION_VARS
+    assert {"CCACHE_DIR", "CMAKE_CXX_COMPILER_LAUNCHER"} <= location_vars()
 
 
 def test_container_builds_cache_in_the_image_cache(m) -> None:

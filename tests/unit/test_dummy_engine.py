@@ -52,7 +52,7 @@ def context(target: Target, output: Path) -> Context:
 
 def test_the_engine_module_registers_it_and_every_command_can_choose_it() -> None:
     assert engines.named(dummy_engine.NAME) is dummy_engine.FACTORY
-    assert dummy_engine.NAME in engines.names() and dummy_engine.NAME not in {f.name for f in engines.BUILTIN}
+    assert dummy_engine.NAME in engines.names() and dummy_engine.NAME not in {f.name for f in engines.builtin()}
     for command in ("build", "plan"):
         assert parser().parse_args([command, "--engine", dummy_engine.NAME]).engine == dummy_engine.NAME
     with pytest.raises(engines.EngineError, match="registered already"):
@@ -61,15 +61,15 @@ def test_the_engine_module_registers_it_and_every_command_can_choose_it() -> Non
 
 
 def test_every_engine_module_of_builders_is_listed_by_the_registry() -> None:
-    """One place lists builders' own engines: every module of ``builders/engines`` with a ``FACTORY``."""
+    """One place lists builders' own engines: every module of ``builders/engines`` with a ``FACTORY`` is in BUILTIN."""
     import importlib
 
     package = ROOT / "builders" / "engines"
     factories = [getattr(importlib.import_module(f"builders.engines.{p.stem}"), "FACTORY", None)
                  for p in sorted(package.glob("*.py")) if p.stem != "__init__"]
     listed = [f for f in factories if f is not None]
-    assert listed and all(f in engines.BUILTIN for f in listed)
-    assert engines.names()[:len(engines.BUILTIN)] == tuple(f.name for f in engines.BUILTIN)
+    assert listed and all(f in engines.builtin() for f in listed) and len(listed) == len(engines.BUILTIN)
+    assert engines.names()[:len(engines.BUILTIN)] == tuple(f.name for f in engines.builtin())
 
 
 def test_a_dry_run_names_the_engine_and_its_runner(target, tmp_path: Path, monkeypatch, capsys) -> None:
@@ -117,7 +117,7 @@ def test_the_pipeline_runs_through_the_engines_runner(target, m: Matrix, tmp_pat
 
 def test_builders_own_runner_specs_print_and_hash_as_before() -> None:
     """The dry run's JSON and the digest's runner fields are what they were when the spec was one flat union."""
-    from builders.base.runnerspec import Mount
+    from builders.engines.container import Mount
     from builders.engines.container import ContainerSpec
     from builders.engines.local import HostSpec
 

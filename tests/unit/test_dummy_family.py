@@ -23,13 +23,14 @@ from types import ModuleType
 import pytest
 
 from builders.base.errors import MatrixError, ToolchainError
-from builders.base.process import Result
+from builders.base.process import Completed
 from builders.engines import images
 from builders.engines.container import ContainerEngine
 from builders.engines.local import LocalEngine
 from builders.families import device, families, family_for, register, unregister
 from builders.families.machine import Machine, Tool
 from builders.matrix import loader as matrix
+from builders.matrix import schema
 from builders.matrix.family import Accelerator, FamilyFacts, declare, names, withdraw
 from builders.matrix.model import OS, Matrix
 from builders.matrix.targets import Selection, Target, select
@@ -160,7 +161,7 @@ def test_its_toolchain_check_runs_where_the_build_runs(nm: Matrix) -> None:
     target = npu_target(nm)
 
     def answer(out: str):
-        return lambda argv: Result(argv=tuple(argv), returncode=0, stdout=out, duration=0.0)
+        return lambda argv: Completed(argv=tuple(argv), returncode=0, stdout=out, duration=0.0)
 
     family_for(target.variant.accelerator).check(target, "/opt/npu", answer("NPU SDK 2.1.0"))
     with pytest.raises(ToolchainError, match=r"npucc is not NPU SDK 2\.1"):
@@ -265,7 +266,7 @@ def test_the_schema_lists_no_family() -> None:
     """The loader admits exactly the declared families; the shipped schema names none."""
     text = (PACKAGE / "schema" / "matrix.schema.json").read_text()
     assert not [name for name in (f.accelerator.value for f in families()) if f'"{name}"' in text]
-    assert matrix.schema()["properties"]["accelerators"]["propertyNames"] == {"enum": list(names())}
+    assert schema.schema()["properties"]["accelerators"]["propertyNames"] == {"enum": list(names())}
 
 
 def test_every_declared_family_has_its_module_registered() -> None:

@@ -16,8 +16,7 @@ import pytest
 
 from builders.base.arch import canonical_arch
 from builders.base.console import Console
-from builders.base.errors import EngineError
-from builders.cli.build import NothingToBuild, something_to_build
+from builders.base.errors import EngineError, NothingToBuild
 from builders.engines.cibw import CibwEngine
 from builders.engines.container import missing_container_engine
 from builders.engines.local import LocalEngine
@@ -26,6 +25,7 @@ from builders.matrix import loader as matrix
 from builders.matrix.model import OS, Accelerator
 from builders.matrix.targets import Target, expand
 from builders.pipeline.host import Host
+from builders.pipeline.outcome import something_to_build
 from builders.pipeline.plan import BuildPlan, Context, Skipped
 from builders.pipeline.results import Result
 from tests import expected

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -12,6 +13,11 @@ from builders.pipeline import results
 from builders.pipeline.results import ResultsError
 from builders.release import report
 from tests import expected
+
+
+def typed(entries: dict[str, dict]) -> dict[str, results.Result]:
+    """Results records as the report reads them: values, as :func:`results.load` makes them."""
+    return {tid: results.Result.from_json(entry) for tid, entry in entries.items()}
 
 
 def all_subclasses(cls):
@@ -44,9 +50,9 @@ def test_report_cells_cover_every_combination_and_reason(m, shipped_text: str) -
 
 
 def test_report_shows_results(m) -> None:
-    results = {"cu132-cp312-linux-x86_64": {"id": "cu132-cp312-linux-x86_64", "status": "built", "engine": "local"},
-               "cpu-cp311-linux-x86_64": {"id": "cpu-cp311-linux-x86_64", "status": "failed", "stage": "verify",
-                                          "reason": "bad tag"}}
+    results = typed({"cu132-cp312-linux-x86_64": {"id": "cu132-cp312-linux-x86_64", "status": "built", "engine": "local"},
+                     "cpu-cp311-linux-x86_64": {"id": "cpu-cp311-linux-x86_64", "status": "failed", "stage": "verify",
+                                                "reason": "bad tag"}})
     md = report.to_markdown(m, results)
     assert "✅ built (local)" in md and "❌ failed [" in md and "at verify: bad tag" in md
     data = json.loads(json.dumps(report.to_json(m, results)))
@@ -79,22 +85,22 @@ def test_every_error_class_is_declared_in_errors_with_a_meaning() -> None:
             assert cls.what and "\n" not in cls.what, cls
 
 
-def readme_exit_codes(root) -> list[tuple[int, str]]:
-    """The README's exit-code table as (code, meaning), links reduced to their text."""
+def documented_exit_codes(root) -> list[tuple[int, str]]:
+    """docs/exit-codes.md's table as (code, meaning), links reduced to their text."""
     import re
 
-    text = (root / "README.md").read_text(encoding="utf-8")
-    table = text[text.index("Exit codes"):]
+    text = (root / "docs" / "exit-codes.md").read_text(encoding="utf-8")
+    table = text[text.index("# Exit codes"):]
     table = table[: table.index("\n\n", table.index("| code |"))]
     rows = re.findall(r"^\| (\d+) \| (.*) \|$", table, re.MULTILINE)
     return [(int(code), re.sub(r"\[([^]]*)\]\([^)]*\)", r"\1", what).replace("\\|", "|")) for code, what in rows]
 
 
-def test_the_readme_table_is_the_derived_table_row_by_row(root) -> None:
+def test_the_documented_table_is_the_derived_table_row_by_row(root) -> None:
     from builders import cli
 
     assert {12, 13, 16, 17, 18, 19, 22, 23} <= {code for code, _ in cli.EXIT_CODES}  # moved classes are in
-    assert readme_exit_codes(root) == list(errors.exit_codes()) == list(cli.EXIT_CODES)
+    assert documented_exit_codes(root) == list(errors.exit_codes()) == list(cli.EXIT_CODES)
 
 
 def test_help_lists_every_exit_code_with_its_meaning(capsys) -> None:
@@ -166,6 +172,25 @@ def test_what_build_records_is_a_valid_results_file(tmp_path) -> None:
     assert results.read(tmp_path / "absent.json") == {}
 
 
+def test_load_gives_back_the_values_that_were_recorded(tmp_path) -> None:
+    full = results.Result(id=GOOD_ID, status="failed", engine="container", stage="verify", reason="bad tag",
+                          channels=("index", "pypi"), sha256="0" * 64, size=12, durations={"build": 1.5},
+                          findings=({"code": "c", "message": "m", "file": ""},), log="logs/x.log",
+                          compiler_cache={"hits": 3, "misses": 1, "hit_rate": 0.75})
+    bare = results.Result(id="cpu-cp312-linux-x86_64", status="built")
+    path = tmp_path / "results.json"
+    for result in (full, bare):
+        results.record(path, result)
+    assert sorted(results.load(path), key=lambda r: r.id) == sorted([full, bare], key=lambda r: r.id)
+    assert results.load(tmp_path / "absent.json") == []
+
+
+def test_the_results_schema_names_exactly_the_fields_of_a_result() -> None:
+    """Every key the schema admits becomes a field of the value the report reads, and the other way round."""
+    keys = set(results.schema()["$defs"]["result"]["properties"])
+    assert keys == {f.name for f in dataclasses.fields(results.Result)}
+
+
 def test_ids_the_matrix_does_not_have_are_listed(m, tmp_path) -> None:
     known = {t.id for t in matrix_targets(m)}
     results.check_known(tmp_path / "r.json", {GOOD_ID}, known, "matrix.yaml")
@@ -186,8 +211,8 @@ EVIL = '<script>alert("x")</script>'
 
 
 def test_html_report_escapes_status_and_every_result_value(m) -> None:
-    hostile = {GOOD_ID: {"id": GOOD_ID, "status": EVIL, "reason": f'" onmouseover="{EVIL}', "engine": EVIL,
-                         "wheel": EVIL}}
+    hostile = typed({GOOD_ID: {"id": GOOD_ID, "status": EVIL, "reason": f'" onmouseover="{EVIL}', "engine": EVIL,
+                               "wheel": EVIL}})
     page = report.to_html(m, hostile)
     assert "<script" not in page and "onmouseover=\"" not in page
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
@@ -195,8 +220,8 @@ def test_html_report_escapes_status_and_every_result_value(m) -> None:
 
 
 def test_markdown_report_has_no_raw_html_from_results(m) -> None:
-    hostile = {GOOD_ID: {"id": GOOD_ID, "status": "failed", "stage": "smoke", "reason": f"{EVIL}\nsecond line",
-                         "engine": EVIL}}
+    hostile = typed({GOOD_ID: {"id": GOOD_ID, "status": "failed", "stage": "smoke", "reason": f"{EVIL}\nsecond line",
+                               "engine": EVIL}})
     md = report.to_markdown(m, hostile)
     assert "<script" not in md and "&lt;script>" in md
     assert "second line" in md and f"{EVIL}\n" not in md

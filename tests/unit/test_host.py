@@ -93,14 +93,14 @@ def test_a_launcher_is_recorded_as_the_interpreter_it_started() -> None:
     records. No ``py`` launcher runs here: the call answers as one on a Windows runner does."""
     import json
 
-    from builders.base.process import Result
+    from builders.base.process import Completed
 
     answer = json.dumps(["cpython", 3, 12, False, r"C:\hostedtoolcache\windows\Python\3.12.10\x64\python.exe"])
     seen: list[list[str]] = []
 
-    def call(argv, **kwargs) -> Result:
+    def call(argv, **kwargs) -> Completed:
         seen.append(list(argv))
-        return Result(tuple(argv), 0, answer + "\n", 0.0)
+        return Completed(tuple(argv), 0, answer + "\n", 0.0)
 
     found = interpreters.probe(("py", "-3.12"), call)
     assert found == (PythonVersion.parse("3.12"), r"C:\hostedtoolcache\windows\Python\3.12.10\x64\python.exe")

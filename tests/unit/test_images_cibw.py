@@ -12,6 +12,7 @@ from builders.engines import images
 from builders.engines.cibw import cibw_options, identifier
 from builders.engines.container import CONTAINER_CA, container_env
 from builders.families import Family, families
+from builders.matrix import findings
 from builders.matrix import loader as matrix
 from builders.matrix.model import OS
 from builders.matrix.targets import Selection, expand, select
@@ -191,7 +192,7 @@ def test_images_dry_run_names_unset_variables_instead_of_failing(root, monkeypat
 
     wanted = {ref for v in matrix.load(root / "matrix.yaml").variants
               for name in ("index_url", "system_repository", "system_repository_key")
-              for ref in matrix.ENV_REF.findall(getattr(v.toolkit, name) or "")}
+              for ref in findings.ENV_REF.findall(getattr(v.toolkit, name) or "")}
     assert wanted, "the shipped matrix takes some registry address from the environment"
     for name in wanted:
         monkeypatch.delenv(name, raising=False)

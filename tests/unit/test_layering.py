@@ -2,7 +2,7 @@
 
 Every import counts, at module level, inside a function (the usual way to hide a cycle) or
 under ``TYPE_CHECKING``; relative imports are resolved (:mod:`tests.importgraph`). A cycle is
-broken by moving the shared piece down (``builders.matrix.hostfacts``, ``builders.base.runnerspec`` and
+broken by moving the shared piece down (``builders.families.hostfacts``, ``builders.base.runnerspec`` and
 ``builders.base.once`` were made that way), not by hiding the import.
 """
 
@@ -72,8 +72,9 @@ def test_the_import_graph_has_no_new_cycle() -> None:
 def test_the_reader_sees_function_level_and_relative_imports() -> None:
     graph = importgraph.graph()
     assert "builders.families" in graph["builders.pipeline.host"]  # ``from .toolchains import ...`` inside detect()
-    assert "builders.families.cpu" in graph["builders.families.registry"]  # discovered: it defines FAMILY
-    assert "builders.families.device" not in graph["builders.families.registry"]  # it defines none
+    assert "builders.families.cpu" in graph["builders.families.registry"]  # listed in its BUILTIN
+    assert "builders.families.device" not in graph["builders.families.registry"]  # not listed
+    assert "builders.engines.auto" in graph["builders.engines"]  # listed in its BUILTIN
     assert "builders.base.errors" in graph["builders.engines.cibw"]  # ``from ..errors import ...``
 
 

@@ -11,6 +11,7 @@ from packaging.version import Version
 
 from builders.base import untrusted, yamlmarks
 from builders.base.errors import DroppedError, EngineError, InputError, MatrixError
+from builders.matrix import findings, rules
 from builders.matrix import loader as matrix
 from builders.matrix.model import Accelerator, PythonVersion
 from tests import expected
@@ -335,7 +336,7 @@ def test_a_thousand_pythons_are_refused(shipped_text: str) -> None:
 
 def test_candidate_targets_are_capped(shipped_text: str, monkeypatch: pytest.MonkeyPatch) -> None:
     data = expected.raw(shipped_text)
-    monkeypatch.setattr(matrix, "MAX_TARGETS", len(expected.candidates(data)) - 1)
+    monkeypatch.setattr(rules, "MAX_TARGETS", len(expected.candidates(data)) - 1)
     problem = only_problem(shipped_text, "candidate targets")
     assert problem.location.key == "pythons"
 
@@ -363,12 +364,12 @@ def test_wheel_platform_is_a_real_tag_for_the_platform(shipped_text: str, tag: s
 
 
 def test_musllinux_and_windows_arm64_tags_are_accepted() -> None:
-    assert matrix.wheel_platform_problem("linux", "x86_64", "musllinux_1_2_x86_64", None) is None
-    assert matrix.wheel_platform_problem("windows", "arm64", "win_arm64", None) is None
-    assert matrix.wheel_platform_problem("macos", "arm64", "macosx_11_0_arm64", None) is None
-    assert "does not match arch" in matrix.wheel_platform_problem("macos", "arm64", "macosx_14_0_x86_64", None).message
-    assert "deployment_target" in matrix.wheel_platform_problem("macos", "arm64", "macosx_14_0_arm64", "15.0").message
-    assert "runs on arm64" in matrix.wheel_platform_problem("macos", "arm64", "macosx_10_15_arm64", None).message
+    assert findings.wheel_platform_problem("linux", "x86_64", "musllinux_1_2_x86_64", None) is None
+    assert findings.wheel_platform_problem("windows", "arm64", "win_arm64", None) is None
+    assert findings.wheel_platform_problem("macos", "arm64", "macosx_11_0_arm64", None) is None
+    assert "does not match arch" in findings.wheel_platform_problem("macos", "arm64", "macosx_14_0_x86_64", None).message
+    assert "deployment_target" in findings.wheel_platform_problem("macos", "arm64", "macosx_14_0_arm64", "15.0").message
+    assert "runs on arm64" in findings.wheel_platform_problem("macos", "arm64", "macosx_10_15_arm64", None).message
 
 
 def test_linux_arch_must_be_linux_spelling(shipped_text: str) -> None:
@@ -409,9 +410,9 @@ def test_source_on_the_command_line_overrides_the_matrix(shipped_text: str, root
 
 
 def test_smoke_script_stays_inside(root: Path) -> None:
-    assert "leads outside" in matrix.path_problem(root, "../x.py", folder=False).message
-    assert "does not exist" in matrix.path_problem(root, "nope.py", folder=False).message
-    assert matrix.path_problem(root, "matrix.yaml", folder=False) is None
+    assert "leads outside" in findings.path_problem(root, "../x.py", folder=False).message
+    assert "does not exist" in findings.path_problem(root, "nope.py", folder=False).message
+    assert findings.path_problem(root, "matrix.yaml", folder=False) is None
 
 
 def test_requires_python_above_310_admits_3101(shipped_text: str) -> None:
@@ -430,9 +431,9 @@ def test_arch_lists_name_real_architectures(shipped_text: str, arch: str, phrase
 
 
 def test_arch_list_rule_per_family() -> None:
-    assert matrix.arch_list_problem(Accelerator("rocm"), "gfx90a;gfx942;gfx90a:xnack-") is None
-    assert matrix.arch_list_problem(Accelerator("rocm"), "8.0") is not None
-    assert matrix.arch_list_problem(Accelerator("cuda"), "7.5;9.0a;10.0f;12.0+PTX") is None
+    assert findings.arch_list_problem(Accelerator("rocm"), "gfx90a;gfx942;gfx90a:xnack-") is None
+    assert findings.arch_list_problem(Accelerator("rocm"), "8.0") is not None
+    assert findings.arch_list_problem(Accelerator("cuda"), "7.5;9.0a;10.0f;12.0+PTX") is None
 
 
 @pytest.mark.parametrize(("entry", "phrase"), [
@@ -447,13 +448,13 @@ def test_arch_list_rule_per_family() -> None:
     ("$ORIGIN/$LIB", "variable"),
 ])
 def test_rpath_entries_refused(entry: str, phrase: str) -> None:
-    assert phrase in matrix.rpath_problem(entry).message
+    assert phrase in findings.rpath_problem(entry).message
 
 
 @pytest.mark.parametrize("entry", ["$ORIGIN", "${ORIGIN}/lib", "$ORIGIN/../nvidia/cu13/lib", "$ORIGIN/../../..",
                                    "$ORIGIN/../../../intel", "$ORIGIN/sub/../.."])
 def test_rpath_entries_accepted(entry: str) -> None:
-    assert matrix.rpath_problem(entry) is None
+    assert findings.rpath_problem(entry) is None
 
 
 def test_rpath_rule_applies_to_the_matrix(shipped_text: str) -> None:
@@ -493,14 +494,14 @@ def test_index_base_url_must_be_safe(shipped_text: str, url: str, phrase: str) -
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8080/", "http://127.3.4.5/", "http://localhost/", "http://[::1]:80/",
                                  "https://x.invalid/", "file:///srv/index/"])
 def test_loopback_http_and_https_are_accepted(url: str) -> None:
-    assert matrix.url_problem(url) is None
+    assert findings.url_problem(url) is None
 
 
 def test_toolkit_urls_allow_env_references_only_in_full() -> None:
-    assert matrix.url_problem("${INDEX}", variables=True) is None
-    assert matrix.url_problem("${INDEX}/simple", variables=True) is None
-    assert "not a ${VAR}" in matrix.url_problem("$INDEX", variables=True).message
-    assert "plain http" in matrix.url_problem("http://evil.example/", variables=True).message
+    assert findings.url_problem("${INDEX}", variables=True) is None
+    assert findings.url_problem("${INDEX}/simple", variables=True) is None
+    assert "not a ${VAR}" in findings.url_problem("$INDEX", variables=True).message
+    assert "plain http" in findings.url_problem("http://evil.example/", variables=True).message
 
 
 @pytest.mark.parametrize(("layout", "phrase"), [("../{label}/", "'..' segment"), ("/srv/{label}/", "relative path"),
@@ -529,11 +530,11 @@ def test_literal_braces_in_the_build_command_are_fine(shipped_text: str) -> None
 def test_expand_env_names_the_key_and_checks_the_url() -> None:
     key = "m.yaml:3:4: accelerators.rocm.toolkit.index_url"
     with pytest.raises(EngineError, match="accelerators.rocm.toolkit.index_url: needs \\$\\{IDX\\}"):
-        matrix.expand_env("${IDX}", {}, key=key)
+        findings.expand_env("${IDX}", {}, key=key)
     with pytest.raises(EngineError, match="plain http"):
-        matrix.expand_env("${IDX}", {"IDX": "http://evil.example/"}, key=key)
-    assert matrix.expand_env("${IDX}simple/", {"IDX": "https://i.example/"}, key=key) == "https://i.example/simple/"
-    assert matrix.expand_env(None, {}, key=key) == ""
+        findings.expand_env("${IDX}", {"IDX": "http://evil.example/"}, key=key)
+    assert findings.expand_env("${IDX}simple/", {"IDX": "https://i.example/"}, key=key) == "https://i.example/simple/"
+    assert findings.expand_env(None, {}, key=key) == ""
 
 
 def test_toolkit_url_expands_a_variants_setting(shipped_text: str) -> None:
@@ -542,7 +543,7 @@ def test_toolkit_url_expands_a_variants_setting(shipped_text: str) -> None:
     if variant is None:
         pytest.skip("no variant takes its index from the environment")
     with pytest.raises(EngineError) as err:
-        matrix.toolkit_url(variant, "index_url", {})
+        variant.toolkit_url("index_url", {})
     assert f"{variant.location.key}.toolkit.index_url" in str(err.value) and str(variant.location) in str(err.value)
 
 

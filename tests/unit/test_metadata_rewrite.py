@@ -20,8 +20,9 @@ from packaging.version import Version
 from builders.matrix import loader as matrix
 from builders.matrix.targets import Target, expand
 from builders.release.promote import public_version, pypi_requirements
-from builders.wheel.archive import Wheel, header_fields, label, rewrite, write_wheel
+from builders.wheel.archive import Wheel
 from builders.wheel.verify import METADATA_CODES, Expectation, verify
+from builders.wheel.writer import header_fields, label, rewrite, write_wheel
 
 LICENSE = ["BSD 3-Clause License", "        ", "        Copyright (c) 2024, Someone", "        ",
            "        Redistribution and use in source and binary forms, with or without", "\t", "        modification:"]
@@ -144,7 +145,7 @@ def test_verify_reads_a_labelled_folded_license_without_metadata_findings(tmp_pa
 
 
 def test_a_version_change_alone_keeps_every_other_byte() -> None:
-    from builders.wheel.archive import _new_metadata
+    from builders.wheel.writer import _new_metadata
 
     head, tail, rest = CASES["crlf-body"]
     assert _new_metadata(head + b"Version: 1\r\n" + tail + rest, Version("2"), None) == \

@@ -26,7 +26,7 @@ from builders.release import audit
 from builders.release.promote import public_version, pypi_requirements
 from builders.wheel import rules as metadata_rules
 from builders.wheel import verify
-from builders.wheel.archive import write_wheel
+from builders.wheel.writer import write_wheel
 from tests.hostile import make_wheels as mw
 from tests.verdict import same_verdict
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from builders.base.errors import EngineError
-from builders.matrix import loader as matrix
+from builders.matrix import findings
 from builders.matrix.targets import Selection, expand, select
 from builders.release import mirror
 from builders.release.index import IndexBuildError, build_index
@@ -166,7 +166,7 @@ def index_variants(m) -> tuple:
     targets = sorted(expand(m)[0], key=lambda t: t.id)
     indexed = next(t for t in targets if t.variant.toolkit.index_url and t.variant.requirements)
     plain = next(t for t in targets if not t.variant.toolkit.index_url and t.variant.requirements)
-    (var,) = matrix.ENV_REF.findall(indexed.variant.toolkit.index_url)
+    (var,) = findings.ENV_REF.findall(indexed.variant.toolkit.index_url)
     return indexed, plain, var
 
 

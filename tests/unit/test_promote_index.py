@@ -16,8 +16,9 @@ from builders.cli import main
 from builders.matrix.model import Matrix
 from builders.release.index import IndexBuildError, build_index, find_wheels, matrix_checker
 from builders.release.promote import PromoteError, promote, pypi_requirements, target_of
-from builders.wheel.archive import Wheel, record_hash, write_wheel
+from builders.wheel.archive import Wheel, record_hash
 from builders.wheel.verify import Finding
+from builders.wheel.writer import write_wheel
 from tests import expected
 from tests.hostile import make_wheels as mw
 from tests.hostile.make_wheels import make_elf

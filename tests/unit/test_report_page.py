@@ -15,6 +15,7 @@ from importlib import resources
 import pytest
 
 from builders.matrix import loader as matrix
+from builders.pipeline.results import Result
 from builders.release import report
 from tests import expected
 
@@ -252,14 +253,14 @@ def test_toolkits_and_gpu_architectures_are_listed(data: dict, dom: El) -> None:
                 assert ", ".join(one.split(";")) in section
 
 
-RESULTS = {
+RESULTS = {tid: Result.from_json(entry) for tid, entry in {
     "cu132-cp312-linux-x86_64": {"id": "cu132-cp312-linux-x86_64", "status": "built", "engine": "local",
                                  "log": "logs/cu132-cp312-linux-x86_64.log"},
     "cpu-cp312-linux-x86_64": {"id": "cpu-cp312-linux-x86_64", "status": "reused", "engine": "container",
                                "log": "logs/cpu-cp312-linux-x86_64.log"},
     "cu134-cp312-linux-x86_64": {"id": "cu134-cp312-linux-x86_64", "status": "failed", "stage": "smoke",
                                  "reason": "cudaRuntimeGetVersion returned 13020", "log": "javascript:alert(1)"},
-}
+}.items()}
 
 
 def test_build_results_show_status_stage_and_log_links(m) -> None:
@@ -286,8 +287,8 @@ def test_log_links_are_relative_paths_only(href: str) -> None:
 
 def test_logs_are_linked_relative_to_the_page() -> None:
     moved = report.rebase_logs(RESULTS, "wheelhouse", "report")
-    assert moved["cu132-cp312-linux-x86_64"]["log"] == "../wheelhouse/logs/cu132-cp312-linux-x86_64.log"
-    assert moved["cu134-cp312-linux-x86_64"]["log"] == "javascript:alert(1)"  # left alone, never linked
+    assert moved["cu132-cp312-linux-x86_64"].log == "../wheelhouse/logs/cu132-cp312-linux-x86_64.log"
+    assert moved["cu134-cp312-linux-x86_64"].log == "javascript:alert(1)"  # left alone, never linked
 
 
 def test_matrix_text_is_escaped(shipped_text: str) -> None:
@@ -314,7 +315,7 @@ def test_markdown_writes_each_reason_once_with_footnotes(data: dict, m) -> None:
 
 def test_markdown_fits_a_job_summary_whatever_the_results(data: dict, m) -> None:
     live = sorted(expected.live_ids(data))
-    huge = {tid: {"id": tid, "status": "failed", "stage": "build", "reason": f"{tid} " + "x" * 99_000} for tid in live}
+    huge = {tid: Result(id=tid, status="failed", stage="build", reason=f"{tid} " + "x" * 99_000) for tid in live}
     md = report.to_markdown(m, huge)
     assert len(md.encode()) <= report.SUMMARY_LIMIT
     assert "cut; the JSON report has all of it" in md

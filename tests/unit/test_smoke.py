@@ -22,10 +22,10 @@ import pytest
 
 import builders.wheel.smoke as smoke_mod
 from builders.base.errors import EngineError, SmokeError
-from builders.base.process import ProcessError, Result
+from builders.base.process import Completed, ProcessError
 from builders.families import families
 from builders.families.cuda import runtime_version
-from builders.matrix import loader as matrix
+from builders.matrix import findings
 from builders.matrix.model import OS, Accelerator
 from builders.matrix.targets import Selection, select
 from builders.resources import smoke_probe as probe
@@ -370,17 +370,17 @@ class FakeRunner:
         self.envs: list[dict[str, str]] = []
         self.stdout, self.error, self.fail_on = stdout, error, fail_on
 
-    def __call__(self, argv, *, cwd=None, separate_stderr=False, timeout=1800) -> Result:
+    def __call__(self, argv, *, cwd=None, separate_stderr=False, timeout=1800) -> Completed:
         return self.run(argv, env={}, cwd=cwd, separate_stderr=separate_stderr, timeout=timeout)
 
-    def run(self, argv, *, env, cwd=None, separate_stderr=False, timeout=None) -> Result:
+    def run(self, argv, *, env, cwd=None, separate_stderr=False, timeout=None) -> Completed:
         self.calls.append((list(argv), {"cwd": cwd, "separate_stderr": separate_stderr, "timeout": timeout}))
         self.envs.append(dict(env))
         if self.fail_on is not None and self.fail_on in argv:
             raise ProcessError(argv, 2, "Resolved 3 packages\nerror: No solution found when resolving dependencies")
         if "-I" in argv and self.error is not None:
             raise self.error
-        return Result(tuple(argv), 0, self.stdout if "-I" in argv else "", 0.0)
+        return Completed(tuple(argv), 0, self.stdout if "-I" in argv else "", 0.0)
 
 
 @pytest.mark.parametrize(("os_", "python"), [(OS.LINUX, "/s/venv/bin/python"), (OS.WINDOWS, "/s/venv/Scripts/python.exe")])
@@ -540,7 +540,7 @@ def test_uv_runs_with_its_settings_and_the_probe_without_them(m) -> None:
 
 
 def test_uv_cache_is_builders_own_on_the_host_and_a_mount_in_a_container(tmp_path: Path) -> None:
-    from builders.base.runnerspec import Mount
+    from builders.engines.container import Mount
     from builders.engines.container import ContainerSpec
     from builders.engines.local import HostSpec
 
@@ -672,7 +672,7 @@ def indexed_and_plain(m) -> tuple:
     linux = [t for t in select(m, Selection(select=("*-linux-*",))) if t.variant.requirements]
     indexed = next(t for t in linux if t.variant.toolkit.index_url)
     plain = next(t for t in linux if not t.variant.toolkit.index_url)
-    (var,) = matrix.ENV_REF.findall(indexed.variant.toolkit.index_url)
+    (var,) = findings.ENV_REF.findall(indexed.variant.toolkit.index_url)
     return indexed, plain, var
 
 

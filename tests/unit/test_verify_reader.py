@@ -28,7 +28,7 @@ from builders.matrix.model import OS, Accelerator, Matrix
 from builders.matrix.targets import Target, expand
 from builders.release.promote import pypi_requirements
 from builders.wheel import elf
-from builders.wheel.archive import Wheel, write_wheel
+from builders.wheel.archive import Wheel
 from builders.wheel.verify import (
     CHECKS,
     SPOOL_MAX,
@@ -43,6 +43,7 @@ from builders.wheel.verify import (
     extension_suffixes,
     verify,
 )
+from builders.wheel.writer import write_wheel
 
 EM = {"x86_64": 62, "aarch64": 183}
 LOADERS = {"x86_64": "ld-linux-x86-64.so.2", "aarch64": "ld-linux-aarch64.so.1"}

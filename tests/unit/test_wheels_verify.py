@@ -12,7 +12,7 @@ from packaging.version import Version
 
 from builders.matrix import loader as matrix
 from builders.matrix.targets import Selection, select
-from builders.wheel.archive import Wheel, label, record_hash, rewrite, write_wheel
+from builders.wheel.archive import Wheel, record_hash
 from builders.wheel.verify import (
     Check,
     Contents,
@@ -22,6 +22,7 @@ from builders.wheel.verify import (
     check_name_and_tags,
     check_record,
 )
+from builders.wheel.writer import label, rewrite, write_wheel
 
 DIST_INFO = "minifw-2.15.0.dist-info"
 
@@ -149,6 +150,7 @@ def test_driver_library_and_size_budget_findings(tmp_path: Path, shipped_text: s
 
 from builders.base.errors import WheelError  # noqa: E402
 from builders.wheel import archive as wheels_mod  # noqa: E402
+from builders.wheel import zipcheck  # noqa: E402
 from builders.wheel.verify import check_archive, integrity, verify  # noqa: E402
 from tests.hostile import make_wheels as mw  # noqa: E402
 
@@ -225,8 +227,8 @@ def test_many_small_members_that_inflate_too_far_together(tmp_path: Path) -> Non
 
 def test_declared_sizes_over_the_caps(tmp_path: Path) -> None:
     assert ("archive-too-large", "") in problems(hostile(tmp_path / "a", "too_large"))
-    big = mw.Entry(name=b"big.bin", data=b"", method=0, crc=0, size=wheels_mod.MAX_MEMBER_INFLATED + 1,
-                   csize=wheels_mod.MAX_MEMBER_INFLATED + 1)
+    big = mw.Entry(name=b"big.bin", data=b"", method=0, crc=0, size=zipcheck.MAX_MEMBER_INFLATED + 1,
+                   csize=zipcheck.MAX_MEMBER_INFLATED + 1)
     (tmp_path / "b.whl").write_bytes(mw.raw_zip([big]))
     assert ("member-too-large", "big.bin") in problems(Wheel(tmp_path / "b.whl"))
 
@@ -262,11 +264,11 @@ def test_a_file_that_is_not_a_zip_is_a_wheel_error(tmp_path: Path, maker: str, p
 
 def test_member_count_and_central_directory_are_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "m.whl").write_bytes(mw._many(2000))
-    monkeypatch.setattr(wheels_mod, "MAX_MEMBERS", 1000)
+    monkeypatch.setattr(zipcheck, "MAX_MEMBERS", 1000)
     with pytest.raises(WheelError, match="2000 members, more than 1,000"):
         with Wheel(tmp_path / "m.whl").open():
             pass
-    monkeypatch.setattr(wheels_mod, "MAX_CENTRAL_DIRECTORY", 50_000)
+    monkeypatch.setattr(zipcheck, "MAX_CENTRAL_DIRECTORY", 50_000)
     with pytest.raises(WheelError, match="central directory is 110,000 bytes"):
         with Wheel(tmp_path / "m.whl").open():
             pass

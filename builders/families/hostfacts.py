@@ -1,7 +1,10 @@
-"""The facts about a build host, as one frozen value: what :mod:`builders.pipeline.host` probes and the
-families and engines read (kept apart from the probing, so a family depends on the facts, not on
-the module that imports every family). A family's own compilers are ``tools``, by name, as its
-``probe_host`` found them: no field here names a family."""
+"""The facts about a build host, as one frozen value: what every toolchain (a family's
+``unavailable``, ``toolkit_root``, ...) and every engine judges a host by.
+
+It lives with the toolchains it is the input of, as :mod:`builders.families.machine` (what a smoke
+runner shows of its devices) does with the device rules; :mod:`builders.pipeline.host` probes it
+from above, since probing asks every family (``probe_compilers``). A family's own compilers are
+``tools``, by name, as its ``probe_host`` found them: no field here names a family."""
 
 from __future__ import annotations
 

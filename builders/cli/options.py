@@ -1,0 +1,418 @@
+"""Every command-line option of every command, and every environment variable builders reads: one table.
+
+An :class:`Option` is declared once: its flags, its parser, the environment variable and the
+matrix key it falls back to (if any), its default, its help and the commands that take it.
+:mod:`builders.cli.arguments` builds each command's parser from :data:`OPTIONS` (no
+``add_argument`` anywhere else) and applies one rule, :func:`~builders.cli.arguments.choose`:
+the command line, else the environment variable, else the matrix, else the default.
+``docs/options.md`` is rendered from this table (``python -m builders options --markdown``).
+
+Variables builders reads that are not options (where the run is, how to print, what a command
+set for its children) are :data:`ENVIRONMENT`, each with the module that reads it and why there.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from builders import engines
+from builders.base import folderlock
+from builders.cli.paths import input_dir, input_file, input_path, output_dir
+from builders.families import families
+from builders.families.provision import CACHE_ENV, default_cache, toolchains_under
+from builders.families.rocm import ROCM_SOURCE_ENV, ROCM_SOURCES
+from builders.pipeline import caches
+from builders.pipeline.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV
+
+ROOT = ""  # the options of ``python -m builders`` itself (before the command)
+CACHE_KINDS = ("toolchain", "ccache", "uv", "image", "store", "core", caches.PARTIAL)
+SELECTION = "selection (shell globs over ids like cu132-cp314t-linux-x86_64)"
+MATRIX_COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "workflow", "audit",
+                   "variants")
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A default worked out from the environment the run was given (``text`` says how, for the docs)."""
+
+    make: Callable[[Mapping[str, str]], Any]
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Option:
+    """One option (or positional argument) as argparse and the docs see it.
+
+    ``parse`` turns the text of the flag or of ``env`` into the value (an argparse ``type``);
+    ``from_env`` when the variable means something else than the flag (``$BUILDERS_CACHE`` is
+    the folder above ``--cache``). ``matrix`` is the attribute path of the matrix value that
+    stands in when neither is given. ``help`` and ``choices`` may be computed (the engines and
+    families registered) when the parser is built.
+    """
+
+    flags: tuple[str, ...]
+    commands: tuple[str, ...]
+    help: str | Callable[[], str]
+    dest: str = ""
+    parse: Callable[[str], Any] | None = None
+    from_env: Callable[[str], Any] | None = None
+    default: Any = None
+    env: str | None = None
+    matrix: str | None = None
+    action: str | None = None
+    const: Any = None
+    choices: tuple[str, ...] | Callable[[], tuple[str, ...]] | None = None
+    metavar: str | None = None
+    required: bool = False
+    group: str | None = None
+
+    @property
+    def positional(self) -> bool:
+        return not self.flags[0].startswith("-")
+
+    @property
+    def name(self) -> str:
+        """The attribute of the options value: ``dest``, else argparse's own rule (the first long flag)."""
+        if self.dest:
+            return self.dest
+        longs = [f for f in self.flags if f.startswith("--")] or list(self.flags)
+        return longs[0].lstrip("-").replace("-", "_")
+
+    def help_text(self) -> str:
+        return self.help() if callable(self.help) else self.help
+
+    def choice_list(self) -> tuple[str, ...] | None:
+        return self.choices() if callable(self.choices) else self.choices
+
+    def default_for(self, env: Mapping[str, str]) -> Any:
+        """The default, computed from ``env`` where it depends on it; lists become tuples (values are frozen)."""
+        if isinstance(self.default, Computed):
+            return self.default.make(env)
+        return tuple(self.default) if isinstance(self.default, list) else self.default
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvironmentFact:
+    """A variable builders reads that is no option: what it tells, and the module that reads it (from the
+    ``env`` mapping it is given, never ``os.environ``)."""
+
+    name: str
+    read_by: str
+    why: str
+
+
+def jobs(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def budget(text: str) -> int | None:
+    """A store budget in bytes; None for ``unlimited``."""
+    if text.strip().lower() in ("unlimited", "none"):
+        return None
+    try:
+        return caches.parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def days(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def size(text: str) -> int:
+    try:
+        return caches.parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def device_rules() -> str:
+    """What counts as a device, family by family (their own words), for ``smoke --require-device``."""
+    rules = [f"{f.accelerator.value}: {f.device_help}" for f in families() if f.needs_device]
+    spared = [f.accelerator.value for f in families() if not f.needs_device]
+    return "; ".join(rules) + (f"; {', '.join(spared)} wheels never need one" if spared else "")
+
+
+def _build_engine_help() -> str:
+    return (f"{engines.help_text()}. An engine asked for that cannot run here is an error, exit 9 "
+            f"(default: {engines.DEFAULT})")
+
+
+def _require_device_help() -> str:
+    return ("fail (exit 23) unless this machine shows a device of the target's accelerator, where the "
+            f"matrix names GPU smoke runners for its variant and platform ({device_rules()})")
+
+
+_MATRIX = Option(flags=("--matrix",), commands=MATRIX_COMMANDS, parse=input_file, default=Path("matrix.yaml"),
+                 metavar="PATH", help="the release matrix (default: ./matrix.yaml)")
+
+_SELECTION = (
+    Option(flags=("--target",), commands=("plan", "build", "images"), action="append", default=[], metavar="ID",
+           group=SELECTION, help="exactly this target (repeatable)"),
+    Option(flags=("--select",), commands=("plan", "build", "images"), action="append", default=[], metavar="GLOB",
+           group=SELECTION, help="targets matching GLOB (repeatable)"),
+    Option(flags=("--skip",), commands=("plan", "build", "images"), action="append", default=[], metavar="GLOB",
+           group=SELECTION, help="leave out targets matching GLOB (repeatable)"),
+)
+
+_CONTAINERS = (
+    Option(flags=("--container-engine",), commands=("build", "images", "cache"), choices=("podman", "docker"),
+           help="which container engine (default: the first that works, podman then docker)"),
+    Option(flags=("--base-image",), commands=("build", "images", "cache"), env="BUILDERS_BASE_IMAGE",
+           matrix="platforms.<platform>.base_image", metavar="IMAGE",
+           help="base image for every build image instead of the platform's (default: $BUILDERS_BASE_IMAGE, else "
+                "base_image in the matrix)"),
+)
+
+_PLAN = (
+    Option(flags=("--format",), commands=("plan",), choices=("table", "json", "github"), default="table",
+           help="table (default); json: full records; github: the shards of job matrices the release workflow "
+                "consumes (<= 256 jobs each) and the images to build"),
+    Option(flags=("--json",), commands=("plan",), dest="format", action="store_const", const="json",
+           help="same as --format json"),
+    Option(flags=("--engine",), commands=("plan",), choices=engines.names, default=engines.DEFAULT,
+           help=f"which engine's host capability to report (default: {engines.DEFAULT})"),
+    Option(flags=("--output",), commands=("plan",), metavar="FILE",
+           help="with --format json or github: write the document to FILE instead of stdout (under nox, whose "
+                "sessions merge stderr into stdout, warnings would otherwise land in it)"),
+    Option(flags=("--release-tag",), commands=("plan",), metavar="TAG", group="the release workflow",
+           help="this run publishes the release tagged TAG: refused (exit 25) unless TAG names the matrix's "
+                "project.version (v2.15.0), the selection is the whole matrix and every Linux base image is pinned "
+                "by digest; the plan then says release: true"),
+    Option(flags=("--gpu-runners",), commands=("plan",), metavar="LABELS", group="the release workflow",
+           help="labels of the self-hosted runners the repository has (space or comma separated); a GPU smoke job "
+                "whose runner nobody serves goes to its build runner, where --require-device fails it at once "
+                "instead of queueing for a day"),
+    Option(flags=("--estimate",), commands=("plan",), action="store_true", default=False,
+           group="the release workflow",
+           help="the run's job count, core builds, runner-minutes and critical path, one build job per (variant, "
+                "platform) against one per target (with --format github: under 'estimate')"),
+    Option(flags=("--results",), commands=("plan",), action="append", default=[], parse=input_file, metavar="FILE",
+           group="the release workflow",
+           help="with --estimate: stage times measured by these results.json files (repeatable)"),
+)
+
+_BUILD = (
+    Option(flags=("--output",), commands=("build",), parse=output_dir, default=Path("wheelhouse"), metavar="DIR",
+           help="wheels by channel (whl/<label>/), logs/<id>.log, results.json and the store of verified wheels by "
+                "plan digest, .store/ (default: wheelhouse/)"),
+    Option(flags=("--source",), commands=("build",), parse=input_dir, matrix="project.source", metavar="DIR",
+           help="framework source tree (default: project.source in the matrix)"),
+    Option(flags=("--engine",), commands=("build",), choices=engines.names, default=engines.DEFAULT,
+           help=_build_engine_help),
+    Option(flags=("--allow-skip",), commands=("build",), action="store_true", default=False,
+           help="exit 0 even if every selected target is skipped here, or a planned target is skipped during the "
+                "build (default: exit 22 with each target's reason, as cibuildwheel fails on an empty selection "
+                "without --allow-empty)"),
+    Option(flags=("--jobs", "-j"), commands=("build",), parse=jobs, metavar="N",
+           default=Computed(lambda env: _cores(), "the number of cores"),
+           help="targets in their build stages (provision, compile, repair) at the same time; verify and smoke of "
+                "finished builds run beside them (default: the number of cores)"),
+    Option(flags=("--force",), commands=("build",), action="store_true", default=False,
+           help="build every plan, even one whose wheel is in the store"),
+    Option(flags=("--verbose", "-v"), commands=("build",), action="store_true", default=False,
+           help="show every command's output as it is written"),
+    Option(flags=("--dry-run",), commands=("build",), action="store_true", default=False,
+           help="print each selected target's build plan (commands, environment, digest), build nothing"),
+    Option(flags=("--json",), commands=("build",), action="store_true", default=False,
+           help="with --dry-run: the plans as JSON"),
+)
+
+_BUILD_AFTER = (
+    Option(flags=("--cache",), commands=("build",), parse=output_dir, env=CACHE_ENV, from_env=toolchains_under,
+           default=Computed(default_cache, "$XDG_CACHE_HOME/builders/toolchains, else ~/.cache/builders/toolchains"),
+           metavar="DIR", help="toolchain cache (default: $BUILDERS_CACHE or ~/.cache/builders/toolchains)"),
+    Option(flags=("--no-smoke",), commands=("build",), dest="smoke", action="store_false", default=True,
+           help="skip the smoke stage"),
+    Option(flags=("--keep-failed",), commands=("build",), action="store_true", default=False,
+           help="keep a failed target's work folder (the raw and labelled wheels, the unrepaired one); "
+                "its reason says where"),
+    Option(flags=("--local-only",), commands=("build",), action="store_true", default=False,
+           help="tag Linux wheels at this host's own glibc level (manylinux_2_36 on glibc 2.36) instead of the "
+                "matrix's policy: wheels for testing here, which promote, index and release refuse"),
+    Option(flags=("--no-wait",), commands=("build",), dest="wait", action="store_false", default=True,
+           help=f"when another run is writing the output folder (it holds {folderlock.LOCK_NAME} there), stop at "
+                "once with exit 26 instead of waiting for it to finish (the message names its pid, command line "
+                "and start)"),
+    Option(flags=("--store-budget",), commands=("build",), parse=budget, env=STORE_BUDGET_ENV,
+           default=Computed(lambda env: budget(DEFAULT_STORE_BUDGET), DEFAULT_STORE_BUDGET), metavar="SIZE",
+           help="after the build, trim <output>/.store to SIZE (500M, 20G; 'unlimited' keeps all), least recently "
+                "used first, never an entry of this run's plans (default: $BUILDERS_STORE_BUDGET, else "
+                f"{DEFAULT_STORE_BUDGET})"),
+)
+
+_WHEEL_CHECKS = (
+    Option(flags=("wheel",), commands=("verify",), parse=Path, metavar="WHEEL", help=""),
+    Option(flags=("--target",), commands=("verify",), required=True, metavar="ID",
+           help="the target the wheel claims to be"),
+    Option(flags=("--channel",), commands=("verify",), choices=("auto", "index", "pypi"), default="auto",
+           help="expect the labelled index wheel or the promoted PyPI wheel; auto (default): the PyPI wheel when "
+                "WHEEL has no local label and the target is published to PyPI"),
+    Option(flags=("--json",), commands=("verify",), action="store_true", default=False,
+           help="print findings as JSON"),
+    Option(flags=("wheel",), commands=("smoke",), parse=Path, metavar="WHEEL", help=""),
+    Option(flags=("--target",), commands=("smoke",), required=True, metavar="ID", help=""),
+    Option(flags=("--python",), commands=("smoke",), parse=Path,
+           help="interpreter to use (default: discovered for the target)"),
+    Option(flags=("--installer",), commands=("smoke",), choices=("auto", "uv", "pip"), default="auto",
+           help="what makes the venv and installs: uv (builders' uv package; its cache keeps runtime requirements), "
+                "venv + pip, or uv where it runs, else pip with a note (default: auto)"),
+    Option(flags=("--require-device",), commands=("smoke",), action="store_true", default=False,
+           help=_require_device_help),
+)
+
+_RELEASE = (
+    Option(flags=("--output",), commands=("report",), parse=output_dir, default=Path("report"), metavar="DIR",
+           help="folder for compatibility.{md,json,html} (default: report/)"),
+    Option(flags=("--results",), commands=("report",), parse=input_file, action="append", default=[], metavar="PATH",
+           help="build results to show, repeatable (default: wheelhouse/results.json, if it exists); the HTML page "
+                "links each target's log next to its results file"),
+    Option(flags=("wheel",), commands=("promote",), parse=input_path, metavar="WHEEL",
+           help="a wheel, or a folder: every PyPI-default wheel under it (others are left alone)"),
+    Option(flags=("--output",), commands=("promote",), parse=output_dir, default=Path("wheelhouse/pypi"),
+           metavar="DIR", help="where the PyPI wheel is written (default: wheelhouse/pypi/)"),
+    Option(flags=("--allow-empty",), commands=("promote",), action="store_true", default=False,
+           help="a folder of wheels none of which is a PyPI-default wheel (a release of cu134-* only) promotes "
+                "nothing: write nothing, say why, exit 0 (default: exit 15). A folder with no wheels at all is "
+                "still an error"),
+    Option(flags=("wheelhouse",), commands=("index",), parse=input_dir, metavar="WHEELHOUSE", help=""),
+    Option(flags=("--output",), commands=("index",), parse=output_dir, required=True, metavar="DIR",
+           help="where the index is written"),
+    Option(flags=("--no-mirror",), commands=("index",), action="store_true", default=False,
+           help="index only the project's own wheels (offline); pip then needs another index for their "
+                "requirements"),
+    Option(flags=("new",), commands=("merge-index",), parse=input_dir, metavar="NEW", help=""),
+    Option(flags=("--into",), commands=("merge-index",), parse=output_dir, required=True, metavar="PUBLISHED",
+           help="the published indexes, updated in place (an empty folder for the first release)"),
+    Option(flags=("wheelhouse",), commands=("release-check",), parse=input_dir, metavar="WHEELHOUSE", help=""),
+    Option(flags=("--plan",), commands=("release-check",), parse=input_file, required=True, metavar="PLAN",
+           help="plan.json of the run"),
+    Option(flags=("--workflow",), commands=("workflow",), parse=input_file,
+           default=Path(".github/workflows/release.yml"), metavar="PATH", help=""),
+    Option(flags=("--check",), commands=("workflow",), action="store_true", default=False,
+           help="check for drift (the only mode)"),
+    Option(flags=("--channel",), commands=("audit",), default="pypi", metavar="CHANNEL",
+           help="pypi (default): the unlabelled PyPI wheels; or a variant label (cu132, ...): its own index; or "
+                "variants: the wheel-variant index (PEP 825; its variants.json and variant wheels)"),
+    Option(flags=("--index-url",), commands=("audit",), metavar="URL",
+           help="the index to read (http, https or file); default: for a variant label, the matrix's "
+                "channels.index base_url + layout; for pypi, the index pip uses: its configured index-url "
+                "(PIP_INDEX_URL or pip.conf), else pip's own default"),
+    Option(flags=("--format",), commands=("audit",), choices=("markdown", "json"), default="markdown",
+           help="what goes to stdout (default: markdown; it also goes to the GitHub job summary)"),
+)
+
+_VARIANTS = (
+    Option(flags=("wheelhouse",), commands=("variants",), parse=input_dir, metavar="WHEELHOUSE",
+           help="what `build` wrote (whl/<label>/...)"),
+    Option(flags=("--output",), commands=("variants",), parse=output_dir, metavar="DIR",
+           help="the index folder the variant index goes into (default: WHEELHOUSE, beside whl/<label>/)"),
+    Option(flags=("--no-mirror",), commands=("variants",), action="store_true", default=False,
+           help="index only the project's own variant wheels (offline); uv then needs another index for their "
+                "requirements"),
+    Option(flags=("--smoke",), commands=("variants",), action="store_true", default=False,
+           help="smoke-test each variant's twin (the same files but variant.json, proved by the checks) with the "
+                "target's interpreter, as `smoke` does: a variant wheel installs only where its provider matches "
+                "the machine"),
+    Option(flags=("--installer",), commands=("variants",), choices=("auto", "uv", "pip"), default="auto",
+           help="the smoke test's installer"),
+    Option(flags=("--copy-wheels",), commands=("variants",), parse=output_dir, metavar="DIR",
+           help="also copy the project's variant wheels (not the mirrored requirements) into DIR, e.g. for the "
+                "release's build provenance (DIR is made, and left empty without wheel_variants)"),
+)
+
+_CACHE = (
+    Option(flags=("verb",), commands=("cache",), choices=("list", "prune"),
+           help="list: every cached entry with its size, last use and whether the matrix's plans use it; prune: "
+                "delete leftovers of killed runs, entries unused for --older-than DAYS, then the least recently "
+                "used until --max-size; never what the matrix's plans use"),
+    Option(flags=("--matrix",), commands=("cache",), parse=input_file, metavar="PATH",
+           help="the matrix whose plans' entries are kept (default: ./matrix.yaml; prune needs one)"),
+    Option(flags=("--source",), commands=("cache",), parse=input_dir, matrix="project.source", metavar="DIR",
+           help="the source tree (default: project.source)"),
+    Option(flags=("--output",), commands=("cache",), parse=output_dir, action="append", default=[], metavar="DIR",
+           help="an output folder whose store to include (repeatable; default: ./wheelhouse if it exists)"),
+    Option(flags=("--cache",), commands=("cache",), parse=output_dir, env=CACHE_ENV, from_env=toolchains_under,
+           default=Computed(default_cache, "$XDG_CACHE_HOME/builders/toolchains, else ~/.cache/builders/toolchains"),
+           metavar="DIR", help="toolchain cache as `build --cache` names it; ccache/ and uv/ are beside it (default: "
+                               "$BUILDERS_CACHE or ~/.cache/builders/toolchains)"),
+    Option(flags=("--kind",), commands=("cache",), action="append", choices=CACHE_KINDS, default=[],
+           help="only entries of this kind (repeatable; default: all)"),
+)
+
+_PRUNE = (
+    Option(flags=("--older-than",), commands=("cache",), parse=days, metavar="DAYS", group="prune",
+           help="delete entries not used for more than DAYS days"),
+    Option(flags=("--max-size",), commands=("cache",), parse=size, metavar="SIZE", group="prune",
+           help="then delete the least recently used entries until the listed ones total SIZE (500M, 20G)"),
+    Option(flags=("--dry-run",), commands=("cache",), action="store_true", default=False, group="prune",
+           help="say what would be deleted, delete nothing"),
+    Option(flags=("--no-keep",), commands=("cache",), action="store_true", default=False, group="prune",
+           help="keep nothing the matrix references (no matrix needed)"),
+)
+
+_IMAGES = (
+    Option(flags=("--dry-run",), commands=("images",), action="store_true", default=False,
+           help="print each image's tag and build command, build nothing"),
+)
+
+_ENV_ONLY = (
+    Option(flags=(), dest="rocm_source", commands=("build", "images", "cache"), env=ROCM_SOURCE_ENV,
+           choices=ROCM_SOURCES, default=ROCM_SOURCES[0],
+           help="where a ROCm image takes its toolkit from: therock (TheRock's index, the default) or debian "
+                "(Debian's HIP packages, the matrix's toolkit.system_packages). Read by builders/families/rocm.py "
+                "from the environment the engine passes, when it computes the image's build arguments"),
+)
+
+_VERSION = Option(flags=("--version",), commands=(ROOT,), action="version", help="show program's version number and exit")
+
+# Table order is --help order within a command.
+OPTIONS: tuple[Option, ...] = (
+    _VERSION, _MATRIX, *_SELECTION, *_PLAN, *_BUILD, *_CACHE, *_CONTAINERS, *_BUILD_AFTER, *_IMAGES, *_WHEEL_CHECKS,
+    *_RELEASE, *_VARIANTS, *_PRUNE, *_ENV_ONLY,
+)
+
+ENVIRONMENT: tuple[EnvironmentFact, ...] = (
+    EnvironmentFact(name="GITHUB_ACTIONS", read_by="builders/base/console.py",
+                    why="running under GitHub Actions: log groups and annotations instead of live status lines"),
+    EnvironmentFact(name="GITHUB_STEP_SUMMARY", read_by="builders/base/console.py",
+                    why="the job summary file the console appends its Markdown tables to"),
+    EnvironmentFact(name="TERM", read_by="builders/base/console.py",
+                    why="`dumb`: no live status lines redrawn in place"),
+    EnvironmentFact(name="XDG_CACHE_HOME", read_by="builders/families/provision.py",
+                    why="the folder above builders' caches when $BUILDERS_CACHE is unset (else $HOME/.cache)"),
+    EnvironmentFact(name="HOME", read_by="builders/families/provision.py, builders/pipeline/interpreters.py",
+                    why="the home folder of the environment given (the process's own only where that names "
+                        "none), for the default cache and the interpreters pyenv and uv installed"),
+    EnvironmentFact(name="SOURCE_DATE_EPOCH", read_by="builders/pipeline/context.py, builders/wheel/archive.py",
+                    why="the build's timestamp when set, else the source tree's last commit"),
+    EnvironmentFact(name="BUILDERS_RUN", read_by="builders/base/process.py",
+                    why="set on every command builders starts (never read from the user): the watchdog finds a "
+                        "run's stray processes by it in /proc after the run died"),
+)
+
+
+def _cores() -> int:
+    import os
+
+    return os.cpu_count() or 1
+
+
+def for_command(command: str) -> tuple[Option, ...]:
+    """The options ``command`` takes, in table order."""
+    return tuple(o for o in OPTIONS if command in o.commands)
+
+
+def env_names() -> frozenset[str]:
+    """Every environment variable builders reads: the options' and the facts'."""
+    return frozenset({o.env for o in OPTIONS if o.env} | {f.name for f in ENVIRONMENT})

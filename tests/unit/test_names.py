@@ -1,0 +1,47 @@
+"""One name per concept: no class name is defined twice in builders/ (read with ``ast``).
+
+Two ``Result``s (a finished command and a target's outcome) or two ``Problem``s (an input error
+and a METADATA mismatch) make a reader ask which one every time; each concept gets its own name.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "builders"
+
+# Names defined twice for now, each with the modules that define it and why (empty: any repeat fails).
+KNOWN_REPEATS: dict[str, tuple[tuple[str, ...], str]] = {}
+
+
+def class_names(package: Path = PACKAGE) -> dict[str, list[str]]:
+    """Every class name defined anywhere in ``package`` (nested classes too), with the files defining it."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                found[node.name].append(path.relative_to(package.parent).as_posix())
+    return found
+
+
+def repeats(package: Path = PACKAGE) -> dict[str, tuple[str, ...]]:
+    return {name: tuple(files) for name, files in class_names(package).items() if len(files) > 1}
+
+
+def test_no_class_name_is_defined_twice() -> None:
+    new = {name: files for name, files in repeats().items() if KNOWN_REPEATS.get(name, ((),))[0] != files}
+    assert not new, "class names defined more than once: " + "; ".join(f"{n} in {', '.join(f)}" for n, f in new.items())
+
+
+def test_every_accepted_repeat_still_exists() -> None:
+    assert {name: files for name, (files, _why) in KNOWN_REPEATS.items()} == \
+        {name: files for name, files in repeats().items() if name in KNOWN_REPEATS}
+
+
+def test_a_repeat_is_found(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("class Result:\n    pass\n")
+    (tmp_path / "b.py").write_text("def f():\n    class Result:\n        pass\n")
+    (tmp_path / "c.py").write_text("class Other:\n    pass\n")
+    assert repeats(tmp_path) == {"Result": (f"{tmp_path.name}/a.py", f"{tmp_path.name}/b.py")}
