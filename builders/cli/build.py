@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from builders import engines
 from builders.base import folderlock, process
 from builders.base.console import Console, render_table
-from builders.base.errors import Interrupted, TargetsFailed
+from builders.base.errors import EngineError, Interrupted, TargetsFailed
 from builders.cli.arguments import Options
 from builders.cli.channel_args import on_channel
 from builders.cli.plan import selected, selection_of
@@ -31,7 +31,7 @@ from builders.engines.images import engine_env
 from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target
-from builders.pipeline import remotecache
+from builders.pipeline import platform_policy, remotecache
 from builders.pipeline.context import run_context
 from builders.pipeline.executor import RunConfig, build_all, summarize
 from builders.pipeline.host import Host, detect
@@ -57,17 +57,20 @@ HELP = "build, repair, verify and smoke-test wheels"
 def execute(opts: Options, console: Console) -> int:
     m = on_channel(matrix_mod.load(opts.matrix, source=opts.source), opts.channel, opts.commit_date)
     opts = opts.with_matrix(m)  # --source, else project.source
-    targets = selected(m, selection_of(opts))
     env = engine_env(opts.env)
     host = detect(m.pythons, env, engines=engines.named(opts.engine).containers)
+    m = local_only_matrix(m, host, opts)
+    targets = selected(m, selection_of(opts))
     engine, why = choose_engine(opts, m, targets, host, env)
+    for risk in repair_risks(targets, host) if engine.name == "local" and not opts.local_only else ():
+        console.warning(risk)
     shared = remotecache.resolve(m.compile_cache, env, write=opts.compile_cache_write, location=opts.compile_cache,
                                  dist=opts.sccache_dist, sccache=remotecache.find_sccache(env))
     ctx = run_context(host=host, env=env, source=opts.source, output=opts.output, cache=opts.cache,
                       compile_cache=shared)
     resolved = [engine.plan(t, ctx) for t in targets]
     config = RunConfig(matrix=m, output=ctx.output, engine=engine, env=env, run_smoke=opts.smoke, force=opts.force,
-                       jobs=opts.jobs, verbose=opts.verbose)
+                       jobs=opts.jobs, verbose=opts.verbose, keep_failed=opts.keep_failed)
     console.line(f"{len(targets)} targets selected; engine {engine.name} ({why}) on {host.platform}; "
                  f"{opts.jobs} builds at a time; output {config.output}")
     if shared is not None:
@@ -93,6 +96,21 @@ def execute(opts: Options, console: Console) -> int:
     if failed:
         raise TargetsFailed(f"{len(failed)} target(s) failed: {', '.join(failed)} (see {config.output / 'logs'})")
     return something_to_build(resolved, opts.allow_skip, console, outcomes)
+
+
+def local_only_matrix(m: Matrix, host: Host, opts: Options) -> Matrix:
+    """``--local-only``: this host's Linux wheels tagged at its own glibc level, for testing (never published)."""
+    if not opts.local_only:
+        return m
+    if opts.engine != "local":
+        raise EngineError(f"--local-only tags wheels at this host's own level, so it builds here: use --engine local "
+                          f"(not {opts.engine})")
+    return platform_policy.local_only(m, host)
+
+
+def repair_risks(targets: Sequence[Target], host: Host) -> list[str]:
+    """What the platform policy will do to builds on this host, once per distinct answer."""
+    return sorted({risk for t in targets if (risk := platform_policy.repair_risk(t, host))})
 
 
 def choose_engine(opts: Options, m: Matrix, targets: Sequence[Target], host: Host,

@@ -259,6 +259,12 @@ _BUILD_AFTER = (
            metavar="DIR", help="toolchain cache (default: $BUILDERS_CACHE or ~/.cache/builders/toolchains)"),
     Option(flags=("--no-smoke",), commands=("build",), dest="smoke", action="store_false", default=True,
            help="skip the smoke stage"),
+    Option(flags=("--keep-failed",), commands=("build",), action="store_true", default=False,
+           help="keep a failed target's work folder (the raw and labelled wheels, the unrepaired one); "
+                "its reason says where"),
+    Option(flags=("--local-only",), commands=("build",), action="store_true", default=False,
+           help="tag Linux wheels at this host's own glibc level (manylinux_2_36 on glibc 2.36) instead of the "
+                "matrix's policy: wheels for testing here, which promote, index and release refuse"),
     Option(flags=("--no-wait",), commands=("build",), dest="wait", action="store_false", default=True,
            help=f"when another run is writing the output folder (it holds {folderlock.LOCK_NAME} there), stop at "
                 "once with exit 26 instead of waiting for it to finish (the message names its pid, command line "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,11 +11,13 @@ from typing import Any
 from builders import engines
 from builders.base.console import Console, render_table
 from builders.base.errors import ReleaseError, SelectionError
+from builders.base.safe_output import write_whole
 from builders.cli.arguments import Options
 from builders.engines.images import engine_env
 from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Selection, Target, expand, select
+from builders.pipeline import platform_policy
 from builders.pipeline import results as results_mod
 from builders.pipeline.host import detect
 from builders.release import ci, disk
@@ -62,19 +63,28 @@ def execute(opts: Options, console: Console) -> int:
     host = detect(m.pythons, engine_env(opts.env))
     unbuildable = engines.named(opts.engine).unbuildable
     reasons = {t.id: unbuildable(t, host) for t in targets}
+    on_host = opts.engine == "local" or (opts.engine == "auto" and not host.container_engines)
+    risks = {t.id: platform_policy.repair_risk(t, host) if on_host and reasons[t.id] is None else None for t in targets}
     if opts.format == "json":
         _, excluded = expand(m)
-        records = [{**t.record(), "buildable_here": reasons[t.id] is None, "reason": reasons[t.id]} for t in targets]
+        records = [{**t.record(), "buildable_here": reasons[t.id] is None, "reason": reasons[t.id],
+                    "repair_risk": risks[t.id]} for t in targets]
         out = {"matrix": str(opts.matrix), "host": host.platform, "engine": opts.engine, "count": len(records),
                "targets": records, "excluded": [{"id": e.id, "reason": e.reason, "where": e.where} for e in excluded]}
         emit(json.dumps(out, indent=2), opts.output)
         return 0
-    rows = [(t.id, ",".join(t.channels), t.wheel_name, "yes" if reasons[t.id] is None else f"no: {reasons[t.id]}")
-            for t in targets]
+    rows = [(t.id, ",".join(t.channels), t.wheel_name, buildable(reasons[t.id], risks[t.id])) for t in targets]
     print(console_table(rows))
     here = sum(r is None for r in reasons.values())
     console.line(f"{len(targets)} targets, {here} buildable here ({host.platform}, engine {opts.engine})")
     return 0
+
+
+def buildable(reason: str | None, risk: str | None) -> str:
+    """The "buildable here" cell: no and why, or yes and what the platform policy may do at repair."""
+    if reason is not None:
+        return f"no: {reason}"
+    return f"yes; {risk}" if risk else "yes"
 
 
 def console_table(rows: list[tuple[str, str, str, str]]) -> str:
@@ -88,9 +98,7 @@ def emit(text: str, output: str | None) -> None:
         return
     dest = Path(output)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    partial = dest.with_name(f".{dest.name}.partial")
-    partial.write_text(text + "\n", encoding="utf-8")
-    os.replace(partial, dest)
+    write_whole(dest, (text + "\n").encode())  # a device, FIFO or /dev/stdout is written into, never replaced
 
 
 def served_labels(text: str | None) -> frozenset[str] | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from builders.base.console import Console
 from builders.base.errors import PathError
+from builders.base.safe_output import write_whole
 from builders.cli.arguments import Options
 from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
@@ -63,7 +64,7 @@ def write_all(folder: Path, files: dict[str, str], console: Console) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
-            (folder / name).write_text(text, encoding="utf-8")
+            write_whole(folder / name, text.encode(), root=folder)
             console.line(f"wrote {folder / name}")
     except OSError as exc:
         raise PathError(f"--output {folder}: cannot write: {exc.strerror or exc}") from None

@@ -35,7 +35,14 @@ from builders.engines.container import (
 )
 from builders.engines.factory import EngineFactory, EngineSetup
 from builders.engines.images import Dialect
-from builders.engines.local import HostSpec, LocalEngine, host_provision, host_smoke_runner, host_toolchain
+from builders.engines.local import (
+    HostSpec,
+    LocalEngine,
+    host_provision,
+    host_smoke_runner,
+    host_toolchain,
+    private_copy,
+)
 from builders.matrix.model import OS, PythonVersion
 from builders.matrix.targets import Target
 from builders.pipeline.host import Host
@@ -134,7 +141,8 @@ class CibwEngine:
         build = self.command(target, ctx, work, settings(target, toolchain.root, ctx.epoch), here=here)
         return Recipe(engine=self.name, runner=HostSpec(inherits=ctx.inherits() if here else ()),
                       smoke_runner=host_smoke_runner(target), interpreter=identifier(target), smoke_interpreter=python,
-                      toolchain=toolchain, source=str(ctx.source), work=work, build_cwd=str(ctx.source),
+                      toolchain=toolchain, source=f"{work}/src", work=work, build_cwd=f"{work}/src",
+                      prepare=(self.copy(ctx, work, here=here),),
                       smoke_scratch=f"{work}/smoke", smoke_inbox="", build=build,
                       provision=host_provision(target, toolchain, ctx.cache))
 
@@ -144,8 +152,9 @@ class CibwEngine:
         return Recipe(engine=self.name, runner=HostSpec(inherits=ctx.inherits()),
                       smoke_runner=container.smoke_runner(target),
                       interpreter=identifier(target), smoke_interpreter=container.recipe(target, ctx).interpreter,
-                      toolchain=container.toolchain(target), source=str(ctx.source), work=work,
-                      build_cwd=str(ctx.source), smoke_scratch="/tmp/smoke", smoke_inbox="/tmp",
+                      toolchain=container.toolchain(target), source=f"{work}/src", work=work,
+                      build_cwd=f"{work}/src", smoke_scratch="/tmp/smoke", smoke_inbox="/tmp",
+                      prepare=(self.copy(ctx, work, here=True),),
                       build=self.command(target, ctx, work, image_settings(target, ctx.epoch), here=True),
                       provision=Provision(image=container.image_spec(target).tag))
 
@@ -158,9 +167,14 @@ class CibwEngine:
                                ca_bundle=container.ca_bundle if container else None)
         python = ctx.tools_python if here else RUNNER_TOOLS_PYTHON
         argv = (python, "-m", "cibuildwheel", "--platform", PLATFORMS[target.platform.os],
-                "--output-dir", f"{work}/raw", str(ctx.source))
+                "--output-dir", f"{work}/raw", f"{work}/src")
         env = {**options, "SOURCE_DATE_EPOCH": str(ctx.epoch), **({"PATH": ctx.tools_path} if here else {})}
-        return Command(argv=argv, env=pairs(env), cwd=str(ctx.source), timeout=target.project.timeouts.build)
+        return Command(argv=argv, env=pairs(env), cwd=f"{work}/src", timeout=target.project.timeouts.build)
+
+    @staticmethod
+    def copy(ctx: Context, work: str, *, here: bool) -> Command:
+        """cibuildwheel gets the target's own copy of the source (:mod:`builders.pipeline.private_source`)."""
+        return private_copy(ctx.tools_python if here else RUNNER_TOOLS_PYTHON, ctx, f"{work}/src")
 
     def provision(self, plan: BuildPlan, log: Log) -> None:
         """The Linux image (built once), or a native build's toolchain on this host."""

@@ -48,6 +48,7 @@ from builders.pipeline.plan import (
     resolve_with,
     settings,
 )
+from builders.pipeline.private_source import copy_command
 from builders.pipeline.remotecache import AT_RUN, CONTAINER_SCCACHE
 from builders.wheel.repair import Tools
 from builders.wheel.smoke import UV_CACHE_MOUNT
@@ -63,8 +64,7 @@ INBOX = "/tmp"  # where the smoke container receives the wheel and the probe
 # (a pass-through stand-in where the base has no package; builders/resources/containers/install-build-deps.sh).
 CCACHE_ENV = {"CCACHE_DIR": "/ccache", "CCACHE_BASEDIR": "/tmp/src", "CMAKE_C_COMPILER_LAUNCHER": "ccache",
               "CMAKE_CXX_COMPILER_LAUNCHER": "ccache"}
-# The source is mounted read-only; builds that write into their tree (setuptools' egg-info) get a copy.
-COPY_SOURCE = Command(argv=("cp", "-a", "/src/.", "/tmp/src"), timeout=1800)
+IMAGE_PYTHON = "python3"  # on PATH in every builders and manylinux image; the same for every target's copy
 OFFLINE_PIP = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "/wheels"}
 BASE_ENV = {"HOME": "/tmp", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
@@ -211,9 +211,17 @@ class ContainerEngine:
         return Recipe(engine=self.name, runner=shared_cache(self.runner(target, mounts, network=False), ctx),
                       smoke_runner=self.smoke_runner(target), interpreter=python, smoke_interpreter=python,
                       toolchain=self.toolchain(target), source="/tmp/src", work="/work", build_cwd="/tmp",
-                      prepare=(COPY_SOURCE,),
+                      prepare=(self.copy_source(ctx),),
                       smoke_scratch="/tmp/smoke", smoke_inbox=INBOX, build_env=pairs({**OFFLINE_PIP, **CCACHE_ENV}),
                       repair_tools=Tools(), provision=self.provisions(target, ctx.source))
+
+    @staticmethod
+    def copy_source(ctx: Context) -> Command:
+        """The source is mounted read-only; the build gets a copy of its own, less build outputs (the private
+        copy, :mod:`builders.pipeline.private_source`), and less the output folder where it lies inside."""
+        output = os.path.relpath(ctx.output, ctx.source)
+        skip = () if output.startswith("..") else (f"/src/{output}",)
+        return copy_command(IMAGE_PYTHON, "/src", "/tmp/src", skip=skip)
 
     def provisions(self, target: Target, source: Path) -> Provision:
         """What :meth:`provision` makes ready: the image, the offline wheelhouse, the compiler cache."""

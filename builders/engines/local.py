@@ -18,6 +18,7 @@ from builders.matrix.targets import Target
 from builders.pipeline.host import unbuildable
 from builders.pipeline.plan import (
     BuildPlan,
+    Command,
     Context,
     Provision,
     Recipe,
@@ -26,6 +27,7 @@ from builders.pipeline.plan import (
     pairs,
     resolve_with,
 )
+from builders.pipeline.private_source import copy_command
 from builders.wheel.repair import Tools
 from builders.wheel.smoke import HIDDEN_ENV
 
@@ -84,6 +86,12 @@ def host_provision(target: Target, toolchain: ToolchainPin, cache: Path) -> Prov
     return Provision(on_path=toolchain_for(target.variant.accelerator).on_path)
 
 
+def private_copy(python: str, ctx: Context, dest: str) -> Command:
+    """The command that copies the run's source to ``dest`` on this host (never the output folder, which may
+    lie inside the source tree)."""
+    return copy_command(python, str(ctx.source), dest, skip=(str(ctx.output),))
+
+
 def host_smoke_runner(target: Target) -> HostSpec:
     """The host without the project's build variables: an installed wheel must not need them."""
     return HostSpec(unset=tuple(sorted({*target.project.build_env_names, *HIDDEN_ENV})))
@@ -102,11 +110,13 @@ class LocalEngine:
     def recipe(self, target: Target, ctx: Context) -> Recipe:
         python = str(ctx.host.interpreter(target.python.abi))
         work, toolchain = str(ctx.work(target)), host_toolchain(target, ctx)
+        source = f"{work}/src"  # the target's own copy: no build reuses another's objects
         return Recipe(
             engine=self.name, runner=HostSpec(inherits=ctx.inherits()),
             smoke_runner=host_smoke_runner(target), interpreter=python, smoke_interpreter=python,
-            toolchain=toolchain, provision=host_provision(target, toolchain, ctx.cache), source=str(ctx.source), work=work,
-            build_cwd=str(ctx.source), smoke_scratch=f"{work}/smoke", smoke_inbox="",
+            toolchain=toolchain, provision=host_provision(target, toolchain, ctx.cache), source=source, work=work,
+            prepare=(private_copy(ctx.tools_python, ctx, source),),
+            build_cwd=source, smoke_scratch=f"{work}/smoke", smoke_inbox="",
             repair_tools=Tools.of(ctx.tools_python), repair_env=pairs({"PATH": ctx.tools_path}))
 
     def provision(self, plan: BuildPlan, log: Log) -> None:

@@ -27,6 +27,8 @@ class Host:
     # the families' own compilers found here: (name, resolved path, version or "" where not asked)
     tools: tuple[tuple[str, str, str], ...] = ()
     ccache: str | None = None  # the compiler cache builds on this host go through, if installed
+    glibc: str | None = None  # this host's C library level (``2.36``); None elsewhere (the platform policy's check)
+    glibcxx: str | None = None  # the newest GLIBCXX symbol version of its libstdc++ (``3.4.30``)
 
     @property
     def platform(self) -> str:

@@ -38,12 +38,14 @@ from builders.matrix.draft import (
     value_of,
 )
 from builders.matrix.family import Accelerator
+from builders.matrix.findings import DEFAULT_RUNNERS, default_base_image
 from builders.matrix.model import (
     OS,
     Channels,
     Dropped,
     DroppedKind,
     Exclusion,
+    ExtensionModule,
     Matrix,
     Platform,
     Project,
@@ -186,6 +188,7 @@ def read_project(node: RawMapping | None) -> ProjectDraft | None:
         build_command=build.items("command") if build else None, build_env=build.table("env") if build else None,
         core=core, core_commands=commands if isinstance(commands, Items) else None,
         environment_pass=build.items("environment_pass") if build else None,
+        build_variables=build.table("variables") if build else None,
         dependencies=node.items("dependencies"), optional_dependencies=node.table("optional_dependencies"),
         extension_modules=node.items("extension_modules"),
         smoke_script=smoke.at("script", str) if smoke else None,
@@ -320,7 +323,10 @@ def project(p: ProjectDraft, path: Path, source: Path | None) -> Project:
         core_commands=plain(p.core_commands) or (), environment_pass=plain(p.environment_pass) or (),
         dependencies=plain(p.dependencies) or (),
         optional_dependencies=tuple(plain(p.optional_dependencies).items()) if p.optional_dependencies else (),
-        extension_modules=plain(p.extension_modules) or (),
+        build_variables=tuple(sorted(plain(p.build_variables).items())) if p.build_variables else (),
+        declares_requirements=p.dependencies is not None or p.optional_dependencies is not None,
+        extension_modules=tuple(m for m in plain(p.extension_modules) or () if isinstance(m, str)),
+        conditional_modules=conditional_modules(plain(p.extension_modules) or ()),
         smoke_script=(path.parent / script).resolve() if script is not None else None,
         smoke_timeout=float(p.smoke_timeout.value) if p.smoke_timeout else 300.0,
         timeouts=Timeouts(**{k: float(v) for k, v in (plain(p.timeouts) or {}).items()}),
@@ -328,10 +334,19 @@ def project(p: ProjectDraft, path: Path, source: Path | None) -> Project:
 
 
 def platform(p: PlatformDraft, marks: Marks) -> Platform:
-    assert p.os is not None and p.arch is not None and p.wheel_platform is not None and p.runner is not None
-    return Platform(name=p.name, os=OS(p.os), arch=p.arch, wheel_platform=p.wheel_platform.value, runner=p.runner,
-                    base_image=value_of(p.base_image), deployment_target=value_of(p.deployment_target),
+    assert p.os is not None and p.arch is not None and p.wheel_platform is not None
+    return Platform(name=p.name, os=OS(p.os), arch=p.arch, wheel_platform=p.wheel_platform.value,
+                    runner=p.runner or DEFAULT_RUNNERS[(p.os, p.arch)],
+                    base_image=value_of(p.base_image) or default_base_image(p.wheel_platform.value),
+                    deployment_target=value_of(p.deployment_target),
                     mps_min_macos=value_of(p.mps_min_macos), location=marks.at(p.key))
+
+
+def conditional_modules(entries: tuple[Any, ...]) -> tuple[ExtensionModule, ...]:
+    """The ``extension_modules`` entries with an extra, platforms or pythons (checked by ``findings.module_problem``)."""
+    return tuple(ExtensionModule(module=e["module"], extra=e.get("extra"), platforms=tuple(e.get("platforms", ())),
+                                 pythons=SpecifierSet(e["pythons"]) if "pythons" in e else None)
+                 for e in entries if isinstance(e, dict))
 
 
 def variant(v: VariantDraft, marks: Marks) -> Variant:

@@ -201,6 +201,7 @@ class ProjectDraft:
     core: At[Any] | Items | Section | None
     core_commands: Items | None
     environment_pass: Items | None
+    build_variables: Section | None
     dependencies: Items | None
     optional_dependencies: Section | None
     extension_modules: Items | None

@@ -78,6 +78,48 @@ def suggest(word: str, choices: list[str]) -> str:
     return f"allowed: {', '.join(map(str, choices))}" if choices else ""
 
 
+# A platform without `runner:` runs on GitHub's hosted runner for its system (the ones the shipped matrix names).
+DEFAULT_RUNNERS = {("linux", "x86_64"): "ubuntu-24.04", ("linux", "aarch64"): "ubuntu-24.04-arm",
+                   ("windows", "AMD64"): "windows-2025", ("macos", "arm64"): "macos-15"}
+DEFAULT_PLATFORMS = frozenset(f"{os_name} {arch}" for os_name, arch in DEFAULT_RUNNERS)
+
+
+def default_base_image(wheel_platform: str) -> str | None:
+    """A manylinux platform without `base_image:` builds in the PyPA's image of its policy (by tag)."""
+    return f"quay.io/pypa/{wheel_platform}" if wheel_platform.startswith("manylinux_") else None
+
+
+def variable_problem(name: str, carried: list[str]) -> Violation | None:
+    """A ``build.variables`` name that the pipeline or a ``build.env`` setting also sets would be overwritten."""
+    if name == "SOURCE_DATE_EPOCH" or name in carried:
+        return Violation(f"build.variables.{name} is set by builders itself (SOURCE_DATE_EPOCH, or a build.env setting)",
+                         hint="give the constant another name, or drop it")
+    return None
+
+
+def module_problem(entry: Mapping[str, object], extras: list[str], platforms: list[str]) -> Violation | None:
+    """A conditional extension module names an extra the project has, platforms the matrix lists, real Pythons."""
+    extra, module = entry.get("extra"), entry.get("module")
+    if isinstance(extra, str) and extra not in extras:
+        return Violation(f"extension module {module} needs extra {extra!r}, which "
+                         "optional_dependencies does not list", hint=suggest(extra, extras))
+    named = entry.get("platforms")
+    unknown = sorted(set(named if isinstance(named, tuple | list) else ()) - set(platforms))
+    if unknown:
+        return Violation(f"extension module {module}: no platform {', '.join(unknown)} in the matrix",
+                         hint=suggest(unknown[0], platforms))
+    pythons = entry.get("pythons")
+    return specifier_problem(pythons) if isinstance(pythons, str) else None
+
+
+def runner_problem(name: str, os_name: str, arch: str) -> Violation | None:
+    """A platform without ``runner:`` needs a GitHub hosted runner default for its system."""
+    if (os_name, arch) in DEFAULT_RUNNERS:
+        return None
+    return Violation(f"platform {name} has no runner, and {os_name}-{arch} has no default one",
+                     hint=f"add `runner:` (defaults exist for {', '.join(sorted(DEFAULT_PLATFORMS))})")
+
+
 def version_problem(text: str) -> Violation | None:
     try:
         version = Version(text)

@@ -283,6 +283,18 @@ class Timeouts:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ExtensionModule:
+    """An ``extension_modules`` entry with conditions: a module that exists only on some platforms or Pythons
+    (``platforms``, ``pythons``), or that imports only with an extra installed (``extra``: it must be in the
+    wheel, and is not imported in the bare venv)."""
+
+    module: str
+    extra: str | None = None
+    platforms: tuple[str, ...] = ()  # empty: every platform
+    pythons: SpecifierSet | None = None  # None: every Python (compared as "3.12")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Project:
     name: str
     import_name: str
@@ -298,9 +310,15 @@ class Project:
     core_commands: tuple[tuple[str, ...], ...] = ()
     # build.environment_pass: host variables every build (and core) gets, wherever it runs.
     environment_pass: tuple[str, ...] = ()
+    # build.variables: constant variables every build (and core) gets, wherever it runs.
+    build_variables: Pairs = ()
     dependencies: tuple[str, ...] = ()
+    # Whether the matrix lists dependencies (or optional_dependencies) at all: then a wheel's own
+    # Requires-Dist is checked against them; else the build's own list stands (the variant's is added).
+    declares_requirements: bool = True
     optional_dependencies: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    extension_modules: tuple[str, ...] = ()
+    extension_modules: tuple[str, ...] = ()  # in every wheel, and imported in a bare venv
+    conditional_modules: tuple[ExtensionModule, ...] = ()  # the entries with an extra, platforms or pythons
     smoke_script: Path | None = None
     smoke_timeout: float = 300.0
     timeouts: Timeouts = Timeouts()
@@ -312,8 +330,8 @@ class Project:
 
     @property
     def build_env_names(self) -> frozenset[str]:
-        """The environment variables through which the project receives build settings."""
-        return frozenset(var for _, var in self.build_env)
+        """The environment variables through which the project receives build settings (its constants too)."""
+        return frozenset({*(var for _, var in self.build_env), *(name for name, _ in self.build_variables)})
 
     @property
     def core_dir_var(self) -> str | None:

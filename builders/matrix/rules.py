@@ -41,6 +41,7 @@ from builders.matrix.draft import (
     Items,
     PlatformDraft,
     ProjectDraft,
+    Section,
 )
 from builders.matrix.findings import (
     Violation,
@@ -48,14 +49,17 @@ from builders.matrix.findings import (
     base_image_problem,
     date_problem,
     layout_problem,
+    module_problem,
     next_minor,
     path_problem,
     placeholder_problem,
     platform_name_problem,
     positive_problem,
+    runner_problem,
     specifier_problem,
     suggest,
     url_problem,
+    variable_problem,
     version_problem,
     wheel_platform_problem,
 )
@@ -97,6 +101,8 @@ class Rules(VariantRules):
         platforms = draft.platform_names
         for p in draft.platforms:
             self.platform(p, draft.dropped)
+        if draft.project is not None:
+            self.contract(draft.project, platforms or [])
         labels = self.accelerators(draft, platforms)
         self.wheel_variants(draft.wheel_variants)
         ids = None
@@ -143,6 +149,16 @@ class Rules(VariantRules):
         elif core_dir is not None and p.core is None:
             self.report(core_dir.key, Violation("build.env.core_dir names a variable for build.core, "
                                                 "and there is no build.core", hint="add build.core, or remove core_dir"))
+
+    def contract(self, p: ProjectDraft, platforms: list[str]) -> None:
+        """Conditional extension modules name real extras, platforms and Pythons; build.variables stay the project's."""
+        extras = p.optional_dependencies.names() if p.optional_dependencies else []
+        for entry in p.extension_modules.entries if p.extension_modules else ():
+            if isinstance(entry, Section):
+                self.report(entry.key, module_problem(entry.plain(), extras, platforms))
+        carried = [str(v.value) for _, v in p.build_env.entries if isinstance(v, At)] if p.build_env else []
+        for name, value in p.build_variables.entries if p.build_variables else ():
+            self.report(value.key, variable_problem(name, carried))
 
     def requires_python(self, text: At[str] | None, dropped: tuple[Dropped, ...]) -> SpecifierSet | None:
         self.check(text, specifier_problem)
@@ -192,6 +208,8 @@ class Rules(VariantRules):
         if p.mps_min_macos is not None and isinstance(p.mps_min_macos.value, str):
             self.check(p.mps_min_macos, mps_problem, dropped)
         self.check(p.base_image, base_image_problem)
+        if p.runner is None:
+            self.report(p.key, runner_problem(p.name, os_name, arch))
 
     # targets and channels
 

@@ -18,7 +18,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from builders.base.errors import DroppedError, Problem, SelectionError
-from builders.matrix.model import OS, Matrix, Platform, Project, PythonVersion, Variant
+from builders.matrix.model import OS, ExtensionModule, Matrix, Platform, Project, PythonVersion, Variant
 from builders.matrix.policy import dropped_pythons, exclusion_for
 
 
@@ -63,6 +63,30 @@ class Target:
     def requirements(self) -> tuple[Requirement, ...]:
         """The wheel's whole Requires-Dist: the project's (extras marked), then the variant's."""
         return (*self.project.requirements, *self.variant.requirements)
+
+    @property
+    def extension_modules(self) -> tuple[str, ...]:
+        """The compiled modules this target's wheel must hold: every plain entry, and each conditional one whose
+        platforms and Pythons include this target's."""
+        return (*self.project.extension_modules, *(m.module for m in self._conditional_modules))
+
+    @property
+    def bare_modules(self) -> tuple[str, ...]:
+        """Those of :attr:`extension_modules` that must import in a venv with the wheel alone (no extra)."""
+        return (*self.project.extension_modules, *(m.module for m in self._conditional_modules if m.extra is None))
+
+    @property
+    def _conditional_modules(self) -> tuple[ExtensionModule, ...]:
+        python = f"{self.python.major}.{self.python.minor}"
+        return tuple(m for m in self.project.conditional_modules
+                     if (not m.platforms or self.platform.name in m.platforms)
+                     and (m.pythons is None or m.pythons.contains(python, prereleases=True)))
+
+    @property
+    def declared_requirements(self) -> tuple[Requirement, ...] | None:
+        """The whole Requires-Dist the matrix promises, or None where the project lists no dependencies (its
+        build's own list stands, with the variant's added)."""
+        return self.requirements if self.project.declares_requirements else None
 
     @property
     def arch_list(self) -> str | None:

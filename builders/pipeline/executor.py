@@ -35,6 +35,7 @@ from builders.base.console import Console
 from builders.base.errors import BuildersError, NotBuildableHere, SmokeError, VerifyError
 from builders.base.once import Once
 from builders.base.process import Log, ProcessError, Runner
+from builders.base.safe_output import replace_into
 from builders.families import toolchain_for
 from builders.matrix.model import Matrix
 from builders.pipeline import remotecache, results, summary
@@ -48,6 +49,7 @@ from builders.pipeline.store import Store, place
 from builders.wheel.archive import Wheel, file_sha256
 from builders.wheel.repair import RepairError, failed, only_wheel
 from builders.wheel.rpath import interpreter_rpaths, strip_rpaths
+from builders.wheel.rules import merged
 from builders.wheel.smoke import ready, run_planned, stage, uv_cache, uv_cache_folder
 from builders.wheel.verify import Expectation, verify
 from builders.wheel.writer import label
@@ -87,6 +89,7 @@ class RunConfig:
     force: bool = False
     jobs: int = 1
     verbose: bool = False
+    keep_failed: bool = False  # a failed target's work folder stays (its reason says where)
     cores: Once = field(default_factory=Once, compare=False, repr=False)  # build.core: once per digest per run
     slots: BuildSlots = field(init=False, compare=False, repr=False)  # ``jobs`` of them
 
@@ -211,7 +214,7 @@ def build_one(plan: BuildPlan, config: RunConfig, log: Log, tick: Tick) -> Resul
     log.path.parent.mkdir(parents=True, exist_ok=True)
     log.path.write_text(f"# {plan.id} ({plan.engine} engine)\n# plan {plan.digest}\n", encoding="utf-8")
     work = _fresh_work(plan, config)
-    progress = _Progress()
+    progress, kept = _Progress(), False
     try:
         final = _stages(plan, config, log, progress, tick)
     except KeyboardInterrupt:
@@ -221,10 +224,20 @@ def build_one(plan: BuildPlan, config: RunConfig, log: Log, tick: Tick) -> Resul
     except (BuildersError, OSError) as exc:
         # A command's output is in the log already, as it came: its error's first line is enough.
         log.write(f"\nFAILED at {progress.stage}: {_first_line(exc) if isinstance(exc, ProcessError) else exc}\n")
-        return _result(plan, config, progress, status="failed", reason=_first_line(exc))
+        kept = config.keep_failed
+        return _result(plan, config, progress, status="failed", reason=_first_line(exc) + _kept(work, kept, log))
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not kept:
+            shutil.rmtree(work, ignore_errors=True)
     return _result(plan, config, progress, status="built", wheel=final)
+
+
+def _kept(work: Path, kept: bool, log: Log) -> str:
+    """``--keep-failed``: where the failed target's work folder (its raw, labelled and unrepaired wheels) stays."""
+    if not kept:
+        return ""
+    log.write(f"# --keep-failed: the work folder stays at {work}\n")
+    return f" (work folder kept at {work})"
 
 
 def _fresh_work(plan: BuildPlan, config: RunConfig) -> Path:
@@ -320,13 +333,15 @@ def build(plan: BuildPlan, runner: Runner, config: RunConfig, log: Log, progress
 def label_as_planned(plan: BuildPlan, raw: Path) -> Path:
     """The labelled wheel, under the name the plan expects (the repair command names it)."""
     target = plan.target
-    out = label(Wheel(raw), target.version, target.requirements, Path(plan.work) / "labelled", plan.epoch)
+    built = Wheel(raw)  # its own Requires-Dist stays, extras and all; the variant's is added (verify checks both)
+    wanted = merged(built.requires_dist, target.variant.requirements)
+    out = label(built, target.version, wanted, Path(plan.work) / "labelled", plan.epoch)
     if out.name == plan.outputs.labelled:
         return out
     if parse_wheel_filename(out.name) != parse_wheel_filename(plan.outputs.labelled):
         raise VerifyError(f"the build made {out.name}, but {plan.id} is {plan.outputs.labelled} before repair "
                           "(another Python, ABI or platform tag)")
-    return out.rename(out.with_name(plan.outputs.labelled))
+    return replace_into(out, out.with_name(plan.outputs.labelled))
 
 
 def repair(plan: BuildPlan, runner: Runner) -> Path:

@@ -16,7 +16,7 @@ from builders.base.arch import canonical_arch
 from builders.families.hostfacts import Host
 from builders.matrix.model import OS, PythonVersion
 from builders.matrix.targets import Target
-from builders.pipeline import interpreters
+from builders.pipeline import interpreters, platform_policy
 
 CONTAINER_ENGINES = ("podman", "docker")
 SEARCHED = {OS.LINUX: "pyenv, uv and PATH", OS.MACOS: "pyenv, uv and PATH",
@@ -39,6 +39,8 @@ def detect(pythons: Iterable[PythonVersion], env: Mapping[str, str], *, engines:
             interpreters=tuple(sorted((abi, str(p)) for abi, p in found.result().items())),
             container_engines=tuple(e for e, ok in working if ok.result()),
             ccache=shutil.which("ccache", path=env.get("PATH")),
+            glibc=platform_policy.host_glibc() if os_ is OS.LINUX else None,
+            glibcxx=platform_policy.host_glibcxx(arch) if os_ is OS.LINUX else None,
             **compilers.result(),
         )
 

@@ -363,8 +363,9 @@ class Recipe:
 
 
 def settings(target: Target, toolkit_root: str | None, epoch: int) -> dict[str, str]:
-    """The variables a build gets: the target's settings, the toolkit root, SOURCE_DATE_EPOCH."""
-    env = dict(target.env)
+    """The variables a build gets: the project's constants, the target's settings, the toolkit root,
+    SOURCE_DATE_EPOCH."""
+    env = {**dict(target.project.build_variables), **dict(target.env)}
     names = dict(target.project.build_env)
     if toolkit_root is not None and "toolkit_root" in names:
         env[names["toolkit_root"]] = toolkit_root
@@ -479,7 +480,7 @@ def local_cache(ctx: Context, recipe: Recipe, env: Mapping[str, str]) -> dict[st
         return {}
     toolchain = recipe.toolchain
     default = ctx.cache.parent / "ccache" / f"host-{toolchain.accelerator}-{toolchain.version or 'default'}"
-    common = os.path.commonpath([ctx.source, ctx.output])
+    common = os.path.commonpath([recipe.source, ctx.output])  # the build's copy of the source, its outputs
     return cache_env(ctx.env.get("CCACHE_DIR") or str(default), "" if common == os.sep else common, stats)
 
 
@@ -495,7 +496,7 @@ def core_plan(target: Target, ctx: Context, recipe: Recipe, env: Mapping[str, st
     core_env = pairs({k: v for k, v in env.items() if k != target.project.core_dir_var})
     commands = tuple(Command(argv=tuple(part.format(**values) for part in argv), env=core_env, cwd=recipe.build_cwd,
                              timeout=target.project.timeouts.build) for argv in target.project.core_commands)
-    where = (*places(ctx), ("{core}", seen))
+    where = (*places(ctx), ("{core}", seen), ("{work}", str(ctx.work(target))))  # the first target's copy of the source
     basis = {"builders": ctx.builders_version, "source": ctx.source_digest, "epoch": ctx.epoch,
              "variant": {k: v for k, v in record.items() if k in CORE_RECORD},
              "runner": recipe.runner.key(),

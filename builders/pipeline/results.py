@@ -27,6 +27,7 @@ import jsonschema
 
 from builders.base import untrusted
 from builders.base.errors import InputError, ResultsError
+from builders.base.safe_output import replace_into
 
 SCHEMA = 1
 STATUSES = ("built", "reused", "failed", "skipped", "interrupted")
@@ -183,7 +184,7 @@ def _replace(path: Path, payload: dict[str, Any]) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(payload, fh, indent=2)
             fh.write("\n")
-        os.replace(tmp, path)
+        replace_into(Path(tmp), path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

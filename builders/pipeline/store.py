@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from builders import __version__
+from builders.base.safe_output import replace_into
 from builders.wheel.writer import partial_path, partial_writer
 
 # Never part of a source's identity: VCS data, caches and build outputs.
@@ -199,7 +200,7 @@ def place(source: Path, dest: Path) -> Path:
             os.link(source, tmp)
         except OSError:
             shutil.copy2(source, tmp)
-        os.replace(tmp, dest)
+        replace_into(tmp, dest)
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()

@@ -68,7 +68,7 @@ class Promise:
     filename: str
     target: Target
     version: Version
-    requirements: tuple[Requirement, ...]
+    requirements: tuple[Requirement, ...] | None  # None: the project lists none; the variant's must be there
 
     @property
     def tag(self) -> Tag:
@@ -89,9 +89,10 @@ def promises(matrix: Matrix, channel: str) -> dict[str, Promise]:
         if channel == PYPI and t.on_pypi:
             name = wheel_filename(t.project.name, public_version(matrix), t.tag)
             out[name] = Promise(filename=name, target=t, version=public_version(matrix),
-                                requirements=pypi_requirements(matrix))
+                                requirements=pypi_requirements(matrix) if matrix.project.declares_requirements else None)
         elif channel == t.variant.label:
-            out[t.wheel_name] = Promise(filename=t.wheel_name, target=t, version=t.version, requirements=t.requirements)
+            out[t.wheel_name] = Promise(filename=t.wheel_name, target=t, version=t.version,
+                                        requirements=t.declared_requirements)
     return out
 
 
@@ -379,7 +380,7 @@ def metadata_drift(matrix: Matrix, promise: Promise, meta: email.message.Message
     """The METADATA rules (builders.wheel.rules), then whether the index says the same Requires-Python."""
     want = metadata_rules.Wanted(project=matrix.project.name, version=promise.version,
                                  requires_python=matrix.project.requires_python, requirements=promise.requirements,
-                                 dropped=matrix.dropped)
+                                 dropped=matrix.dropped, required=promise.target.variant.requirements)
     have = metadata_rules.Headers.of(meta)
     found = metadata_rules.problems(have, want)
     drift = [Drift(code=METADATA_CODES[p.code], file=f.filename, message=p.message, rule=p.code) for p in found]

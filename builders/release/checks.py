@@ -8,11 +8,15 @@ from the caller.
 
 from __future__ import annotations
 
+import contextlib
 import re
 
+from packaging.tags import Tag
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from builders.matrix.model import OS, Matrix
+from builders.pipeline.platform_policy import manylinux
 
 CANDIDATE = re.compile(r"-rc[1-9][0-9]*")  # v{version}-rc{N}: a release candidate, never published as the release
 
@@ -65,5 +69,26 @@ def wheel_set_problems(expected: set[str], found: set[str]) -> list[str]:
     """Each expected wheel file name that is missing and each file that is not expected, one line
     each (sorted): a release publishes exactly the wheels its plan promised."""
     missing = [f"missing: {name} (planned, not found)" for name in sorted(expected - found)]
-    unexpected = [f"unexpected: {name} (found, not planned)" for name in sorted(found - expected)]
+    unexpected = [f"unexpected: {name} (found, not planned{local_only_note(name, expected)})"
+                  for name in sorted(found - expected)]
     return missing + unexpected
+
+
+def local_only_note(name: str, expected: set[str]) -> str:
+    """What a stray wheel is when a planned one differs from it only in its manylinux level: a `build
+    --local-only` wheel, tagged at its build host's own level for testing, which is never published."""
+    try:
+        project, version, _build, tags = parse_wheel_filename(name)
+    except InvalidWheelFilename:
+        return ""
+    for other in expected:
+        with contextlib.suppress(InvalidWheelFilename):
+            o_project, o_version, _b, o_tags = parse_wheel_filename(other)
+            if (o_project, o_version) == (project, version) and _levelless(o_tags) == _levelless(tags) != set():
+                return f"; a `build --local-only` wheel, never published: the plan has {other}"
+    return ""
+
+
+def _levelless(tags: frozenset[Tag]) -> set[tuple[str, str, str]]:
+    """The tags of a manylinux wheel with their glibc level taken out."""
+    return {(t.interpreter, t.abi, level[2]) for t in tags if (level := manylinux(t.platform))}

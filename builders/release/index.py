@@ -31,7 +31,6 @@ import email.policy
 import hashlib
 import html
 import json
-import os
 import shutil
 import tempfile
 import zipfile
@@ -44,6 +43,7 @@ from urllib.parse import quote
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from builders.base.errors import IndexBuildError
+from builders.base.safe_output import replace_into, write_whole
 from builders.matrix.model import Matrix
 from builders.release.mirror import RECORD, MirrorError
 from builders.release.promote import PromoteError, target_of
@@ -334,16 +334,14 @@ def _dumps(data: object) -> bytes:
 def _write(dest: Path, data: bytes) -> None:
     if dest.exists() and dest.read_bytes() == data:
         return
-    tmp = partial_path(dest)
-    tmp.write_bytes(data)
-    os.replace(tmp, dest)
+    write_whole(dest, data)
 
 
 def _move(copy: Path, dest: Path, sha256: str) -> None:
     """The checked ``copy`` becomes ``dest`` (a rename: the same bytes), unless ``dest`` already holds them."""
     if dest.is_file() and not dest.is_symlink() and file_sha256(dest) == sha256:
         return
-    os.replace(copy, dest)
+    replace_into(copy, dest)
 
 
 def _copy(src: Path, dest: Path) -> None:
@@ -351,7 +349,7 @@ def _copy(src: Path, dest: Path) -> None:
         return
     tmp = partial_path(dest)
     shutil.copyfile(src, tmp)
-    os.replace(tmp, dest)
+    replace_into(tmp, dest)
 
 
 # Files of a published index that are rewritten from the files it holds, never copied over.

@@ -34,6 +34,7 @@ from urllib.parse import unquote, urlsplit
 from packaging.utils import canonicalize_name
 
 from builders.base.process import ProcessError, run
+from builders.base.safe_output import write_whole
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target
 from builders.release.promote import target_of
@@ -234,7 +235,7 @@ class Mirror:
         """``mirror.json`` in each label's index folder: every mirrored file, its sha256, its targets."""
         for label in sorted(self.done):
             path = output / layout(label) / RECORD
-            path.write_text(json.dumps(self.record(label), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            write_whole(path, (json.dumps(self.record(label), indent=2, sort_keys=True) + "\n").encode(), root=output)
 
 
 def _verified(path: Path, pin: Pin) -> bool:

@@ -27,14 +27,17 @@ from packaging.version import Version
 from builders.base.errors import PromoteError, VerifyError
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand
+from builders.pipeline.platform_policy import local_only_problem
 from builders.wheel.archive import ZIP_EPOCH, Wheel
+from builders.wheel.rules import without
 from builders.wheel.verify import Expectation, Finding, verify
 from builders.wheel.writer import rewrite
 
 
-def pypi_requirements(matrix: Matrix) -> tuple[Requirement, ...]:
-    """The Requires-Dist every PyPI wheel of the release carries (order-stable, deduplicated)."""
-    seen: dict[str, Requirement] = {str(r): r for r in matrix.project.requirements}
+def pypi_requirements(matrix: Matrix, wheel: Wheel | None = None) -> tuple[Requirement, ...]:
+    """The Requires-Dist every PyPI wheel of the release carries (order-stable, deduplicated): the project's
+    (the matrix's, or where it lists none, ``wheel``'s own less its variant's), then the PyPI variants'."""
+    seen: dict[str, Requirement] = {str(r): r for r in project_requirements(matrix, wheel)}
     labels = list(dict.fromkeys(label for _platform, label in matrix.channels.pypi))
     for label in labels:
         for req in matrix.variant(label).requirements:
@@ -42,12 +45,26 @@ def pypi_requirements(matrix: Matrix) -> tuple[Requirement, ...]:
     return tuple(seen.values())
 
 
+def project_requirements(matrix: Matrix, wheel: Wheel | None) -> tuple[Requirement, ...]:
+    """The project's part of a wheel's Requires-Dist: the matrix's, or the labelled ``wheel``'s own less its
+    variant's runtime requirements where the matrix declares none."""
+    if matrix.project.declares_requirements or wheel is None:
+        return matrix.project.requirements
+    label = wheel.version.local or ""
+    added = matrix.variant(label).requirements if label in {v.label for v in matrix.variants} else ()
+    return without(wheel.requires_dist, added)
+
+
 def public_version(matrix: Matrix) -> Version:
     return Version(matrix.project.version.public)
 
 
 def target_of(matrix: Matrix, wheel: Wheel) -> Target:
-    """The target a labelled wheel was built for, from its tags and local version label."""
+    """The target a labelled wheel was built for, from its tags and local version label (never a wheel tagged at
+    its build host's own level by ``build --local-only``)."""
+    local = local_only_problem(matrix, wheel.tags)
+    if local:
+        raise PromoteError(f"{wheel.path.name}: {local}; build it with --engine container (the policy's image)")
     label = wheel.version.local
     if not label:
         raise PromoteError(f"{wheel.path.name}: unlabelled wheel (version {wheel.version}); "
@@ -110,8 +127,9 @@ def promote(matrix: Matrix, wheel: Wheel, dest_dir: Path, *, epoch: int | None =
     dest_dir.mkdir(parents=True, exist_ok=True)
     if epoch is None:
         epoch = wheel_epoch(wheel)
-    out = rewrite(wheel, dest_dir, version=public_version(matrix), requirements=pypi_requirements(matrix), epoch=epoch)
-    findings = check_promoted(matrix, Wheel(out), target)
+    requirements = pypi_requirements(matrix, wheel)
+    out = rewrite(wheel, dest_dir, version=public_version(matrix), requirements=requirements, epoch=epoch)
+    findings = check_promoted(matrix, Wheel(out), target, requirements)
     if findings:
         out.unlink(missing_ok=True)
         raise VerifyError(f"{out.name}: promoted wheel has {len(findings)} finding(s):\n  "
@@ -127,6 +145,9 @@ def refuse_unverified(matrix: Matrix, wheel: Wheel, target: Target) -> None:
                            f"({len(findings)} finding(s)); nothing was written:\n  " + "\n  ".join(map(str, findings)))
 
 
-def check_promoted(matrix: Matrix, wheel: Wheel, target: Target) -> list[Finding]:
+def check_promoted(matrix: Matrix, wheel: Wheel, target: Target,
+                   requirements: tuple[Requirement, ...] | None = None) -> list[Finding]:
+    declared = pypi_requirements(matrix) if matrix.project.declares_requirements else None  # None: the variant's
+    wanted = declared if requirements is None else requirements
     return verify(wheel, Expectation(target=target, dropped=matrix.dropped, version=public_version(matrix),
-                                     requirements=pypi_requirements(matrix)))
+                                     requirements=wanted))

@@ -63,9 +63,11 @@ def repair_command(target: Target) -> str:
 def failed(target: Target, exc: ProcessError, diagnose: tuple[str, ...] | None, call: Call) -> RepairError:
     """The error for a repair that failed, with the policy the wheel could reach instead."""
     achieved = achievable_policy(diagnose, call) if diagnose else None
+    image = f" ({target.platform.base_image})" if target.platform.base_image else ""
     return RepairError(f"cannot reach {target.platform.wheel_platform} where this wheel was built (it qualifies "
-                       f"for {achieved or 'no manylinux policy'}); build in the {target.platform.base_image} "
-                       f"image instead:\n{exc.tail}")
+                       f"for {achieved or 'no manylinux policy'}); use --engine container, which builds in the "
+                       f"policy's image{image}, or build --local-only, which tags wheels at this host's own level "
+                       f"for testing (never published)\nauditwheel said:\n{exc.tail}")
 
 
 def achievable_policy(diagnose: tuple[str, ...], call: Call) -> str | None:

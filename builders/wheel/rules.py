@@ -13,7 +13,9 @@ codes into its own finding type (verify's :class:`~builders.wheel.zipcheck.Findi
   a set that admits a dropped Python necessarily differs from the matrix's, which admits none.
 - ``requires-dist-invalid`` / ``requires-dist``: every Requires-Dist parses, and the set of
   them equals the expected requirements, compared as normalised requirements (name and extras
-  PEP 503-normalised, specifier sets and markers by value).
+  PEP 503-normalised, specifier sets and markers by value). A project that declares no
+  ``dependencies`` leaves its wheel's own Requires-Dist as its build wrote it: then only the
+  variant's runtime requirements must be there (:attr:`Wanted.required`).
 """
 
 from __future__ import annotations
@@ -66,15 +68,16 @@ class Wanted:
     project: str
     version: Version
     requires_python: SpecifierSet
-    requirements: tuple[Requirement, ...]
+    requirements: tuple[Requirement, ...] | None  # the whole Requires-Dist; None: the project declares none
     dropped: tuple[Dropped, ...]
+    required: tuple[Requirement, ...] = ()  # what must be there whatever the build wrote (the variant's)
 
 
 def problems(have: Headers, want: Wanted) -> tuple[Mismatch, ...]:
     """Every problem of ``have``, in the order of :data:`CODES`; empty when METADATA is right."""
     return (*name_problems(have.name, want.project), *version_problems(have.version, want.version),
             *requires_python_problems(have.requires_python, want.requires_python, want.dropped),
-            *requires_dist_problems(have.requires_dist, want.requirements))
+            *requires_dist_problems(have.requires_dist, want.requirements, want.required))
 
 
 def name_problems(text: str | None, project: str) -> tuple[Mismatch, ...]:
@@ -105,18 +108,40 @@ def requires_python_problems(text: str | None, want: SpecifierSet, dropped: Iter
     return tuple(found)
 
 
-def requires_dist_problems(values: Sequence[str], want: Iterable[Requirement]) -> tuple[Mismatch, ...]:
-    """Requires-Dist compared with the expected requirements as sets of normalised requirements."""
+def requires_dist_problems(values: Sequence[str], want: Iterable[Requirement] | None,
+                           required: Iterable[Requirement] = ()) -> tuple[Mismatch, ...]:
+    """Requires-Dist compared with the expected requirements as sets of normalised requirements (``want``
+    None: the build's own list stands, and must hold ``required``). The message names both sides."""
     try:
         have = {requirement_key(r): str(r) for r in map(Requirement, values)}
     except InvalidRequirement as exc:
         return (Mismatch(code="requires-dist-invalid", message=f"unparsable Requires-Dist: {exc}"),)
+    if want is None:
+        lacks = sorted(str(r) for r in required if requirement_key(r) not in have)
+        return (Mismatch(code="requires-dist", message=f"Requires-Dist {sorted(have.values())} lacks the variant's "
+                        f"runtime requirements {lacks}"),) if lacks else ()
     wanted = {requirement_key(r): str(r) for r in want}
     if have.keys() == wanted.keys():
         return ()
-    lacks = sorted(wanted[k] for k in wanted.keys() - have.keys())
-    extra = sorted(have[k] for k in have.keys() - wanted.keys())
-    return (Mismatch(code="requires-dist", message=f"Requires-Dist lacks {lacks} and has unexpected {extra}"),)
+    lacks, extra = sorted(wanted[k] for k in wanted.keys() - have.keys()), sorted(have[k] for k in have.keys() - wanted.keys())
+    parts = ([f"the wheel lacks {lacks}"] if lacks else []) + ([f"it has {extra}, which the matrix does not list"]
+                                                             if extra else [])
+    return (Mismatch(code="requires-dist", message=f"Requires-Dist {sorted(have.values())} is not the matrix's "
+                    f"{sorted(wanted.values())} (dependencies, extras and the variant's): {'; '.join(parts)}"),)
+
+
+def merged(own: Iterable[Requirement], added: Iterable[Requirement]) -> tuple[Requirement, ...]:
+    """``own`` (a built wheel's Requires-Dist, extras and all) with each of ``added`` it does not already hold."""
+    out = {requirement_key(r): r for r in own}
+    for r in added:
+        out.setdefault(requirement_key(r), r)
+    return tuple(out.values())
+
+
+def without(own: Iterable[Requirement], removed: Iterable[Requirement]) -> tuple[Requirement, ...]:
+    """``own`` less ``removed`` (the project's own part of a labelled wheel's list: less its variant's)."""
+    gone = {requirement_key(r) for r in removed}
+    return tuple(r for r in own if requirement_key(r) not in gone)
 
 
 def requirement_key(r: Requirement) -> tuple[object, ...]:

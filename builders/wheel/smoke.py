@@ -119,7 +119,7 @@ def facts(target: Target, *, dist_version: str | None = None) -> dict[str, Any]:
         "system_libraries": sorted(lib for lib, _ in variant.system_libs),
         "python_abi": target.python.abi,
         "free_threaded": target.python.free_threaded,
-        "extension_modules": list(project.extension_modules),
+        "extension_modules": list(target.bare_modules),  # a module that needs an extra is checked by verify only
         "script": PROJECT_SCRIPT if project.smoke_script else None,
         "script_timeout": project.smoke_timeout,
     }

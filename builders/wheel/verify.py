@@ -72,15 +72,16 @@ class Expectation:
         return self.version or self.target.version
 
     @property
-    def wanted_requirements(self) -> tuple[Requirement, ...]:
-        return self.target.requirements if self.requirements is None else self.requirements
+    def wanted_requirements(self) -> tuple[Requirement, ...] | None:
+        """The whole Requires-Dist expected; None: the build's own, with the variant's in it."""
+        return self.target.declared_requirements if self.requirements is None else self.requirements
 
     @property
     def wanted_metadata(self) -> metadata_rules.Wanted:
         project = self.target.project
         return metadata_rules.Wanted(project=project.name, version=self.wanted_version,
                                      requires_python=project.requires_python, requirements=self.wanted_requirements,
-                                     dropped=self.dropped)
+                                     dropped=self.dropped, required=self.target.variant.requirements)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -309,7 +310,7 @@ def check_extension_modules(wheel: Contents, expect: Expectation) -> Iterator[Fi
     """Every module the project declares is a file with an extension suffix this target imports."""
     names = {i.filename for i in wheel.reader.infos}
     suffixes = extension_suffixes(expect.target)
-    for module in expect.target.project.extension_modules:
+    for module in expect.target.extension_modules:
         base = module.replace(".", "/")
         if not any(base + suffix in names for suffix in suffixes):
             yield Finding(code="extension-missing", message=f"extension module {module} is not in the wheel "

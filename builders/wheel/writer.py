@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import os
 import re
 import shutil
 import time
@@ -26,6 +25,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from builders.base.errors import WheelError
+from builders.base.safe_output import partial_path, replace_into
 from builders.matrix.targets import wheel_filename
 from builders.wheel.archive import ZIP_EPOCH, Wheel, record_digest
 from builders.wheel.zipcheck import printable
@@ -142,12 +142,6 @@ def write_wheel(dest: Path, members: Mapping[str, bytes], dist_info: str, modes:
     write_members(dest, {n: (len(data), partial(iter, (data,))) for n, data in members.items()}, dist_info, modes, epoch)
 
 
-def partial_path(dest: Path) -> Path:
-    """Where ``dest`` is written before it is renamed into place: hidden, beside it, and this process's own, so
-    that two runs writing one file at once never write into each other's half-written copy."""
-    return dest.with_name(f".{dest.name}.{os.getpid()}.partial")
-
-
 def partial_writer(path: Path) -> int | None:
     """The pid that wrote the :func:`partial_path` ``path``, or None when the name carries none."""
     pid = path.name.removesuffix(".partial").rpartition(".")[2]
@@ -171,7 +165,7 @@ def write_members(dest: Path, sources: Mapping[str, Source], dist_info: str, mod
             buf = io.StringIO()
             csv.writer(buf, lineterminator="\n").writerows([*rows, (record_name, "", "")])
             zf.writestr(_zip_info(record_name, stamp, modes), buf.getvalue().encode())
-        os.replace(tmp, dest)
+        replace_into(tmp, dest)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -202,7 +196,8 @@ def _zip_time(epoch: int) -> tuple[int, int, int, int, int, int]:
 
 
 def label(wheel: Wheel, version: Version, requirements: tuple[Requirement, ...], dest_dir: Path, epoch: int) -> Path:
-    """Give ``wheel`` the variant's labelled version and exact runtime requirements.
+    """Give ``wheel`` the variant's labelled version and the whole Requires-Dist ``requirements`` (the
+    pipeline passes the build's own list with the variant's runtime requirements added).
 
     A build that already did (PyTorch's ``PYTORCH_BUILD_VERSION`` style) is copied unchanged;
     otherwise the version and Requires-Dist are rewritten and RECORD regenerated.

@@ -83,9 +83,11 @@ def test_local_build_command_and_environment(m, data) -> None:
     tid = f"{label}-cp312-linux-x86_64"
     plan = built(plans(m))[tid]
     work = f"/out/.work/{tid}"
-    values = {"python": "/py/3.12/bin/python3.12", "source": str(SOURCE), "outdir": f"{work}/raw"}
+    values = {"python": "/py/3.12/bin/python3.12", "source": f"{work}/src", "outdir": f"{work}/raw"}
     assert plan.build.argv == tuple(p.format(**values) for p in data["project"]["build"]["command"])
-    assert plan.build.cwd == str(SOURCE)
+    assert plan.build.cwd == f"{work}/src"  # the target's own copy, never the shared tree
+    (copy,) = plan.prepare
+    assert copy.argv[4:6] == (str(SOURCE), f"{work}/src") and "build" in copy.argv[6].split(",")
     names = data["project"]["build"]["env"]
     pin = re.search(r"==([0-9.]+)", node["toolkit"]["requirements"][0]).group(1)
     env = dict(plan.build.env)
@@ -164,7 +166,8 @@ def test_the_container_plan_runs_in_the_image(m) -> None:
     assert mounts["/src"].source == str(SOURCE) and not mounts["/src"].writable
     assert mounts["/work"].source == plan.work and mounts["/work"].writable
     # The read-only source is copied inside the container first (builds may write into their tree).
-    assert [c.argv for c in plan.prepare] == [("cp", "-a", "/src/.", "/tmp/src")]
+    (copy,) = plan.prepare
+    assert copy.argv[4:6] == ("/src", "/tmp/src") and "build" in copy.argv[6].split(",")
     assert plan.build.argv[-1] == "/tmp/src" and dict(plan.build.env)["PIP_NO_INDEX"] == "1"
     assert plan.repair is not None and plan.repair.argv[:2] == ("auditwheel", "repair")  # the image's own
     assert plan.smoke.wheel == f"/tmp/{plan.outputs.wheel}" and "/work" not in {m.target for m in plan.smoke_runner.mounts}
@@ -207,7 +210,7 @@ def test_labelled_name_before_repair(m) -> None:
 def test_shell_line_of_a_command(m) -> None:
     plan = built(plans(m))["cpu-cp312-linux-x86_64"]
     line = plan.build.shell()
-    assert line.startswith(f"cd {SOURCE} && ") and shlex.split(line.split(" && ", 1)[1])[-len(plan.build.argv):] == list(plan.build.argv)
+    assert line.startswith(f"cd {plan.work}/src && ") and shlex.split(line.split(" && ", 1)[1])[-len(plan.build.argv):] == list(plan.build.argv)
 
 
 def test_the_longest_builds_start_first(m) -> None:

@@ -19,6 +19,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
+from builders.matrix import loader
 from builders.matrix.model import DroppedKind, Matrix
 from builders.matrix.targets import Target, expand
 from builders.release import audit
@@ -177,3 +178,48 @@ def test_name_and_version_get_one_verdict(tmp_path: Path, shipped: Matrix, chann
     if value == "RESPELLED":
         value = shipped.project.name.upper().replace("-", "_")
     assert variant(tmp_path, shipped, channel, {header: value}) == set(want)
+
+
+# --- a project that lists no dependencies (issue 29): its build's own Requires-Dist stands ---------
+
+OWN = ("packaging>=24", 'rich>=13; extra == "cli"', 'numpy>=2; python_version >= "3.12" and extra == "fast"')
+
+
+def undeclared(text: str) -> Matrix:
+    """The shipped matrix without ``dependencies`` and ``optional_dependencies``."""
+    start = text.index("  # Requires-Dist of every wheel")
+    end = text.index("  # Compiled modules that must be in every wheel")
+    return loader.loads(text[:start] + text[end:])
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+@pytest.mark.parametrize("case, want", [("own-and-the-variant's", ()), ("variant's-lost", ("requires-dist",))])
+def test_the_builds_own_requirements_stand_where_the_matrix_lists_none(tmp_path: Path, shipped_text: str, channel: str,
+                                                                       case: str, want: tuple[str, ...]) -> None:
+    m = undeclared(shipped_text)
+    assert not m.project.declares_requirements and not m.project.requirements
+    t = next(t for t in expand(m)[0] if t.on_pypi and t.variant.requirements)
+    promise = (audit.promises(m, t.variant.label)[t.wheel_name] if channel == "label" else
+               next(p for p in audit.promises(m, audit.PYPI).values() if p.target == t))
+    assert promise.requirements is None
+    expect = verify.Expectation(target=t, dropped=m.dropped, version=promise.version)
+    added = tuple(map(str, t.variant.requirements)) if case == "own-and-the-variant's" else ()
+    wheel = write_metadata_wheel(tmp_path, promise.filename, {"Name": m.project.name, "Version": str(promise.version),
+                                 "Requires-Python": str(m.project.requires_python)}, OWN + added)
+    assert same_verdict(wheel, m, expect, promise) == set(want)
+
+
+def test_a_mismatch_names_both_sides() -> None:
+    have, want = ("numpy>=2", "evil>=1"), (Requirement("numpy>=2"), Requirement('rich; extra == "cli"'))
+    (problem,) = metadata_rules.requires_dist_problems(have, want)
+    assert "['evil>=1', 'numpy>=2'] is not the matrix's ['numpy>=2', 'rich; extra == \"cli\"']" in problem.message
+    assert "lacks ['rich; extra == \"cli\"']" in problem.message and "has ['evil>=1']" in problem.message
+    (only_extra,) = metadata_rules.requires_dist_problems((*have, 'rich; extra == "cli"'), want)
+    assert "lacks" not in only_extra.message and "[]" not in only_extra.message
+
+
+def test_merged_keeps_every_requirement_once() -> None:
+    own = tuple(map(Requirement, OWN))
+    added = (Requirement("PACKAGING>=24"), Requirement('cuda-toolkit[cudart]==13.2.2; platform_system == "Linux"'))
+    assert list(map(str, metadata_rules.merged(own, added))) == [*OWN, str(added[1])]
+    assert metadata_rules.without(metadata_rules.merged(own, added), added[1:]) == own

@@ -1,0 +1,130 @@
+"""The platform policy before the compile: will repair be able to tag the wheel as the matrix says?
+
+A ``manylinux_2_28`` wheel may use no glibc symbol newer than 2.28 and no libstdc++ symbol newer
+than the policy's ``GLIBCXX`` level (auditwheel's policy file). A build on a newer host links
+newer symbols as soon as the code calls them, and repair refuses the wheel, after the whole compile.
+So the plan compares this host's glibc and libstdc++ with each target's policy and says what will
+happen, and what to do: build in the policy's image (``--engine container``), or, for testing,
+``build --local-only``, which tags wheels at this host's own level (:func:`local_only`). Such a
+wheel is never published: promote, index and release refuse it (:func:`local_only_problem`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import replace
+from functools import cache
+from importlib import util
+from pathlib import Path
+
+from packaging.tags import Tag
+
+from builders.families.hostfacts import Host
+from builders.matrix.model import OS, Matrix
+from builders.matrix.targets import Target
+
+MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_(.+)")
+LIBSTDCXX = re.compile(r"libstdc\+\+\.so\.6\.0\.(\d+)$")
+LIB_FOLDERS = ("/usr/lib/{arch}-linux-gnu", "/usr/lib64", "/lib64", "/usr/lib", "/lib/{arch}-linux-gnu")
+WAYS_OUT = ("use --engine container (builds in the policy's image{image}) or build --local-only (tags wheels at "
+            "this host's own level, for testing; never published)")
+
+
+def version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split("."))
+
+
+def manylinux(platform_tag: str) -> tuple[int, int, str] | None:
+    """``manylinux_2_28_x86_64`` -> (2, 28, "x86_64"); None for any other platform tag."""
+    match = MANYLINUX.fullmatch(platform_tag)
+    return (int(match.group(1)), int(match.group(2)), match.group(3)) if match else None
+
+
+def host_glibc() -> str | None:
+    """This host's glibc version (``2.36``), or None on another C library or system."""
+    try:
+        found = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (ValueError, OSError, AttributeError):
+        return None
+    return found.split()[-1] if found.startswith("glibc ") else None
+
+
+def host_glibcxx(arch: str) -> str | None:
+    """The newest ``GLIBCXX`` symbol version this host's libstdc++ has (``3.4.30``: libstdc++.so.6.0.30)."""
+    for folder in LIB_FOLDERS:
+        where = Path(folder.format(arch=arch))
+        found = sorted(int(m.group(1)) for p in where.glob("libstdc++.so.6.0.*") if (m := LIBSTDCXX.search(p.name)))
+        if found:
+            return f"3.4.{found[-1]}"
+    return None
+
+
+@cache
+def policy_glibcxx(policy: str, arch: str) -> str | None:
+    """The newest ``GLIBCXX`` a manylinux policy allows, from auditwheel's own policy file (None without it)."""
+    spec = util.find_spec("auditwheel")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    data = Path(next(iter(spec.submodule_search_locations))) / "policy" / "manylinux-policy.json"
+    if not data.is_file():
+        return None
+    for entry in json.loads(data.read_text(encoding="utf-8")):
+        if entry["name"] == policy:
+            levels = entry["symbol_versions"].get(arch, {}).get("GLIBCXX", [])
+            return max(levels, key=version) if levels else None
+    return None
+
+
+def repair_risk(target: Target, host: Host) -> str | None:
+    """Why repair may refuse ``target``'s wheel when it is built on ``host`` itself, and the two ways out."""
+    level = manylinux(target.platform.wheel_platform)
+    if target.platform.os is not OS.LINUX or level is None or host.glibc is None:
+        return None
+    major, minor, arch = level
+    policy, newer = f"manylinux_{major}_{minor}", []
+    if version(host.glibc) > (major, minor):
+        newer.append(f"host glibc {host.glibc} > {major}.{minor}")
+    allowed = policy_glibcxx(policy, arch)
+    if target.project.cxx_standard and host.glibcxx and allowed and version(host.glibcxx) > version(allowed):
+        newer.append(f"host libstdc++ GLIBCXX_{host.glibcxx} > {allowed}")
+    if not newer:
+        return None
+    image = f", {target.platform.base_image}" if target.platform.base_image else ""
+    return f"may be refused at repair ({policy}): {'; '.join(newer)}; {WAYS_OUT.format(image=image)}"
+
+
+def host_level(host: Host) -> str | None:
+    """This host's own manylinux level for its architecture (``manylinux_2_36_x86_64``), or None."""
+    if host.os is not OS.LINUX or host.glibc is None:
+        return None
+    major, minor = host.glibc.split(".")[:2]
+    return f"manylinux_{major}_{minor}_{host.arch}"
+
+
+def local_only(matrix: Matrix, host: Host) -> Matrix:
+    """``matrix`` with this host's Linux platform tagged at the host's own glibc level: wheels for testing here."""
+    level = host_level(host)
+    if level is None:
+        return matrix
+    platforms = tuple(replace(p, wheel_platform=level) if p.os is OS.LINUX and _arch(p.wheel_platform) == host.arch
+                      else p for p in matrix.platforms)
+    return replace(matrix, platforms=platforms)
+
+
+def _arch(platform_tag: str) -> str | None:
+    level = manylinux(platform_tag)
+    return level[2] if level else None
+
+
+def local_only_problem(matrix: Matrix, tags: frozenset[Tag]) -> str | None:
+    """Why a wheel with ``tags`` is a ``--local-only`` wheel (a manylinux level the matrix does not give its
+    platform), or None. Such a wheel was made for testing on its build host and is never published."""
+    for tag in tags:
+        arch = _arch(tag.platform)
+        promised = [p.wheel_platform for p in matrix.platforms if arch and _arch(p.wheel_platform) == arch]
+        if promised and tag.platform not in promised:
+            return (f"tagged {tag.platform}, not the matrix's {', '.join(promised)}: a `build --local-only` wheel, "
+                    "tagged at its build host's own level for testing, is never published")
+    return None
