@@ -28,7 +28,6 @@ the metadata is reproducible.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,26 +62,17 @@ def build_version() -> str:
 
 
 def runtime_dependencies() -> list[str]:
+    """None of its own: the runtime an accelerator build needs (the CUDA runtime
+    wheel) is the release matrix's to declare, per variant, and the release tool
+    adds it when it labels the wheel; a requirement added here as well would be
+    one the matrix does not list. A build by hand installs the runtime itself."""
     accel = (_env("MINIFW_ACCELERATOR") or "cpu").lower()
     if accel not in _ACCELERATORS:
         msg = (
             f"MINIFW_ACCELERATOR={accel!r} is not one of {', '.join(_ACCELERATORS)}"
         )
         raise ValueError(msg)
-    if accel != "cuda":
-        return []
-    version = _env("MINIFW_ACCELERATOR_VERSION")
-    m = re.fullmatch(r"(\d+)\.(\d+)(?:\.\d+)*", version)
-    if not m:
-        msg = (
-            "MINIFW_ACCELERATOR=cuda needs MINIFW_ACCELERATOR_VERSION=<major>.<minor> "
-            f"(got {version!r})"
-        )
-        raise ValueError(msg)
-    major, minor = int(m[1]), int(m[2])
-    # The runtime must be at least the toolkit's minor (newer cudart symbols
-    # may be used) and of the same major (the SONAME is libcudart.so.<major>).
-    return [f"nvidia-cuda-runtime>={major}.{minor},<{major + 1}"]
+    return []
 
 
 def _fields() -> dict[str, Any]:
