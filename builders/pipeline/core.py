@@ -80,7 +80,7 @@ def build_core(core: CorePlan, runner: Runner) -> None:
     scratch = Path(core.scratch)
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
-    for command in core.commands:
+    for command in core.steps:
         runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
     installed = scratch / "install"
     if not installed.is_dir() or not any(installed.iterdir()):

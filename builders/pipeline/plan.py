@@ -220,6 +220,12 @@ class CorePlan:
     basis: str = field(repr=False)  # canonical JSON of the digest's inputs besides the commands
     prepare: tuple[Command, ...] = field(default=(), repr=False)
     places: Places = field(default=(), repr=False)
+    copy: tuple[Command, ...] = field(default=(), repr=False)  # on this host: the source into the core's folder
+
+    @property
+    def steps(self) -> tuple[Command, ...]:
+        """What building it runs, in order: the copy (on this host), then the project's commands."""
+        return (*self.copy, *self.commands)
 
     @cached_property
     def digest(self) -> str:
@@ -287,7 +293,7 @@ class BuildPlan:
     def commands(self) -> list[tuple[str, Command]]:
         """Every command the plan runs, in order, named by its stage."""
         out = [("check", self.check.probe)] if self.check else []
-        out += [("prepare", c) for c in self.prepare] + [("core", c) for c in (self.core.commands if self.core else ())]
+        out += [("prepare", c) for c in self.prepare] + [("core", c) for c in (self.core.steps if self.core else ())]
         out += [("build", self.build)]
         out += [("repair", self.repair)] if self.repair else []
         return out + [("smoke", c) for c in self.smoke.commands]
@@ -300,7 +306,7 @@ class BuildPlan:
                 "provision": self.provision.to_json(), "check": self.check.to_json() if self.check else None,
                 "prepare": [c.to_json() for c in self.prepare], "build": self.build.to_json(),
                 "core": {"name": self.core.name, "digest": self.core.digest,
-                         "commands": [c.to_json() for c in self.core.commands]} if self.core else None,
+                         "commands": [c.to_json() for c in self.core.steps]} if self.core else None,
                 "repair": self.repair.to_json() if self.repair else None,
                 "smoke": self.smoke.to_json(), "smoke_python": self.smoke.python,
                 "smoke_installer": self.smoke.installer.kind,
@@ -492,9 +498,12 @@ def core_plan(target: Target, ctx: Context, recipe: Recipe, env: Mapping[str, st
     name = f"{target.variant.label}-{target.platform.name}"
     on_host = recipe.runner.on_host
     seen = f"{ctx.output}/.work/core-{name}" if on_host else f"{recipe.work}/core"
-    values = {"source": recipe.source, "builddir": f"{seen}/build", "coredir": f"{seen}/install"}
+    copy = core_copy(recipe, f"{seen}/src") if on_host else ()
+    source = f"{seen}/src" if copy else recipe.source
+    values = {"source": source, "builddir": f"{seen}/build", "coredir": f"{seen}/install"}
     core_env = pairs({k: v for k, v in env.items() if k != target.project.core_dir_var})
-    commands = tuple(Command(argv=tuple(part.format(**values) for part in argv), env=core_env, cwd=recipe.build_cwd,
+    cwd = source if recipe.build_cwd == recipe.source else recipe.build_cwd
+    commands = tuple(Command(argv=tuple(part.format(**values) for part in argv), env=core_env, cwd=cwd,
                              timeout=target.project.timeouts.build) for argv in target.project.core_commands)
     where = (*places(ctx), ("{core}", seen), ("{work}", str(ctx.work(target))))  # the first target's copy of the source
     basis = {"builders": ctx.builders_version, "source": ctx.source_digest, "epoch": ctx.epoch,
@@ -503,7 +512,15 @@ def core_plan(target: Target, ctx: Context, recipe: Recipe, env: Mapping[str, st
              "toolchain": {**recipe.toolchain.to_json(), "root": relocate(recipe.toolchain.root or "", where)}}
     work = ctx.work(target)
     return CorePlan(name=name, commands=commands, scratch=seen if on_host else f"{work}/core",
-                    installed=f"{work}/core/install", basis=canonical(basis), prepare=recipe.prepare, places=where)
+                    installed=f"{work}/core/install", basis=canonical(basis), prepare=recipe.prepare, places=where,
+                    copy=copy)
+
+
+def core_copy(recipe: Recipe, dest: str) -> tuple[Command, ...]:
+    """The target's copy of the source, made once more into the core's own folder: the core is the variant's,
+    so it compiles from one path whichever target builds it (a compiler cache keys on the paths it sees)."""
+    return tuple(Command(argv=tuple(dest if a == recipe.source else a for a in c.argv), env=c.env, cwd=c.cwd,
+                         timeout=c.timeout) for c in recipe.prepare if recipe.source in c.argv)
 
 
 def smoke_plan(target: Target, recipe: Recipe, final: str, work: str) -> SmokePlan:
