@@ -24,16 +24,12 @@ SKIPPED_DIRS = tuple(sorted(IGNORED_DIRS - VCS_DIRS))  # what a build wrote, or 
 COPY_TIMEOUT = 1800.0
 
 # argv: SOURCE DEST SKIPPED-NAMES SKIPPED-SUFFIXES [SKIPPED-PATH...]; DEST is made afresh.
-COPY_SCRIPT = """\
-import os, shutil, sys
-src, dest, names, suffixes = sys.argv[1], sys.argv[2], set(sys.argv[3].split(",")), tuple(sys.argv[4].split(","))
-paths = {os.path.realpath(p) for p in sys.argv[5:]}
-def ignore(folder, entries):
-    return [e for e in entries if e in names or e.endswith(suffixes)
-            or os.path.realpath(os.path.join(folder, e)) in paths]
-shutil.rmtree(dest, ignore_errors=True)
-shutil.copytree(src, dest, symlinks=True, ignore=ignore)
-"""
+# One line: a log shows each command on one line, and the dry run's comparison with the log reads it back.
+COPY_SCRIPT = ("import os, shutil, sys; src, dest = sys.argv[1], sys.argv[2]; names = set(sys.argv[3].split(',')); "
+               "suffixes = tuple(sys.argv[4].split(',')); paths = {os.path.realpath(p) for p in sys.argv[5:]}; "
+               "shutil.rmtree(dest, ignore_errors=True); shutil.copytree(src, dest, symlinks=True, "
+               "ignore=lambda folder, entries: [e for e in entries if e in names or e.endswith(suffixes) "
+               "or os.path.realpath(os.path.join(folder, e)) in paths])")
 
 
 def copy_command(python: str, source: str, dest: str, skip: Sequence[str] = ()) -> Command:
