@@ -45,3 +45,28 @@ def test_a_repeat_is_found(tmp_path: Path) -> None:
     (tmp_path / "b.py").write_text("def f():\n    class Result:\n        pass\n")
     (tmp_path / "c.py").write_text("class Other:\n    pass\n")
     assert repeats(tmp_path) == {"Result": (f"{tmp_path.name}/a.py", f"{tmp_path.name}/b.py")}
+
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def module_basenames(tests: Path = TESTS) -> dict[str, list[str]]:
+    """Test modules by file name, in folders without ``__init__.py`` (pytest's rootdir import mode)."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(tests.rglob("test_*.py")):
+        if not (path.parent / "__init__.py").exists():
+            found[path.name].append(path.relative_to(tests).as_posix())
+    return found
+
+
+def test_no_two_test_modules_share_a_file_name() -> None:
+    """pytest imports such modules by their bare name: a second one stops the whole collection."""
+    shared = {name: files for name, files in module_basenames().items() if len(files) > 1}
+    assert not shared, f"test modules sharing a file name (pytest cannot collect both): {shared}"
+
+
+def test_a_shared_test_module_name_is_found(tmp_path: Path) -> None:
+    for folder in ("unit", "integration"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "test_cache.py").write_text("")
+    assert module_basenames(tmp_path) == {"test_cache.py": ["integration/test_cache.py", "unit/test_cache.py"]}
