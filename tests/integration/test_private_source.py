@@ -3,9 +3,11 @@
 setuptools keeps its objects in the tree's ``build/`` folder and reuses any that look newer than
 their sources. A build in the shared tree therefore shipped objects compiled with the flags of an
 earlier build (two byte-identical wheels for ``-g0 -O2`` and ``-g3 -O0``), and two Pythons built at
-once (``--jobs 2``) shared ``build/bdist.*``. The project here (``tests/projects/cflags``) reports
-how it was compiled: ``flagged.optimized()`` and DWARF sections tell the flags apart, and
-``flagged.python()`` the Python it was compiled for.
+once (``--jobs 2``) shared ``build/bdist.*``; a cpu and a CUDA variant on one Python shared even
+``build/temp.*``. The project here (``tests/projects/cflags``) reports how it was compiled:
+``flagged.optimized()`` and DWARF sections tell the flags apart, ``flagged.python()`` the Python
+and ``flagged.variant()`` the variant (its ``-D`` flags, from the matrix's ``build.env``) it was
+compiled for.
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ import pytest
 import yaml
 from elftools.elf.elffile import ELFFile
 
+from builders.matrix import loader as matrix
+from builders.wheel.smoke import expected_runtime_version
 from tests import helpers
 
 pytestmark = pytest.mark.slow
 
 PROJECT = Path(__file__).resolve().parent.parent / "projects" / "cflags"
+SHIPPED = Path(__file__).resolve().parent.parent.parent / "matrix.yaml"
 OPTIMISED, DEBUG = "-g0 -O2", "-g3 -O0"
 
 
@@ -68,12 +73,16 @@ def optimized(interpreter: str, so: bytes, where: Path) -> int:
                               timeout=60).stdout)
 
 
-def interpreter_of(tree: Path, out: Path, tid: str) -> str:
+def plan_of(tree: Path, out: Path, tid: str) -> dict:
     proc = helpers.builders("build", "--matrix", str(tree / "matrix.yaml"), "--source", str(tree), "--output", str(out),
                             "--target", tid, "--dry-run", "--json", cwd=out.parent)
     assert proc.returncode == 0, proc.stderr
     (plan,) = [p for p in json.loads(proc.stdout)["plans"] if p["id"] == tid]
-    return plan["interpreter"]
+    return plan
+
+
+def interpreter_of(tree: Path, out: Path, tid: str) -> str:
+    return str(plan_of(tree, out, tid)["interpreter"])
 
 
 def plant_stale_objects(tree: Path, interpreter: str, cflags: str, where: Path) -> None:
@@ -109,6 +118,69 @@ def test_two_pythons_at_once_each_get_their_own_objects(tmp_path: Path) -> None:
     for tid in ids:  # smoke checked flagged.python() in each; the debug flags reached both
         assert ".debug_info" in sections(extension(tmp_path / "out", records[tid]))
         assert records[tid]["smoke"], records[tid]
+    assert not (tree / "build").exists(), "no build wrote into the shared tree"
+
+
+def with_cuda_variant(tree: Path) -> str:
+    """The shipped matrix's CUDA family, its first version alone, added to the tree's matrix for the tree's platforms;
+    that version's label. The shipped RPATH is seen from minifw/_C, one folder below site-packages; flagged's
+    module sits at the top of it."""
+    cuda = yaml.safe_load(SHIPPED.read_text())["accelerators"]["cuda"]
+    version, entry = next(iter(cuda.pop("versions").items()))
+    data = yaml.safe_load((tree / "matrix.yaml").read_text())
+    family, entry = ({key: ours(value, data["platforms"]) for key, value in d.items()} for d in (cuda, entry))
+    family["rpath"] = [path.replace("$ORIGIN/../", "$ORIGIN/") for path in family["rpath"]]
+    data["accelerators"]["cuda"] = {**family, "versions": {version: entry}}
+    (tree / "matrix.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(entry["label"])
+
+
+def ours(value: object, platforms: dict) -> object:
+    """A per-platform mapping (``arch_list``, ``smoke_runners``) less the platforms the tree's matrix lacks."""
+    if isinstance(value, dict) and set(value) & set(platforms):
+        return {name: v for name, v in value.items() if name in platforms}
+    return value
+
+
+def reports(plan: dict, so: bytes, where: Path) -> list:
+    """``flagged.variant()`` and ``flagged.runtime()`` of the object, loaded by the plan's interpreter with the
+    plan's toolkit (a CUDA build's libcudart) on the library path."""
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "flagged.so").write_bytes(so)
+    code = "import flagged, json; print(json.dumps([flagged.variant(), flagged.runtime()]))"
+    root = plan["toolchain"]["root"]
+    env = {**os.environ, **({"LD_LIBRARY_PATH": f"{root}/lib"} if root else {})}
+    out = subprocess.run([plan["interpreter"], "-c", code], cwd=where, check=True, capture_output=True, text=True,
+                         timeout=60, env=env)
+    return list(json.loads(out.stdout))
+
+
+def needed(so: bytes) -> set[str]:
+    """The object's DT_NEEDED libraries."""
+    dynamic = ELFFile(io.BytesIO(so)).get_section_by_name(".dynamic")
+    return {tag.needed for tag in dynamic.iter_tags() if tag.entry.d_tag == "DT_NEEDED"}
+
+
+def test_two_variants_at_once_each_get_their_own_objects(tmp_path: Path) -> None:
+    """A cpu and a CUDA build of one Python at once, from one tree: one source file, objects that differ in the
+    variant's flags (its -D flags; the CUDA build's headers and runtime library). Sharing a build/ folder, one
+    wheel would get the other's object."""
+    tree = project_tree(tmp_path, DEBUG)
+    label = with_cuda_variant(tree)
+    ids = ["cpu-cp312-linux-x86_64", f"{label}-cp312-linux-x86_64"]
+    out = tmp_path / "out"
+    records = build(tree, out, *(a for tid in ids for a in ("--target", tid)), "--jobs", "2")
+    assert sorted(records) == sorted(ids)
+    m = matrix.load(tree / "matrix.yaml")
+    objects = {tid: extension(out, records[tid]) for tid in ids}
+    assert objects[ids[0]] != objects[ids[1]]
+    for tid in ids:  # smoke ran flagged's own checks of variant() and runtime() in each wheel's venv too
+        variant = helpers.one(m, tid).variant
+        runtime = expected_runtime_version(variant)
+        assert reports(plan_of(tree, out, tid), objects[tid], tmp_path / tid) == [
+            [variant.accelerator.value, variant.version or ""], runtime]
+        assert bool(needed(objects[tid]) & set(variant.exclude_libs)) is (runtime is not None)
+        assert ".debug_info" in sections(objects[tid]) and records[tid]["smoke"]["project_ok"] is True, records[tid]
     assert not (tree / "build").exists(), "no build wrote into the shared tree"
 
 
