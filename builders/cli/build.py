@@ -37,6 +37,7 @@ from builders.pipeline.executor import RunConfig, build_all, summarize
 from builders.pipeline.host import Host, detect
 from builders.pipeline.outcome import ccache_note, something_to_build, stop_on_signals, tidy
 from builders.pipeline.plan import BuildPlan, Resolved, describe
+from builders.pipeline.results import Result
 
 DESCRIPTION = ("Plan every selected target this host can build (all of them by default), then "
                 "run each plan through build, label, repair, verify and smoke. Targets this host "
@@ -73,11 +74,7 @@ def execute(opts: Options, console: Console) -> int:
                        jobs=opts.jobs, verbose=opts.verbose, keep_failed=opts.keep_failed)
     console.line(f"{len(targets)} targets selected; engine {engine.name} ({why}) on {host.platform}; "
                  f"{opts.jobs} builds at a time; output {config.output}")
-    if shared is not None:
-        console.line(f"compile cache: {shared.describe()}")
-    note = ccache_note(resolved, host)
-    if note:
-        console.warning(note)
+    announce_caches(shared, resolved, host, console)
     if opts.dry_run:
         dry_run(resolved, config, as_json=opts.json)
         return something_to_build(resolved, opts.allow_skip, console)
@@ -86,6 +83,22 @@ def execute(opts: Options, console: Console) -> int:
         process.reset_cancel()
         with stop_on_signals():
             outcomes = build_all(resolved, config, console)
+    return finish(outcomes, resolved, config, opts, console)
+
+
+def announce_caches(shared: remotecache.RemoteCache | None, resolved: Sequence[Resolved], host: Host,
+                    console: Console) -> None:
+    """The shared compile cache in use and a missing local compiler cache, said before the first build."""
+    if shared is not None:
+        console.line(f"compile cache: {shared.describe()}")
+    note = ccache_note(resolved, host)
+    if note:
+        console.warning(note)
+
+
+def finish(outcomes: Sequence[Result], resolved: Sequence[Resolved], config: RunConfig, opts: Options,
+           console: Console) -> int:
+    """The summary, the store's tidy-up (never after an interrupt), then the run's exit: interrupted, failed or ok."""
     summarize(outcomes, console, verbose=opts.verbose)
     if not process.cancelled():
         tidy(config, resolved, opts.store_budget, console)
