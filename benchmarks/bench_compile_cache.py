@@ -6,8 +6,8 @@ local engine, sccache on a Redis server of the benchmark's own (loopback, a temp
 
 1. **cold**: ``build --target ID --no-smoke --compile-cache-write`` into an empty store: every compile misses
    and is written (the nightly's role);
-2. **warm**: the same plan again as a fresh runner would build it: another output folder (so the core is
-   compiled again: nothing local is reused), read-only, every compile a lookup in the store;
+2. **warm**: the same plan again as a fresh runner would build it: the same output path, emptied (so the core
+   is compiled again: nothing local is reused), read-only, every compile a lookup in the store;
 3. **changed**: one header of the core (``--changed``, by default ``src/cpu/math.hpp``) gets a real declaration
    added; the translation units that include it, directly or through another header, are counted from the
    sources (an oracle independent of sccache), and must be exactly the compiles that miss on top of those that
@@ -125,17 +125,28 @@ def change(header: Path) -> None:
     header.write_text(header.read_text() + "\nnamespace minifw_bench { inline int changed() { return 28; } }\n")
 
 
+def runner_workspace(work: Path, variant: str) -> Path:
+    """The output folder of a fresh runner: one path for every run (as a hosted runner's workspace is), emptied
+    first, so nothing local is reused. sccache 0.16 hashes arguments with their absolute paths, so entries serve
+    builds at the same paths."""
+    out = work / f"{variant}-runner"
+    shutil.rmtree(out, ignore_errors=True)
+    return out
+
+
 def measure(variant: str, matrix: Path, work: Path, env: Mapping[str, str], changed: str) -> dict[str, Any]:
     target = first_target(matrix, variant, env)
     runs = {}
     for name, extra in (("cold", ("--compile-cache-write",)), ("warm", ())):
-        runs[name] = build(matrix, target, work / f"{variant}-{name}", env, *extra)
+        runs[name] = build(matrix, target, runner_workspace(work, variant), env, *extra)
+        shutil.copy(work / f"{variant}-runner" / "results.json", work / f"{variant}-{name}.json")
     core = matrix.parent / "examples" / "minifw" / "core"
     units = including_units(core, changed)
     original = (core / "src" / changed).read_text()
     change(core / "src" / changed)
     try:
-        runs["changed"] = build(matrix, target, work / f"{variant}-changed", env)
+        runs["changed"] = build(matrix, target, runner_workspace(work, variant), env)
+        shutil.copy(work / f"{variant}-runner" / "results.json", work / f"{variant}-changed.json")
     finally:
         (core / "src" / changed).write_text(original)
     return {"variant": variant, "target": target, "runs": runs, "including": units}
@@ -217,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             keep = RESULTS / "compile-cache"
             keep.mkdir(parents=True, exist_ok=True)
             for name in found["runs"]:
-                shutil.copy(Path(tmp) / "runs" / f"{variant}-{name}" / "results.json", keep / f"{variant}-{name}.json")
+                shutil.copy(Path(tmp) / "runs" / f"{variant}-{name}.json", keep / f"{variant}-{name}.json")
             rows.append(row(found))
             print(json.dumps(rows[-1]))
     failed = [m for r in rows for m in verdicts(r)]

@@ -471,7 +471,9 @@ def compiler_cache(ctx: Context, recipe: Recipe, env: Mapping[str, str]) -> dict
     flags = {k: relocate(v, where) for k, v in env.items() if k not in hidden and k != "SOURCE_DATE_EPOCH"}
     ns = cache_namespace({"toolchain": toolchain, "runner": recipe.runner.key(), "env": flags})
     on_host = recipe.runner.on_host
-    basedir = os.path.commonpath([ctx.source, ctx.output]) if on_host else f"{recipe.source}:{recipe.work}"
+    # On this host every compile reads a copy under the output folder (the target's, the core's): paths below it
+    # are the same from any output folder, so another runner's entries hit.
+    basedir = os.path.commonpath([recipe.source, ctx.output]) if on_host else f"{recipe.source}:{recipe.work}"
     return shared_cache_env(remote, ns=ns, launcher=(remote.sccache or "sccache") if on_host else CONTAINER_SCCACHE,
                             basedir="" if basedir == os.sep else basedir, work=recipe.work, local=local)
 

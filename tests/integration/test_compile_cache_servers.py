@@ -86,14 +86,20 @@ def project(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def build(root: Path, project: Path, redis: str, run: str, ci: dict[str, str], *extra: str,
           env: dict[str, str] | None = None) -> dict:
-    """One build of the target as a fresh runner: its own output and toolchain cache; the CI context ``ci``; the
-    store ``redis://<redis>/ci`` unless ``env`` names another."""
+    """One build of the target as a fresh runner: the runner's workspace (the same output path as every runner's,
+    emptied first: nothing local), a toolchain cache of its own, the CI context ``ci``; the store
+    ``redis://<redis>/ci`` unless ``env`` names another. Its results.json is kept as ``<run>.json``.
+
+    sccache 0.16 hashes a compile's arguments as written, absolute paths included, so entries serve builds at the
+    same paths: every hosted runner's workspace is one path (and a container build's is fixed by the image)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "BUILDERS_COMPILER", "SCCACHE_"))}
     full = {**base, "MINIFW_CORE_WEIGHT": "1", "BUILDERS_COMPILER_CACHE": f"redis://{redis}/ci", **ci, **(env or {})}
-    out = project / run
+    out = project / "runner"
+    shutil.rmtree(out, ignore_errors=True)
     proc = helpers.builders("build", "--matrix", str(project / "matrix.yaml"), "--target", TARGET, "--no-smoke",
                             "--output", str(out), "--cache", str(project / f"{run}-cache"), *extra, cwd=root, env=full)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    shutil.copy(out / "results.json", project / f"{run}.json")
     (record,) = json.loads((out / "results.json").read_text())["targets"]
     assert record["core"]["status"] == "built", record["core"]  # nothing local: the core compiles again
     return record
@@ -123,7 +129,7 @@ def test_a_fresh_runner_hits_what_the_nightly_compiled_and_writes_nothing(root: 
     assert stats["hit_rate"] >= 0.9, stats
     assert keys(redis) == cold["after"]
     # The estimate reads both runs: the nightly's cold core and this warm one, with its hit rate.
-    results = [a for run in ("nightly", "candidate") for a in ("--results", str(project / run / "results.json"))]
+    results = [a for run in ("nightly", "candidate") for a in ("--results", str(project / f"{run}.json"))]
     proc = helpers.builders("plan", "--format", "github", "--estimate", *results, cwd=root)
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = json.loads(proc.stdout)["estimate"]
@@ -212,7 +218,7 @@ def test_the_core_compiles_through_an_sccache_dist_build_server(root: Path, proj
     completed = Path(dist["log"]).read_text().count("updated state to Complete")  # the scheduler's own count
     assert stats["misses"] > 0 and stats["dist_compiles"] > 0, stats
     assert completed == stats["dist_compiles"], (completed, stats)
-    assert not (project / "distributed" / ".work" / TARGET / "sccache-dist.toml").exists(), "the token's file stays"
+    assert not (project / "runner" / ".work" / TARGET / "sccache-dist.toml").exists(), "the token's file stays"
 
 
 # --- an S3-compatible bucket: rclone serve s3 on loopback, sccache as builders configures it ------------------
