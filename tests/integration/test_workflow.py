@@ -250,11 +250,14 @@ def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
         # no wheels published without provenance
         (WORKFLOW, "      - uses: actions/attest@1e69f48acb82d1966a394da916b4c1698aa569d6 # v4.2.2\n"
                    "        id: attest-1\n        with:\n          subject-checksums: provenance/subjects-1.sha256\n", "",
-         "job 'publish' publishes wheels without build provenance"),
+         "job 'deploy' publishes wheels without build provenance"),
         (WORKFLOW, "subject-checksums: provenance/subjects-1.sha256", "show-summary: false",
          "job 'publish' publishes wheels without build provenance"),
-        (WORKFLOW, "    needs: [plan, publish]\n", "    needs: [plan, release-files]\n",
+        (WORKFLOW, "    needs: [plan, provenance]\n", "    needs: [plan, release-files]\n",
          "job 'deploy' publishes wheels without build provenance"),
+        # PyPI last: the index deploy before the upload
+        (WORKFLOW, "    needs: [plan, deploy]\n", "    needs: [plan, provenance]\n",
+         "job 'publish', key 'needs': uploads to PyPI without coming after 'deploy'"),
     ],
 )
 def test_drift_is_detected(root: Path, tmp_path: Path, file: Path, old: str, new: str, expected: str) -> None:

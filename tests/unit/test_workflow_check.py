@@ -90,6 +90,18 @@ def batch_call(command: str) -> Edit:
     return edit
 
 
+def pypi_before_index(doc: dict[str, Any]) -> None:
+    """The order of old: PyPI straight after the provenance, the indexes after PyPI."""
+    doc["jobs"]["publish"]["needs"] = ["plan", "provenance"]
+    doc["jobs"]["deploy"]["needs"] = ["plan", "publish"]
+
+
+def index_after_upload_in_one_job(doc: dict[str, Any]) -> None:
+    """One job that uploads to PyPI and only then publishes the index."""
+    deploy = [s for s in doc["jobs"]["deploy"]["steps"] if "ci/deploy-index.sh" in s.get("run", "")]
+    doc["jobs"]["publish"]["steps"] += deploy
+
+
 MUTATIONS: list[tuple[str, str, str, str, Edit]] = [
     # defect 6, as reported
     ("publish if always() ||", RELEASE, "publish", "if",
@@ -119,6 +131,13 @@ MUTATIONS: list[tuple[str, str, str, str, Edit]] = [
     # needs
     ("publish straight after the plan", RELEASE, "publish", "needs", job("publish", "needs", ["plan"])),
     ("release-files before the builds", RELEASE, "publish", "needs", remove_need("release-files", "build")),
+    # PyPI last: after every job that publishes the release index
+    ("PyPI before the index", RELEASE, "publish", "needs", pypi_before_index),
+    ("PyPI beside the index", RELEASE, "publish", "needs", job("publish", "needs", ["plan", "provenance"])),
+    ("PyPI with no index job", RELEASE, "publish", "needs", lambda doc: doc["jobs"].pop("deploy")),
+    ("the index after PyPI in one job", RELEASE, "publish", "steps", index_after_upload_in_one_job),
+    ("provenance for any run", RELEASE, "provenance", "if", job("provenance", "if", "${{ !cancelled() }}")),
+    ("provenance in the pypi environment", RELEASE, "provenance", "environment", job("provenance", "environment", "pypi")),
     # permissions: least privilege, and id-token only where something signs or publishes
     ("release-files with id-token", RELEASE, "release-files", "permissions",
      permission("release-files", "id-token", "write")),
