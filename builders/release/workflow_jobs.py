@@ -19,10 +19,10 @@ CHECKOUT_ACTION = "actions/checkout"
 ATTEST_ACTIONS = ("actions/attest", "actions/attest-build-provenance")
 ATTEST_SUBJECTS = ("subject-path", "subject-checksums")
 PYPI_ACTIONS = ("pypa/gh-action-pypi-publish",)
-PUBLISH_COMMANDS = ("ci/deploy-index.sh", "ci/github-release.sh")
+PUBLISH_COMMANDS = ("ci/deploy-index.sh", "ci/github-release.sh", "promote-release", "ci/promote.sh index")
 # What publishes a release's per-variant indexes: the Pages deploy, or the promotion to the bucket's
 # release channel. PyPI comes after it (a file name is PyPI's for good; an index can be reverted).
-RELEASE_INDEX_COMMANDS = ("ci/deploy-index.sh", "promote-release")
+RELEASE_INDEX_COMMANDS = ("ci/deploy-index.sh", "promote-release", "ci/promote.sh index")
 LOCAL_PREFIXES = ("./",)
 
 
@@ -80,7 +80,8 @@ def uploads_to_pypi(step: dict[str, Any]) -> bool:
 
 
 def publishes_release_index(step: dict[str, Any]) -> bool:
-    """The step publishes the release channel's indexes (``promote-release``, ``ci/deploy-index.sh``)."""
+    """The step publishes the release channel's indexes (``promote-release`` or ``ci/promote.sh index``, which
+    runs it; ``ci/deploy-index.sh``)."""
     return any(c in str(step.get("run", "")) for c in RELEASE_INDEX_COMMANDS)
 
 

@@ -34,6 +34,7 @@ from builders.release import expressions as ex
 from builders.release.workflow_jobs import (
     ATTEST_ACTIONS,
     CHECKOUT_ACTION,
+    DOWNLOAD_ACTION,
     PYPI_ACTIONS,
     Workflow,
     action,
@@ -59,7 +60,8 @@ LEVELS = {"none": 0, "read": 1, "write": 2}
 RUN_NEEDS = (("ci/images.sh push", "packages", "write", "pushes images"),
              ("ci/images.sh pull", "packages", "read", "pulls images"),
              ("ci/deploy-index.sh", "contents", "write", "pushes the index branch"),
-             ("ci/github-release.sh", "contents", "write", "creates the GitHub Release"))
+             ("ci/github-release.sh", "contents", "write", "creates the GitHub Release"),
+             ("ci/bucket-credentials.sh", "id-token", "write", "mints an OIDC token for the bucket"))
 
 
 def structural_problems(release: Workflow, called: list[Workflow]) -> list[str]:
@@ -68,9 +70,14 @@ def structural_problems(release: Workflow, called: list[Workflow]) -> list[str]:
     problems = [*_gate_problems(release), *_needs_problems(release), *_concurrency_problems(release),
                 *pypi_last_problems(release)]
     for wf in (release, *called):
-        problems += [*_workflow_permissions(wf), *_permission_problems(wf, by_name), *_environment_problems(wf),
-                     *_pin_problems(wf), *_timeout_values(wf)]
+        problems += per_workflow_problems(wf, by_name)
     return problems
+
+
+def per_workflow_problems(wf: Workflow, called: dict[str, Workflow]) -> list[str]:
+    """The rules every workflow file keeps: permissions, environments, pins, timeouts."""
+    return [*_workflow_permissions(wf), *_permission_problems(wf, called), *_environment_problems(wf),
+            *_pin_problems(wf), *_timeout_values(wf)]
 
 
 def where(wf: Workflow, job: str, key: str) -> str:
@@ -235,6 +242,8 @@ def _step_needs(step: dict[str, Any], add: Any) -> None:
             add("packages", "write", "pushes the attestation to the registry")
     if used in PYPI_ACTIONS:
         add("id-token", "write", "trusted publishing to PyPI")
+    if used == DOWNLOAD_ACTION and given(step).get("run-id"):
+        add("actions", "read", "downloads another run's artifacts")
     for command, scope, level, why in RUN_NEEDS:
         if command in run:
             add(scope, level, why)

@@ -27,7 +27,8 @@ from tests.unit.test_ci_shards import synthetic
 WORKFLOWS = Path(".github/workflows")
 WORKFLOW = WORKFLOWS / "release.yml"
 SHARD = WORKFLOWS / "release-shard.yml"
-FILES = (WORKFLOW, SHARD)
+PROMOTE = WORKFLOWS / "promote.yml"
+FILES = (WORKFLOW, SHARD, PROMOTE)
 
 # Node 24 majors of the actions/* we use (Node 20 runners are retired in 2026), and the releases
 # that first do what the release needs: free-threaded "3.14t" (setup-python 5.5.0), twine that
@@ -651,6 +652,27 @@ def test_plan_sh_hands_on_a_candidate_as_no_release(root: Path, tmp_path: Path) 
         assert proc.returncode == 0, proc.stdout + proc.stderr
         outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
         assert outputs["release"] == "false" and outputs["candidate"] == str(candidate).lower()
+        assert outputs["nightly"] == "false" and len(json.loads(outputs["validate"])["include"]) == 1
+
+
+def test_plan_sh_hands_the_validate_jobs_one_per_smoke_runner(root: Path, tmp_path: Path) -> None:
+    """The candidate's validate matrix: targets grouped by the runner their smoke job takes, the PyPI ones apart."""
+    m = matrix.load(root / "matrix.yaml")
+    targets, _ = expand(m)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({**ci.github_plan(targets), "release": False, "candidate": True, "nightly": False}))
+    out = tmp_path / "out"
+    proc = script(root, "plan.sh", "outputs", str(plan), env={"GITHUB_OUTPUT": str(out)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
+    groups = json.loads(outputs["validate"])["include"]
+    by_runner: dict[str, set[str]] = {}
+    for t in targets:
+        by_runner.setdefault("-".join(ci.smoke_runner(t)), set()).add(t.id)
+    assert {g["name"]: set(g["targets"].split()) for g in groups} == by_runner
+    for g in groups:
+        assert set(g["pypi"].split()) == {t.id for t in targets if t.on_pypi and t.id in g["targets"].split()}
+        assert g["pythons"].splitlines()[-1] == "3.11"
 
 
 def test_tag_runs_restore_no_cache_and_no_key_grows_per_run(root: Path) -> None:
