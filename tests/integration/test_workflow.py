@@ -768,3 +768,20 @@ def test_github_release_sh_makes_none_for_a_candidate_or_another_tag(root: Path,
     proc = script(root, "github-release.sh", f"v{data['version']}", *args, env=env, cwd=repo)
     assert proc.returncode != 0 and "not the plan of a release" in proc.stdout
     assert not (tmp_path / "state/releases").exists()
+
+
+def test_promote_sh_check_passes_only_the_preflights_pypi_files(root: Path, tmp_path: Path) -> None:
+    """promote.yml's PyPI job uploads exactly the files the preflight planned, each with its sha256."""
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    files = {"minifw-2.15.0-cp313-cp313-manylinux_2_28_x86_64.whl": b"one", "minifw-2.15.0-cp313-cp313-win_amd64.whl": b"two"}
+    for name, data in files.items():
+        (dist / name).write_bytes(data)
+    record = tmp_path / "preflight.json"
+    record.write_text(json.dumps({"pypi": {n: hashlib.sha256(d).hexdigest() for n, d in files.items()}}))
+    assert script(root, "promote.sh", "check", str(record), str(dist)).returncode == 0
+    (dist / "minifw-2.15.0-cp313-cp313-win_amd64.whl").write_bytes(b"other bytes")
+    assert script(root, "promote.sh", "check", str(record), str(dist)).returncode != 0
+    (dist / "minifw-2.15.0-cp313-cp313-win_amd64.whl").unlink()
+    proc = script(root, "promote.sh", "check", str(record), str(dist))
+    assert proc.returncode != 0 and "not the ones" in proc.stdout

@@ -7,6 +7,7 @@ the one change it names, whatever the file's layout."""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -302,3 +303,35 @@ def test_wheels_larger_than_the_batches_allow_need_more_steps(tmp_path: Path) ->
     problems = drift(big, write(tmp_path, {}))
     assert any(f"need {len(disk.pypi_targets(big, targets))} upload batches and the job has 6 steps" in p
                for p in problems), problems
+
+
+# -- the plan the lifecycle jobs read -------------------------------------------------------------
+
+def test_a_nightly_plan_names_the_nightly_wheels(matrix: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the scheduled run's smoke jobs look for: every wheel with the channel's dev version of that date."""
+    import datetime
+
+    from builders import cli
+    from builders.matrix.targets import expand
+
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "plan.json"
+    argv = ["plan", "--format", "github", "--channel", "nightly", "--commit-date", "2026-12-01", "--output", str(out)]
+    assert cli.main(argv) == 0
+    plan = json.loads(out.read_text())
+    nightly = matrix.on_channel("nightly", datetime.date(2026, 12, 1))
+    targets, _ = expand(nightly)
+    assert plan["nightly"] is True and plan["release"] is False and plan["version"] == str(nightly.project.version)
+    assert {e["wheel"] for s in plan["shards"] for e in s["include"]} == {t.wheel_name for t in targets}
+    assert all(".dev20261201+" in t.wheel_name for t in targets)
+
+
+def test_a_nightly_is_never_a_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from builders import cli
+    from builders.base.errors import SelectionError
+
+    monkeypatch.chdir(ROOT)
+    argv = ["plan", "--format", "github", "--channel", "nightly", "--commit-date", "2026-12-01", "--release-tag",
+            "v2.15.0", "--output", str(tmp_path / "plan.json")]
+    assert cli.main(argv) == SelectionError.exit_code
+    assert not (tmp_path / "plan.json").exists()
