@@ -3,7 +3,9 @@
 #   ci/plan.sh outputs PLAN       the plan job: shards (the shard index), images, image_count, release
 #                                 (true only for a release the plan accepted), candidate (true for a
 #                                 v{version}-rcN tag: built and checked whole, published nowhere
-#                                 here), and the runner-time
+#                                 here), nightly (true for a plan of the nightly channel),
+#                                 validate (the candidate's validate jobs: the targets by smoke
+#                                 runner, those with a PyPI form apart), and the runner-time
 #                                 estimate in the job summary
 #   ci/plan.sh shard PLAN INDEX   a shard's matrix job: builds and include, that shard's build jobs and
 #                                 smoke jobs as {"include": [...]}
@@ -41,10 +43,23 @@ outputs() {
   [ "$count" -le "$MAX_JOBS" ] || die "more than $MAX_JOBS images"
   release=$(jq -r 'if .release == true then "true" else "false" end' "$plan")
   candidate=$(jq -r 'if .candidate == true then "true" else "false" end' "$plan")
-  check_size "$shards" "$images" "$count" "$release" "$candidate"
-  write shards "$shards" images "$images" image_count "$count" release "$release" candidate "$candidate"
-  echo "$(jq '.targets' "$plan") targets, $(jq '.builds' "$plan") build job(s) in $(jq '.include | length' <<<"$shards") shard(s), $count image(s); release: $release; candidate: $candidate"
+  nightly=$(jq -r 'if .nightly == true then "true" else "false" end' "$plan")
+  validate=$(validate_groups "$plan")
+  [ "$(jq '.include | length' <<<"$validate")" -le "$MAX_JOBS" ] || die "more than $MAX_JOBS validate jobs"
+  check_size "$shards" "$images" "$count" "$release" "$candidate" "$nightly" "$validate"
+  write shards "$shards" images "$images" image_count "$count" release "$release" candidate "$candidate" \
+    nightly "$nightly" validate "$validate"
+  echo "$(jq '.targets' "$plan") targets, $(jq '.builds' "$plan") build job(s) in $(jq '.include | length' <<<"$shards") shard(s), $count image(s); release: $release; candidate: $candidate; nightly: $nightly"
   summary "$plan"
+}
+
+# One validate job per smoke runner (GPU variants on the matrix's GPU runners, as their smoke jobs):
+# its targets, those of them with a PyPI form, and the Pythons to set up (the tools' 3.11 last).
+validate_groups() {
+  jq -ce '{"include": [[.shards[].include[]] | group_by(.smoke_runner)[]
+    | {name: (.[0].smoke_runner // [] | join("-")), runner: .[0].smoke_runner, targets: (map(.id) | join(" ")),
+       pypi: (map(select(.pypi == true) | .id) | join(" ")),
+       pythons: ((map(.python) | unique | map(select(. != "3.11"))) + ["3.11"] | join("\n"))}]}' "$1"
 }
 
 # The estimate (plan --estimate) as a table in the job summary, when there is one.

@@ -13,6 +13,7 @@ from builders.base.console import Console, render_table
 from builders.base.errors import ReleaseError, SelectionError
 from builders.base.safe_output import write_whole
 from builders.cli.arguments import Options
+from builders.cli.channel_args import on_channel
 from builders.engines.images import engine_env
 from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
@@ -52,7 +53,7 @@ def one_target(m: Matrix, target_id: str) -> Target:
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=False)
+    m = on_channel(matrix_mod.load(opts.matrix, builds=False), opts.channel, opts.commit_date)
     targets = selected(m, selection_of(opts))
     if opts.format == "github":
         emit(json.dumps(github(m, targets, opts, console), indent=None, sort_keys=True), opts.output)
@@ -108,6 +109,8 @@ def served_labels(text: str | None) -> frozenset[str] | None:
 
 def github(m: Matrix, targets: Sequence[Target], opts: Options, console: Console) -> dict[str, Any]:
     """The release workflow's plan; with ``--release-tag``, only for a complete release of that version."""
+    if opts.release_tag is not None and opts.channel == "nightly":
+        raise SelectionError("--release-tag with --channel nightly: a nightly is never a release or a candidate")
     if opts.release_tag is not None:
         refuse_release(m, opts.release_tag, targets)
     served = served_labels(opts.gpu_runners)
@@ -115,6 +118,7 @@ def github(m: Matrix, targets: Sequence[Target], opts: Options, console: Console
     kind = tag_kind(m, opts.release_tag) if opts.release_tag is not None else None
     plan["release"] = kind == "release"  # a candidate builds and checks all of it, and publishes nothing here
     plan["candidate"] = kind == "candidate"
+    plan["nightly"] = opts.channel == "nightly"  # the nightly's wheels: its dev version, published to its channel
     plan["version"] = str(m.project.version)
     plan["disk"] = disk.estimate(m, targets)
     for labels in ci.unserved(targets, served) if served is not None else ():

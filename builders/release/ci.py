@@ -89,6 +89,7 @@ def entry(target: Target, served: frozenset[str] | None = None) -> dict[str, Any
         "wheel": target.wheel_name,
         "smoke_runner": smoke_runner(target, served),
         "device": device_for(target),
+        "pypi": target.on_pypi,  # the candidate's validate jobs also install its PyPI form from staging
     }
 
 

@@ -23,7 +23,10 @@ checked, in the release workflow and the local reusable workflows it calls:
   every build succeeded;
 - no job publishes wheels (PyPI, the per-variant indexes) without build provenance: an
   unconditional ``actions/attest`` step with its subjects before the publishing step, in the
-  job or in one it needs.
+  job or in one it needs;
+- the channel lifecycle (:mod:`builders.release.workflow_lifecycle`): the nightly and candidate
+  jobs of the release workflow, and the promotion workflow ``promote.yml`` beside it, which is
+  held to the same timeouts, uploads, provenance, PyPI batches and per-job structure.
 """
 
 from __future__ import annotations
@@ -52,7 +55,8 @@ from builders.release.workflow_jobs import (
     steps,
 )
 from builders.release.workflow_jobs import matrix_of as _matrix
-from builders.release.workflow_rules import structural_problems
+from builders.release.workflow_lifecycle import lifecycle_problems, lifecycle_workflows
+from builders.release.workflow_rules import per_workflow_problems, structural_problems
 
 PLAN_COMMAND = "nox -s plan -- --format github"
 RELEASE_OPTION = "--release-tag"
@@ -71,11 +75,15 @@ def drift(matrix: Matrix, workflow: Path) -> list[str]:
     """Every way ``workflow`` (and the local workflows it calls) no longer matches the plan (empty: in step)."""
     release = Workflow.read(workflow)
     called, missing = _called(release, workflow.parent)
+    promotion = lifecycle_workflows(workflow.parent)
     problems = [*missing, *_plan_problems(release), *_shard_problems(release, called)]
-    for wf in (release, *called):
+    for wf in (release, *called, *promotion):
         problems += [*_timeout_problems(wf), *_smoke_problems(wf), *_provenance_problems(wf), *_upload_problems(wf)]
     problems += structural_problems(release, called)
-    problems += _batch_problems(matrix, release)
+    problems += [p for wf in promotion for p in per_workflow_problems(wf, {})]
+    problems += lifecycle_problems(release, promotion)
+    for wf in (release, *promotion):
+        problems += _batch_problems(matrix, wf)
     problems += _fail_closed_problems(release, called)
     problems += _key_problems(matrix, (release, *called))
     return problems
@@ -169,7 +177,7 @@ def _fail_closed_problems(release: Workflow, called: list[Workflow]) -> Iterator
                            "release too; make it `${{ !inputs.release }}`")
 
 
-def _batch_problems(matrix: Matrix, release: Workflow) -> Iterator[str]:
+def _batch_problems(matrix: Matrix, release: Workflow) -> Iterator[str]:  # release.yml's, or promote.yml's
     """One PyPI upload step per batch (each mints its own token), as many as ``ci/batches.sh`` may fill,
     at the batch size builders plans with, and enough for the matrix's PyPI wheels."""
     for name, job in release.jobs.items():

@@ -19,7 +19,10 @@ CHECKOUT_ACTION = "actions/checkout"
 ATTEST_ACTIONS = ("actions/attest", "actions/attest-build-provenance")
 ATTEST_SUBJECTS = ("subject-path", "subject-checksums")
 PYPI_ACTIONS = ("pypa/gh-action-pypi-publish",)
-PUBLISH_COMMANDS = ("ci/deploy-index.sh", "ci/github-release.sh")
+PUBLISH_COMMANDS = ("ci/deploy-index.sh", "ci/github-release.sh", "promote-release", "ci/promote.sh index")
+# What publishes a release's per-variant indexes: the Pages deploy, or the promotion to the bucket's
+# release channel. PyPI comes after it (a file name is PyPI's for good; an index can be reverted).
+RELEASE_INDEX_COMMANDS = ("ci/deploy-index.sh", "promote-release", "ci/promote.sh index")
 LOCAL_PREFIXES = ("./",)
 
 
@@ -70,6 +73,16 @@ def given(step: dict[str, Any]) -> dict[str, Any]:
 def publishes(step: dict[str, Any]) -> bool:
     """The step makes wheels public: PyPI, the per-variant indexes, a GitHub Release."""
     return action(step) in PYPI_ACTIONS or any(c in str(step.get("run", "")) for c in PUBLISH_COMMANDS)
+
+
+def uploads_to_pypi(step: dict[str, Any]) -> bool:
+    return action(step) in PYPI_ACTIONS
+
+
+def publishes_release_index(step: dict[str, Any]) -> bool:
+    """The step publishes the release channel's indexes (``promote-release`` or ``ci/promote.sh index``, which
+    runs it; ``ci/deploy-index.sh``)."""
+    return any(c in str(step.get("run", "")) for c in RELEASE_INDEX_COMMANDS)
 
 
 def attests(step: dict[str, Any]) -> bool:

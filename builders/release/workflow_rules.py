@@ -7,7 +7,10 @@ Read per job from the parsed workflow, never as substrings of its text:
   succeeded), and has the release gate ``needs.plan.outputs.release == 'true'`` as one of its
   ``&&`` terms; a job a publishing job needs may use ``!cancelled()`` only with a
   ``needs.X.result == 'success'`` term for each job X it needs; no such condition is an ``||``;
-- ``needs``: a publishing job comes after the plan, every images job and every build;
+- ``needs``: a publishing job comes after the plan, every images job and every build; a job
+  that uploads to PyPI comes after every job that publishes the release index (the Pages
+  deploy, ``promote-release``), or after that step in its own job: PyPI last, since a file
+  name is PyPI's for good and everything the index publication can refuse must happen first;
 - ``permissions``: exactly what the job's steps need (derived from them, below), nothing at
   workflow level beyond ``contents: read``; so ``id-token: write`` only where a step signs
   (actions/attest) or publishes to PyPI;
@@ -31,14 +34,18 @@ from builders.release import expressions as ex
 from builders.release.workflow_jobs import (
     ATTEST_ACTIONS,
     CHECKOUT_ACTION,
+    DOWNLOAD_ACTION,
     PYPI_ACTIONS,
     Workflow,
     action,
+    first,
     given,
     local_calls,
     needs,
     publishes,
+    publishes_release_index,
     steps,
+    uploads_to_pypi,
     upstream,
 )
 
@@ -53,17 +60,24 @@ LEVELS = {"none": 0, "read": 1, "write": 2}
 RUN_NEEDS = (("ci/images.sh push", "packages", "write", "pushes images"),
              ("ci/images.sh pull", "packages", "read", "pulls images"),
              ("ci/deploy-index.sh", "contents", "write", "pushes the index branch"),
-             ("ci/github-release.sh", "contents", "write", "creates the GitHub Release"))
+             ("ci/github-release.sh", "contents", "write", "creates the GitHub Release"),
+             ("ci/bucket-credentials.sh", "id-token", "write", "mints an OIDC token for the bucket"))
 
 
 def structural_problems(release: Workflow, called: list[Workflow]) -> list[str]:
     """Every structural problem of the release workflow and the workflows it calls."""
     by_name = {wf.name: wf for wf in called}
-    problems = [*_gate_problems(release), *_needs_problems(release), *_concurrency_problems(release)]
+    problems = [*_gate_problems(release), *_needs_problems(release), *_concurrency_problems(release),
+                *pypi_last_problems(release)]
     for wf in (release, *called):
-        problems += [*_workflow_permissions(wf), *_permission_problems(wf, by_name), *_environment_problems(wf),
-                     *_pin_problems(wf), *_timeout_values(wf)]
+        problems += per_workflow_problems(wf, by_name)
     return problems
+
+
+def per_workflow_problems(wf: Workflow, called: dict[str, Workflow]) -> list[str]:
+    """The rules every workflow file keeps: permissions, environments, pins, timeouts."""
+    return [*_workflow_permissions(wf), *_permission_problems(wf, called), *_environment_problems(wf),
+            *_pin_problems(wf), *_timeout_values(wf)]
 
 
 def where(wf: Workflow, job: str, key: str) -> str:
@@ -153,6 +167,24 @@ def _needs_problems(wf: Workflow) -> Iterator[str]:
                    "through the jobs it needs): it could publish before, or without, what they make")
 
 
+def pypi_last_problems(wf: Workflow) -> Iterator[str]:
+    """Every PyPI upload comes after the release index is published: in a job it needs, or earlier in its own."""
+    indexes = {name for name, job in wf.jobs.items() if first(job, publishes_release_index) is not None}
+    for name, job in sorted(wf.jobs.items()):
+        upload = first(job, uploads_to_pypi)
+        if upload is None:
+            continue
+        own = first(job, publishes_release_index)
+        if not indexes:
+            yield (f"{where(wf, name, 'needs')} uploads to PyPI, and no job publishes the release index "
+                   "(ci/deploy-index.sh or promote-release) before it")
+        elif own is not None and own > upload:
+            yield f"{where(wf, name, 'steps')} uploads to PyPI before its own step that publishes the release index"
+        for index in sorted(indexes - upstream(wf, name) - {name}):
+            yield (f"{where(wf, name, 'needs')} uploads to PyPI without coming after {index!r}, which publishes the "
+                   "release index: PyPI never takes a file name twice, so it goes last, once the index is published")
+
+
 def _concurrency_problems(wf: Workflow) -> Iterator[str]:
     groups = [("(workflow)", wf.top.get("concurrency"))]
     groups += [(name, wf.jobs[name].get("concurrency")) for name in sorted(publishing_jobs(wf))]
@@ -210,6 +242,8 @@ def _step_needs(step: dict[str, Any], add: Any) -> None:
             add("packages", "write", "pushes the attestation to the registry")
     if used in PYPI_ACTIONS:
         add("id-token", "write", "trusted publishing to PyPI")
+    if used == DOWNLOAD_ACTION and given(step).get("run-id"):
+        add("actions", "read", "downloads another run's artifacts")
     for command, scope, level, why in RUN_NEEDS:
         if command in run:
             add(scope, level, why)

@@ -27,7 +27,8 @@ from tests.unit.test_ci_shards import synthetic
 WORKFLOWS = Path(".github/workflows")
 WORKFLOW = WORKFLOWS / "release.yml"
 SHARD = WORKFLOWS / "release-shard.yml"
-FILES = (WORKFLOW, SHARD)
+PROMOTE = WORKFLOWS / "promote.yml"
+FILES = (WORKFLOW, SHARD, PROMOTE)
 
 # Node 24 majors of the actions/* we use (Node 20 runners are retired in 2026), and the releases
 # that first do what the release needs: free-threaded "3.14t" (setup-python 5.5.0), twine that
@@ -250,11 +251,14 @@ def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
         # no wheels published without provenance
         (WORKFLOW, "      - uses: actions/attest@1e69f48acb82d1966a394da916b4c1698aa569d6 # v4.2.2\n"
                    "        id: attest-1\n        with:\n          subject-checksums: provenance/subjects-1.sha256\n", "",
-         "job 'publish' publishes wheels without build provenance"),
+         "job 'deploy' publishes wheels without build provenance"),
         (WORKFLOW, "subject-checksums: provenance/subjects-1.sha256", "show-summary: false",
          "job 'publish' publishes wheels without build provenance"),
-        (WORKFLOW, "    needs: [plan, publish]\n", "    needs: [plan, release-files]\n",
+        (WORKFLOW, "    needs: [plan, provenance]\n", "    needs: [plan, release-files]\n",
          "job 'deploy' publishes wheels without build provenance"),
+        # PyPI last: the index deploy before the upload
+        (WORKFLOW, "    needs: [plan, deploy]\n", "    needs: [plan, provenance]\n",
+         "job 'publish', key 'needs': uploads to PyPI without coming after 'deploy'"),
     ],
 )
 def test_drift_is_detected(root: Path, tmp_path: Path, file: Path, old: str, new: str, expected: str) -> None:
@@ -648,6 +652,27 @@ def test_plan_sh_hands_on_a_candidate_as_no_release(root: Path, tmp_path: Path) 
         assert proc.returncode == 0, proc.stdout + proc.stderr
         outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
         assert outputs["release"] == "false" and outputs["candidate"] == str(candidate).lower()
+        assert outputs["nightly"] == "false" and len(json.loads(outputs["validate"])["include"]) == 1
+
+
+def test_plan_sh_hands_the_validate_jobs_one_per_smoke_runner(root: Path, tmp_path: Path) -> None:
+    """The candidate's validate matrix: targets grouped by the runner their smoke job takes, the PyPI ones apart."""
+    m = matrix.load(root / "matrix.yaml")
+    targets, _ = expand(m)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({**ci.github_plan(targets), "release": False, "candidate": True, "nightly": False}))
+    out = tmp_path / "out"
+    proc = script(root, "plan.sh", "outputs", str(plan), env={"GITHUB_OUTPUT": str(out)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
+    groups = json.loads(outputs["validate"])["include"]
+    by_runner: dict[str, set[str]] = {}
+    for t in targets:
+        by_runner.setdefault("-".join(ci.smoke_runner(t)), set()).add(t.id)
+    assert {g["name"]: set(g["targets"].split()) for g in groups} == by_runner
+    for g in groups:
+        assert set(g["pypi"].split()) == {t.id for t in targets if t.on_pypi and t.id in g["targets"].split()}
+        assert g["pythons"].splitlines()[-1] == "3.11"
 
 
 def test_tag_runs_restore_no_cache_and_no_key_grows_per_run(root: Path) -> None:
@@ -743,3 +768,20 @@ def test_github_release_sh_makes_none_for_a_candidate_or_another_tag(root: Path,
     proc = script(root, "github-release.sh", f"v{data['version']}", *args, env=env, cwd=repo)
     assert proc.returncode != 0 and "not the plan of a release" in proc.stdout
     assert not (tmp_path / "state/releases").exists()
+
+
+def test_promote_sh_check_passes_only_the_preflights_pypi_files(root: Path, tmp_path: Path) -> None:
+    """promote.yml's PyPI job uploads exactly the files the preflight planned, each with its sha256."""
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    files = {"minifw-2.15.0-cp313-cp313-manylinux_2_28_x86_64.whl": b"one", "minifw-2.15.0-cp313-cp313-win_amd64.whl": b"two"}
+    for name, data in files.items():
+        (dist / name).write_bytes(data)
+    record = tmp_path / "preflight.json"
+    record.write_text(json.dumps({"pypi": {n: hashlib.sha256(d).hexdigest() for n, d in files.items()}}))
+    assert script(root, "promote.sh", "check", str(record), str(dist)).returncode == 0
+    (dist / "minifw-2.15.0-cp313-cp313-win_amd64.whl").write_bytes(b"other bytes")
+    assert script(root, "promote.sh", "check", str(record), str(dist)).returncode != 0
+    (dist / "minifw-2.15.0-cp313-cp313-win_amd64.whl").unlink()
+    proc = script(root, "promote.sh", "check", str(record), str(dist))
+    assert proc.returncode != 0 and "not the ones" in proc.stdout

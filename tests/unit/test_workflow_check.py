@@ -7,6 +7,7 @@ the one change it names, whatever the file's layout."""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from builders.release.workflow import drift
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github/workflows"
-RELEASE, SHARD = "release.yml", "release-shard.yml"
+RELEASE, SHARD, PROMOTE = "release.yml", "release-shard.yml", "promote.yml"
 
 Edit = Callable[[dict[str, Any]], None]
 
@@ -90,6 +91,31 @@ def batch_call(command: str) -> Edit:
     return edit
 
 
+def pypi_before_index(doc: dict[str, Any]) -> None:
+    """The order of old: PyPI straight after the provenance, the indexes after PyPI."""
+    doc["jobs"]["publish"]["needs"] = ["plan", "provenance"]
+    doc["jobs"]["deploy"]["needs"] = ["plan", "publish"]
+
+
+def index_after_upload_in_one_job(doc: dict[str, Any]) -> None:
+    """One job that uploads to PyPI and only then publishes the index."""
+    deploy = [s for s in doc["jobs"]["deploy"]["steps"] if "ci/deploy-index.sh" in s.get("run", "")]
+    doc["jobs"]["publish"]["steps"] += deploy
+
+
+def add_step(name: str, run: str) -> Edit:
+    def edit(doc: dict[str, Any]) -> None:
+        doc["jobs"][name]["steps"].append({"run": run})
+    return edit
+
+
+def publish_channel(channel: str) -> Edit:
+    def edit(doc: dict[str, Any]) -> None:
+        step = next(s for s in doc["jobs"]["candidate"]["steps"] if "builders publish" in s.get("run", ""))
+        step["run"] = step["run"].replace("--channel test", f"--channel {channel}")
+    return edit
+
+
 MUTATIONS: list[tuple[str, str, str, str, Edit]] = [
     # defect 6, as reported
     ("publish if always() ||", RELEASE, "publish", "if",
@@ -119,6 +145,41 @@ MUTATIONS: list[tuple[str, str, str, str, Edit]] = [
     # needs
     ("publish straight after the plan", RELEASE, "publish", "needs", job("publish", "needs", ["plan"])),
     ("release-files before the builds", RELEASE, "publish", "needs", remove_need("release-files", "build")),
+    # PyPI last: after every job that publishes the release index
+    ("PyPI before the index", RELEASE, "publish", "needs", pypi_before_index),
+    ("PyPI beside the index", RELEASE, "publish", "needs", job("publish", "needs", ["plan", "provenance"])),
+    ("PyPI with no index job", RELEASE, "publish", "needs", lambda doc: doc["jobs"].pop("deploy")),
+    ("the index after PyPI in one job", RELEASE, "publish", "steps", index_after_upload_in_one_job),
+    ("provenance for any run", RELEASE, "provenance", "if", job("provenance", "if", "${{ !cancelled() }}")),
+    ("provenance in the pypi environment", RELEASE, "provenance", "environment", job("provenance", "environment", "pypi")),
+    # the channel lifecycle: nightly and candidate jobs in release.yml
+    ("nightly on any run with a bucket", RELEASE, "nightly", "if", job("nightly", "if", "vars.INDEX_BUCKET != ''")),
+    ("nightly with always()", RELEASE, "nightly", "if",
+     job("nightly", "if", "always() && needs.plan.outputs.nightly == 'true'")),
+    ("candidate gate inside an ||", RELEASE, "candidate", "if",
+     job("candidate", "if", "needs.plan.outputs.candidate == 'true' || github.event_name == 'push'")),
+    ("candidate in another environment", RELEASE, "candidate", "environment", job("candidate", "environment", "nightly")),
+    ("nightly without an environment", RELEASE, "nightly", "environment", drop("nightly", "environment")),
+    ("candidate without a concurrency group", RELEASE, "candidate", "concurrency", drop("candidate", "concurrency")),
+    ("candidate straight after the plan", RELEASE, "candidate", "needs", job("candidate", "needs", ["plan"])),
+    ("nightly without id-token for the bucket", RELEASE, "nightly", "permissions", permission("nightly", "id-token", None)),
+    ("validate with id-token", RELEASE, "validate", "permissions", permission("validate", "id-token", "write")),
+    ("the release channel from a build", RELEASE, "candidate", "steps", publish_channel("release")),
+    ("promote-release in the building workflow", RELEASE, "release-files", "steps",
+     add_step("release-files", "python -m builders promote-release --bucket s3://b/ --validation v.json")),
+    ("the Pages path on with a bucket", RELEASE, "deploy", "if",
+     job("provenance", "if", "needs.plan.outputs.release == 'true'")),
+    # promote.yml: only promotes, approved, PyPI last
+    ("promote outside the release environment", PROMOTE, "promote", "environment", job("promote", "environment", "indexes")),
+    ("promote's PyPI beside the index", PROMOTE, "publish", "needs", drop("publish", "needs")),
+    ("promote rebuilds", PROMOTE, "promote", "steps", add_step("promote", "nox -s build -- --target cpu-cp313-linux-x86_64")),
+    ("promote without actions: read", PROMOTE, "promote", "permissions", permission("promote", "actions", None)),
+    ("promote may write contents", PROMOTE, "promote", "permissions", permission("promote", "contents", "write")),
+    ("promote's PyPI outside pypi", PROMOTE, "publish", "environment", job("publish", "environment", "release")),
+    ("promote's PyPI one step for every batch", PROMOTE, "publish", "steps", pypi_steps(1)),
+    ("promote over a failed job", PROMOTE, "publish", "needs", job("publish", "needs", [])),
+    ("promote with no timeout", PROMOTE, "promote", "timeout-minutes", drop("promote", "timeout-minutes")),
+    ("promote's checkout by tag", PROMOTE, "promote", "uses", unpin("promote")),
     # permissions: least privilege, and id-token only where something signs or publishes
     ("release-files with id-token", RELEASE, "release-files", "permissions",
      permission("release-files", "id-token", "write")),
@@ -152,7 +213,7 @@ MUTATIONS: list[tuple[str, str, str, str, Edit]] = [
 
 
 def write(folder: Path, edits: dict[str, Edit]) -> Path:
-    for name in (RELEASE, SHARD):
+    for name in (RELEASE, SHARD, PROMOTE):
         doc = yaml.safe_load((WORKFLOWS / name).read_text())
         doc = copy.deepcopy(doc)
         if name in edits:
@@ -181,6 +242,24 @@ def test_each_mutation_fails_naming_job_and_key(matrix: Any, tmp_path: Path, wha
 def test_workflow_level_permissions_grant_at_most_contents_read(matrix: Any, tmp_path: Path, granted: Any) -> None:
     problems = drift(matrix, write(tmp_path, {RELEASE: lambda doc: doc.__setitem__("permissions", granted)}))
     assert any("release.yml: key 'permissions' (workflow level)" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("on", [{"push": {"tags": ["v*"]}}, {"workflow_dispatch": {"inputs": {"version": {}}},
+                                                             "schedule": [{"cron": "0 0 * * *"}]},
+                                {"workflow_dispatch": {"inputs": {"run": {}}}}])
+def test_the_promotion_is_dispatched_with_a_version_only(matrix: Any, tmp_path: Path, on: Any) -> None:
+    def edit(doc: dict[str, Any]) -> None:
+        doc.pop(True, None)
+        doc["on"] = on
+    problems = drift(matrix, write(tmp_path, {PROMOTE: edit}))
+    assert any(p.startswith("promote.yml: key 'on':") for p in problems), problems
+
+
+def test_candidates_to_a_bucket_need_the_promotion_beside_them(matrix: Any, tmp_path: Path) -> None:
+    write(tmp_path, {})
+    (tmp_path / PROMOTE).unlink()
+    problems = drift(matrix, tmp_path / RELEASE)
+    assert any(f"but {PROMOTE}, which releases a validated candidate, is not beside it" in p for p in problems), problems
 
 
 def test_a_workflow_level_group_shared_by_every_ref_is_refused(matrix: Any, tmp_path: Path) -> None:
@@ -224,3 +303,35 @@ def test_wheels_larger_than_the_batches_allow_need_more_steps(tmp_path: Path) ->
     problems = drift(big, write(tmp_path, {}))
     assert any(f"need {len(disk.pypi_targets(big, targets))} upload batches and the job has 6 steps" in p
                for p in problems), problems
+
+
+# -- the plan the lifecycle jobs read -------------------------------------------------------------
+
+def test_a_nightly_plan_names_the_nightly_wheels(matrix: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the scheduled run's smoke jobs look for: every wheel with the channel's dev version of that date."""
+    import datetime
+
+    from builders import cli
+    from builders.matrix.targets import expand
+
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "plan.json"
+    argv = ["plan", "--format", "github", "--channel", "nightly", "--commit-date", "2026-12-01", "--output", str(out)]
+    assert cli.main(argv) == 0
+    plan = json.loads(out.read_text())
+    nightly = matrix.on_channel("nightly", datetime.date(2026, 12, 1))
+    targets, _ = expand(nightly)
+    assert plan["nightly"] is True and plan["release"] is False and plan["version"] == str(nightly.project.version)
+    assert {e["wheel"] for s in plan["shards"] for e in s["include"]} == {t.wheel_name for t in targets}
+    assert all(".dev20261201+" in t.wheel_name for t in targets)
+
+
+def test_a_nightly_is_never_a_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from builders import cli
+    from builders.base.errors import SelectionError
+
+    monkeypatch.chdir(ROOT)
+    argv = ["plan", "--format", "github", "--channel", "nightly", "--commit-date", "2026-12-01", "--release-tag",
+            "v2.15.0", "--output", str(tmp_path / "plan.json")]
+    assert cli.main(argv) == SelectionError.exit_code
+    assert not (tmp_path / "plan.json").exists()
