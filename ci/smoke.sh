@@ -10,7 +10,10 @@
 #                                            (3.14t is free-threaded; one already on the runner, else a
 #                                            uv-managed one) and the OPTIONs (--require-device: a GPU job
 #                                            fails first, exit 23, on a runner that shows no device of its
-#                                            accelerator)
+#                                            accelerator); the wheel's smoke record, its probe's
+#                                            JSON (TARGET.json) and the log (TARGET.log), goes to
+#                                            $SMOKE_RECORDS (default smoke-records/), failed or not,
+#                                            for the job's per-wheel artifact
 set -euo pipefail
 
 BUILDERS_PYTHON=3.12
@@ -44,7 +47,18 @@ run() {
   uv pip install --quiet --python "$bin/python" --no-deps .
   python=$(interpreter "$python")
   echo "$target: smoke-testing with $python"
-  "$bin/python" -m builders smoke "$wheel" --target "$target" --python "$python" "$@"
+  record "$target" "$bin/python" -m builders smoke "$wheel" --target "$target" --python "$python" "$@"
+}
+
+# Run a smoke command with its record kept under $SMOKE_RECORDS: stdout (the probe's JSON) to
+# TARGET.json, stderr to TARGET.log and the job's log as it comes; the JSON shown after; its status.
+record() {
+  local target=$1 records=${SMOKE_RECORDS:-smoke-records} status=0
+  shift
+  mkdir -p "$records"
+  { "$@" 2>&1 1>&3 | tee "$records/$target.log" >&2; } 3>"$records/$target.json" || status=$?
+  cat "$records/$target.json"
+  return "$status"
 }
 
 case ${1:-} in

@@ -18,6 +18,8 @@ checked, in the release workflow and the local reusable workflows it calls:
   wheel is not allowed to fail quietly;
 - the smoke jobs run the smoke test with ``--require-device``, so a GPU job fails on a runner
   that shows no device of its accelerator (builders decides from the matrix's smoke runners);
+- each smoke job uploads its wheel's smoke record, named after its target, ``if: always()``
+  (a failed or timed-out smoke keeps its evidence);
 - every job that runs steps has ``timeout-minutes``;
 - smoke jobs run whatever happened to the other builds (``!cancelled()``), never only when
   every build succeeded;
@@ -68,6 +70,7 @@ SHARDS_FROM_PLAN = "${{ fromJSON(needs.plan.outputs.shards) }}"
 FROM_SHARD = "${{ fromJSON(needs.shard.outputs.include) }}"
 BUILDS_FROM_SHARD = "${{ fromJSON(needs.shard.outputs.builds) }}"
 BATCH_COMMAND = "ci/batches.sh"
+SMOKE_RECORD_NAME = "${{ matrix.id }}"
 RELEASE_INPUT = "${{ needs.plan.outputs.release == 'true' }}"
 
 
@@ -78,7 +81,8 @@ def drift(matrix: Matrix, workflow: Path) -> list[str]:
     promotion = lifecycle_workflows(workflow.parent)
     problems = [*missing, *_plan_problems(release), *_shard_problems(release, called)]
     for wf in (release, *called, *promotion):
-        problems += [*_timeout_problems(wf), *_smoke_problems(wf), *_provenance_problems(wf), *_upload_problems(wf)]
+        problems += [*_timeout_problems(wf), *_smoke_problems(wf), *_provenance_problems(wf), *_upload_problems(wf),
+                     *_smoke_record_problems(wf)]
     problems += structural_problems(release, called)
     problems += [p for wf in promotion for p in per_workflow_problems(wf, {})]
     problems += lifecycle_problems(release, promotion)
@@ -158,6 +162,22 @@ def _upload_problems(wf: Workflow) -> Iterator[str]:
         if action(step) == DOWNLOAD_ACTION and step.get("continue-on-error"):
             yield (f"{wf.name}: the smoke job's download may fail quietly (continue-on-error): a missing wheel must "
                    "fail the job")
+
+
+def _smoke_record_problems(wf: Workflow) -> Iterator[str]:
+    """A smoke job (one per target) uploads its own record, named after its target, whatever happened:
+    one name for every job would keep one record, and an upload on success only loses the failed one's."""
+    smoke = wf.jobs.get("smoke")
+    if smoke is None or "build" not in needs(smoke):
+        return
+    uploads = [s for s in steps(smoke) if action(s) == UPLOAD_ACTION]
+    named = [s for s in uploads if isinstance(s.get("with"), dict) and SMOKE_RECORD_NAME in str(s["with"].get("name", ""))]
+    if not named:
+        yield (f"{wf.name}: job 'smoke', key 'steps': no upload of the wheel's smoke record named after its target "
+               f"({SMOKE_RECORD_NAME}), so a failed smoke leaves no evidence but its log")
+    elif not any("always()" in str(s.get("if", "")) for s in named):
+        yield (f"{wf.name}: job 'smoke', key 'if': the smoke record is uploaded only when the smoke passed; "
+               "upload it if: always()")
 
 
 def _fail_closed_problems(release: Workflow, called: list[Workflow]) -> Iterator[str]:

@@ -475,7 +475,8 @@ def test_smoke_sh_run_installs_builders_locked_and_passes_the_options_on(root: P
     builders' dependencies from the hash-locked file and the interpreter the runner has."""
     wheel = tmp_path / "w.whl"
     wheel.write_bytes(b"w")
-    env = fake_tools(tmp_path / "bin", uv=FAKE_UV) | {"CALLS": str(tmp_path / "bin/calls")}
+    env = fake_tools(tmp_path / "bin", uv=FAKE_UV) | {"CALLS": str(tmp_path / "bin/calls"),
+                                                       "SMOKE_RECORDS": str(tmp_path / "records")}
     proc = script(root, "smoke.sh", "run", str(wheel), "cu132-cp314t-linux-x86_64", "3.14t", "--require-device", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     calls = (tmp_path / "bin/calls").read_text().splitlines()
@@ -484,6 +485,30 @@ def test_smoke_sh_run_installs_builders_locked_and_passes_the_options_on(root: P
     assert calls[-1] == (f"venv-python -m builders smoke {wheel} --target cu132-cp314t-linux-x86_64 "
                          "--python /py/bin/python3.14t --require-device")
     assert script(root, "smoke.sh", "run", str(wheel), "t", env=env).returncode != 0
+
+
+FAILING_UV = r'''
+case "$1 $2" in
+  "python find") echo /py/bin/python3.12 ;;
+  "venv --quiet") mkdir -p "$5/bin"
+                  printf '#!/usr/bin/env bash\necho "{\\"ok\\": false}"\necho probing >&2\nexit 8\n' > "$5/bin/python"
+                  chmod +x "$5/bin/python" ;;
+esac
+true'''
+
+
+def test_smoke_sh_run_keeps_the_wheels_record_when_the_smoke_fails(root: Path, tmp_path: Path) -> None:
+    """The smoke job's per-wheel artifact: the probe's JSON (stdout) and the log (stderr) of `builders smoke`
+    land in $SMOKE_RECORDS as TARGET.json and TARGET.log, and its exit status stays the script's."""
+    wheel = tmp_path / "w.whl"
+    wheel.write_bytes(b"w")
+    records = tmp_path / "records"
+    env = fake_tools(tmp_path / "bin", uv=FAILING_UV) | {"SMOKE_RECORDS": str(records)}
+    proc = script(root, "smoke.sh", "run", str(wheel), "cpu-cp313-linux-x86_64", "3.13", env=env)
+    assert proc.returncode == 8, proc.stdout + proc.stderr
+    assert json.loads((records / "cpu-cp313-linux-x86_64.json").read_text()) == {"ok": False}
+    assert (records / "cpu-cp313-linux-x86_64.log").read_text() == "probing\n"
+    assert "probing" in proc.stderr and '{"ok": false}' in proc.stdout  # and the job's log shows both
 
 
 def git(*args: str, cwd: Path) -> str:

@@ -70,10 +70,25 @@ def image_download_quiet(doc: dict[str, Any]) -> None:
     step["continue-on-error"] = True
 
 
-def upload_if(condition: str) -> Edit:
+def upload_if(condition: str | None, name: str = "build") -> Edit:
     def edit(doc: dict[str, Any]) -> None:
-        step = next(s for s in doc["jobs"]["build"]["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
-        step["if"] = condition
+        step = next(s for s in doc["jobs"][name]["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+        if condition is None:
+            del step["if"]
+        else:
+            step["if"] = condition
+    return edit
+
+
+def smoke_record(name: str | None) -> Edit:
+    """The smoke job's record upload renamed (one name for every target), or gone (None)."""
+    def edit(doc: dict[str, Any]) -> None:
+        smoke = doc["jobs"]["smoke"]
+        step = next(s for s in smoke["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+        if name is None:
+            smoke["steps"].remove(step)
+        else:
+            step["with"]["name"] = name
     return edit
 
 
@@ -200,6 +215,10 @@ MUTATIONS: list[tuple[str, str, str, str, Edit]] = [
     ("the shard not told it is a release", RELEASE, "build", "with", job("build", "with", {"shard": "${{ matrix.index }}"})),
     ("image download quiet on a release", SHARD, "build", "continue-on-error", image_download_quiet),
     ("log upload skipped on a timeout", SHARD, "build", "if", upload_if("${{ !cancelled() }}")),
+    ("smoke record only on success", SHARD, "smoke", "if", upload_if(None, "smoke")),
+    ("smoke record skipped on a timeout", SHARD, "smoke", "if", upload_if("${{ !cancelled() }}", "smoke")),
+    ("no smoke record", SHARD, "smoke", "steps", smoke_record(None)),
+    ("one smoke record for every target", SHARD, "smoke", "steps", smoke_record("smoke-records")),
     ("one PyPI step for every batch", RELEASE, "publish", "steps", pypi_steps(1)),
     ("a batch with no step", RELEASE, "publish", "steps", batch_call("ci/batches.sh release/dist pypi-batches 7 3000")),
     ("batches larger than planned", RELEASE, "publish", "steps", batch_call("ci/batches.sh release/dist pypi-batches 6 9000")),
