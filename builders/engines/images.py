@@ -12,14 +12,16 @@ import datetime
 import hashlib
 import os
 import re
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
 
+from builders.base import folderlock
 from builders.base.errors import EngineError
-from builders.base.process import LogLike, run
+from builders.base.process import LogLike, as_log, run
 from builders.families import family_for
 from builders.families.base import TOOLKIT_PREFIX, expand
 from builders.families.base import image_toolkit_root as toolkit_root
@@ -153,15 +155,34 @@ def build_argv(engine: str, spec: ImageSpec, ca_bundle: Path | None) -> list[str
 
 def ensure(engine: str, spec: ImageSpec, env: Mapping[str, str], log: LogLike, ca_bundle: Path | None,
            *, timeout: float = 3600) -> str:
-    """Build the image unless an image with its content-addressed tag exists; return the tag."""
-    if run([engine, "image", "inspect", "--format", "{{.Id}}", spec.tag], env=env, log=log, check=False).returncode == 0:
+    """Build the image unless an image with its content-addressed tag exists; return the tag.
+
+    Two runs on one host (two terminals, two CI jobs on one runner, a test suite's workers) that
+    need one image build it once: the builder holds a lock named for the engine and tag, and a
+    waiter finds the image made when the lock is its turn."""
+    if _exists(engine, spec.tag, env, log):
         return spec.tag
-    dialect = Dialect(exe=engine)
-    problem = dialect.build_problem(env, log)
-    if problem:
-        raise EngineError(problem)
-    run(build_argv(engine, spec, ca_bundle), env={**env, **dialect.build_env()}, log=log, timeout=timeout)
+    sink = as_log(log)
+    with folderlock.held(image_lock_folder(engine, spec.tag), note=lambda line: sink.write(line + "\n") if sink else None):
+        if _exists(engine, spec.tag, env, log):
+            return spec.tag
+        dialect = Dialect(exe=engine)
+        problem = dialect.build_problem(env, log)
+        if problem:
+            raise EngineError(problem)
+        run(build_argv(engine, spec, ca_bundle), env={**env, **dialect.build_env()}, log=log, timeout=timeout)
     return spec.tag
+
+
+def _exists(engine: str, tag: str, env: Mapping[str, str], log: LogLike) -> bool:
+    return run([engine, "image", "inspect", "--format", "{{.Id}}", tag], env=env, log=log, check=False).returncode == 0
+
+
+def image_lock_folder(engine: str, tag: str) -> Path:
+    """Where the lock of one image's build lives: per user (an engine's image store is the user's,
+    rootless or root), per engine and tag, in the system's temporary folder (a lock outlives no boot)."""
+    key = hashlib.sha256(f"{os.path.basename(engine)}\0{tag}".encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"builders-images-{os.getuid()}" / key
 
 
 def host_ca_bundle(env: Mapping[str, str]) -> Path | None:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from builders.engines.images import engine_env
+from builders.base import folderlock
+from builders.engines.images import engine_env, image_lock_folder
 from builders.matrix import loader as matrix
 from builders.matrix.model import Matrix
 from tests.helpers import require_tool
@@ -16,13 +17,15 @@ BASE = "localhost/builders-base:sid"
 
 @pytest.fixture(scope="session")
 def base_image(root: Path) -> str:
-    """The local Debian unstable base (debootstrap; nothing is pulled), made once if missing."""
+    """The local Debian unstable base (debootstrap; nothing is pulled), made once if missing (once across the
+    suite's xdist workers too: the first holds the image's build lock, the others find it made)."""
     require_tool("podman")
     env = engine_env(os.environ)
-    exists = subprocess.run(["podman", "image", "exists", BASE], env=env, capture_output=True, timeout=600)
-    if exists.returncode != 0:
-        require_tool("debootstrap")
-        subprocess.run([str(root / "scripts/podman-base.sh"), BASE], check=True, env=env, timeout=1800)
+    with folderlock.held(image_lock_folder("podman", BASE)):
+        exists = subprocess.run(["podman", "image", "exists", BASE], env=env, capture_output=True, timeout=600)
+        if exists.returncode != 0:
+            require_tool("debootstrap")
+            subprocess.run([str(root / "scripts/podman-base.sh"), BASE], check=True, env=env, timeout=1800)
     return BASE
 
 
