@@ -14,9 +14,10 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["build"]
 
 PYTHON = "3.11"
-# Two workers, as a 2-core CI machine has cores; the suite waits on builds, containers and servers
-# about half the time, so two in parallel take about 60 % of one's time. Groups keep a module together.
-XDIST = ("--numprocesses", "2", "--dist", "loadgroup", "--no-loadscope-reorder")
+# Two pytest-xdist workers, as a 2-core CI machine has cores (one worker leaves a core idle much of
+# the time: builds, containers and servers wait on each other). Each takes whole modules, so a
+# module's builds run once; tests/conftest.py orders the modules longest first.
+XDIST = ("--numprocesses", "2", "--dist", "loadscope", "--no-loadscope-reorder")
 
 
 def _install(session: nox.Session, *extras: str) -> None:
@@ -85,7 +86,7 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run the whole test suite, slow integration tests included (what CI runs), on two pytest-xdist workers:
-    each integration module is one unit of work, the longest first (tests/conftest.py); `-- -n 0` runs it in one."""
+    each test module is one unit of work, the longest first (tests/conftest.py); `-- -n 0` runs it in one."""
     _install(session, "test")
     session.run("bash", "scripts/setup-test-host.sh", external=True)
     session.run("python", "-m", "pytest", "--run-slow", *XDIST, *session.posargs)

@@ -24,34 +24,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-slow", action="store_true", help="also run tests marked slow (real builds)")
 
 
-# Modules that run longest, first: under ``nox -s tests`` (pytest-xdist, two workers) each
-# integration module is one unit of work, and starting the long ones first lets both workers end
-# together (longest-first scheduling); the unit tests, one item each, fill in at the end. Only the
+# Modules that run longest, first. Under ``nox -s tests`` pytest-xdist's two workers take whole
+# modules (``--dist loadscope``: a module's module-scoped builds run once, on one worker), in
+# collection order (``--no-loadscope-reorder``); starting the long ones first lets both workers
+# end together (longest-first scheduling), and the many short modules fill in at the end. Only the
 # order changes: no test depends on it, and a module missing from this list runs after these.
-LONG_FIRST = ("test_release_act", "test_lifecycle_act", "test_rocm", "test_kill_anywhere", "test_build",
-              "test_containers", "test_core", "test_compile_cache_servers", "test_hanging_index")
+LONG_FIRST = ("test_release_act", "test_rocm", "test_hostile", "test_kill_anywhere",
+              "test_build", "test_containers", "test_core", "test_compile_cache_servers", "test_hanging_index")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    group_integration_modules(items)
+    long_modules_first(items)
     skip_slow_unless_asked(config, items)
 
 
-def group_integration_modules(items: list[pytest.Item]) -> None:
-    """One xdist group per integration module (its module-scoped builds run once, on one worker),
-    long modules first, ungrouped tests last."""
-    for item in items:
-        if item.path.parent.name == "integration":
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+def long_modules_first(items: list[pytest.Item]) -> None:
     order = {name: rank for rank, name in enumerate(LONG_FIRST)}
-
-    def rank(item: pytest.Item) -> int:
-        if item.path.parent.name != "integration":
-            return len(order) + 1
-        return order.get(item.path.stem, len(order))
-
-    items.sort(key=rank)  # stable: the order within a module stays
+    items.sort(key=lambda item: order.get(item.path.stem, len(order)))  # stable: the order within a module stays
 
 
 def skip_slow_unless_asked(config: pytest.Config, items: list[pytest.Item]) -> None:
