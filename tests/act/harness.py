@@ -39,10 +39,8 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +49,7 @@ import yaml
 
 from builders.engines.images import engine_env
 from tests.act.actions.standin import standin_flags
+from tests.objectstore import free_port, serving
 
 ACT_TIMEOUT = 2400  # seconds for one whole act run
 HOST_LABEL = "ubuntu-24.04"
@@ -128,40 +127,6 @@ def commit(repo: Path, message: str, tag: str | None = None, date: str | None = 
 
 
 # -- local services --------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with {proc.returncode} before it listened on {port}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {timeout} s")
-
-
-@contextlib.contextmanager
-def serving(argv: list[str], port: int, what: str, log: Path, env: Mapping[str, str] | None = None) -> Iterator[None]:
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-                                start_new_session=True)
-        try:
-            wait_for_port(port, proc, what)
-            yield
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=20)
-
 
 @dataclass(frozen=True, kw_only=True)
 class Services:

@@ -156,34 +156,41 @@ def job(run: Run, name: str) -> set[str]:
 class _Links(html.parser.HTMLParser):
     def __init__(self) -> None:
         super().__init__()
-        self.hrefs: list[str] = []
+        self.anchors: list[dict[str, str]] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
-            self.hrefs += [value for key, value in attrs if key == "href" and value]
+            self.anchors.append({key: value or "" for key, value in attrs})
 
 
-def links(url: str) -> list[str]:
-    """The hrefs of a PEP 503 page, absolute."""
+def links(url: str) -> list[dict[str, str]]:
+    """The anchors of a PEP 503 page, each href absolute."""
     response = requests.get(url, timeout=30)
     response.raise_for_status()
     parser = _Links()
     parser.feed(response.text)
-    return [urllib.parse.urljoin(url, href) for href in parser.hrefs]
+    return [{**a, "href": urllib.parse.urljoin(url, a["href"])} for a in parser.anchors if a.get("href")]
+
+
+def fetched(address: str, digest: str) -> None:
+    body = requests.get(address, timeout=60)
+    assert body.status_code == 200, f"{address}: linked, but HTTP {body.status_code}"
+    assert sha256(body.content) == digest, f"{address}: its bytes are not the sha256 its page names"
 
 
 def served(world: World, folder: str) -> dict[str, str]:
     """Every file the pages under ``folder`` (a variant index) link, by bucket key, with the sha256 its link
-    names; each link fetched over HTTP and its bytes checked against that sha256."""
+    names; each link (and its PEP 658 metadata file) fetched over HTTP and checked against that sha256."""
     files: dict[str, str] = {}
     base = world.url("")
     for project in links(world.url(folder)):
-        for link in links(project):
-            address, _, fragment = link.partition("#sha256=")
-            body = requests.get(address, timeout=60)
-            assert body.status_code == 200, f"{address}: linked, but HTTP {body.status_code}"
-            assert sha256(body.content) == fragment, f"{address}: its bytes are not the sha256 its link names"
-            files[address.removeprefix(base)] = fragment
+        for link in links(project["href"]):
+            address, _, fragment = link["href"].partition("#sha256=")
+            fetched(address, fragment)
+            files[urllib.parse.unquote(address.removeprefix(base))] = fragment
+            metadata = link.get("data-dist-info-metadata", "").removeprefix("sha256=")
+            if metadata:
+                fetched(address + ".metadata", metadata)
     return files
 
 
@@ -244,7 +251,7 @@ def test_two_nightlies_leave_only_the_newer_on_the_channel_with_consistent_pages
     linked = assert_consistent(world, NIGHTLY)
     assert {str(parse_wheel_filename(k.rsplit("/", 1)[-1])[1]) for k in linked if k.endswith(".whl")
             and "/minifw/" in k} == {newer}
-    assert not any(older.split("+")[0] in key for key in world.bucket()  if key.startswith(NIGHTLY)), \
+    assert not any(older.split("+")[0] in key for key in world.bucket() if key.startswith(NIGHTLY)), \
         "a file of the pruned nightly is left"
 
 
