@@ -8,8 +8,9 @@
 #                                                    (PyPI is the next job's, after this one)
 #   ci/promote.sh check RECORD DIST                  DIST holds exactly the PyPI files RECORD planned,
 #                                                    each with its sha256
-# The environment gives INDEX_BUCKET, PYPI_SIMPLE_URL, PYPI_REPOSITORY_URL and ACCEPT_NOT_RUNNABLE
-# (globs, space-separated).
+# The environment gives INDEX_BUCKET, PYPI_SIMPLE_URL, PYPI_REPOSITORY_URL, ACCEPT_NOT_RUNNABLE
+# (globs, space-separated) and the project's PyPI limits PYPI_FILE_LIMIT_MB and PYPI_TOTAL_LIMIT_GB
+# (empty: PyPI's defaults).
 set -euo pipefail
 
 die() { echo "::error::ci/promote.sh: $*"; exit 1; }
@@ -38,6 +39,8 @@ preflight() {
     args+=(--pypi-wheels "$dist" --repository-url "${PYPI_REPOSITORY_URL:?PYPI_REPOSITORY_URL is not set}"
            --simple-url "${PYPI_SIMPLE_URL:?PYPI_SIMPLE_URL is not set}")
     while IFS= read -r line; do args+=("$line"); done < <(records pypi "$validation" pypi-validation)
+    [ -z "${PYPI_FILE_LIMIT_MB:-}" ] || args+=(--file-limit-mb "$PYPI_FILE_LIMIT_MB")
+    [ -z "${PYPI_TOTAL_LIMIT_GB:-}" ] || args+=(--total-limit-gb "$PYPI_TOTAL_LIMIT_GB")
   fi
   python -m builders promote-release "${args[@]}" --record "$record" --dry-run
 }

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,10 +59,13 @@ def wait_for_port(port: int, proc: subprocess.Popen | None, what: str, timeout: 
 
 
 @contextlib.contextmanager
-def serving(argv: list[str], port: int, what: str, log: Path) -> Iterator[subprocess.Popen]:
-    """``argv`` running until the block ends (terminated, then killed), its output in ``log``."""
+def serving(argv: list[str], port: int, what: str, log: Path,
+            env: Mapping[str, str] | None = None) -> Iterator[subprocess.Popen]:
+    """``argv`` running until the block ends (terminated, then killed), its output in ``log``; ``env`` adds to
+    this process's environment (the act harness's services share these helpers)."""
     with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+                                start_new_session=True)
         try:
             wait_for_port(port, proc, what)
             yield proc

@@ -244,11 +244,11 @@ _BUILD = (
            help="print each selected target's build plan (commands, environment, digest), build nothing"),
     Option(flags=("--json",), commands=("build",), action="store_true", default=False,
            help="with --dry-run: the plans as JSON"),
-    Option(flags=("--channel",), commands=("build", "plan"), choices=CHANNELS,
+    Option(flags=("--channel",), commands=("build", "plan", "smoke"), choices=CHANNELS,
            help="build for this channel's version: nightly is a dev release of the matrix's nightly base from "
                 "--commit-date (2.16.0.dev20261201+cu132); test and release the matrix's version (default: the "
                 "matrix's version)"),
-    Option(flags=("--commit-date",), commands=("build", "plan"), parse=datetime.date.fromisoformat,
+    Option(flags=("--commit-date",), commands=("build", "plan", "smoke"), parse=datetime.date.fromisoformat,
            metavar="YYYY-MM-DD",
            help="with --channel nightly: the date of the commit built (its committer date, as git log shows it with "
                 "--date=short)"),

@@ -46,6 +46,9 @@ def execute(opts: Options, console: Console) -> int:
     write_record(opts.record, plan)
     for reason in plan.refusals:
         console.error(f"refused: {reason}")
+    if plan.refusals:  # the job summary names each reason too, where the release engineer looks first
+        console.job_summary("### promote-release refused (nothing written)\n\n"
+                            + "".join(f"- {reason}\n" for reason in plan.refusals))
     promotion.preflight(plan)
     console.line(f"preflight passed: {len(plan.copies)} file(s) to copy, {len(plan.unchanged)} already released, "
                  f"{len(plan.pypi)} PyPI file(s)")

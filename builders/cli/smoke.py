@@ -7,6 +7,7 @@ import json
 from builders.base.console import Console
 from builders.base.errors import SmokeError, WheelError
 from builders.cli.arguments import Options
+from builders.cli.channel_args import on_channel
 from builders.cli.options import device_rules
 from builders.families import family_for
 from builders.families.device import require
@@ -23,13 +24,15 @@ DESCRIPTION = ("Create a venv with the target's interpreter, install WHEEL with 
                 "requirements and run builders' smoke probe from an empty directory: the "
                 "distribution's version, extension modules and accelerator runtime libraries "
                 "loaded from the venv, the GIL on free-threaded builds, then the project's "
-                "smoke script (project.smoke.script). Prints the probe's record and the failed "
+                "smoke script (project.smoke.script); with --channel nightly --commit-date, "
+                "against a nightly's version. Prints the probe's record and the failed "
                 "checks; exit 8 when a check failed. With --require-device, a GPU smoke job "
                 "first fails (exit 23) on a machine that shows no device of its accelerator.")
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix)
+    # A nightly wheel says it is the nightly version (2.16.0.dev20261201+cpu): the target as --channel built it.
+    m = on_channel(matrix_mod.load(opts.matrix), opts.channel, opts.commit_date)
     (target,) = select(m, Selection(targets=(opts.target,)))
     env = dict(opts.env)
     if opts.require_device:

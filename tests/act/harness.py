@@ -39,17 +39,17 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from builders.engines.images import engine_env
 from tests.act.actions.standin import standin_flags
+from tests.objectstore import free_port, serving
 
 ACT_TIMEOUT = 2400  # seconds for one whole act run
 HOST_LABEL = "ubuntu-24.04"
@@ -84,6 +84,22 @@ def narrowed(text: str, *, version: str, base_image: str, python: str) -> str:
     return yaml.safe_dump(data, sort_keys=False)
 
 
+def host_pythons() -> str:
+    """pyenv's CPython 3.11 to 3.13 on this host, for PYENV_VERSION: the shims setup-python's stand-in and
+    uv find then run them (3.11 for the tools, 3.12 for builders' smoke venv, PYTHON for the smoke)."""
+    versions = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found = sorted((p.name for p in versions.glob("3.1[1-3].*") if p.name.count(".") == 2 and p.name.replace(".", "").isdigit()),
+                   key=lambda v: tuple(map(int, v.split("."))))
+    return ":".join(found)
+
+
+def base_digest(base_image: str) -> str:
+    """The local base image by digest, as a release requires (``name@sha256:...``)."""
+    proc = subprocess.run(["podman", "image", "inspect", "--format", "{{.Digest}}", base_image],
+                          env=engine_env(os.environ), capture_output=True, text=True, timeout=120, check=True)
+    return f"{base_image.rsplit(':', 1)[0]}@{proc.stdout.strip()}"
+
+
 def copy_repository(root: Path, dest: Path) -> None:
     """The files git knows of (committed or not, ignored ones left out), as a checkout has them."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
@@ -95,12 +111,15 @@ def copy_repository(root: Path, dest: Path) -> None:
             shutil.copy2(src, dest / name)
 
 
-def commit(repo: Path, message: str, tag: str | None = None) -> str:
-    """Everything in ``repo`` committed (a new repository on first use); the commit's sha."""
+def commit(repo: Path, message: str, tag: str | None = None, date: str | None = None) -> str:
+    """Everything in ``repo`` committed (a new repository on first use); the commit's sha. ``date`` (ISO 8601)
+    is its author and commit date (a nightly's version comes from the commit date)."""
     if not (repo / ".git").exists():
         subprocess.run([*GIT, "init", "--quiet", "--initial-branch=main"], cwd=repo, check=True, timeout=60)
     subprocess.run([*GIT, "add", "--all"], cwd=repo, check=True, timeout=60)
-    subprocess.run([*GIT, "commit", "--quiet", "--allow-empty", "-m", message], cwd=repo, check=True, timeout=60)
+    dated = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else {}
+    subprocess.run([*GIT, "commit", "--quiet", "--allow-empty", "-m", message], cwd=repo, check=True, timeout=60,
+                   env={**os.environ, **dated})
     if tag:
         subprocess.run([*GIT, "tag", "--force", tag], cwd=repo, check=True, timeout=60)
     return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True,
@@ -108,40 +127,6 @@ def commit(repo: Path, message: str, tag: str | None = None) -> str:
 
 
 # -- local services --------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with {proc.returncode} before it listened on {port}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {timeout} s")
-
-
-@contextlib.contextmanager
-def serving(argv: list[str], port: int, what: str, log: Path, env: Mapping[str, str] | None = None) -> Iterator[None]:
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-                                start_new_session=True)
-        try:
-            wait_for_port(port, proc, what)
-            yield
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=20)
-
 
 @dataclass(frozen=True, kw_only=True)
 class Services:
@@ -251,6 +236,8 @@ class Harness:
     home: Path
     services: Services
     env: Mapping[str, str] = field(default_factory=dict)  # more of the host's environment, which jobs inherit
+    variables: Mapping[str, str] = field(default_factory=dict)  # more repository variables (`vars.X`), every run
+    secrets: Mapping[str, str] = field(default_factory=dict)  # more secrets (`secrets.X`), every run
 
     def platforms(self) -> list[str]:
         """``-P`` flags: this host for HOST_LABEL, a set-up that fails for every other label."""
@@ -268,13 +255,15 @@ class Harness:
         return Path.home() / ".cache"
 
     def run(self, event: str, ref: str, state: Path, *, inputs: Mapping[str, str] | None = None,
-            log: Path | None = None, cold: bool | None = None) -> Run:
+            log: Path | None = None, cold: bool | None = None, workflow: str = ".github/workflows/release.yml",
+            variables: Mapping[str, str] | None = None) -> Run:
+        """One act run of ``workflow``; ``variables`` add to (and override) the harness's for this run."""
         state.mkdir(parents=True, exist_ok=True)
         payload = {"ref": ref, "inputs": dict(inputs or {}),
                    "repository": {"full_name": "builders-test/minifw", "default_branch": "main"}}
         event_file = state.parent / f"{state.name}-{event}.json"
         event_file.write_text(json.dumps(payload))
-        argv = [act_binary(), event, "-W", ".github/workflows/release.yml", "-e", str(event_file), "--json",
+        argv = [act_binary(), event, "-W", workflow, "-e", str(event_file), "--json",
                 *self.platforms(),
                 *standin_flags(state, self.repo, pypi_url=self.services.pypi_url),
                 "--env", f"XDG_CACHE_HOME={self.cache_home(event, ref, state, cold)}",
@@ -284,7 +273,9 @@ class Harness:
                 "--var", f"INDEX_GIT_REMOTE=file://{self.services.pages}",
                 "--var", "GPU_RUNNERS=", "--var", "THEROCK_INDEX_URL=",
                 "--var", "ONEAPI_REPOSITORY=", "--var", "ONEAPI_REPOSITORY_KEY=", "--var", "INDEX_DEPLOY_COMMAND=",
-                "--container-architecture", "linux/amd64"]
+                "--container-architecture", "linux/amd64",
+                *(f for name, value in {**self.variables, **(variables or {})}.items() for f in ("--var", f"{name}={value}")),
+                *(f for name, value in self.secrets.items() for f in ("--secret", f"{name}={value}"))]
         # tests/act/bin first: its `gh` stands in for the GitHub Release API (the jobs inherit PATH)
         env = {**os.environ, **self.env, "HOME": str(self.home),
                "PATH": f"{Path(__file__).resolve().parent / 'bin'}:{os.environ.get('PATH', '')}"}

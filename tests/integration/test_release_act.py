@@ -30,7 +30,6 @@ tests/integration/test_workflow.py's) and the re-run of the failed dispatch (eve
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -40,31 +39,24 @@ import requests
 import yaml
 from packaging.utils import parse_wheel_filename
 
-from builders.engines.images import engine_env
 from builders.matrix import loader as matrix
 from builders.matrix.targets import expand
-from tests.act.harness import Harness, Run, Services, commit, copy_repository, narrowed, services
+from tests.act.harness import (
+    Harness,
+    Run,
+    Services,
+    base_digest,
+    commit,
+    copy_repository,
+    host_pythons,
+    narrowed,
+    services,
+)
 
 pytestmark = pytest.mark.slow
 
 PYTHON = "3.13"  # one the local base image (Debian unstable) and this host (pyenv) both have
 FIRST = "2.15.0"
-
-
-def host_pythons() -> str:
-    """pyenv's CPython 3.11 to 3.13 on this host, for PYENV_VERSION: the shims setup-python's stand-in and
-    uv find then run them (3.11 for the tools, 3.12 for builders' smoke venv, PYTHON for the smoke)."""
-    versions = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    found = sorted((p.name for p in versions.glob("3.1[1-3].*") if p.name.count(".") == 2 and p.name.replace(".", "").isdigit()),
-                   key=lambda v: tuple(map(int, v.split("."))))
-    return ":".join(found)
-
-
-def base_digest(base_image: str) -> str:
-    """The local base image by digest, as a release requires (``name@sha256:...``)."""
-    proc = subprocess.run(["podman", "image", "inspect", "--format", "{{.Digest}}", base_image],
-                          env=engine_env(os.environ), capture_output=True, text=True, timeout=120, check=True)
-    return f"{base_image.rsplit(':', 1)[0]}@{proc.stdout.strip()}"
 
 
 def cpu_only(text: str) -> str:

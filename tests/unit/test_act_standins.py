@@ -160,6 +160,17 @@ def test_download_of_a_pattern_that_matches_nothing_succeeds_empty(env: dict[str
     assert not (Path(env["GITHUB_WORKSPACE"]) / "artifacts").exists()
 
 
+def test_download_with_run_id_and_a_token_reads_that_runs_artifacts(env: dict[str, str], tmp_path: Path) -> None:
+    seed(env, {"release-wheels": {"a.whl": "this run"}})
+    write(tmp_path / "101" / "artifacts" / "release-wheels" / "a.whl", "run 101")  # a sibling run's state
+    download(env, name="release-wheels", path="other", run_id="101", github_token="token")
+    assert tree(Path(env["GITHUB_WORKSPACE"]) / "other") == {"a.whl": "run 101"}
+    download(env, name="release-wheels", path="this", run_id="101")  # no token: the real action ignores run-id
+    assert tree(Path(env["GITHUB_WORKSPACE"]) / "this") == {"a.whl": "this run"}
+    with pytest.raises(standin.StandinError, match="no workflow run '102'"):
+        download(env, name="release-wheels", path="x", run_id="102", github_token="token")
+
+
 def test_round_trip_keeps_every_byte(env: dict[str, str]) -> None:
     ws = Path(env["GITHUB_WORKSPACE"])
     (ws / "wh").mkdir()

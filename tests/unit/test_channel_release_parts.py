@@ -20,6 +20,7 @@ from builders.matrix.targets import expand
 from builders.release import promotion, publish, validate
 from builders.release.index import IndexedFile
 from builders.release.objectstore import BucketUrl, content_type
+from builders.wheel import smoke
 
 
 def info(filename: str, project: str = "minifw", sha: str = "0" * 64) -> IndexedFile:
@@ -173,6 +174,17 @@ def test_build_for_a_channel_takes_its_version(m: Matrix) -> None:
     assert channel_args.on_channel(m, plain.channel, plain.commit_date) is m
     with pytest.raises(SelectionError, match="--commit-date"):
         channel_args.on_channel(m, "nightly", None)
+
+
+def test_smoke_of_a_nightly_checks_the_nightly_version(m: Matrix) -> None:
+    """The shard's smoke job of a nightly passes --channel nightly --commit-date: the version the project's code
+    must report is the nightly's (2.16.0.dev20261201+cpu), not the matrix's (the act nightly failed on this)."""
+    given = arguments.parse(cli.parser(), ["smoke", "x.whl", "--target", "t", "--channel", "nightly",
+                                           "--commit-date", "2026-12-01"], {})
+    nightly = channel_args.on_channel(m, given.channel, given.commit_date)
+    targets, _ = expand(nightly)
+    expected = m.channels.channel("nightly").version(m.project.version, datetime.date(2026, 12, 1))
+    assert {str(smoke.facts(t)["build_version"]).split("+")[0] for t in targets} == {str(expected)}
 
 
 def test_the_commands_are_listed(capsys: pytest.CaptureFixture[str]) -> None:

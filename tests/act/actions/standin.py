@@ -526,17 +526,29 @@ def no_files(mode: str, lines: list[str]) -> Outputs:
 # actions/download-artifact
 
 
-def stored_artifacts(env: Env) -> list[str]:
-    """The names of this run's artifacts."""
-    folder = state_dir(env) / "artifacts"
+def artifacts_of(env: Env) -> Path:
+    """The artifacts of the run named: this run's, or with ``run-id`` and ``github-token`` (the real action ignores
+    ``run-id`` without a token) another run's. A run's id is its state folder's name, and the harness keeps the
+    runs of one repository as sibling state folders; a run that is not there fails, as an unknown run does."""
+    run_id = inp(env, "run-id")
+    if not run_id or not inp(env, "github-token"):
+        return state_dir(env) / "artifacts"
+    other = state_dir(env).parent / run_id
+    if "/" in run_id or run_id in (".", "..") or not other.is_dir():
+        raise StandinError(f"Unable to download artifact(s): no workflow run {run_id!r} of this repository")
+    return other / "artifacts"
+
+
+def stored_artifacts(folder: Path) -> list[str]:
+    """The names of a run's artifacts."""
     if not folder.is_dir():
         return []
     return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".staging-"))
 
 
-def select_artifacts(env: Env, name: str, pattern: str) -> list[str]:
+def select_artifacts(folder: Path, name: str, pattern: str) -> list[str]:
     """By name (absent: the real error), else by glob over names (none: a notice, nothing fails)."""
-    have = stored_artifacts(env)
+    have = stored_artifacts(folder)
     if name:
         if name not in have:
             raise StandinError(f"Unable to download artifact(s): Artifact not found for name: {name}")
@@ -549,15 +561,16 @@ def select_artifacts(env: Env, name: str, pattern: str) -> list[str]:
 
 def download_artifact(env: Env) -> Outputs:
     """Copy artifacts into ``path``; a single one (by name or a one-match pattern) lands directly in it."""
-    if inp(env, "run-id") or inp(env, "artifact-ids"):
-        raise StandinError("the stand-in downloads by name or pattern from this run only (no run-id, artifact-ids)")
+    if inp(env, "artifact-ids"):
+        raise StandinError("the stand-in downloads by name or pattern (no artifact-ids)")
     name, pattern = inp(env, "name"), inp(env, "pattern")
     target = resolve(env, inp(env, "path")) if inp(env, "path") else workspace(env)
-    chosen = select_artifacts(env, name, pattern)
+    folder = artifacts_of(env)
+    chosen = select_artifacts(folder, name, pattern)
     merge = inp_bool(env, "merge-multiple")
     for artifact in chosen:
         into = target if len(chosen) == 1 or merge else target / artifact
-        shutil.copytree(state_dir(env) / "artifacts" / artifact, into, dirs_exist_ok=True)
+        shutil.copytree(folder / artifact, into, dirs_exist_ok=True)
         log(f"Artifact {artifact} was downloaded to {into}")
     return {"download-path": str(target)}
 
