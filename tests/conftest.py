@@ -29,7 +29,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # collection order (``--no-loadscope-reorder``); starting the long ones first lets both workers
 # end together (longest-first scheduling), and the many short modules fill in at the end. Only the
 # order changes: no test depends on it, and a module missing from this list runs after these.
-LONG_FIRST = ("test_release_act", "test_rocm", "test_hostile", "test_kill_anywhere",
+LONG_FIRST = ("test_lifecycle_act", "test_release_act", "test_rocm", "test_hostile", "test_kill_anywhere",
               "test_build", "test_containers", "test_core", "test_compile_cache_servers", "test_hanging_index")
 
 
