@@ -238,7 +238,7 @@ def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
          "once per shard of the plan"),
         (SHARD, "bash ci/plan.sh shard", "bash ci/other.sh shard", "extracts the shard's matrix"),
         # a GPU smoke job must fail on a runner that shows no GPU
-        (SHARD, '"$PYTHON" --require-device', '"$PYTHON"', "does not smoke-test with --require-device"),
+        (SHARD, 'args=(--require-device)', 'args=()', "does not smoke-test with --require-device"),
         (WORKFLOW, "uses: ./.github/workflows/release-shard.yml", "uses: ./.github/workflows/gone.yml",
          "calls gone.yml, which is not beside it"),
         # every job has a timeout
