@@ -186,6 +186,10 @@ class Run:
     def summary(self) -> str:
         return "\n".join(f"  {name}: {result}" for name, result in sorted(self.jobs.items()))
 
+    def failure(self) -> str:
+        """What an assertion on this run shows: act's exit, every job's result, the end of the output."""
+        return f"act exit {self.returncode}; jobs:\n{self.summary()}\n--- last output ---\n{self.output[-8000:]}"
+
 
 def parse(lines: str) -> tuple[dict[str, str], tuple[str, ...]]:
     """Job results from act's ``--json`` log, and the jobs that never started (no runner)."""

@@ -159,9 +159,6 @@ def world(root: Path, base_image: str, tmp_path_factory: pytest.TempPathFactory)
         yield World(repo=repo, runs=folder / "runs", harness=harness, store=s3, local=local)
 
 
-def failed(run: Run) -> str:
-    return f"act exit {run.returncode}; jobs:\n{run.summary()}\n--- last output ---\n{run.output[-8000:]}"
-
 
 def job(run: Run, name: str) -> set[str]:
     """The results of every job whose name holds ``name`` (matrix entries and called jobs too)."""
@@ -256,9 +253,9 @@ def nightly_versions(files: dict[str, object]) -> set[str]:
 def test_two_nightlies_leave_only_the_newer_on_the_channel_with_consistent_pages(world: World, nightlies) -> None:
     (first, after_first), (second, after_second) = nightlies
     for run in (first, second):
-        assert run.returncode == 0, failed(run)
-        assert job(run, "publish the nightly") == {"success"}, failed(run)
-        assert job(run, "/build ") == {"success"} and job(run, "/smoke ") == {"success"}, failed(run)
+        assert run.returncode == 0, run.failure()
+        assert job(run, "publish the nightly") == {"success"}, run.failure()
+        assert job(run, "/build ") == {"success"} and job(run, "/smoke ") == {"success"}, run.failure()
         assert not any(name in key for key in run.jobs for name in ("candidate", "validate", "release files")), \
             run.summary()
     (older,) = nightly_versions(after_first)
@@ -323,9 +320,9 @@ def validated(world: World, run_id: str, kind: str) -> dict[str, str]:
 
 def assert_candidate(world: World, candidate: Candidate) -> None:
     run = candidate.run
-    assert run.returncode == 0, failed(run)
-    assert job(run, "publish the candidate to test") == {"success"}, failed(run)
-    assert job(run, "release/validate") == {"success"}, failed(run)
+    assert run.returncode == 0, run.failure()
+    assert job(run, "publish the candidate to test") == {"success"}, run.failure()
+    assert job(run, "release/validate") == {"success"}, run.failure()
     assert not any(name in key for key in run.jobs for name in ("PyPI", "deploy", "provenance", "nightly")), \
         run.summary()
     built = {p.name: sha256(p.read_bytes()) for p in world.artifact(candidate.run_id, "release-wheels").glob("wheels/*.whl")}
@@ -401,10 +398,10 @@ def promotions(world: World, candidates) -> dict[str, Promotion]:
 
 def assert_refused(promotion: Promotion, reason: str) -> None:
     run = promotion.run
-    assert run.returncode != 0, failed(run)
-    assert job(run, "preflight, provenance and the release index") == {"failure"}, failed(run)
-    assert job(run, "PyPI, after the release index") <= {"skipped"}, failed(run)
-    assert reason in run.output, failed(run)
+    assert run.returncode != 0, run.failure()
+    assert job(run, "preflight, provenance and the release index") == {"failure"}, run.failure()
+    assert job(run, "PyPI, after the release index") <= {"skipped"}, run.failure()
+    assert reason in run.output, run.failure()
     assert reason in summaries(run), f"the reason is not in the job summary:\n{summaries(run)}"
     assert promotion.after == promotion.before, "the release channel or the package server changed"
 
@@ -417,9 +414,9 @@ def test_promotion_releases_exactly_rc2s_validated_bytes(world: World, candidate
     _rc1, rc2 = candidates
     promotion = promotions[PROMOTED]
     run = promotion.run
-    assert run.returncode == 0, failed(run)
-    assert job(run, "preflight, provenance and the release index") == {"success"}, failed(run)
-    assert job(run, "PyPI, after the release index") == {"success"}, failed(run)
+    assert run.returncode == 0, run.failure()
+    assert job(run, "preflight, provenance and the release index") == {"success"}, run.failure()
+    assert job(run, "PyPI, after the release index") == {"success"}, run.failure()
     bucket, server = promotion.after
     installed = validated(world, rc2.run_id, "test")
     released = {name: sha256(data) for name, data in wheels(bucket, RELEASE).items()}  # type: ignore[arg-type]
@@ -434,5 +431,5 @@ def test_promotion_releases_exactly_rc2s_validated_bytes(world: World, candidate
 
 
 def test_the_same_promotion_again_is_refused_as_already_on_the_package_server(promotions) -> None:
-    assert promotions[PROMOTED].run.returncode == 0, failed(promotions[PROMOTED].run)
+    assert promotions[PROMOTED].run.returncode == 0, promotions[PROMOTED].run.failure()
     assert_refused(promotions[REFUSED_AGAIN], "already on the package server")

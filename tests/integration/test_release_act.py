@@ -90,9 +90,6 @@ def expected(repo: Path) -> tuple[set[str], set[str]]:
     return labelled, pypi
 
 
-def failed(run: Run) -> str:
-    return f"act exit {run.returncode}; jobs:\n{run.summary()}\n--- last output ---\n{run.output[-6000:]}"
-
 
 def audit(repo: Path, channel: str, url: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "builders", "audit", "--matrix", str(repo / "matrix.yaml"),
@@ -135,8 +132,8 @@ def first(root: Path, base_image: str, local: Services, act_home: Path, tmp_path
 
 def test_a_tag_push_releases_every_planned_wheel(first, local: Services) -> None:
     repo, state, run = first
-    assert run.returncode == 0, failed(run)
-    assert set(run.jobs.values()) == {"success"}, failed(run)
+    assert run.returncode == 0, run.failure()
+    assert set(run.jobs.values()) == {"success"}, run.failure()
     for job in ("plan", "image", "matrix", "build", "smoke", "compatibility report", "release files",
                 "provenance and PyPI", "deploy the indexes", "GitHub Release"):
         assert any(job in name for name in run.jobs), f"no {job} job ran:\n{run.summary()}"
@@ -161,7 +158,7 @@ def test_a_tag_push_releases_every_planned_wheel(first, local: Services) -> None
 
 def test_the_deployed_indexes_hold_the_release(first, local: Services, tmp_path: Path) -> None:
     repo, _state, run = first
-    assert run.returncode == 0, failed(run)
+    assert run.returncode == 0, run.failure()
     labelled, _pypi = expected(repo)
     site = deployed(local.pages, tmp_path / "pages")
     found = {p.name for p in site.rglob("*.whl") if "minifw" in p.name}
@@ -175,7 +172,7 @@ def test_the_deployed_indexes_hold_the_release(first, local: Services, tmp_path:
 
 def test_the_image_was_pushed_and_pulled_by_digest(first, local: Services) -> None:
     _repo, _state, run = first
-    assert run.returncode == 0, failed(run)
+    assert run.returncode == 0, run.failure()
     host = local.registry.split("/", 1)[0]
     catalog = requests.get(f"http://{host}/v2/_catalog", timeout=30).json()["repositories"]
     assert {"builders/builders-cpu", "builders/builders-cuda"} <= set(catalog)
@@ -188,8 +185,8 @@ def test_a_tag_that_is_not_the_version_fails_in_the_plan(root: Path, base_image:
     commit(repo, "a wrong tag", tag="v9.9.9")
     run = harness(repo, act_home, local).run("push", "refs/tags/v9.9.9", tmp_path / "state", log=tmp_path / "act.log")
     assert run.returncode != 0
-    assert run.jobs.get("release/plan") == "failure", failed(run)
-    assert f"the matrix's project.version is {FIRST}" in run.output, failed(run)  # the reason, in the job's log
+    assert run.jobs.get("release/plan") == "failure", run.failure()
+    assert f"the matrix's project.version is {FIRST}" in run.output, run.failure()  # the reason, in the job's log
     assert not any("build " in name or "publish" in name or "PyPI" in name for name in run.jobs), run.summary()
 
 
@@ -203,9 +200,9 @@ def test_a_failed_dispatch_build_fails_its_smoke_and_nothing_is_assembled(
     broken = ran.run("workflow_dispatch", f"refs/tags/v{FIRST}", state, inputs={"select": "cpu-*"},
                      log=tmp_path / "act-1.log")
     assert broken.returncode != 0
-    assert {r for name, r in broken.jobs.items() if "/build " in name} == {"failure"}, failed(broken)
+    assert {r for name, r in broken.jobs.items() if "/build " in name} == {"failure"}, broken.failure()
     smoke = [name for name in broken.jobs if "smoke " in name]
-    assert smoke and all(broken.jobs[name] == "failure" for name in smoke), failed(broken)
+    assert smoke and all(broken.jobs[name] == "failure" for name in smoke), broken.failure()
     assert "nothing was smoke-tested" in broken.output
     assert not any(job in name for name in broken.jobs for job in ("release files", "PyPI", "deploy")), broken.summary()
 
@@ -226,7 +223,7 @@ def published(local: Services) -> tuple[frozenset[tuple[str, int]], str]:
 
 def assert_nothing_published(run: Run, state: Path, local: Services, before: tuple[object, object]) -> None:
     for job in ("release files", "provenance and PyPI", "deploy the indexes", "GitHub Release"):
-        assert not any(job in name for name in run.jobs), f"{job} ran:\n{failed(run)}"
+        assert not any(job in name for name in run.jobs), f"{job} ran:\n{run.failure()}"
     assert published(local) == before, "the package server or the pages remote changed"
     assert not (state / "published.jsonl").exists() and not (state / "releases").exists()
     artifacts = {p.name for p in (state / "artifacts").iterdir()} if (state / "artifacts").exists() else set()
@@ -247,10 +244,10 @@ def test_a_tag_push_whose_images_job_fails_builds_and_publishes_nothing(
     before, state = published(local), tmp_path / "state"
     run = harness(repo, act_home, local).run("push", f"refs/tags/v{IMAGES_FAIL}", state, log=tmp_path / "act.log",
                                              cold=False)
-    assert run.returncode != 0, failed(run)
-    assert run.jobs.get("release/plan") == "success" and run.result("release/image") == {"failure"}, failed(run)
-    assert "broken by the release test" in run.output, failed(run)  # the image's build failed, nothing else
+    assert run.returncode != 0, run.failure()
+    assert run.jobs.get("release/plan") == "success" and run.result("release/image") == {"failure"}, run.failure()
+    assert "broken by the release test" in run.output, run.failure()  # the image's build failed, nothing else
     # Fail closed: no build job at all (none falls back to an image it builds itself, unattested), no smoke.
-    assert not any("/build " in name or "/smoke " in name or "/matrix" in name for name in run.jobs), failed(run)
-    assert not any(p.name.startswith(("image-", "build-")) for p in (state / "artifacts").glob("*")), failed(run)
+    assert not any("/build " in name or "/smoke " in name or "/matrix" in name for name in run.jobs), run.failure()
+    assert not any(p.name.startswith(("image-", "build-")) for p in (state / "artifacts").glob("*")), run.failure()
     assert_nothing_published(run, state, local, before)
