@@ -453,13 +453,23 @@ def build_env(target: Target, ctx: Context, recipe: Recipe) -> dict[str, str]:
     engine's, the compiler cache, the core's folder. All but the cache's are part of the plan's digest."""
     passed = {name: ctx.env[name] for name in target.project.environment_pass if name in ctx.env}
     env = {**passed, **settings(target, recipe.toolchain.root, ctx.epoch), **dict(recipe.build_env)}
-    env |= compiler_cache(ctx, recipe, env)
+    env |= compiler_cache(ctx, recipe, env, per_run=per_run_vars(target))
     if target.project.core_dir_var and recipe.build is None:
         env[target.project.core_dir_var] = f"{recipe.work}/core/install"
     return env
 
 
-def compiler_cache(ctx: Context, recipe: Recipe, env: Mapping[str, str]) -> dict[str, str]:
+def per_run_vars(target: Target) -> frozenset[str]:
+    """The build's variables that change from run to run of one plan and reach object code, if at all, only
+    through the compiler's arguments or the sources (which sccache's own hash covers): SOURCE_DATE_EPOCH and
+    the wheel's version (a nightly's dev version, then the candidate's). Left out of the shared cache's
+    namespace, so that the candidate reads what the nightly compiled."""
+    version = dict(target.project.build_env).get("version")
+    return frozenset({"SOURCE_DATE_EPOCH", *([version] if version else [])})
+
+
+def compiler_cache(ctx: Context, recipe: Recipe, env: Mapping[str, str],
+                   per_run: frozenset[str]) -> dict[str, str]:
     """The local ccache (:func:`local_cache`), or the run's shared compiler cache where it reads or writes."""
     local = local_cache(ctx, recipe, env)
     remote = ctx.compile_cache
@@ -468,7 +478,7 @@ def compiler_cache(ctx: Context, recipe: Recipe, env: Mapping[str, str]) -> dict
     where = places(ctx)
     toolchain = {**recipe.toolchain.to_json(), "root": relocate(recipe.toolchain.root or "", where)}
     hidden = location_vars()
-    flags = {k: relocate(v, where) for k, v in env.items() if k not in hidden and k != "SOURCE_DATE_EPOCH"}
+    flags = {k: relocate(v, where) for k, v in env.items() if k not in hidden and k not in per_run}
     ns = cache_namespace({"toolchain": toolchain, "runner": recipe.runner.key(), "env": flags})
     on_host = recipe.runner.on_host
     # On this host every compile reads a copy under the output folder (the target's, the core's): paths below it

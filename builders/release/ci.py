@@ -119,11 +119,16 @@ def setup_pythons(group: Sequence[Target]) -> str:
 
 
 def build_entry(group: Sequence[Target]) -> dict[str, Any]:
-    """One build job: every Python of one (variant, platform), so its ``build.core`` is built once."""
+    """One build job: every Python of one (variant, platform), so its ``build.core`` is built once.
+
+    ``ids`` and ``wheels`` (JSON lists, in target order) name the job's per-wheel artifacts
+    (``wheel-<target>``, one upload step per position), so that each smoke job downloads its own wheel
+    and not the job's whole wheelhouse."""
     first = group[0]
     return {"id": build_id(first), "runner": first.runner, "engine": engine_for(first),
             "variant": first.variant.label, "platform": first.platform.name, "count": len(group),
-            "targets": " ".join(t.id for t in group), "pythons": setup_pythons(group)}
+            "targets": " ".join(t.id for t in group), "pythons": setup_pythons(group),
+            "ids": json.dumps([t.id for t in group]), "wheels": json.dumps([t.wheel_name for t in group])}
 
 
 def build_groups(targets: Iterable[Target]) -> list[list[Target]]:

@@ -18,6 +18,9 @@ checked, in the release workflow and the local reusable workflows it calls:
   wheel is not allowed to fail quietly;
 - the smoke jobs run the smoke test with ``--require-device``, so a GPU job fails on a runner
   that shows no device of its accelerator (builders decides from the matrix's smoke runners);
+- each build job uploads every wheel as an artifact of its own (``wheel-<target>``, one step per
+  position of the plan's ``ids``, as many as the plan's largest build job holds), and each smoke job
+  downloads only its own, never the build job's whole wheelhouse;
 - each smoke job uploads its wheel's smoke record, named after its target, ``if: always()``
   (a failed or timed-out smoke keeps its evidence);
 - every job that runs steps has ``timeout-minutes``;
@@ -89,6 +92,7 @@ def drift(matrix: Matrix, workflow: Path) -> list[str]:
     for wf in (release, *promotion):
         problems += _batch_problems(matrix, wf)
     problems += _fail_closed_problems(release, called)
+    problems += _wheel_artifact_problems(matrix, called)
     problems += _key_problems(matrix, (release, *called))
     return problems
 
@@ -178,6 +182,38 @@ def _smoke_record_problems(wf: Workflow) -> Iterator[str]:
     elif not any("always()" in str(s.get("if", "")) for s in named):
         yield (f"{wf.name}: job 'smoke', key 'if': the smoke record is uploaded only when the smoke passed; "
                "upload it if: always()")
+
+
+WHEEL_ARTIFACT = re.compile(r"^wheel-\$\{\{ fromJSON\(matrix\.ids\)\[(\d+)\] \}\}$")
+SMOKE_WHEEL = "wheel-${{ matrix.id }}"
+
+
+def _with(step: dict) -> dict:
+    return step["with"] if isinstance(step.get("with"), dict) else {}
+
+
+def _wheel_artifact_problems(matrix: Matrix, called: list[Workflow]) -> Iterator[str]:
+    """Per-wheel artifacts: a smoke job tests one wheel, so it downloads one (at framework scale a build
+    job's wheelhouse is several GB). The build job has one upload step per position of the plan's ``ids``."""
+    shard = next((wf for wf in called if {"build", "smoke"} <= wf.jobs.keys()), None)
+    if shard is None:
+        return
+    positions = {int(found.group(1)) for step in steps(shard.jobs["build"]) if action(step) == UPLOAD_ACTION
+                 if (found := WHEEL_ARTIFACT.match(str(_with(step).get("name", "")))) is not None}
+    largest = max((len(group) for group in build_groups(expand(matrix)[0])), default=0)
+    missing = [i for i in range(largest) if i not in positions]
+    if missing:
+        yield (f"{shard.name}: job 'build', key 'steps': a build job of the plan holds {largest} targets, and no step "
+               f"uploads the wheel at position(s) {missing} (name wheel-${{{{ fromJSON(matrix.ids)[N] }}}}, path "
+               "wheelhouse/**/${{ fromJSON(matrix.wheels)[N] }}): add one step per position")
+    downloads = [_with(s) for s in steps(shard.jobs["smoke"]) if action(s) == DOWNLOAD_ACTION]
+    if not any(str(d.get("pattern", d.get("name", ""))) == SMOKE_WHEEL for d in downloads):
+        yield (f"{shard.name}: job 'smoke', key 'steps': the smoke job does not download its own wheel's artifact "
+               f"({SMOKE_WHEEL})")
+    whole = [str(d.get("name", d.get("pattern", ""))) for d in downloads if "build-" in str(d.get("name", d.get("pattern", "")))]
+    if whole:
+        yield (f"{shard.name}: job 'smoke', key 'steps': downloads {whole[0]!r}, the build job's whole wheelhouse, to "
+               "test one wheel; download wheel-${{ matrix.id }}")
 
 
 def _fail_closed_problems(release: Workflow, called: list[Workflow]) -> Iterator[str]:

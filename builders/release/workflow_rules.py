@@ -61,7 +61,8 @@ RUN_NEEDS = (("ci/images.sh push", "packages", "write", "pushes images"),
              ("ci/images.sh pull", "packages", "read", "pulls images"),
              ("ci/deploy-index.sh", "contents", "write", "pushes the index branch"),
              ("ci/github-release.sh", "contents", "write", "creates the GitHub Release"),
-             ("ci/bucket-credentials.sh", "id-token", "write", "mints an OIDC token for the bucket"))
+             ("ci/bucket-credentials.sh", "id-token", "write", "mints an OIDC token for the bucket"),
+             ("ci/compile-cache.sh", "id-token", "write", "mints an OIDC token for the compile cache's role"))
 
 
 def structural_problems(release: Workflow, called: list[Workflow]) -> list[str]:

@@ -223,9 +223,9 @@ def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
          "uploads 'build-${{ matrix.id }}' without overwrite: true"),
         # a smoke job with no wheel must fail
         (SHARD, "      - uses: actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c # v8.0.1\n        with:\n"
-                "          name: build-${{ matrix.build }}",
+                "          pattern: wheel-${{ matrix.id }}",
          "      - uses: actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c # v8.0.1\n"
-         "        continue-on-error: true\n        with:\n          name: build-${{ matrix.build }}",
+         "        continue-on-error: true\n        with:\n          pattern: wheel-${{ matrix.id }}",
          "the smoke job's download may fail quietly"),
         # only a release the plan accepted publishes
         (WORKFLOW, "    if: needs.plan.outputs.release == 'true'\n    runs-on: ubuntu-24.04\n    timeout-minutes: 30\n"
@@ -810,3 +810,55 @@ def test_promote_sh_check_passes_only_the_preflights_pypi_files(root: Path, tmp_
     (dist / "minifw-2.15.0-cp313-cp313-win_amd64.whl").unlink()
     proc = script(root, "promote.sh", "check", str(record), str(dist))
     assert proc.returncode != 0 and "not the ones" in proc.stdout
+
+
+# -- ci/compile-cache.sh: the shared compile cache's location and credentials for a build job -------------
+
+CACHE_VARS = ("COMPILE_CACHE", "COMPILE_CACHE_ENDPOINT", "COMPILE_CACHE_REGION", "COMPILE_CACHE_ROLE_ARN",
+              "COMPILE_CACHE_WRITER_ROLE_ARN", "COMPILE_CACHE_ACCESS_KEY_ID", "COMPILE_CACHE_SECRET_ACCESS_KEY",
+              "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "TRUSTED")
+
+
+def compile_cache(root: Path, tmp_path: Path, **given: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """ci/compile-cache.sh with only ``given`` of its inputs set; what it wrote to $GITHUB_ENV."""
+    out = tmp_path / "github-env"
+    out.write_text("")
+    proc = script(root, "compile-cache.sh", env={**dict.fromkeys(CACHE_VARS, ""), **given, "GITHUB_ENV": str(out)})
+    return proc, dict(line.split("=", 1) for line in out.read_text().splitlines() if line)
+
+
+def test_compile_cache_sh_without_a_store_sets_nothing(root: Path, tmp_path: Path) -> None:
+    proc, written = compile_cache(root, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert written == {} and "no shared compile cache" in proc.stdout
+
+
+def test_compile_cache_sh_hands_an_s3_store_and_its_key_to_the_build(root: Path, tmp_path: Path) -> None:
+    key, secret = "AKIA-cache-reader", "not-printed-3f9"
+    proc, written = compile_cache(root, tmp_path, COMPILE_CACHE="s3://build-cache/builders",
+                                  COMPILE_CACHE_ENDPOINT="http://127.0.0.1:9000",
+                                  COMPILE_CACHE_ACCESS_KEY_ID=key, COMPILE_CACHE_SECRET_ACCESS_KEY=secret)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert written == {"BUILDERS_COMPILER_CACHE": "s3://build-cache/builders", "SCCACHE_ENDPOINT": "http://127.0.0.1:9000",
+                       "SCCACHE_S3_USE_SSL": "false", "SCCACHE_REGION": "us-east-1",
+                       "AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret}
+    assert secret not in proc.stdout + proc.stderr
+
+
+def test_compile_cache_sh_without_credentials_reads_a_public_store(root: Path, tmp_path: Path) -> None:
+    proc, written = compile_cache(root, tmp_path, COMPILE_CACHE="s3://public-cache", COMPILE_CACHE_REGION="eu-west-1")
+    assert proc.returncode == 0, proc.stderr
+    assert written == {"BUILDERS_COMPILER_CACHE": "s3://public-cache", "SCCACHE_REGION": "eu-west-1",
+                       "SCCACHE_S3_NO_CREDENTIALS": "true"}
+
+
+@pytest.mark.parametrize(("given", "reason"), [
+    ({"COMPILE_CACHE": "s3://c", "COMPILE_CACHE_ROLE_ARN": "arn:aws:iam::1:role/reader"}, "id-token: write"),
+    ({"COMPILE_CACHE": "s3://c", "TRUSTED": "true", "COMPILE_CACHE_WRITER_ROLE_ARN": "arn:aws:iam::1:role/writer"},
+     "id-token: write"),
+    ({"COMPILE_CACHE": "gs://c"}, "not s3://, redis:// or http(s)://"),
+])
+def test_compile_cache_sh_refuses_what_it_cannot_hand_over(root: Path, tmp_path: Path, given: dict[str, str],
+                                                           reason: str) -> None:
+    proc, _ = compile_cache(root, tmp_path, **given)
+    assert proc.returncode != 0 and reason in proc.stdout, proc.stdout + proc.stderr

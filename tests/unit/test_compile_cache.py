@@ -230,6 +230,21 @@ def test_each_toolchain_has_its_own_namespace_and_flags_change_it(cached) -> Non
     assert set(flagged) == set(found) and not set(flagged.values()) & set(found.values())
 
 
+def test_the_version_and_the_commit_date_do_not_change_the_namespace(cached, shipped_text) -> None:
+    """The nightly (a dev version, its commit's date) and the candidate that follows (the final version,
+    another date) look up one namespace: the version reaches object code only through the compiler's
+    arguments or the sources, which sccache hashes itself. What the digest says differs, the prefix does not."""
+    first = plans(cached, ctx=shared(cached, {}))
+    version = cached.project.version
+    bumped = matrix.loads(with_cache(shipped_text.replace(f"\n  version: {version}\n", "\n  version: 9.9.9\n", 1),
+                                     "backend: sccache\nlocation: redis://127.0.0.1:6379/ci"))
+    assert str(bumped.project.version) == "9.9.9"
+    later = plans(bumped, ctx=replace(shared(bumped, {}), epoch=1_800_000_000))
+    assert prefixes(later) == prefixes(first) and prefixes(first)
+    assert {k: dict(p.build.env).get("MINIFW_BUILD_VERSION") for k, p in built(later).items()} != \
+        {k: dict(p.build.env).get("MINIFW_BUILD_VERSION") for k, p in built(first).items()}  # the builds differ
+
+
 def test_the_output_and_cache_folders_do_not_change_the_namespace(cached, tmp_path) -> None:
     first = prefixes(plans(cached, ctx=shared(cached, {})))
     moved = replace(shared(cached, {}), output=tmp_path / "out", cache=tmp_path / "cache")

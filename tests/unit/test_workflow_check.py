@@ -15,8 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
+from builders.families import registry
 from builders.matrix import loader
+from builders.matrix.targets import expand
 from builders.release import expressions as ex
+from builders.release.ci import build_groups
 from builders.release.workflow import drift
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,6 +134,32 @@ def publish_channel(channel: str) -> Edit:
     return edit
 
 
+def largest_build() -> int:
+    """The most targets one build job of the shipped plan holds (derived, so another Python moves it)."""
+    registry.load_builtin()
+    targets, _ = expand(loader.load(ROOT / "matrix.yaml", builds=False))
+    return max(len(group) for group in build_groups(targets))
+
+
+def drop_wheel_steps_from(position: int) -> Edit:
+    """The build job without its per-wheel uploads at ``position`` and after."""
+    def edit(doc: dict[str, Any]) -> None:
+        kept = []
+        for step in doc["jobs"]["build"]["steps"]:
+            name = str((step.get("with") or {}).get("name", ""))
+            index = name.removeprefix("wheel-${{ fromJSON(matrix.ids)[").partition("]")[0]
+            if not (name.startswith("wheel-") and index.isdigit() and int(index) >= position):
+                kept.append(step)
+        assert len(kept) < len(doc["jobs"]["build"]["steps"])
+        doc["jobs"]["build"]["steps"] = kept
+    return edit
+
+
+def smoke_downloads_whole_build(doc: dict[str, Any]) -> None:
+    step = next(s for s in doc["jobs"]["smoke"]["steps"] if "download-artifact" in s.get("uses", ""))
+    step["with"] = {"name": "build-${{ matrix.build }}", "path": "wheelhouse"}
+
+
 MUTATIONS: list[tuple[str, str, str, str, Edit]] = [
     # defect 6, as reported
     ("publish if always() ||", RELEASE, "publish", "if",
@@ -205,6 +234,10 @@ MUTATIONS: list[tuple[str, str, str, str, Edit]] = [
     ("deploy may only read", RELEASE, "deploy", "permissions", permission("deploy", "contents", "read")),
     ("publish with write-all", RELEASE, "publish", "permissions", job("publish", "permissions", "write-all")),
     ("smoke may write packages", SHARD, "smoke", "permissions", permission("smoke", "packages", "write")),
+    ("build without id-token for the compile cache", SHARD, "build", "permissions", permission("build", "id-token", None)),
+    ("fewer wheel uploads than the largest build job", SHARD, "build", "steps", drop_wheel_steps_from(largest_build() - 1)),
+    ("smoke downloads the whole build artifact", SHARD, "smoke", "steps", smoke_downloads_whole_build),
+    ("smoke with id-token", SHARD, "smoke", "permissions", permission("smoke", "id-token", "write")),
     # environment
     ("publish in another environment", RELEASE, "publish", "environment", job("publish", "environment", "indexes")),
     ("release-files in pypi", RELEASE, "release-files", "environment", job("release-files", "environment", "pypi")),
