@@ -11,7 +11,9 @@ from pathlib import Path
 
 import nox
 
-nox.options.default_venv_backend = "venv"
+# virtualenv (a dependency of nox) seeds pip from its own wheel in about a second; the venv module's
+# ensurepip takes 5 to 9 s, paid by every session of every release job.
+nox.options.default_venv_backend = "virtualenv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["build"]
 
@@ -27,8 +29,8 @@ def _install(session: nox.Session, *extras: str) -> None:
     ci/release-tools.txt), its dependencies exactly as locked, hashes checked, and nothing else.
 
     In the workflow's jobs uv is on PATH (setup-uv, the lock's version) and installs the lock: about
-    4 s against pip's 30 s, paid by every session of every job. The venv itself stays the venv
-    module's, with its bundled pip, which builders runs for toolchain and mirror downloads."""
+    4 s against pip's 30 s, paid by every session of every job. The venv keeps its pip (virtualenv's
+    seed), which builders runs for toolchain and mirror downloads."""
     spec = f".[{','.join(extras)}]" if extras else "."
     lock = os.environ.get("BUILDERS_LOCK")
     if lock and not extras:

@@ -123,10 +123,18 @@ def pip_steps(python: str, venv: str, py: str, source: Source, report: str) -> l
              *(["--pre"] if source.pre else []), source.requirement]]
 
 
+def uv_index_args(source: Source) -> list[str]:
+    """uv searches its indexes in order and takes each package from the first that has it at all (its default
+    strategy, against dependency confusion), and it puts ``--extra-index-url`` *before* ``--index-url``. Given
+    pip's way, a second release's PyPI form would be looked for on PyPI alone, which holds only the first release:
+    "no solution". So the index under validation goes first, the extra ones after it, the last as the default."""
+    *first, last = (source.index_url, *source.extra_index_urls)
+    return [*(a for url in first for a in ("--index", url)), "--default-index", last]
+
+
 def uv_steps(uv: str, python: str, venv: str, py: str, source: Source) -> list[list[str]]:
-    extra = [a for url in source.extra_index_urls for a in ("--extra-index-url", url)]
     return [[uv, "venv", "--no-config", "--no-project", "--python", python, venv],
-            [uv, "pip", "install", "--no-config", "--no-cache", "--python", py, "--index-url", source.index_url, *extra,
+            [uv, "pip", "install", "--no-config", "--no-cache", "--python", py, *uv_index_args(source),
              *(["--prerelease", "allow"] if source.pre else []), source.requirement]]
 
 

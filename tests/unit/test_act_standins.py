@@ -11,6 +11,7 @@ import hashlib
 import importlib.util
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -369,3 +370,21 @@ def test_the_flags_map_exactly_the_workflows_pins(tmp_path: Path) -> None:
     for flag in flags:
         if flag.startswith(tuple(used)):
             assert (Path(flag.split("=", 1)[1]) / "action.yml").is_file()
+
+
+def test_each_jobs_python_environment_is_its_own_copy_of_one_template(tmp_path: Path, monkeypatch) -> None:
+    """setup-python's venv per job is copied from a template made once (creating one costs seconds per job):
+    each copy runs as itself (its own prefix), and its scripts name it, never the template it came from."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    interpreter = Path(sys.base_prefix) / "bin" / Path(sys.executable).name
+    first = standin.own_environment(tmp_path / "job-1" / "venv", interpreter)
+    second = standin.own_environment(tmp_path / "job-2" / "venv", interpreter)
+    (template,) = (tmp_path / "home" / ".cache" / "standin-python").iterdir()
+    for python in (first, second):
+        venv = python.parent.parent
+        prefix = subprocess.run([str(python), "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True,
+                                check=True, timeout=60).stdout.strip()
+        assert Path(prefix) == venv
+        scripts = [p for p in (venv / "bin").iterdir() if p.is_file() and not p.is_symlink()]
+        assert scripts and not any(str(template).encode() in p.read_bytes() for p in scripts)
+        assert any(str(venv).encode() in p.read_bytes() for p in scripts)

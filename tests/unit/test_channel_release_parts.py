@@ -91,7 +91,7 @@ def test_install_commands_use_the_index_alone() -> None:
     _venv, pip = validate.pip_steps("py", "v", "v/bin/python", source, "r.json")
     _venv, uv = validate.uv_steps("uv", "py", "v", "v/bin/python", source)
     assert pip[pip.index("--index-url") + 1] == source.index_url and "--pre" in pip and "--extra-index-url" not in pip
-    assert uv[uv.index("--index-url") + 1] == source.index_url and "--no-config" in uv
+    assert uv[uv.index("--default-index") + 1] == source.index_url and "--no-config" in uv and "--index" not in uv
     assert uv[uv.index("--prerelease") + 1] == "allow"
 
 

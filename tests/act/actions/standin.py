@@ -325,10 +325,42 @@ def find_python(spec: PythonSpec, env: Env, allow_prereleases: bool, probe: Prob
 
 def own_environment(folder: Path, interpreter: Path) -> Path:
     """A virtual environment of ``interpreter`` for this job: a hosted runner's Python is the job's
-    own, so what the job pip-installs must not land in this host's shared interpreter."""
+    own, so what the job pip-installs must not land in this host's shared interpreter.
+
+    Copied from a template made once per interpreter (``python -m venv``, its bundled pip) under this
+    HOME: a venv with pip costs 5 to 9 s to create, a copy well under one, and a run has dozens of jobs.
+    The copy's own path replaces the template's wherever a file names it (scripts' ``#!``, ``activate``),
+    so nothing in it runs the template's interpreter."""
     if not (folder / "bin" / "python").exists():
-        subprocess.run([str(interpreter), "-m", "venv", str(folder)], check=True, timeout=300, capture_output=True)
+        template = environment_template(interpreter)
+        shutil.copytree(template, folder, symlinks=True)
+        relocate_scripts(folder / "bin", template, folder)
     return folder / "bin" / "python"
+
+
+def relocate_scripts(bin_dir: Path, old: Path, new: Path) -> None:
+    """Every script of a copied venv names the copy, not the venv it was copied from."""
+    for script in bin_dir.iterdir():
+        if script.is_file() and not script.is_symlink():
+            data = script.read_bytes()
+            if str(old).encode() in data:
+                script.write_bytes(data.replace(str(old).encode(), str(new).encode()))
+
+
+def environment_template(interpreter: Path) -> Path:
+    """``~/.cache/standin-python/<digest of the interpreter's path>``: made once, atomically (parallel jobs)."""
+    root = Path.home() / ".cache" / "standin-python"
+    template = root / hashlib.sha256(str(interpreter).encode()).hexdigest()[:16]
+    if not (template / "bin" / "python").exists():
+        scratch = root / f".{template.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        root.mkdir(parents=True, exist_ok=True)
+        subprocess.run([str(interpreter), "-m", "venv", str(scratch)], check=True, timeout=300, capture_output=True)
+        relocate_scripts(scratch / "bin", scratch, template)
+        try:
+            scratch.rename(template)
+        except OSError:  # another job made it first
+            shutil.rmtree(scratch, ignore_errors=True)
+    return template
 
 
 def setup_python(env: Env, probe: Probe = probe_interpreter,
