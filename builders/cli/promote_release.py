@@ -27,9 +27,8 @@ DESCRIPTION = ("Release the matrix's version without rebuilding: a preflight fir
                "release under its pypi_total_limit_gb; the version not on the package server; --accept-not-runnable, "
                "--file-limit-mb and --total-limit-gb, when given, win over the matrix's); then the test channel's "
                "files are copied server-side to the release channel and read back (sha256 unchanged), the release "
-               "pages written, and only then the PyPI wheels uploaded with twine, "
-               "and the package server polled until it serves each with its sha256 (exit 21 otherwise). A refusal "
-               "(exit 43) writes nothing.")
+               "pages written, and only then the PyPI wheels uploaded with twine, and the package server polled "
+               "until it serves each with its sha256 (exit 21 otherwise). A refusal (exit 43) writes nothing.")
 
 
 def execute(opts: Options, console: Console) -> int:
@@ -50,6 +49,9 @@ def execute(opts: Options, console: Console) -> int:
     write_record(opts.record, plan)
     for target in plan.accepted:
         console.line(f"accepted: {target}")
+    if plan.accepted:  # the reviewers approving the release see what ships unvalidated, and why
+        console.job_summary("### promote-release: released without validation (accepted)\n\n"
+                            + "".join(f"- {target}\n" for target in plan.accepted))
     for reason in plan.refusals:
         console.error(f"refused: {reason}")
     if plan.refusals:  # the job summary names each reason too, where the release engineer looks first
