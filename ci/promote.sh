@@ -8,9 +8,9 @@
 #                                                    (PyPI is the next job's, after this one)
 #   ci/promote.sh check RECORD DIST                  DIST holds exactly the PyPI files RECORD planned,
 #                                                    each with its sha256
-# The environment gives INDEX_BUCKET, PYPI_SIMPLE_URL, PYPI_REPOSITORY_URL, ACCEPT_NOT_RUNNABLE
-# (globs, space-separated) and the project's PyPI limits PYPI_FILE_LIMIT_MB and PYPI_TOTAL_LIMIT_GB
-# (empty: PyPI's defaults).
+# The environment gives INDEX_BUCKET, PYPI_SIMPLE_URL, PYPI_REPOSITORY_URL, and, to override the
+# matrix's channels.promotion for this run, ACCEPT_NOT_RUNNABLE (globs, space-separated) and the
+# PyPI limits PYPI_FILE_LIMIT_MB and PYPI_TOTAL_LIMIT_GB (empty: the matrix's).
 set -euo pipefail
 
 die() { echo "::error::ci/promote.sh: $*"; exit 1; }

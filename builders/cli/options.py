@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +28,11 @@ from builders.families import families
 from builders.families.provision import CACHE_ENV, default_cache, toolchains_under
 from builders.families.rocm import ROCM_SOURCE_ENV, ROCM_SOURCES
 from builders.matrix.compile_cache import LOCATION_ENV, location_problem
+from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB
 from builders.matrix.release_channels import ChannelName
 from builders.pipeline import caches
 from builders.pipeline.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV
 from builders.pipeline.remotecache import DIST_TOKEN, DIST_VAR, MODE_VAR
-from builders.release.promotion import FILE_LIMIT_MB, TOTAL_LIMIT_GB
 from builders.release.validate import INSTALLERS
 
 ROOT = ""  # the options of ``python -m builders`` itself (before the command)
@@ -118,6 +119,14 @@ def jobs(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def above_zero(text: str) -> float:
+    """A limit: a finite number above 0 (a limit of 0 would refuse every file)."""
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError("must be a number above 0")
     return value
 
 
@@ -418,12 +427,17 @@ _PROMOTE_RELEASE = (
     Option(flags=("--simple-url",), commands=("promote-release",), metavar="URL",
            help="the package server's simple index, asked whether the version is already there"),
     Option(flags=("--accept-not-runnable",), commands=("promote-release",), action="append", default=[],
-           metavar="GLOB", help="targets that may be released although no host could run their validation "
-                                "(repeatable)"),
-    Option(flags=("--file-limit-mb",), commands=("promote-release",), parse=float, default=FILE_LIMIT_MB,
-           metavar="MB", help=f"the project's PyPI file limit (default: PyPI's {FILE_LIMIT_MB:g} MB)"),
-    Option(flags=("--total-limit-gb",), commands=("promote-release",), parse=float, default=TOTAL_LIMIT_GB,
-           metavar="GB", help=f"the budget for the release's PyPI files (default: PyPI's {TOTAL_LIMIT_GB:g} GB)"),
+           matrix="channels.promotion.accept_not_runnable", metavar="GLOB",
+           help="targets that may be released although no host could run their validation (repeatable); given, "
+                "these globs replace the matrix's entries (default: the matrix's, each with its reason)"),
+    Option(flags=("--file-limit-mb",), commands=("promote-release",), parse=above_zero, default=FILE_LIMIT_MB,
+           matrix="channels.promotion.pypi_file_limit_mb", metavar="MB",
+           help=f"the project's PyPI file limit; given, it wins over the matrix's (default: the matrix's, else "
+                f"PyPI's {FILE_LIMIT_MB:g} MB)"),
+    Option(flags=("--total-limit-gb",), commands=("promote-release",), parse=above_zero, default=TOTAL_LIMIT_GB,
+           matrix="channels.promotion.pypi_total_limit_gb", metavar="GB",
+           help=f"the budget for the release's PyPI files; given, it wins over the matrix's (default: the matrix's, "
+                f"else PyPI's {TOTAL_LIMIT_GB:g} GB)"),
     Option(flags=("--audit-timeout",), commands=("promote-release",), parse=float, default=300.0, metavar="SECONDS",
            help="how long to wait for the package server to serve the uploaded files (default: 300; exit 21)"),
     Option(flags=("--dry-run",), commands=("promote-release",), action="store_true", default=False,

@@ -8,10 +8,12 @@ from typing import Any
 
 from builders.base.console import Console
 from builders.base.errors import InputError, Problem, SelectionError
-from builders.cli.arguments import Options
+from builders.cli.arguments import FLAG, Options
 from builders.cli.plan import selection_of
 from builders.cli.publish import declared
 from builders.matrix import loader as matrix_mod
+from builders.matrix.model import Matrix
+from builders.matrix.promotion_policy import AcceptedNotRunnable
 from builders.matrix.targets import select
 from builders.release import promotion
 from builders.release.index import find_wheels
@@ -19,13 +21,14 @@ from builders.release.objectstore import open_bucket
 
 HELP = "copy the validated candidate from test to release, then upload to PyPI"
 DESCRIPTION = ("Release the matrix's version without rebuilding: a preflight first (every selected target passed "
-               "validation, or was not runnable and --accept-not-runnable accepts it, and the test channel still "
-               "serves the file that passed; each release file new or byte-identical; each PyPI file validated from "
-               "staging, under the file limit, the release under its total budget; the version not on the package "
-               "server); then the test channel's files are copied server-side to the release channel and read back "
-               "(sha256 unchanged), the release pages written, and only then the PyPI wheels uploaded with twine, "
-               "and the package server polled until it serves each with its sha256 (exit 21 otherwise). A refusal "
-               "(exit 43) writes nothing.")
+               "validation, or was not runnable and the matrix's channels.promotion.accept_not_runnable accepts it, "
+               "and the test channel still serves the file that passed; each release file new or byte-identical; "
+               "each PyPI file validated from staging, under the matrix's channels.promotion.pypi_file_limit_mb, the "
+               "release under its pypi_total_limit_gb; the version not on the package server; --accept-not-runnable, "
+               "--file-limit-mb and --total-limit-gb, when given, win over the matrix's); then the test channel's "
+               "files are copied server-side to the release channel and read back (sha256 unchanged), the release "
+               "pages written, and only then the PyPI wheels uploaded with twine, and the package server polled "
+               "until it serves each with its sha256 (exit 21 otherwise). A refusal (exit 43) writes nothing.")
 
 
 def execute(opts: Options, console: Console) -> int:
@@ -39,11 +42,16 @@ def execute(opts: Options, console: Console) -> int:
     bucket = open_bucket(opts.bucket, env)
     on_server = (promotion.files_on_server(opts.simple_url, m.project.name, str(m.project.version.public))
                  if opts.simple_url else [])
+    limits, accept = policy(opts, m)
     plan = promotion.plan(bucket, m, targets, [read(p) for p in opts.validation],
-                          [read(p) for p in opts.pypi_validation], pypi_files, accept=opts.accept_not_runnable,
-                          limits=promotion.PypiLimits(file_mb=opts.file_limit_mb, total_gb=opts.total_limit_gb),
+                          [read(p) for p in opts.pypi_validation], pypi_files, accept=accept, limits=limits,
                           on_server=on_server)
     write_record(opts.record, plan)
+    for target in plan.accepted:
+        console.line(f"accepted: {target}")
+    if plan.accepted:  # the reviewers approving the release see what ships unvalidated, and why
+        console.job_summary("### promote-release: released without validation (accepted)\n\n"
+                            + "".join(f"- {target}\n" for target in plan.accepted))
     for reason in plan.refusals:
         console.error(f"refused: {reason}")
     if plan.refusals:  # the job summary names each reason too, where the release engineer looks first
@@ -61,6 +69,17 @@ def execute(opts: Options, console: Console) -> int:
         promotion.audit_pypi(plan, opts.simple_url, m.project.name, timeout=opts.audit_timeout)
         console.line(f"{opts.simple_url}: serves the {len(plan.pypi)} uploaded file(s), each with its sha256")
     return 0
+
+
+def policy(opts: Options, m: Matrix) -> tuple[promotion.PypiLimits, tuple[AcceptedNotRunnable, ...]]:
+    """What the preflight holds the release to: each option given on the command line (or, through ci/promote.sh,
+    a workflow variable), else the matrix's ``channels.promotion``. Globs given replace the matrix's entries."""
+    opts = opts.with_matrix(m)
+    limits = promotion.PypiLimits(file_mb=opts.file_limit_mb, total_gb=opts.total_limit_gb)
+    if opts.origin("accept_not_runnable") != FLAG:
+        return limits, m.channels.promotion.accept_not_runnable
+    return limits, tuple(AcceptedNotRunnable(targets=glob, reason="given on the command line (--accept-not-runnable)")
+                         for glob in opts.accept_not_runnable)
 
 
 def read(path: Path) -> dict[str, Any]:

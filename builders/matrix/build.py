@@ -18,7 +18,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from builders.base.yamlmarks import Marks
-from builders.matrix import compile_cache, release_channels
+from builders.matrix import compile_cache, promotion_policy, release_channels
 from builders.matrix.draft import (
     At,
     ChannelsDraft,
@@ -278,7 +278,8 @@ def read_channels(node: RawMapping | None) -> ChannelsDraft | None:
         return None
     index = node.node("index")
     return ChannelsDraft(pypi=node.table("pypi"), base_url=index.at("base_url", str) if index else None,
-                         layout=index.at("layout", str) if index else None, lifecycle=read_lifecycle(node))
+                         layout=index.at("layout", str) if index else None, lifecycle=read_lifecycle(node),
+                         promotion=node.table(promotion_policy.KEY))
 
 
 def read_lifecycle(node: RawMapping) -> tuple[LifecycleDraft, ...]:
@@ -389,7 +390,8 @@ def channels(c: ChannelsDraft, marks: Marks) -> Channels:
         ChannelName(d.name), layout=d.layout.value, keep=value_of(d.keep), base_version=value_of(d.base_version),
         location=marks.at(d.key)) for d in c.lifecycle if d.layout is not None)
     return Channels(pypi=tuple(sorted(plain(c.pypi).items())) if c.pypi else (), index_base_url=c.base_url.value,
-                    index_layout=c.layout.value, lifecycle=(release, *lifecycle))
+                    index_layout=c.layout.value, lifecycle=(release, *lifecycle),
+                    promotion=promotion_policy.parse(plain(c.promotion), ("channels", promotion_policy.KEY), marks.at))
 
 
 def wheel_variants(w: WheelVariantsDraft, marks: Marks) -> WheelVariants:

@@ -235,6 +235,7 @@ class ChannelsDraft:
     base_url: At[str] | None
     layout: At[str] | None
     lifecycle: tuple[LifecycleDraft, ...] = ()
+    promotion: Section | None = None  # channels.promotion (builders.matrix.promotion_policy)
 
 
 @dataclass(frozen=True, kw_only=True)

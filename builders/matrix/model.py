@@ -24,6 +24,7 @@ from builders.base.errors import Location
 from builders.matrix.compile_cache import CompileCache
 from builders.matrix.family import Accelerator
 from builders.matrix.findings import expand_env
+from builders.matrix.promotion_policy import PromotionPolicy
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 
 Pairs = tuple[tuple[str, str], ...]
@@ -220,13 +221,15 @@ class Channels:
     """``channels``: where the release lifecycle publishes (:mod:`builders.matrix.release_channels`).
 
     ``pypi`` and ``index_layout`` are the release channel's (its PyPI default variant per platform, its
-    per-variant indexes); ``lifecycle`` holds every declared channel, release first.
+    per-variant indexes); ``lifecycle`` holds every declared channel, release first; ``promotion`` is what
+    ``promote-release`` holds a release to (:mod:`builders.matrix.promotion_policy`).
     """
 
     pypi: Pairs
     index_base_url: str
     index_layout: str
     lifecycle: tuple[ReleaseChannel, ...] = ()
+    promotion: PromotionPolicy = field(default_factory=PromotionPolicy)
 
     def pypi_label(self, platform: str) -> str | None:
         """The variant label published without a label on PyPI for ``platform``."""

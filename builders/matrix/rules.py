@@ -21,6 +21,8 @@ which value each applies to (the accelerators' and wheel variants' in
 - the release lifecycle (:mod:`builders.matrix.release_channels`): ``channels.test.layout`` and
   ``channels.nightly.layout`` follow the rule of ``channels.index.layout``; no two channels'
   indexes nest for any label; a nightly ``base_version`` is a plain release after ``project.version``.
+- ``channels.promotion`` (:mod:`builders.matrix.promotion_policy`): its limits above 0, each
+  ``accept_not_runnable`` glob matching a planned (not excluded) target.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from packaging.specifiers import SpecifierSet
 from builders.base.arch import ARCHES
 from builders.base.errors import Problem
 from builders.base.yamlmarks import Marks
+from builders.matrix import promotion_policy
 from builders.matrix.draft import (
     At,
     ChannelsDraft,
@@ -110,6 +113,8 @@ class Rules(VariantRules):
             ids = {(label, p): [_tid(label, py, p) for py in pythons] for label in labels for p in platforms}
             self.check_targets(ids, draft.exclusions)
         self.channels(draft.channels, platforms, labels, ids, draft.exclusions)
+        if draft.channels is not None:
+            self.promotion(draft.channels, ids, draft.exclusions)
         if draft.channels is not None:
             version = draft.project.version if draft.project else None
             self.lifecycle(draft.channels, labels, version.value if version and isinstance(version.value, str) else None)
@@ -238,6 +243,25 @@ class Rules(VariantRules):
                 self.report(label.key, pypi_default_problem(name, str(text), ids[(str(text), name)], rules))
         self.check(c.base_url, url_problem)
         self.check(c.layout, layout_problem)
+
+    def promotion(self, c: ChannelsDraft, ids: Ids | None, exclusions: tuple[At[Exclusion], ...]) -> None:
+        """``channels.promotion``: its limits above 0, each ``accept_not_runnable`` glob accepting some planned (not
+        excluded) target."""
+        if c.promotion is None:
+            return
+        for name in promotion_policy.LIMITS:
+            limit = c.promotion.get(name)
+            if isinstance(limit, At):
+                self.check(limit, positive_problem)
+        accepts = c.promotion.get(promotion_policy.ACCEPT)
+        if ids is None or not isinstance(accepts, Items):
+            return
+        planned = [tid for group in ids.values() for tid in group
+                   if not any(fnmatch.fnmatchcase(tid, e.value.pattern) for e in exclusions)]
+        for entry in accepts.entries:
+            glob = entry.text("targets") if isinstance(entry, Section) else None
+            if glob is not None:
+                self.check(glob, promotion_policy.glob_problem, planned)
 
     def lifecycle(self, c: ChannelsDraft, labels: list[str] | None, release: str | None) -> None:
         """The pre-release channels (:mod:`builders.matrix.release_channels`): each layout's form, a nightly's

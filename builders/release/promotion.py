@@ -4,11 +4,13 @@ Plan, preflight, apply. The plan reads the bucket (the test channel's pages for 
 version, the release channel's pages) and the validation records; the preflight refuses,
 before anything irreversible, when
 
-- a planned target was neither validated (passed on some host) nor accepted as not runnable,
+- a planned target was neither validated (passed on some host) nor accepted as not runnable (the
+  matrix's ``channels.promotion.accept_not_runnable``, each with its reason, or ``--accept-not-runnable``),
   or the file the test channel serves for it is not the one that passed;
 - a release file would be new bytes under a published name (a release file never changes);
-- a PyPI file is over the project's file limit (PyPI's default 100 MB), the PyPI files over the
-  release's total budget (10 GB), or a PyPI file is not the one validated from the staging index;
+- a PyPI file is over the project's file limit (``channels.promotion.pypi_file_limit_mb``, by default
+  PyPI's 100 MB), the PyPI files over the release's total budget (``pypi_total_limit_gb``, 10 GB), or a
+  PyPI file is not the one validated from the staging index;
 - the version is already on the package server.
 
 Apply then copies each file server-side from test to release, reads every copy back and checks
@@ -19,13 +21,12 @@ package server until it serves each of them with its sha256. A refusal writes no
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from builders.base.errors import AuditError, PreflightRefused
 from builders.base.process import run
 from builders.matrix.model import Matrix
+from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB, AcceptedNotRunnable
 from builders.matrix.release_channels import ChannelName
 from builders.matrix.targets import Target
 from builders.release.mirror import RECORD
@@ -42,8 +44,6 @@ from builders.release.publish import SiteEntry, Upload, index_pages, published_e
 from builders.wheel.archive import file_sha256
 
 MB = 1_000_000
-FILE_LIMIT_MB = 100.0  # PyPI's default per-file limit
-TOTAL_LIMIT_GB = 10.0  # PyPI's default project size limit
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +67,22 @@ class PypiLimits:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Accepted:
+    """A planned target released although no host could run its validation: why it could not, and the entry
+    that accepts it (its glob and reason, from the matrix or the command line)."""
+
+    target: str
+    not_runnable: str
+    by: AcceptedNotRunnable
+
+    def to_json(self) -> dict[str, str]:
+        return {"not_runnable": self.not_runnable, "accepted_by": self.by.targets, "reason": self.by.reason}
+
+    def __str__(self) -> str:
+        return f"{self.target} not runnable ({self.not_runnable}), accepted by {self.by.targets!r}: {self.by.reason}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Promotion:
     version: str
     copies: tuple[Copy, ...]
@@ -74,11 +90,15 @@ class Promotion:
     pages: tuple[Upload, ...]
     pypi: tuple[PypiFile, ...]
     refusals: tuple[str, ...]
+    accepted: tuple[Accepted, ...] = ()
+    limits: PypiLimits = field(default_factory=PypiLimits)
 
     def to_json(self) -> dict[str, Any]:
         return {"version": self.version, "copied": [c.dest for c in self.copies], "unchanged": list(self.unchanged),
                 "release_files": {c.dest: c.sha256 for c in self.copies},
-                "pypi": {f.path.name: f.sha256 for f in self.pypi}, "refusals": list(self.refusals)}
+                "pypi": {f.path.name: f.sha256 for f in self.pypi}, "refusals": list(self.refusals),
+                "accepted_not_runnable": {a.target: a.to_json() for a in self.accepted},
+                "pypi_limits": {"file_mb": self.limits.file_mb, "total_gb": self.limits.total_gb}}
 
 
 # --- validation records ---------------------------------------------------------------------------
@@ -94,7 +114,7 @@ def verdicts(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, A
 
 
 def target_refusals(targets: Sequence[Target], found: Mapping[str, list[dict[str, Any]]],
-                    accept: Sequence[str]) -> list[str]:
+                    accept: Sequence[AcceptedNotRunnable]) -> list[str]:
     """Why a planned target stops the release: not validated anywhere, failed, or not runnable and not accepted."""
     out = []
     for target in targets:
@@ -106,10 +126,27 @@ def target_refusals(targets: Sequence[Target], found: Mapping[str, list[dict[str
             out.append(f"{target.id} failed validation: {failed[0].get('reason', '')}")
         elif not entries:
             out.append(f"{target.id} was never validated (no validation record names it)")
-        elif not any(fnmatch.fnmatchcase(target.id, glob) for glob in accept):
+        elif _acceptance(target.id, accept) is None:
             out.append(f"{target.id} was not runnable where it was validated ({entries[0].get('reason', '')}) and "
-                       "--accept-not-runnable does not accept it")
+                       "nothing accepts it (the matrix's channels.promotion.accept_not_runnable, or "
+                       "--accept-not-runnable)")
     return out
+
+
+def accepted_targets(targets: Sequence[Target], found: Mapping[str, list[dict[str, Any]]],
+                     accept: Sequence[AcceptedNotRunnable]) -> list[Accepted]:
+    """The planned targets released unvalidated: validated nowhere, not runnable where tried, and accepted."""
+    out = []
+    for target in targets:
+        entries = found.get(target.id, [])
+        by = _acceptance(target.id, accept)
+        if by is not None and entries and all(e["status"] == "not-runnable" for e in entries):
+            out.append(Accepted(target=target.id, not_runnable=entries[0].get("reason", ""), by=by))
+    return out
+
+
+def _acceptance(target_id: str, accept: Sequence[AcceptedNotRunnable]) -> AcceptedNotRunnable | None:
+    return next((a for a in accept if a.accepts(target_id)), None)
 
 
 def passed_sha(found: Mapping[str, list[dict[str, Any]]]) -> dict[str, str]:
@@ -122,9 +159,10 @@ def passed_sha(found: Mapping[str, list[dict[str, Any]]]) -> dict[str, str]:
 
 
 def plan(bucket: Bucket, m: Matrix, targets: Sequence[Target], records: Sequence[Mapping[str, Any]],
-         pypi_records: Sequence[Mapping[str, Any]], pypi_files: Sequence[Path], *, accept: Sequence[str] = (),
-         limits: PypiLimits = PypiLimits(), on_server: Sequence[str] = ()) -> Promotion:
-    """What promoting ``m``'s version does; ``refusals`` say why it must not (module docstring)."""
+         pypi_records: Sequence[Mapping[str, Any]], pypi_files: Sequence[Path], *,
+         accept: Sequence[AcceptedNotRunnable], limits: PypiLimits, on_server: Sequence[str] = ()) -> Promotion:
+    """What promoting ``m``'s version does; ``refusals`` say why it must not (module docstring). ``accept`` and
+    ``limits``: the matrix's ``channels.promotion`` unless the command line overrides them (``promote-release``)."""
     found = verdicts(records)
     refusals = target_refusals(targets, found, accept)
     validated = passed_sha(found)
@@ -154,7 +192,8 @@ def plan(bucket: Bucket, m: Matrix, targets: Sequence[Target], records: Sequence
     pypi = [PypiFile(path=p, sha256=file_sha256(p), size=p.stat().st_size) for p in sorted(pypi_files)]
     refusals += pypi_refusals(pypi, verdicts(pypi_records), limits, on_server, str(m.project.version.public))
     return Promotion(version=str(m.project.version), copies=tuple(copies), unchanged=tuple(unchanged),
-                     pages=tuple(pages), pypi=tuple(pypi), refusals=tuple(refusals))
+                     pages=tuple(pages), pypi=tuple(pypi), refusals=tuple(refusals),
+                     accepted=tuple(accepted_targets(targets, found, accept)), limits=limits)
 
 
 def _release_entries(test: dict[str, SiteEntry], m: Matrix, refusals: list[str], validated: Mapping[str, str]) -> dict[str, SiteEntry]:
