@@ -421,14 +421,15 @@ SABOTAGE = "smoke sabotaged by the lifecycle test"
 
 
 @dataclass(frozen=True, kw_only=True)
-class Failed:
+class Observed:
+    """A run, and what the bucket and the package server held before and after it."""
     run: Run
-    before: tuple[dict[str, bytes], dict[str, bytes]]  # the bucket and the package server before the run
+    before: tuple[dict[str, bytes], dict[str, bytes]]
     after: tuple[dict[str, bytes], dict[str, bytes]]
 
 
 @pytest.fixture(scope="module")
-def smoke_failed(world: World, candidates) -> Failed:
+def smoke_failed(world: World, candidates) -> Observed:
     """Tag ``-rc3`` with the smoke job's script failing (its build is rc2's, and passes); the script is put
     back and committed after the run, so the promotion dispatches that follow run the real one."""
     script = world.repo / SMOKE_SCRIPT
@@ -441,10 +442,10 @@ def smoke_failed(world: World, candidates) -> Failed:
     after = (world.bucket(), world.server())
     script.write_text(intact)
     commit(world.repo, "the smoke script back")
-    return Failed(run=run, before=before, after=after)
+    return Observed(run=run, before=before, after=after)
 
 
-def test_a_candidate_whose_only_failure_is_a_smoke_job_publishes_nothing(smoke_failed: Failed) -> None:
+def test_a_candidate_whose_only_failure_is_a_smoke_job_publishes_nothing(smoke_failed: Observed) -> None:
     """The gate after the shard under act is act's own: act 0.2.89 ends the run at the failed job of the called
     workflow (tests/act/README.md), so this shows the smoke job failing on its own and nothing published;
     that the publishing jobs' `if`s would skip on GitHub is workflow --check's (test_workflow_check.py)."""
@@ -475,15 +476,8 @@ def summaries(run: Run) -> str:
     return "\n".join(found)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Promotion:
-    run: Run
-    before: tuple[dict[str, bytes], dict[str, bytes]]  # the bucket and the package server before the run
-    after: tuple[dict[str, bytes], dict[str, bytes]]
-
-
 @pytest.fixture(scope="module")
-def promotions(world: World, candidates, smoke_failed) -> dict[str, Promotion]:
+def promotions(world: World, candidates, smoke_failed) -> dict[str, Observed]:
     _rc1, rc2 = candidates
     (pypi_wheel,) = world.artifact(rc2.run_id, "release-wheels").glob("dist/*.whl")
     limits = {REFUSED_LIMIT: {"PYPI_FILE_LIMIT_MB": f"{pypi_wheel.stat().st_size / 2e6:.6f}"}}
@@ -492,11 +486,11 @@ def promotions(world: World, candidates, smoke_failed) -> dict[str, Promotion]:
         before = (world.bucket(), world.server())
         run = world.run(run_id, "workflow_dispatch", "refs/heads/main", workflow=".github/workflows/promote.yml",
                         inputs={"version": VERSION, "candidate-run": rc2.run_id}, variables=limits.get(run_id))
-        found[run_id] = Promotion(run=run, before=before, after=(world.bucket(), world.server()))
+        found[run_id] = Observed(run=run, before=before, after=(world.bucket(), world.server()))
     return found
 
 
-def assert_refused(promotion: Promotion, reason: str) -> None:
+def assert_refused(promotion: Observed, reason: str) -> None:
     run = promotion.run
     assert run.returncode != 0, run.failure()
     assert job(run, "preflight, provenance and the release index") == {"failure"}, run.failure()

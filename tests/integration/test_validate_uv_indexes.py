@@ -51,22 +51,23 @@ def indexes(tmp_path: Path) -> tuple[str, str]:
     return staging.as_uri() + "/", pypi.as_uri() + "/"
 
 
-def resolve(argv: list[str]) -> subprocess.CompletedProcess[str]:
+def resolve(argv: list[str], target: Path) -> subprocess.CompletedProcess[str]:
+    """A dry run into ``target`` (uv still takes a lock file there, so never the working folder)."""
     uv = str(Path(sys.executable).with_name("uv"))
     return subprocess.run([uv, "pip", "install", "--dry-run", "--no-config", "--no-cache", "--python", sys.executable,
-                           "--target", "unused", *argv, "demo==2.0"], capture_output=True, text=True, timeout=120)
+                           "--target", str(target), *argv, "demo==2.0"], capture_output=True, text=True, timeout=120)
 
 
-def test_the_new_release_resolves_from_the_staging_index_with_its_requirement_from_pypi(indexes) -> None:
+def test_the_new_release_resolves_from_the_staging_index_with_its_requirement_from_pypi(indexes, tmp_path: Path) -> None:
     staging, pypi = indexes
     source = validate.Source(index_url=staging, extra_index_urls=(pypi,), requirement="demo==2.0", dist_version="2.0")
-    proc = resolve(validate.uv_index_args(source))
+    proc = resolve(validate.uv_index_args(source), tmp_path / "target")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "demo==2.0" in proc.stderr and "helper==1.0" in proc.stderr, proc.stderr
 
 
-def test_pips_order_given_to_uv_finds_no_solution(indexes) -> None:
+def test_pips_order_given_to_uv_finds_no_solution(indexes, tmp_path: Path) -> None:
     """The order validate gave uv before: what the test above guards against (it fails with it)."""
     staging, pypi = indexes
-    proc = resolve(["--index-url", staging, "--extra-index-url", pypi])
+    proc = resolve(["--index-url", staging, "--extra-index-url", pypi], tmp_path / "target")
     assert proc.returncode != 0 and "No solution found" in proc.stderr, proc.stdout + proc.stderr
