@@ -576,7 +576,7 @@ def test_a_second_release_keeps_the_first_installable_on_every_path(world: World
     assert second.promotion.returncode == 0, second.promotion.failure()
     first_released = promotions[PROMOTED].after
     # the release channel: both versions, the first's files byte for byte as promoted, the pages consistent
-    kept = {name: data for name, data in wheels(first_released[0], RELEASE).items()}
+    kept = wheels(first_released[0], RELEASE)
     now = wheels(second.bucket, RELEASE)
     assert kept and all(now.get(name) == data for name, data in kept.items()), "the first release's files changed"
     assert {str(parse_wheel_filename(name)[1].public) for name in now} == {VERSION, SECOND}, sorted(now)
