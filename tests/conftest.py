@@ -36,6 +36,7 @@ LONG_FIRST = ("test_lifecycle_act", "test_release_act", "test_rocm", "test_hosti
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     long_modules_first(items)
     skip_slow_unless_asked(config, items)
+    only_matrix_readers_on_a_grown_matrix(config, items)
 
 
 def long_modules_first(items: list[pytest.Item]) -> None:
@@ -50,6 +51,24 @@ def skip_slow_unless_asked(config: pytest.Config, items: list[pytest.Item]) -> N
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+def reads_the_test_matrix(item: pytest.Item) -> bool:
+    """Whether ``item`` can see BUILDERS_TEST_MATRIX: through the ``shipped_text`` fixture (``m``,
+    ``shipped`` and ``data`` are built on it), or a module that calls ``shipped_matrix_path``."""
+    module = getattr(item, "module", None)
+    return "shipped_text" in getattr(item, "fixturenames", ()) or hasattr(module, "shipped_matrix_path")
+
+
+def only_matrix_readers_on_a_grown_matrix(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a grown matrix (test_matrix_growth.py's rerun), only the tests that read it run: the others
+    would see the shipped matrix or none, and pass or fail exactly as they did in the same suite."""
+    if not os.environ.get("BUILDERS_TEST_MATRIX"):
+        return
+    blind = [item for item in items if not reads_the_test_matrix(item)]
+    if blind:
+        config.hook.pytest_deselected(items=blind)
+        items[:] = [item for item in items if reads_the_test_matrix(item)]
 
 
 @pytest.fixture(scope="session")

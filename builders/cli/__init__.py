@@ -36,8 +36,8 @@ from builders.cli.paths import (
 from builders.families import registry as family_registry
 
 __all__ = ["COMMANDS", "EXIT_CODES", "PIPE_CLOSED", "PathError", "check_input_dir", "check_input_file",
-           "check_input_path", "check_output_dir", "commands", "input_dir", "input_file", "input_path", "main",
-           "output_dir", "parser"]
+           "check_input_path", "check_output_dir", "chosen", "commands", "described", "input_dir", "input_file",
+           "input_path", "main", "output_dir", "parser"]
 
 COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "merge-index", "release-check",
             "workflow", "audit", "variants", "cache", "publish", "validate", "promote-release")
@@ -62,14 +62,36 @@ def module(name: str) -> ModuleType:
     return importlib.import_module(f"builders.cli.{name.replace('-', '_')}")
 
 
-def commands() -> tuple[Subcommand, ...]:
-    """Every command as ``--help`` lists it; their options come from :mod:`builders.cli.options`."""
-    found = ((name, module(name)) for name in COMMANDS)
-    return tuple(Subcommand(name=name, help=m.HELP, description=m.DESCRIPTION) for name, m in found)
+def commands(only: str | None = None) -> tuple[Subcommand, ...]:
+    """Every command as ``--help`` lists it; their options come from :mod:`builders.cli.options`.
+
+    With ``only``, that command's module alone is imported and the others keep their names with no
+    help: their ``HELP`` and ``DESCRIPTION`` show in ``--help`` only, and importing all seventeen
+    modules was most of every start (about 1 s of 1.3). Parsing does not read help text."""
+    return tuple(described(name) if only in (None, name) else Subcommand(name=name, help="", description="")
+                 for name in COMMANDS)
 
 
-def parser() -> argparse.ArgumentParser:
-    return arguments.parser(commands(), description=__doc__.splitlines()[0] if __doc__ else None, epilog=EPILOG)
+def described(name: str) -> Subcommand:
+    """Command ``name`` with the help text its module declares."""
+    found = module(name)
+    return Subcommand(name=name, help=found.HELP, description=found.DESCRIPTION)
+
+
+def chosen(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` runs, when only its module is needed: not when help is asked for (or no
+    command is named), since ``--help`` shows every command's text. ``--version`` is the one option
+    before the command, and it takes no value, so the first word that is not an option is the command."""
+    if any(arg in ("-h", "--help") for arg in argv):
+        return None
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    return first if first in COMMANDS else None
+
+
+def parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``command``, its help text only for that command (see :func:`commands`)."""
+    return arguments.parser(commands(command), description=__doc__.splitlines()[0] if __doc__ else None,
+                            epilog=EPILOG)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -85,7 +107,7 @@ def _run(argv: Sequence[str] | None) -> int:
     env = arguments.environ()
     console = Console(env=env)
     try:
-        opts = arguments.parse(parser(), argv, env)
+        opts = arguments.parse(parser(chosen(sys.argv[1:] if argv is None else argv)), argv, env)
         arguments.check_paths(opts)
         family_registry.load_builtin()  # before any matrix is read: its schema admits the declared families
         return int(module(opts.command).execute(opts, console))

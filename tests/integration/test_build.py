@@ -285,7 +285,10 @@ def statuses(out: Path) -> dict[str, str]:
 
 def test_a_rebuild_builds_exactly_the_targets_a_change_touches(wheelhouse: Path, results: dict[str, dict],
                                                                 root: Path, tmp_path: Path) -> None:
-    """Elsewhere, with a copied source and matrix: nothing changed reuses all; a pin, a value, a byte rebuild what they touch."""
+    """Elsewhere, with a copied source and matrix: nothing changed reuses all; a pin, a value, a byte rebuild what
+    they touch. Before each rebuild the dry run names the targets whose plans the store lacks, and the rebuild
+    builds exactly those; the last change (a byte of the Python source) is checked by the dry run alone, which
+    must name every target (it agreed with the real rebuild at each step before)."""
     source, out, matrix = tmp_path / "src", tmp_path / "house", tmp_path / "matrix.yaml"
     shutil.copytree(root / "examples/minifw", source, ignore=shutil.ignore_patterns("build", "dist", "__pycache__"))
     shutil.copytree(wheelhouse, out)
@@ -294,23 +297,34 @@ def test_a_rebuild_builds_exactly_the_targets_a_change_touches(wheelhouse: Path,
     text = (root / "matrix.yaml").read_text().replace("source: examples/minifw", "source: src")
     matrix.write_text(text.replace("script: examples/minifw/smoke.py", "script: src/smoke.py"))
 
+    def unstored() -> set[str]:
+        """The targets the dry run says the store lacks: what a build would build."""
+        proc = builders("build", "--dry-run", "--json", "--matrix", str(matrix), "--output", str(out), cwd=root,
+                        env={**os.environ, **epoch})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return {p["id"] for p in json.loads(proc.stdout)["plans"] if not p["stored"]}
+
     def rebuild() -> dict[str, str]:
         proc = builders("build", "--matrix", str(matrix), "--output", str(out), "--no-smoke", "--jobs", "2", cwd=root,
                         env={**os.environ, **epoch})
         assert proc.returncode == 0, proc.stderr[-3000:]
         return statuses(out)
 
-    assert set(rebuild().values()) == {"reused"}  # the same content in another place is the same plan
+    def built_after(expected: set[str]) -> None:
+        assert unstored() == expected
+        assert {t for t, s in rebuild().items() if s == "built"} == expected
+
+    built_after(set())  # the same content in another place is the same plan
+    assert set(statuses(out).values()) == {"reused"}
     pin = "cuda-toolkit[nvcc,cudart,cccl,crt,nvvm]==13.4.3"
     matrix.write_text(matrix.read_text().replace(pin, pin.replace("13.4.3", "13.4.2")))
-    assert {t for t, s in rebuild().items() if s == "built"} == {t for t in BUILDABLE if t.startswith("cu134-")}
+    built_after({t for t in BUILDABLE if t.startswith("cu134-")})
     archs = 'linux-x86_64: "7.5;8.0;8.6;9.0;10.0;12.0+PTX"'
     matrix.write_text(matrix.read_text().replace(archs, 'linux-x86_64: "8.0;9.0;12.0+PTX"'))
-    assert {t for t, s in rebuild().items() if s == "built"} == {t for t in BUILDABLE if t.startswith("cu132-")}
+    built_after({t for t in BUILDABLE if t.startswith("cu132-")})
     init = source / "src/minifw/__init__.py"
     init.write_text(init.read_text() + "\n# one more line\n")
-    assert set(rebuild().values()) == {"built"}
-
+    assert unstored() == BUILDABLE
 
 
 def test_validate_installs_every_target_built_here_from_the_test_channel_over_http(

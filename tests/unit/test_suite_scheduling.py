@@ -71,3 +71,16 @@ def test_the_long_modules_named_first_exist() -> None:
 
 def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "BUILDERS_TEST"))}
+
+
+def test_on_a_grown_matrix_only_the_tests_that_read_it_are_kept() -> None:
+    """test_matrix_growth.py reruns the unit tests that can see BUILDERS_TEST_MATRIX, and no other."""
+    from types import ModuleType, SimpleNamespace
+
+    from tests.conftest import reads_the_test_matrix
+
+    plain, calling = ModuleType("plain"), ModuleType("calling")
+    calling.shipped_matrix_path = lambda: None  # type: ignore[attr-defined]
+    assert reads_the_test_matrix(SimpleNamespace(module=plain, fixturenames=["m", "shipped_text"]))
+    assert reads_the_test_matrix(SimpleNamespace(module=calling, fixturenames=["tmp_path"]))
+    assert not reads_the_test_matrix(SimpleNamespace(module=plain, fixturenames=["tmp_path", "root"]))
