@@ -103,8 +103,8 @@ def tests(session: nox.Session) -> None:
     each test module is one unit of work, the longest first (tests/conftest.py); `-- -n 0` runs it in one."""
     _install(session, "test")
     session.run("bash", "scripts/setup-test-host.sh", external=True)
-    # Where PYTHONDONTWRITEBYTECODE is set (this machine and CI's), no import writes a .pyc, and each of the
-    # suite's thousands of `python -m builders` compiled builders' modules from source again: 0.3 s a start.
+    # Where PYTHONDONTWRITEBYTECODE is set (as on the machine this was measured on), no import writes a .pyc,
+    # and each of the suite's hundreds of `python -m builders` starts compiled builders' modules again: 0.3 s each.
     session.run("python", "-m", "compileall", "-q", "builders")
     session.run("python", "-m", "pytest", "--run-slow", *XDIST, *session.posargs)
 
