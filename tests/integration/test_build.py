@@ -205,8 +205,8 @@ def test_one_target_rebuild_and_failed_build_leaves_nothing(root: Path, tmp_path
 # ---- plan, then apply: the dry run is what the build ran; reuse by plan digest ----------------
 
 
-def dry_run_plans(root: Path, *args: str) -> dict[str, dict]:
-    proc = builders("build", "--dry-run", "--json", *args, cwd=root)
+def dry_run_plans(root: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, dict]:
+    proc = builders("build", "--dry-run", "--json", *args, cwd=root, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {p["id"]: p for p in json.loads(proc.stdout)["plans"]}
 
@@ -299,10 +299,8 @@ def test_a_rebuild_builds_exactly_the_targets_a_change_touches(wheelhouse: Path,
 
     def unstored() -> set[str]:
         """The targets the dry run says the store lacks: what a build would build."""
-        proc = builders("build", "--dry-run", "--json", "--matrix", str(matrix), "--output", str(out), cwd=root,
-                        env={**os.environ, **epoch})
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        return {p["id"] for p in json.loads(proc.stdout)["plans"] if not p["stored"]}
+        plans = dry_run_plans(root, "--matrix", str(matrix), "--output", str(out), env={**os.environ, **epoch})
+        return {tid for tid, plan in plans.items() if not plan["stored"]}
 
     def rebuild() -> dict[str, str]:
         proc = builders("build", "--matrix", str(matrix), "--output", str(out), "--no-smoke", "--jobs", "2", cwd=root,
