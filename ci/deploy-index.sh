@@ -13,8 +13,8 @@
 # INDEX_GIT_REMOTE.
 #
 # An index too large for Pages (a framework's CUDA, ROCm or XPU index) goes to an S3-compatible
-# bucket instead, cumulatively and per channel: `python -m builders publish --channel release
-# --bucket s3://...` (docs/channels.md). The former INDEX_DEPLOY_COMMAND (any command run on a
+# bucket instead (INDEX_BUCKET): candidates go to its test channel and promote.yml releases the
+# validated candidate's bytes (docs/channels.md). The former INDEX_DEPLOY_COMMAND (any command run on a
 # folder that held this release alone, often `sync --delete`) dropped every earlier release from
 # the host; it is refused now.
 set -euo pipefail
@@ -29,7 +29,7 @@ site=${1:?usage: ci/deploy-index.sh SITE}
 site=$(cd "$site" && pwd)
 
 if [ -n "${INDEX_DEPLOY_COMMAND:-}" ]; then
-  echo "::error::INDEX_DEPLOY_COMMAND is no longer supported: it published this release alone over the earlier ones. Publish to an S3-compatible bucket with python -m builders publish --channel release --bucket s3://... (docs/channels.md), or leave it empty for GitHub Pages."
+  echo "::error::INDEX_DEPLOY_COMMAND is no longer supported: it published this release alone over the earlier ones. Set INDEX_BUCKET (an S3-compatible bucket): candidates then go to the test channel and promote.yml releases the validated one (docs/channels.md), or leave it empty for GitHub Pages."
   exit 1
 fi
 
@@ -80,9 +80,9 @@ prepare() {
 check_size() {
   local too_big total
   too_big=$(find "$1" -path "$1/.git" -prune -o -type f -size +"$MAX_FILE_BYTES"c -printf '%P (%s bytes)\n')
-  [ -z "$too_big" ] || { echo "::error::GitHub Pages (a git branch) takes no file over 100 MB: $too_big. Publish to an S3-compatible bucket instead: python -m builders publish --channel release (docs/channels.md)."; exit 1; }
+  [ -z "$too_big" ] || { echo "::error::GitHub Pages (a git branch) takes no file over 100 MB: $too_big. Set INDEX_BUCKET (an S3-compatible bucket) instead: promote.yml then releases the validated candidate there (docs/channels.md)."; exit 1; }
   total=$(du -sb --exclude=.git "$1" | cut -f1)
-  [ "$total" -le "$MAX_SITE_BYTES" ] || { echo "::error::the indexes are $total bytes; GitHub Pages serves at most 1 GB. Publish to an S3-compatible bucket instead: python -m builders publish --channel release (docs/channels.md)."; exit 1; }
+  [ "$total" -le "$MAX_SITE_BYTES" ] || { echo "::error::the indexes are $total bytes; GitHub Pages serves at most 1 GB. Set INDEX_BUCKET (an S3-compatible bucket) instead: promote.yml then releases the validated candidate there (docs/channels.md)."; exit 1; }
 }
 
 for attempt in 1 2 3; do

@@ -8,9 +8,12 @@
 #                                                    (PyPI is the next job's, after this one)
 #   ci/promote.sh check RECORD DIST                  DIST holds exactly the PyPI files RECORD planned,
 #                                                    each with its sha256
-# The environment gives INDEX_BUCKET, PYPI_SIMPLE_URL, PYPI_REPOSITORY_URL, and, to override the
+# The environment gives INDEX_BUCKET, PYPI_SIMPLE_URL, PYPI_REPOSITORY_URL, MANIFEST (the candidate's
+# release manifest), EXPECT_VERSION (the dispatch's version) and EXPECT_TAG, EXPECT_COMMIT and
+# EXPECT_RUN_ID (the candidate run as GitHub reports it: ci/candidate-run.sh), and, to override the
 # matrix's channels.promotion for this run, ACCEPT_NOT_RUNNABLE (globs, space-separated) and the
-# PyPI limits PYPI_FILE_LIMIT_MB and PYPI_TOTAL_LIMIT_GB (empty: the matrix's).
+# PyPI limits PYPI_FILE_LIMIT_MB and PYPI_TOTAL_LIMIT_GB (empty: the matrix's). The PyPI upload is
+# the publish job's, with trusted publishing (--trusted-publishing: no twine credentials here).
 set -euo pipefail
 
 die() { echo "::error::ci/promote.sh: $*"; exit 1; }
@@ -25,7 +28,13 @@ records() {
 }
 
 common() {
-  local glob globs=() args=(--bucket "${INDEX_BUCKET:?INDEX_BUCKET is not set}")
+  local glob globs=() args=(--bucket "${INDEX_BUCKET:?INDEX_BUCKET is not set}"
+                             --manifest "${MANIFEST:?MANIFEST is not set}"
+                             --expect-version "${EXPECT_VERSION:?EXPECT_VERSION is not set}"
+                             --expect-tag "${EXPECT_TAG:?EXPECT_TAG is not set}"
+                             --expect-commit "${EXPECT_COMMIT:?EXPECT_COMMIT is not set}"
+                             --expect-run-id "${EXPECT_RUN_ID:?EXPECT_RUN_ID is not set}"
+                             --trusted-publishing)
   while IFS= read -r line; do args+=("$line"); done < <(records test "$1" validation)
   read -ra globs <<<"${ACCEPT_NOT_RUNNABLE:-}"  # split on spaces, never expanded against files here
   for glob in "${globs[@]}"; do args+=(--accept-not-runnable "$glob"); done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The subjects of the release's build provenance: the SHA-256 of every wheel under the DIRs,
+# The subjects of the release's build provenance: the SHA-256 of every wheel (and release manifest) under the DIRs,
 # named by file name, in lists of at most 1024 (actions/attest's limit per attestation):
 # OUT/subjects-1.sha256, OUT/subjects-2.sha256, ... The release workflow attests up to four
 # lists; more wheels than that is refused here rather than published half-attested.
@@ -12,7 +12,7 @@ shift
 [ $# -gt 0 ] || { echo "::error::ci/provenance.sh: no folders of wheels given"; exit 1; }
 mkdir -p "$out"
 all="$out/all.sha256"
-find "$@" -name '*.whl' -type f -print0 | xargs -0 -r sha256sum -- \
+find "$@" \( -name '*.whl' -o -name manifest.json \) -type f -print0 | xargs -0 -r sha256sum -- \
   | while read -r digest path; do printf '%s  %s\n' "$digest" "${path##*/}"; done | LC_ALL=C sort -u > "$all"
 count=$(wc -l < "$all")
 [ "$count" -gt 0 ] || { echo "::error::ci/provenance.sh: no wheels under $*"; exit 1; }

@@ -40,7 +40,8 @@ __all__ = ["COMMANDS", "EXIT_CODES", "PIPE_CLOSED", "PathError", "check_input_di
            "input_path", "main", "output_dir", "parser"]
 
 COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "merge-index", "release-check",
-            "workflow", "audit", "variants", "cache", "publish", "validate", "promote-release")
+            "workflow", "audit", "variants", "cache", "publish", "validate", "manifest", "promote-release", "yank",
+            "rollback", "repair-index")
 
 # Every code the tool can return, made from the error classes (a unit test proves docs/exit-codes.md's
 # table is this table).

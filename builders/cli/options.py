@@ -39,7 +39,7 @@ ROOT = ""  # the options of ``python -m builders`` itself (before the command)
 CACHE_KINDS = ("toolchain", "ccache", "uv", "image", "store", "core", caches.PARTIAL)
 SELECTION = "selection (shell globs over ids like cu132-cp314t-linux-x86_64)"
 MATRIX_COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "workflow", "audit",
-                   "variants", "publish", "validate", "promote-release")
+                   "variants", "publish", "validate", "promote-release", "manifest", "yank", "rollback", "repair-index")
 SELECTING = ("plan", "build", "images", "validate", "promote-release")
 CHANNELS = tuple(c.value for c in ChannelName)
 
@@ -411,6 +411,49 @@ _VALIDATE = (
            help="a GPU target whose device this machine does not show is not runnable here"),
     Option(flags=("--record",), commands=("validate",), parse=output_file, default=Path("validation.json"),
            metavar="PATH", help="the validation record (default: ./validation.json)"),
+    Option(flags=("--manifest",), commands=("validate",), parse=input_file, metavar="PATH",
+           help="the candidate's release manifest (`manifest`): only its targets are validated, each installer "
+                "must install its file's bytes (sha256), and the record names the manifest's digest, which "
+                "promote-release requires"),
+    Option(flags=("--pypi-wheels",), commands=("validate",), parse=input_dir, metavar="DIR",
+           help="with --pypi: this candidate's PyPI-form wheels, served for this run alone from a fresh staging "
+                "index on 127.0.0.1 (instead of --index-url: a long-lived staging server keeps an earlier "
+                "candidate's file under the same name)"),
+)
+
+_MANIFEST = (
+    Option(flags=("wheelhouse",), commands=("manifest",), parse=input_dir, metavar="WHEELHOUSE",
+           help="the candidate's labelled wheels (what the test channel will serve)"),
+    Option(flags=("--pypi-wheels",), commands=("manifest",), parse=input_dir, metavar="DIR",
+           help="the candidate's PyPI-form wheels (`promote`'s output)"),
+    Option(flags=("--output",), commands=("manifest",), parse=output_file, required=True, metavar="PATH",
+           help="where the manifest is written"),
+    Option(flags=("--channel",), commands=("manifest",), choices=CHANNELS, default=ChannelName.TEST.value,
+           help="the channel the run publishes to (default: test, a candidate)"),
+    Option(flags=("--tag",), commands=("manifest",), env="GITHUB_REF_NAME", metavar="TAG",
+           help="the tag the run built (default: $GITHUB_REF_NAME), such as v2.15.0-rc2"),
+    Option(flags=("--commit",), commands=("manifest",), env="GITHUB_SHA", metavar="SHA",
+           help="the commit the run built (default: $GITHUB_SHA)"),
+    Option(flags=("--run-id",), commands=("manifest",), env="GITHUB_RUN_ID", metavar="ID",
+           help="the run's id (default: $GITHUB_RUN_ID)"),
+)
+
+_YANK = (
+    Option(flags=("version",), commands=("yank",), metavar="VERSION",
+           help="the version to yank (its public part: every label's file of it)"),
+    Option(flags=("--channel",), commands=("yank", "repair-index"), required=True, choices=CHANNELS,
+           help="the channel whose pages are rewritten"),
+    Option(flags=("--bucket",), commands=("yank", "rollback", "repair-index"), required=True, metavar="URL",
+           help="s3://BUCKET/ or s3://BUCKET/PREFIX/: the channels' site root"),
+    Option(flags=("--reason",), commands=("yank", "rollback"), required=True, metavar="TEXT",
+           help="why (PEP 592: installers show it to whoever pins the version)"),
+    Option(flags=("--undo",), commands=("yank",), action="store_true", default=False,
+           help="un-yank: list the version's files as installable again"),
+    Option(flags=("--promotion",), commands=("rollback",), required=True, metavar="KEY",
+           help="the promotion's publish record in the bucket (publish-records/release/....json, printed by "
+                "promote-release), or a local copy of it"),
+    Option(flags=("--dry-run",), commands=("yank", "rollback", "repair-index"), action="store_true", default=False,
+           help="print the pages that would be written; write nothing"),
 )
 
 _PROMOTE_RELEASE = (
@@ -444,6 +487,20 @@ _PROMOTE_RELEASE = (
            help="the preflight and the plan only"),
     Option(flags=("--record",), commands=("promote-release",), parse=output_file, metavar="PATH",
            help="write the promotion record here"),
+    Option(flags=("--manifest",), commands=("promote-release",), parse=input_file, required=True, metavar="PATH",
+           help="the candidate's release manifest: exactly its files that passed validation (or whose target is "
+                "accepted as not runnable) are released, nothing else the test channel holds"),
+    Option(flags=("--expect-version",), commands=("promote-release",), metavar="VERSION",
+           help="the version the dispatch asked for: refused unless the manifest and the matrix have it"),
+    Option(flags=("--expect-tag",), commands=("promote-release",), metavar="TAG",
+           help="the tag of the run to release (as GitHub reports the run): refused unless the manifest's"),
+    Option(flags=("--expect-commit",), commands=("promote-release",), metavar="SHA",
+           help="the commit of the run to release: refused unless the manifest's"),
+    Option(flags=("--expect-run-id",), commands=("promote-release",), metavar="ID",
+           help="the id of the run to release: refused unless the manifest's"),
+    Option(flags=("--trusted-publishing",), commands=("promote-release",), action="store_true", default=False,
+           help="the PyPI upload is made by a job with trusted publishing (OIDC), not by this command: the "
+                "preflight does not ask for twine credentials"),
 )
 
 _CACHE = (
@@ -494,7 +551,7 @@ _VERSION = Option(flags=("--version",), commands=(ROOT,), action="version", help
 # Table order is --help order within a command.
 OPTIONS: tuple[Option, ...] = (
     _VERSION, _MATRIX, *_SELECTION, *_PLAN, *_BUILD, *_CACHE, *_CONTAINERS, *_BUILD_AFTER, *_IMAGES, *_WHEEL_CHECKS,
-    *_RELEASE, *_VARIANTS, *_PUBLISH, *_VALIDATE, *_PROMOTE_RELEASE, *_PRUNE, *_ENV_ONLY,
+    *_RELEASE, *_VARIANTS, *_PUBLISH, *_VALIDATE, *_MANIFEST, *_YANK, *_PROMOTE_RELEASE, *_PRUNE, *_ENV_ONLY,
 )
 
 ENVIRONMENT: tuple[EnvironmentFact, ...] = (

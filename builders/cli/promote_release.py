@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import Any
@@ -15,20 +16,24 @@ from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import AcceptedNotRunnable
 from builders.matrix.targets import select
-from builders.release import promotion
+from builders.release import manifest, promotion
 from builders.release.index import find_wheels
 from builders.release.objectstore import open_bucket
 
-HELP = "copy the validated candidate from test to release, then upload to PyPI"
-DESCRIPTION = ("Release the matrix's version without rebuilding: a preflight first (every selected target passed "
-               "validation, or was not runnable and the matrix's channels.promotion.accept_not_runnable accepts it, "
-               "and the test channel still serves the file that passed; each release file new or byte-identical; "
-               "each PyPI file validated from staging, under the matrix's channels.promotion.pypi_file_limit_mb, the "
-               "release under its pypi_total_limit_gb; the version not on the package server; --accept-not-runnable, "
-               "--file-limit-mb and --total-limit-gb, when given, win over the matrix's); then the test channel's "
-               "files are copied server-side to the release channel and read back (sha256 unchanged), the release "
-               "pages written, and only then the PyPI wheels uploaded with twine, and the package server polled "
-               "until it serves each with its sha256 (exit 21 otherwise). A refusal (exit 43) writes nothing.")
+HELP = "release exactly a candidate's validated files: test to release, then PyPI"
+DESCRIPTION = ("Release the candidate that --manifest describes, without rebuilding: a preflight first, reading "
+               "only (the manifest is a candidate of the matrix's version and the run --expect-* names; every record "
+               "validated this manifest; every planned target's file passed validation with the manifest's bytes "
+               "under every installer, or was not runnable and the matrix's channels.promotion.accept_not_runnable "
+               "accepts it; the test channel serves those bytes; each release key is free or already holds the same "
+               "bytes, by the object's checksum; the PyPI files are the manifest's, validated from staging, within "
+               "the project's limits with what the package server already holds, their requirements right for "
+               "their platforms; the version not on the package server; twine and its credentials present). Then "
+               "the manifest's files (and the requirements mirrored beside them), and nothing else the test channel "
+               "holds, are copied server-side to the release channel and their sha256 checked, the release pages "
+               "written, the promotion recorded in the bucket (publish-records/release/, what `rollback` reads), "
+               "and only then the PyPI wheels uploaded with twine and the package server polled until it serves "
+               "each (exit 21 otherwise). A refusal (exit 43) writes nothing.")
 
 
 def execute(opts: Options, console: Console) -> int:
@@ -40,35 +45,61 @@ def execute(opts: Options, console: Console) -> int:
         raise SelectionError("--pypi-wheels needs --repository-url and --simple-url (the package server)")
     env = dict(opts.env)
     bucket = open_bucket(opts.bucket, env)
-    on_server = (promotion.files_on_server(opts.simple_url, m.project.name, str(m.project.version.public))
-                 if opts.simple_url else [])
-    limits, accept = policy(opts, m)
-    plan = promotion.plan(bucket, m, targets, [read(p) for p in opts.validation],
-                          [read(p) for p in opts.pypi_validation], pypi_files, accept=accept, limits=limits,
-                          on_server=on_server)
+    plan = promotion.plan(bucket, m, targets, evidence(opts, m, pypi_files, env))
     write_record(opts.record, plan)
-    for target in plan.accepted:
-        console.line(f"accepted: {target}")
-    if plan.accepted:  # the reviewers approving the release see what ships unvalidated, and why
-        console.job_summary("### promote-release: released without validation (accepted)\n\n"
-                            + "".join(f"- {target}\n" for target in plan.accepted))
-    for reason in plan.refusals:
-        console.error(f"refused: {reason}")
-    if plan.refusals:  # the job summary names each reason too, where the release engineer looks first
-        console.job_summary("### promote-release refused (nothing written)\n\n"
-                            + "".join(f"- {reason}\n" for reason in plan.refusals))
+    show(console, plan)
     promotion.preflight(plan)
     console.line(f"preflight passed: {len(plan.copies)} file(s) to copy, {len(plan.unchanged)} already released, "
                  f"{len(plan.pypi)} PyPI file(s)")
     if opts.dry_run:
         return 0
-    promotion.copy_release(bucket, plan)
-    console.line(f"{bucket.url}: release channel updated, every copy's sha256 checked")
+    key = promotion.copy_release(bucket, plan, at=datetime.datetime.now(datetime.UTC))
+    console.line(f"{bucket.url}: release channel updated, every copy's sha256 checked; the promotion's record: {key} "
+                 "(rollback --promotion KEY)")
     if plan.pypi:
         promotion.upload_pypi(plan, opts.repository_url, env)
         promotion.audit_pypi(plan, opts.simple_url, m.project.name, timeout=opts.audit_timeout)
         console.line(f"{opts.simple_url}: serves the {len(plan.pypi)} uploaded file(s), each with its sha256")
     return 0
+
+
+def evidence(opts: Options, m: Matrix, pypi_files: list[Path], env: dict[str, str]) -> promotion.Evidence:
+    """Everything the preflight weighs besides the bucket, gathered before the plan (reads only)."""
+    limits, accept = policy(opts, m)
+    version = str(m.project.version.public)
+    release = manifest.load(opts.manifest)
+    server = (promotion.server_facts(opts.simple_url, m.project.name, version) if opts.simple_url
+              else promotion.Server())
+    expected = {"version": opts.expect_version or "", "tag": opts.expect_tag or "", "commit": opts.expect_commit or "",
+                "run_id": opts.expect_run_id or ""}
+    uploads = bool(pypi_files)
+    return promotion.Evidence(
+        manifest=release, records=[read(p) for p in opts.validation],
+        pypi_records=[read(p) for p in opts.pypi_validation], pypi_files=pypi_files, accept=accept, limits=limits,
+        expected=expected, server=server,
+        upload_problem=promotion.upload_problem(env, trusted_publishing=opts.trusted_publishing) if uploads else "",
+        requirement_problems=requirement_problems(m, pypi_files))
+
+
+def requirement_problems(m: Matrix, pypi_files: list[Path]) -> list[str]:
+    """Each PyPI file's Requires-Dist that would install another variant's runtime on its own platform."""
+    return []
+
+
+def show(console: Console, plan: promotion.Promotion) -> None:
+    """What the release engineer reads: each acceptance, each file left out, and each refusal, once."""
+    for target in plan.accepted:
+        console.line(f"accepted: {target}")
+    if plan.accepted:  # the reviewers approving the release see what ships unvalidated, and why
+        console.job_summary("### promote-release: released without validation (accepted)\n\n"
+                            + "".join(f"- {target}\n" for target in plan.accepted))
+    for key in plan.left_out:
+        console.line(f"left out: {key} (on the test channel, not in the manifest: not released)")
+    for reason in plan.refusals:
+        console.error(f"refused: {reason}")
+    if plan.refusals:  # the job summary names each reason too, where the release engineer looks first
+        console.job_summary("### promote-release refused (nothing written)\n\n"
+                            + "".join(f"- {reason}\n" for reason in plan.refusals))
 
 
 def policy(opts: Options, m: Matrix) -> tuple[promotion.PypiLimits, tuple[AcceptedNotRunnable, ...]]:

@@ -17,10 +17,9 @@ from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 from builders.release import publish
-from builders.release.index import IndexBuildError, find_wheels
+from builders.release.manifest import labelled_wheels
 from builders.release.objectstore import open_bucket
 from builders.wheel.archive import Wheel
-from builders.wheel.variant import split_label
 
 HELP = "publish a channel's per-variant indexes to an S3-compatible bucket"
 DESCRIPTION = ("Lay out every labelled wheel under WHEELHOUSE as the channel's per-variant indexes (as `index` does, "
@@ -36,6 +35,9 @@ DESCRIPTION = ("Lay out every labelled wheel under WHEELHOUSE as the channel's p
 def execute(opts: Options, console: Console) -> int:
     m = matrix_mod.load(opts.matrix, builds=False)
     channel = declared(m, opts.channel)
+    if channel.name is ChannelName.RELEASE:
+        raise SelectionError("publish writes the nightly and test channels only: the release channel holds a "
+                             "validated candidate's bytes, copied by promote-release (docs/channels.md)")
     wheels = own_wheels(opts.wheelhouse)
     on_channel = channel_matrix(m, channel, wheels)
     bucket = open_bucket(opts.bucket, opts.env)
@@ -46,6 +48,9 @@ def execute(opts: Options, console: Console) -> int:
         plan = publish.plan(bucket, channel, site, [v.label for v in m.variants], project=m.project.name)
         show(console, plan)
         publish.refuse(plan)
+        if not plan.files and not plan.pruned:
+            console.line(f"{bucket.url}: every file is published already with the same bytes: nothing written")
+            return 0
         if opts.dry_run:
             console.line("--dry-run: nothing was written")
             return 0
@@ -67,12 +72,8 @@ def declared(m: Matrix, name: str) -> ReleaseChannel:
 
 
 def own_wheels(wheelhouse: Path) -> list[Path]:
-    """The labelled wheels under ``wheelhouse`` (wheel variants and the PyPI form are not a channel's)."""
-    wheels = [w for w in find_wheels(wheelhouse) if split_label(w.name)[1] is None and Wheel(w).version.local]
-    if not wheels:
-        raise IndexBuildError(f"{wheelhouse}: no labelled wheel (such as 2.15.0+cu132) under this folder, nothing "
-                              "to publish")
-    return wheels
+    """The labelled wheels under ``wheelhouse``, nothing to publish without one."""
+    return labelled_wheels(wheelhouse)
 
 
 def channel_matrix(m: Matrix, channel: ReleaseChannel, wheels: list[Path]) -> Matrix:

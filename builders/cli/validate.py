@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 from packaging.version import Version
@@ -16,8 +17,9 @@ from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 from builders.matrix.targets import Target, select
 from builders.pipeline.host import detect
-from builders.release import validate
+from builders.release import manifest, validate
 from builders.release.promote import public_version
+from builders.release.staging import staging_index
 
 HELP = "install a channel's published wheels over HTTP and smoke-test them"
 DESCRIPTION = ("For every selected target this host can run: a fresh venv, then `pip install --index-url <the "
@@ -32,24 +34,42 @@ def execute(opts: Options, console: Console) -> int:
     m = matrix_mod.load(opts.matrix, builds=False)
     channel = declared(m, opts.channel)
     built = channel_matrix(m, channel, opts.version)
-    targets = chosen_targets(built, opts)
-    env = dict(opts.env)
-    host = detect(built.pythons, env, engines=False)
-    results = []
-    for target in targets:
-        outcome = validate.validate_target(target, host, source(built, channel, target, opts), env, None,
-                                           installers=opts.installer or validate.INSTALLERS,
-                                           require_device=opts.require_device)
-        console.line(f"{target.id}: {outcome.status}" + (f" ({outcome.reason})" if outcome.reason else ""))
-        results.append(outcome)
+    release = manifest.load(opts.manifest) if opts.manifest else None
+    targets = chosen_targets(built, opts, release)
+    if opts.pypi_wheels and not opts.pypi:
+        raise SelectionError("--pypi-wheels goes with --pypi (the PyPI form, from a staging index)")
+    with contextlib.ExitStack() as stack:
+        index_url = opts.index_url
+        if opts.pypi_wheels:
+            index_url = stack.enter_context(staging_index(manifest.public_wheels(opts.pypi_wheels)))
+            console.line(f"staging index of {opts.pypi_wheels}: {index_url}")
+        results = validated(built, channel, targets, opts, index_url, release, console)
+    host = detect(built.pythons, dict(opts.env), engines=False)
     data = validate.record(results, channel="pypi" if opts.pypi else channel.name.value,
-                           version=str(built.project.version), project=m.project.name, host=host)
+                           version=str(built.project.version), project=m.project.name, host=host,
+                           manifest=release.digest if release else "")
     opts.record.parent.mkdir(parents=True, exist_ok=True)
     opts.record.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     console.line(f"{opts.record}: {data['passed']} passed, {data['failed']} failed, {data['not-runnable']} not runnable")
     if data["failed"] or not data["passed"]:
         raise ValidationFailed(f"{data['failed']} target(s) failed, {data['passed']} passed (record: {opts.record})")
     return 0
+
+
+def validated(m: Matrix, channel: ReleaseChannel, targets: tuple[Target, ...], opts: Options, index_url: str | None,
+              release: manifest.Manifest | None, console: Console) -> list[validate.Validated]:
+    env = dict(opts.env)
+    host = detect(m.pythons, env, engines=False)
+    results = []
+    for number, target in enumerate(targets, 1):
+        where = source(m, channel, target, opts, release, index_url=index_url)
+        outcome = validate.validate_target(target, host, where, env, None,
+                                           installers=opts.installer or validate.INSTALLERS,
+                                           require_device=opts.require_device)
+        console.line(f"[{number}/{len(targets)}] {target.id}: {outcome.status}"
+                     + (f" ({outcome.reason})" if outcome.reason else ""))
+        results.append(outcome)
+    return results
 
 
 def channel_matrix(m: Matrix, channel: ReleaseChannel, version: str | None) -> Matrix:
@@ -63,24 +83,34 @@ def channel_matrix(m: Matrix, channel: ReleaseChannel, version: str | None) -> M
     return m.on_channel(channel.name, day)
 
 
-def chosen_targets(m: Matrix, opts: Options) -> tuple[Target, ...]:
+def chosen_targets(m: Matrix, opts: Options, release: manifest.Manifest | None = None) -> tuple[Target, ...]:
+    """The selected targets (the PyPI defaults with ``--pypi``); with a manifest, only those it has a file for."""
     targets = select(m, selection_of(opts))
     if opts.pypi:
         targets = tuple(t for t in targets if t.on_pypi)
+    if release is not None:
+        form = manifest.PYPI if opts.pypi else manifest.LABELLED
+        targets = tuple(t for t in targets if release.for_target(t.id, form) is not None)
     if not targets:
         raise SelectionError("nothing selected to validate" + (" (--pypi: no PyPI default target)" if opts.pypi else ""))
     return targets
 
 
-def source(m: Matrix, channel: ReleaseChannel, target: Target, opts: Options) -> validate.Source:
-    """Where ``target`` is installed from: its variant's index on the channel, or the staging index (``--pypi``)."""
+def source(m: Matrix, channel: ReleaseChannel, target: Target, opts: Options,
+           release: manifest.Manifest | None = None, *, index_url: str | None = None) -> validate.Source:
+    """Where ``target`` is installed from: its variant's index on the channel, or the staging index (``--pypi``);
+    with a manifest, the file it must be."""
+    index_url = index_url or opts.index_url
     if opts.pypi:
-        if not opts.index_url:
-            raise SelectionError("validate --pypi needs --index-url, the staging package index")
+        if not index_url:
+            raise SelectionError("validate --pypi needs --pypi-wheels (a staging index for this run) or "
+                                 "--index-url (a staging package index)")
         public = str(public_version(m))
-        return validate.Source(index_url=opts.index_url, requirement=f"{m.project.name}=={public}",
-                               dist_version=public, extra_index_urls=tuple(opts.extra_index_url))
-    base = (opts.index_url or m.channels.index_base_url).rstrip("/") + "/"
+        return validate.Source(index_url=index_url, requirement=f"{m.project.name}=={public}",
+                               dist_version=public, extra_index_urls=tuple(opts.extra_index_url),
+                               expected=release.for_target(target.id, manifest.PYPI) if release else None)
+    base = (index_url or m.channels.index_base_url).rstrip("/") + "/"
     return validate.Source(index_url=base + channel.index_path(target.variant.label),
                            requirement=f"{m.project.name}=={public_version(m)}", dist_version=str(target.version),
-                           pre=channel.prerelease)
+                           pre=channel.prerelease,
+                           expected=release.for_target(target.id, manifest.LABELLED) if release else None)

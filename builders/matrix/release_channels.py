@@ -61,8 +61,10 @@ class ReleaseChannel:
 
     @property
     def replaces(self) -> bool:
-        """Whether a publication may replace a file of the same name with other bytes (test: a later candidate)."""
-        return self.name is not ChannelName.RELEASE
+        """Whether a publication may replace a file of the same name with other bytes: on test, a later candidate.
+        Never on release; never on nightly either, where the same name is the same commit date (a day without
+        merges): the same bytes are a no-op, other bytes a refusal."""
+        return self.name is ChannelName.TEST
 
     @property
     def prerelease(self) -> bool:

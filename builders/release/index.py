@@ -66,6 +66,7 @@ class IndexedFile:
     version: str
     requires_python: str | None
     metadata: bytes
+    yanked: str | None = None  # PEP 592: None, or the reason ("" for none given); the bytes stay served
 
     @property
     def metadata_sha256(self) -> str:
@@ -291,6 +292,8 @@ def project_html(project: str, files: Iterable[IndexedFile]) -> str:
             attrs.append(f'data-requires-python="{html.escape(f.requires_python)}"')
         attrs.append(f'data-dist-info-metadata="sha256={f.metadata_sha256}"')
         attrs.append(f'data-core-metadata="sha256={f.metadata_sha256}"')
+        if f.yanked is not None:
+            attrs.append(f'data-yanked="{html.escape(f.yanked)}"')
         links.append(f'    <a {" ".join(attrs)}>{html.escape(f.filename)}</a><br/>\n')
     return _page(f"Links for {html.escape(project)}", "".join(links), heading=True)
 
@@ -314,6 +317,7 @@ def project_json(project: str, files: Iterable[IndexedFile]) -> dict[str, object
                 "core-metadata": {"sha256": f.metadata_sha256},
                 "dist-info-metadata": {"sha256": f.metadata_sha256},
                 "size": f.size,
+                **({"yanked": f.yanked or True} if f.yanked is not None else {}),
             }
             for f in ordered
         ],

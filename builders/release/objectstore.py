@@ -63,17 +63,25 @@ class BucketUrl:
 
 
 def client(env: Mapping[str, str]) -> S3Client:
-    """A boto3 S3 client configured from ``env`` the standard way (module docstring)."""
+    """A boto3 S3 client configured from ``env`` the standard way (module docstring). In a GitHub job that may
+    assume ``AWS_ROLE_ARN`` with an OIDC token it mints (``id-token: write``), its credentials are the role's and
+    renew themselves before each session ends (:mod:`builders.release.credentials`)."""
     import boto3  # imported here: every command but publish/promote runs without it
     from botocore.config import Config
 
-    session = boto3.session.Session(
-        aws_access_key_id=env.get("AWS_ACCESS_KEY_ID") or None,
-        aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY") or None,
-        aws_session_token=env.get("AWS_SESSION_TOKEN") or None,
-        region_name=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
-        profile_name=env.get("AWS_PROFILE") or None,
-    )
+    from builders.release import credentials
+
+    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
+    if credentials.from_github_oidc(env):
+        session = boto3.session.Session(botocore_session=credentials.botocore_session(env), region_name=region)
+    else:
+        session = boto3.session.Session(
+            aws_access_key_id=env.get("AWS_ACCESS_KEY_ID") or None,
+            aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY") or None,
+            aws_session_token=env.get("AWS_SESSION_TOKEN") or None,
+            region_name=region,
+            profile_name=env.get("AWS_PROFILE") or None,
+        )
     endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None
     config = Config(retries={"max_attempts": 5, "mode": "standard"}, s3={"addressing_style": "path"})
     return session.client("s3", endpoint_url=endpoint, config=config)
@@ -117,6 +125,22 @@ class Bucket:
             raise ObjectStoreError(f"{self.url}{key}: cannot read it: {exc}") from None
         return bytes(body["Body"].read())
 
+    def head(self, key: str) -> StoredObject | None:
+        """The object's size, or None where there is no such object (a refused request is an error, not None)."""
+        from botocore.exceptions import ClientError
+
+        try:
+            found = self.s3.head_object(Bucket=self.url.bucket, Key=self.url.key(key))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                return None
+            raise ObjectStoreError(f"{self.url}{key}: cannot look it up: {exc}") from None
+        return StoredObject(key=key, size=int(found["ContentLength"]))
+
+    def verified_sha256(self, key: str) -> str:
+        """The sha256 of the object's bytes: the bytes read back and hashed (no store's word is taken for it)."""
+        return self.sha256(key)
+
     def sha256(self, key: str) -> str:
         """The sha256 of the stored bytes, read in full (never an ETag: a multipart upload's is no digest)."""
         body = self._call("read", key, lambda: self.s3.get_object(Bucket=self.url.bucket, Key=self.url.key(key)))
@@ -125,21 +149,24 @@ class Bucket:
             digest.update(chunk)
         return digest.hexdigest()
 
-    def upload(self, key: str, source: Path | bytes) -> None:
-        """``source`` (a file, streamed with multipart above boto3's threshold, or bytes) as object ``key``."""
-        kind = content_type(key)
+    def upload(self, key: str, source: Path | bytes, *, cache_control: str | None = None) -> None:
+        """``source`` (a file, streamed with multipart above boto3's threshold, or bytes) as object ``key``, with
+        ``cache_control`` for the caches in front of the bucket."""
+        extra = {"ContentType": content_type(key), **({"CacheControl": cache_control} if cache_control else {})}
         if isinstance(source, bytes):
             self._call("write", key, lambda: self.s3.put_object(Bucket=self.url.bucket, Key=self.url.key(key),
-                                                                Body=source, ContentType=kind))
+                                                                Body=source, **extra))  # type: ignore[arg-type]
         else:
             self._call("write", key, lambda: self.s3.upload_file(str(source), self.url.bucket, self.url.key(key),
-                                                                 ExtraArgs={"ContentType": kind}))
+                                                                 ExtraArgs=extra))
 
-    def copy(self, source: str, dest: str) -> None:
+    def copy(self, source: str, dest: str, *, cache_control: str | None = None) -> None:
         """A server-side copy (multipart for large objects): the bytes never leave the store."""
         where: CopySourceTypeDef = {"Bucket": self.url.bucket, "Key": self.url.key(source)}
+        extra = {"ContentType": content_type(dest), "MetadataDirective": "REPLACE",
+                 **({"CacheControl": cache_control} if cache_control else {})}
         self._call("copy", f"{source} -> {dest}", lambda: self.s3.copy(where, self.url.bucket, self.url.key(dest),
-                                                                       ExtraArgs={"ContentType": content_type(dest)}))
+                                                                       ExtraArgs=extra))
 
     def delete(self, keys: Iterable[str]) -> None:
         ordered = sorted(keys)
@@ -157,6 +184,18 @@ class Bucket:
             return action()
         except (ClientError, BotoCoreError) as exc:
             raise ObjectStoreError(f"{self.url}{key}: {what} failed: {exc}") from None
+
+
+def cache_control(channel: str, key: str) -> str:
+    """What caches in front of the bucket may keep: a release's files never change (immutable), its pages change
+    with each release (revalidated every 10 minutes, as PyTorch's index writer sets them); a nightly's and a
+    candidate's pages and files change any day (no-cache), and so do the publication records."""
+    name = key.rsplit("/", 1)[-1]
+    if channel == "release" and name.endswith((".whl", ".whl.metadata")) and not key.startswith("publish-records/"):
+        return "public, max-age=31536000, immutable"
+    if channel == "release" and not key.startswith("publish-records/"):
+        return "max-age=600, must-revalidate"
+    return "no-cache"
 
 
 def content_type(key: str) -> str:

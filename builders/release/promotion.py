@@ -1,26 +1,35 @@
-"""Promotion without a rebuild: the validated candidate's bytes, copied from test to release, then PyPI.
+"""Promotion without a rebuild: exactly the manifest's validated files, copied from test to release, then PyPI.
 
-Plan, preflight, apply. The plan reads the bucket (the test channel's pages for the release's
-version, the release channel's pages) and the validation records; the preflight refuses,
-before anything irreversible, when
+Plan, preflight, apply. The plan reads the candidate's release manifest (:mod:`builders.release.manifest`),
+the validation records, the bucket (the test channel's pages and objects, the release channel's
+objects) and the package server; the preflight refuses, before anything irreversible, when
 
-- a planned target was neither validated (passed on some host) nor accepted as not runnable (the
-  matrix's ``channels.promotion.accept_not_runnable``, each with its reason, or ``--accept-not-runnable``),
-  or the file the test channel serves for it is not the one that passed;
-- a release file would be new bytes under a published name (a release file never changes);
-- a PyPI file is over the project's file limit (``channels.promotion.pypi_file_limit_mb``, by default
-  PyPI's 100 MB), the PyPI files over the release's total budget (``pypi_total_limit_gb``, 10 GB), or a
-  PyPI file is not the one validated from the staging index;
-- the version is already on the package server.
+- the manifest is not a candidate of the matrix's version, or not the run the dispatch names (version,
+  tag, commit, run id), or a record validated another manifest (or none);
+- a planned target has no file in the manifest, or its file was neither validated with the manifest's
+  bytes by every installer (passed on some host) nor accepted as not runnable (the matrix's
+  ``channels.promotion.accept_not_runnable``, each with its reason, or ``--accept-not-runnable``);
+- the test channel does not serve the manifest's bytes (its page, and its object's checksum);
+- a release key already holds other bytes (the object's checksum, whatever the pages say: a released
+  object never changes);
+- the PyPI files are not exactly the manifest's, one was not validated from staging with its bytes,
+  one is over the project's file limit (or the limit declared is over what PyPI grants), the project's
+  files already on the package server plus these are over its total limit, one's requirements would
+  install another variant's runtime on its own platform, the version is on the package server, the
+  server cannot be asked, or the upload could not run (twine, credentials).
 
-Apply then copies each file server-side from test to release, reads every copy back and checks
-its sha256, writes the release index's pages (files first, pages last, as ``publish`` does), and
-only then uploads the PyPI wheels (twine, through :mod:`builders.base.process`), then polls the
-package server until it serves each of them with its sha256. A refusal writes nothing anywhere.
+Only the manifest's files are released: a file the test channel still holds from an earlier candidate
+is listed as left out. Apply copies each file server-side, checks each copy's sha256 (the store's
+checksum, else read back), writes the release pages, and records the promotion in the bucket
+(``publish-records/release/``: what it released and what the pages listed before), which ``rollback``
+reads; only then the PyPI wheels are uploaded (twine) and the package server polled until it serves
+each with its sha256. A refusal writes nothing anywhere.
 """
 
 from __future__ import annotations
 
+import datetime
+import importlib.util
 import json
 import sys
 import urllib.error
@@ -31,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import Version
 
 from builders.base.errors import AuditError, PreflightRefused
 from builders.base.process import run
@@ -38,12 +48,14 @@ from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB, AcceptedNotRunnable
 from builders.matrix.release_channels import ChannelName
 from builders.matrix.targets import Target
+from builders.release.manifest import LABELLED, PYPI, Manifest, ManifestFile, identity_problems
 from builders.release.mirror import RECORD
 from builders.release.objectstore import Bucket
-from builders.release.publish import SiteEntry, Upload, index_pages, published_entries
+from builders.release.publish import RECORDS, SiteEntry, Upload, index_pages, published_entries
 from builders.wheel.archive import file_sha256
 
 MB = 1_000_000
+PYPI_MAX_FILE_MB = 2**30 / MB  # the most PyPI has granted a project per file (1 GiB)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +79,16 @@ class PypiLimits:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Server:
+    """What the package server says before anything is uploaded: this version's files, and the size of every file
+    of the project it holds (PyPI's total limit counts them all); ``problem`` when it could not be asked."""
+
+    on_server: tuple[str, ...] = ()
+    project_bytes: int = 0
+    problem: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Accepted:
     """A planned target released although no host could run its validation: why it could not, and the entry
     that accepts it (its glob and reason, from the matrix or the command line)."""
@@ -83,6 +105,22 @@ class Accepted:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Evidence:
+    """What the preflight weighs besides the bucket: the manifest, the records, the PyPI files and the world."""
+
+    manifest: Manifest
+    records: Sequence[Mapping[str, Any]]
+    pypi_records: Sequence[Mapping[str, Any]] = ()
+    pypi_files: Sequence[Path] = ()
+    accept: Sequence[AcceptedNotRunnable] = ()
+    limits: PypiLimits = field(default_factory=PypiLimits)
+    expected: Mapping[str, str] = field(default_factory=dict)  # version, tag, commit, run_id of the run to release
+    server: Server = field(default_factory=Server)
+    upload_problem: str = ""  # why the PyPI upload could not run (no twine, no credentials), checked up front
+    requirement_problems: Sequence[str] = ()  # a PyPI file's Requires-Dist wrong for its platform
+
+
+@dataclass(frozen=True, kw_only=True)
 class Promotion:
     version: str
     copies: tuple[Copy, ...]
@@ -92,10 +130,20 @@ class Promotion:
     refusals: tuple[str, ...]
     accepted: tuple[Accepted, ...] = ()
     limits: PypiLimits = field(default_factory=PypiLimits)
+    manifest: str = ""  # the manifest's digest
+    left_out: tuple[str, ...] = ()  # the project's files of this version on test that the manifest does not name
+    before: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (release folder, the wheels its pages listed before)
+    held: tuple[tuple[str, str], ...] = ()  # every release file of this release afterwards (copied or already there)
+
+    @property
+    def released(self) -> dict[str, str]:
+        """Every release wheel of this promotion, copied now or by an earlier try: key -> sha256."""
+        return {k: sha for k, sha in self.held if k.endswith(".whl")}
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "copied": [c.dest for c in self.copies], "unchanged": list(self.unchanged),
-                "release_files": {c.dest: c.sha256 for c in self.copies},
+        return {"version": self.version, "manifest_sha256": self.manifest, "copied": [c.dest for c in self.copies],
+                "unchanged": list(self.unchanged), "release_files": dict(self.held),
+                "left_out": list(self.left_out),
                 "pypi": {f.path.name: f.sha256 for f in self.pypi}, "refusals": list(self.refusals),
                 "accepted_not_runnable": {a.target: a.to_json() for a in self.accepted},
                 "pypi_limits": {"file_mb": self.limits.file_mb, "total_gb": self.limits.total_gb}}
@@ -113,35 +161,64 @@ def verdicts(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, A
     return out
 
 
-def target_refusals(targets: Sequence[Target], found: Mapping[str, list[dict[str, Any]]],
-                    accept: Sequence[AcceptedNotRunnable]) -> list[str]:
-    """Why a planned target stops the release: not validated anywhere, failed, or not runnable and not accepted."""
+def record_problems(records: Sequence[Mapping[str, Any]], manifest: Manifest, channel: str, what: str) -> list[str]:
+    """Why a record cannot speak for this manifest: another manifest (or none), version or channel."""
     out = []
-    for target in targets:
-        entries = found.get(target.id, [])
-        if any(e["status"] == "passed" for e in entries):
-            continue
+    for number, data in enumerate(records, 1):
+        name = f"{what} record {number} (host {data.get('host', '?')})"
+        digest = data.get("manifest_sha256") or ""
+        if digest != manifest.digest:
+            out.append(f"{name} validated {'manifest ' + digest[:12] + '...' if digest else 'no manifest'}, not this "
+                       f"one ({manifest.digest[:12]}...): validate --manifest with the candidate's manifest")
+        if data.get("version") != manifest.version or data.get("channel") != channel:
+            out.append(f"{name} is of {data.get('channel')} {data.get('version')}, not {channel} {manifest.version}")
+    return out
+
+
+def file_refusals(files: Sequence[ManifestFile], found: Mapping[str, list[dict[str, Any]]],
+                  accept: Sequence[AcceptedNotRunnable], what: str) -> list[str]:
+    """Why a manifest file stops the release: not validated, failed, validated with other bytes, or not runnable and
+    not accepted. A pass counts only if every installer of it installed the manifest's bytes."""
+    out = []
+    for file in files:
+        entries = found.get(file.target, [])
+        passed = [e for e in entries if e["status"] == "passed"]
         failed = [e for e in entries if e["status"] == "failed"]
-        if failed:
-            out.append(f"{target.id} failed validation: {failed[0].get('reason', '')}")
+        if passed:
+            out += [f"{file.target}: {what} installed {why}, the manifest's {file.name} is {file.sha256}"
+                    for why in _other_bytes(passed, file)]
+        elif failed:
+            out.append(f"{file.target} failed {what}: {failed[0].get('reason', '')}")
         elif not entries:
-            out.append(f"{target.id} was never validated (no validation record names it)")
-        elif _acceptance(target.id, accept) is None:
-            out.append(f"{target.id} was not runnable where it was validated ({entries[0].get('reason', '')}) and "
+            out.append(f"{file.target} was never validated ({what}: no record names it)")
+        elif _acceptance(file.target, accept) is None:
+            out.append(f"{file.target} was not runnable where it was validated ({entries[0].get('reason', '')}) and "
                        "nothing accepts it (the matrix's channels.promotion.accept_not_runnable, or "
                        "--accept-not-runnable)")
     return out
 
 
-def accepted_targets(targets: Sequence[Target], found: Mapping[str, list[dict[str, Any]]],
-                     accept: Sequence[AcceptedNotRunnable]) -> list[Accepted]:
-    """The planned targets released unvalidated: validated nowhere, not runnable where tried, and accepted."""
+def _other_bytes(passed: Sequence[Mapping[str, Any]], file: ManifestFile) -> list[str]:
+    """Each install of a passing entry that did not provably get the manifest's file."""
     out = []
-    for target in targets:
-        entries = found.get(target.id, [])
-        by = _acceptance(target.id, accept)
+    for entry in passed:
+        for install in entry.get("installs", []) or [entry]:
+            got = (install.get("filename", ""), install.get("sha256", ""))
+            if got != (file.name, file.sha256):
+                out.append(f"{got[0] or 'an unrecorded file'} (sha256 {got[1] or 'not recorded'}) with "
+                           f"{install.get('installer', 'an installer')}")
+    return out
+
+
+def accepted_targets(files: Sequence[ManifestFile], found: Mapping[str, list[dict[str, Any]]],
+                     accept: Sequence[AcceptedNotRunnable]) -> list[Accepted]:
+    """The manifest's files released unvalidated: validated nowhere, not runnable where tried, and accepted."""
+    out = []
+    for file in files:
+        entries = found.get(file.target, [])
+        by = _acceptance(file.target, accept)
         if by is not None and entries and all(e["status"] == "not-runnable" for e in entries):
-            out.append(Accepted(target=target.id, not_runnable=entries[0].get("reason", ""), by=by))
+            out.append(Accepted(target=file.target, not_runnable=entries[0].get("reason", ""), by=by))
     return out
 
 
@@ -149,85 +226,187 @@ def _acceptance(target_id: str, accept: Sequence[AcceptedNotRunnable]) -> Accept
     return next((a for a in accept if a.accepts(target_id)), None)
 
 
-def passed_sha(found: Mapping[str, list[dict[str, Any]]]) -> dict[str, str]:
-    """file name -> the sha256 validate installed, for every file that passed."""
-    return {e["filename"]: e["sha256"] for entries in found.values() for e in entries
-            if e["status"] == "passed" and e.get("filename") and e.get("sha256")}
-
-
 # --- the plan -------------------------------------------------------------------------------------
 
 
-def plan(bucket: Bucket, m: Matrix, targets: Sequence[Target], records: Sequence[Mapping[str, Any]],
-         pypi_records: Sequence[Mapping[str, Any]], pypi_files: Sequence[Path], *,
-         accept: Sequence[AcceptedNotRunnable], limits: PypiLimits, on_server: Sequence[str] = ()) -> Promotion:
-    """What promoting ``m``'s version does; ``refusals`` say why it must not (module docstring). ``accept`` and
-    ``limits``: the matrix's ``channels.promotion`` unless the command line overrides them (``promote-release``)."""
-    found = verdicts(records)
-    refusals = target_refusals(targets, found, accept)
-    validated = passed_sha(found)
-    test, release = m.channels.channel(ChannelName.TEST), m.channels.channel(ChannelName.RELEASE)
+def plan(bucket: Bucket, m: Matrix, targets: Sequence[Target], evidence: Evidence) -> Promotion:
+    """What promoting ``evidence.manifest`` does; ``refusals`` say why it must not (module docstring)."""
+    manifest = evidence.manifest
+    planned = {t.id for t in targets}
+    files = tuple(f for f in manifest.of_form(LABELLED) if f.target in planned)
+    found = verdicts(evidence.records)
+    refusals = identity_problems(manifest, m, evidence.expected)
+    refusals += record_problems(evidence.records, manifest, ChannelName.TEST.value, "validation")
+    refusals += [f"{t.id} has no file in the manifest: the candidate did not build it"
+                 for t in targets if manifest.for_target(t.id, LABELLED) is None]
+    refusals += file_refusals(files, found, evidence.accept, "validation")
+    labels = {t.id: t.variant.label for t in targets}
     copies: list[Copy] = []
     unchanged: list[str] = []
     pages: list[Upload] = []
-    for label in sorted({t.variant.label for t in targets}):
-        src, dest = test.index_path(label), release.index_path(label)
-        chosen = _release_entries(published_entries(bucket, src, label), m, refusals, validated)
-        stored = published_entries(bucket, dest, label)
-        kept = dict(stored)
-        for key, entry in chosen.items():
-            target_key = dest + key[len(src):]
-            old = stored.get(target_key)
-            if old is not None and old.info.sha256 != entry.info.sha256:
-                refusals.append(f"{target_key} is released with sha256 {old.info.sha256}, the candidate's is "
-                                f"{entry.info.sha256}: a released file never changes")
-            elif old is not None:
-                unchanged.append(target_key)
-            else:
-                copies += [Copy(source=key, dest=target_key, sha256=entry.info.sha256),
-                           Copy(source=f"{key}.metadata", dest=f"{target_key}.metadata",
-                                sha256=entry.info.metadata_sha256)]
-                kept[target_key] = entry
-        pages += index_pages(bucket, dest, kept, bucket.read_if_there(f"{src}{RECORD}"))
-    pypi = [PypiFile(path=p, sha256=file_sha256(p), size=p.stat().st_size) for p in sorted(pypi_files)]
-    refusals += pypi_refusals(pypi, verdicts(pypi_records), limits, on_server, str(m.project.version.public))
+    left_out: list[str] = []
+    before: list[tuple[str, tuple[str, ...]]] = []
+    held: list[tuple[str, str]] = []
+    for label in sorted({labels[f.target] for f in files}):
+        mine = [f for f in files if labels[f.target] == label]
+        step = _label_step(bucket, m, label, mine)
+        copies += step.copies
+        unchanged += step.unchanged
+        pages += step.pages
+        left_out += step.left_out
+        refusals += step.refusals
+        before.append((step.dest, step.before))
+        held += step.held
+    pypi = [PypiFile(path=p, sha256=file_sha256(p), size=p.stat().st_size) for p in sorted(evidence.pypi_files)]
+    refusals += pypi_refusals(pypi, evidence, str(m.project.version.public))
     return Promotion(version=str(m.project.version), copies=tuple(copies), unchanged=tuple(unchanged),
                      pages=tuple(pages), pypi=tuple(pypi), refusals=tuple(refusals),
-                     accepted=tuple(accepted_targets(targets, found, accept)), limits=limits)
+                     accepted=tuple(accepted_targets(files, found, evidence.accept)), limits=evidence.limits,
+                     manifest=manifest.digest, left_out=tuple(left_out), before=tuple(before), held=tuple(sorted(held)))
 
 
-def _release_entries(test: dict[str, SiteEntry], m: Matrix, refusals: list[str], validated: Mapping[str, str]) -> dict[str, SiteEntry]:
-    """The test index's files this release takes: the project's wheels of this version (each one validated is
-    the very file validated) and every mirrored requirement next to them."""
+@dataclass(frozen=True, kw_only=True)
+class _Step:
+    dest: str
+    copies: tuple[Copy, ...]
+    unchanged: tuple[str, ...]
+    pages: tuple[Upload, ...]
+    left_out: tuple[str, ...]
+    refusals: tuple[str, ...]
+    before: tuple[str, ...]
+    held: tuple[tuple[str, str], ...]
+
+
+def _label_step(bucket: Bucket, m: Matrix, label: str, files: Sequence[ManifestFile]) -> _Step:
+    """One label's part: the manifest's files (and the requirements mirrored beside them) from test to release."""
+    test, release = m.channels.channel(ChannelName.TEST), m.channels.channel(ChannelName.RELEASE)
+    src, dest = test.index_path(label), release.index_path(label)
+    served = published_entries(bucket, src, label)
+    stored = published_entries(bucket, dest, label)
     own = canonicalize_name(m.project.name)
-    out = {}
-    for key, entry in test.items():
-        info = entry.info
-        if info.project == own:
-            if parse_wheel_filename(info.filename)[1].public != m.project.version.public:
-                continue
-            want = validated.get(info.filename)
-            if want is not None and want != info.sha256:
-                refusals.append(f"{key}: the test channel serves sha256 {info.sha256}, validate installed {want} "
-                                "(a later candidate replaced it: validate again)")
-        out[key] = entry
-    return out
+    wanted = {f"{src}{own}/{f.name}": f for f in files}
+    refusals = [f"{key}: the test channel does not serve the manifest's file" for key in wanted if key not in served]
+    chosen: dict[str, SiteEntry] = {}
+    left_out = []
+    for key, entry in served.items():
+        if entry.info.project != own:
+            chosen[key] = entry  # a requirement mirrored beside the candidate's wheels: the release installs with it
+        elif key in wanted:
+            refusals += _served_refusals(bucket, key, entry, wanted[key])
+            chosen[key] = entry
+        elif Version(entry.info.version).public == m.project.version.public:
+            left_out.append(key)
+    copies: list[Copy] = []
+    unchanged: list[str] = []
+    kept = dict(stored)
+    for key, entry in chosen.items():
+        target_key = dest + key[len(src):]
+        verdict = _released_state(bucket, target_key, entry)
+        if verdict == "same":
+            unchanged.append(target_key)
+            kept.setdefault(target_key, entry)
+        elif verdict:
+            refusals.append(verdict)
+        else:
+            copies += [Copy(source=key, dest=target_key, sha256=entry.info.sha256),
+                       Copy(source=f"{key}.metadata", dest=f"{target_key}.metadata", sha256=entry.info.metadata_sha256)]
+            kept[target_key] = entry
+    pages = index_pages(bucket, dest, kept, bucket.read_if_there(f"{src}{RECORD}"))
+    held = tuple((dest + key[len(src):], entry.info.sha256) for key, entry in chosen.items())
+    return _Step(dest=dest, copies=tuple(copies), unchanged=tuple(unchanged), pages=tuple(pages),
+                 left_out=tuple(left_out), refusals=tuple(refusals), before=tuple(sorted(stored)), held=held)
 
 
-def pypi_refusals(files: Sequence[PypiFile], found: Mapping[str, list[dict[str, Any]]], limits: PypiLimits,
-                  on_server: Sequence[str], version: str) -> list[str]:
-    out = [f"{f.path.name}: {f.size / MB:.1f} MB, over the project's PyPI file limit of {limits.file_mb:g} MB"
-           for f in files if f.size > limits.file_mb * MB]
-    total = sum(f.size for f in files)
+def _served_refusals(bucket: Bucket, key: str, entry: SiteEntry, file: ManifestFile) -> list[str]:
+    """The test channel's page and object for a manifest file both hold the manifest's bytes."""
+    if entry.info.sha256 != file.sha256:
+        return [f"{key}: the test channel lists sha256 {entry.info.sha256}, the manifest's is {file.sha256} (another "
+                "candidate replaced it: promote that candidate's run, or publish and validate this one again)"]
+    actual = bucket.verified_sha256(key)
+    if actual != file.sha256:
+        return [f"{key}: the object's bytes have sha256 {actual}, the manifest's {file.sha256} (changed after "
+                "validation)"]
+    return []
+
+
+def _released_state(bucket: Bucket, key: str, entry: SiteEntry) -> str:
+    """``"same"`` when the release key already holds these bytes, ``""`` when it is free, else why it is refused:
+    the object itself decides (its checksum), not the pages, and so does its ``.metadata``."""
+    if bucket.head(key) is None:
+        if bucket.head(f"{key}.metadata") is not None:
+            return f"{key}.metadata is released without its wheel: repair the release channel (repair-index)"
+        return ""
+    actual = bucket.verified_sha256(key)
+    if actual != entry.info.sha256:
+        return (f"{key} is released with sha256 {actual}, the candidate's is {entry.info.sha256}: a released "
+                "file never changes")
+    return "same"
+
+
+def pypi_refusals(files: Sequence[PypiFile], evidence: Evidence, version: str) -> list[str]:
+    """Everything about the PyPI files that must hold before the first irreversible write (none given: this
+    promotion uploads nothing, as promote.yml's index step, whose next job uploads the preflight's files)."""
+    if not files:
+        return []
+    limits, server = evidence.limits, evidence.server
+    out = _same_files(files, evidence.manifest)
+    out += record_problems(evidence.pypi_records, evidence.manifest, "pypi", "staging validation")
+    out += file_refusals(evidence.manifest.of_form(PYPI), verdicts(evidence.pypi_records), evidence.accept,
+                         "staging validation")
+    if limits.file_mb > PYPI_MAX_FILE_MB:
+        out.append(f"the declared PyPI file limit {limits.file_mb:g} MB is over the most PyPI grants "
+                   f"({PYPI_MAX_FILE_MB:.0f} MB, 1 GiB): declare the limit PyPI granted the project")
+    out += [f"{f.path.name}: {f.size / MB:.1f} MB, over the project's PyPI file limit of {limits.file_mb:g} MB"
+            for f in files if f.size > limits.file_mb * MB]
+    total = sum(f.size for f in files) + server.project_bytes
     if total > limits.total_gb * 1000 * MB:
-        out.append(f"the PyPI files are {total / MB:.1f} MB in all, over the release budget of {limits.total_gb:g} GB")
-    validated = passed_sha(found)
-    out += [f"{f.path.name} was not validated from the staging index (or other bytes were)" for f in files
-            if validated.get(f.path.name) != f.sha256]
-    if on_server:
-        out.append(f"version {version} is already on the package server: {', '.join(on_server[:5])} "
+        out.append(f"the project would hold {total / MB:.1f} MB on the package server ({server.project_bytes / MB:.1f} "
+                   f"MB already, every release counted), over its limit of {limits.total_gb:g} GB")
+    out += list(evidence.requirement_problems)
+    if server.problem:
+        out.append(f"the package server could not be asked whether {version} is there: {server.problem}")
+    if server.on_server:
+        out.append(f"version {version} is already on the package server: {', '.join(server.on_server[:5])} "
                    "(a version is uploaded once: release a new one)")
+    if evidence.upload_problem:
+        out.append(evidence.upload_problem)
     return out
+
+
+def _same_files(files: Sequence[PypiFile], manifest: Manifest) -> list[str]:
+    want = {f.name: f.sha256 for f in manifest.of_form(PYPI)}
+    have = {f.path.name: f.sha256 for f in files}
+    out = [f"{name}: the manifest's PyPI file is not among the PyPI wheels given" for name in sorted(set(want) - set(have))]
+    out += [f"{name}: a PyPI wheel the manifest does not name" for name in sorted(set(have) - set(want))]
+    out += [f"{name}: sha256 {have[name]}, the manifest's is {want[name]}" for name in sorted(set(want) & set(have))
+            if want[name] != have[name]]
+    return out
+
+
+def upload_problem(env: Mapping[str, str], *, trusted_publishing: bool) -> str:
+    """Why this command's PyPI upload could not run, found before anything is written (``""``: it can)."""
+    if trusted_publishing:
+        return ""
+    if importlib.util.find_spec("twine") is None:
+        return "twine is not importable here: the PyPI upload would fail after the release channel was written"
+    if not (env.get("TWINE_USERNAME") and env.get("TWINE_PASSWORD")):
+        return ("no upload credentials: set TWINE_USERNAME and TWINE_PASSWORD (__token__ and an API token), or "
+                "--trusted-publishing where a job with trusted publishing uploads")
+    return ""
+
+
+# --- the package server -------------------------------------------------------------------------
+
+
+def server_facts(simple_url: str, project: str, version: str) -> Server:
+    """The version's files and the project's total size on the package server (its PEP 691 page lists each
+    file's size, PEP 700), or the problem asking it."""
+    try:
+        files = project_files(simple_url, project)
+    except (OSError, ValueError, KeyError) as exc:
+        return Server(problem=f"{simple_url}: {exc}")
+    return Server(on_server=tuple(sorted(n for n in files if _version_of(n) == version)),
+                  project_bytes=sum(size for _sha, size in files.values()))
 
 
 def files_on_server(simple_url: str, project: str, version: str) -> list[str]:
@@ -237,6 +416,12 @@ def files_on_server(simple_url: str, project: str, version: str) -> list[str]:
 
 def served_files(simple_url: str, project: str, version: str) -> dict[str, str]:
     """file name -> the sha256 the package server's simple page declares (``""`` if none), for ``version``."""
+    return {name: sha for name, (sha, _size) in project_files(simple_url, project).items()
+            if _version_of(name) == version}
+
+
+def project_files(simple_url: str, project: str) -> dict[str, tuple[str, int]]:
+    """file name -> (sha256 or ``""``, size or 0) of every file of ``project`` the package server lists."""
     url = simple_url.rstrip("/") + f"/{canonicalize_name(project)}/"
     request = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"})
     try:
@@ -246,9 +431,10 @@ def served_files(simple_url: str, project: str, version: str) -> dict[str, str]:
         if exc.code == 404:
             return {}
         raise
-    found = ({f["filename"]: f.get("hashes", {}).get("sha256", "") for f in json.loads(body)["files"]}
-             if "json" in kind else _html_links(body.decode("utf-8", "replace")))
-    return {name: sha for name, sha in found.items() if _version_of(name) == version}
+    if "json" in kind:
+        return {f["filename"]: (f.get("hashes", {}).get("sha256", ""), int(f.get("size") or 0))
+                for f in json.loads(body)["files"]}
+    return {name: (sha, 0) for name, sha in _html_links(body.decode("utf-8", "replace")).items()}
 
 
 def _html_links(page: str) -> dict[str, str]:
@@ -279,20 +465,39 @@ def _version_of(filename: str) -> str | None:
 def preflight(promotion: Promotion) -> None:
     if promotion.refusals:
         raise PreflightRefused(f"{len(promotion.refusals)} reason(s) not to release {promotion.version}; nothing was "
-                               "copied or uploaded:\n  " + "\n  ".join(promotion.refusals))
+                               "copied or uploaded (each reason above)")
 
 
-def copy_release(bucket: Bucket, promotion: Promotion) -> None:
-    """Every file copied test -> release and read back (sha256 unchanged), then the release pages."""
+def copy_release(bucket: Bucket, promotion: Promotion, *, at: datetime.datetime) -> str:
+    """Every file copied test -> release and its sha256 checked, then the release pages, then the promotion's
+    publish record (what ``rollback`` reads); returns the record's key."""
     for copy in promotion.copies:
-        bucket.copy(copy.source, copy.dest)
+        bucket.copy(copy.source, copy.dest, cache_control=cache_control(copy.dest))
     for copy in promotion.copies:
-        actual = bucket.sha256(copy.dest)
+        actual = bucket.verified_sha256(copy.dest)
         if actual != copy.sha256:
             raise PreflightRefused(f"{copy.dest}: the copy's sha256 is {actual}, not {copy.sha256}; the release "
                                    "pages were not written (remove the copies and promote again)")
     for page in promotion.pages:
-        bucket.upload(page.key, page.source)
+        bucket.upload(page.key, page.source, cache_control=cache_control(page.key))
+    key = f"{RECORDS}release/{at.astimezone(datetime.UTC):%Y%m%dT%H%M%S%fZ}.json"
+    bucket.upload(key, (json.dumps(promotion_record(promotion, at), indent=2, sort_keys=True) + "\n").encode(),
+                  cache_control=cache_control(key))
+    return key
+
+
+def cache_control(key: str) -> str:
+    from builders.release.objectstore import cache_control as per_channel
+
+    return per_channel(ChannelName.RELEASE.value, key)
+
+
+def promotion_record(promotion: Promotion, at: datetime.datetime) -> dict[str, Any]:
+    """The promotion's publish record: what it released (key -> sha256) and what each page listed before."""
+    return {"channel": ChannelName.RELEASE.value, "kind": "promotion", "version": promotion.version,
+            "manifest_sha256": promotion.manifest, "at": at.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "released": promotion.released, "unchanged": list(promotion.unchanged),
+            "before": {folder: list(keys) for folder, keys in promotion.before}}
 
 
 def audit_pypi(promotion: Promotion, simple_url: str, project: str, *, timeout: float = 300.0,
@@ -319,4 +524,3 @@ def upload_pypi(promotion: Promotion, repository_url: str, env: Mapping[str, str
     if promotion.pypi:
         run([sys.executable, "-m", "twine", "upload", "--non-interactive", "--disable-progress-bar",
              "--repository-url", repository_url, *(str(f.path) for f in promotion.pypi)], env=env, timeout=3600)
-

@@ -37,10 +37,10 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from builders.base.errors import ObjectStoreError, PublishRefused
-from builders.matrix.release_channels import ReleaseChannel
+from builders.matrix.release_channels import ChannelName, ReleaseChannel
 from builders.release.index import IndexedFile, describe, merge_record, project_html, project_json, root_html, root_json
 from builders.release.mirror import RECORD
-from builders.release.objectstore import Bucket
+from builders.release.objectstore import Bucket, cache_control
 
 RECORDS = "publish-records/"  # the site-level folder of publication records, one JSON per publication
 
@@ -110,7 +110,15 @@ def _stored_info(bucket: Bucket, folder: str, project: str, label: str, item: di
                                "the bucket's pages disagree with its files (repair it before publishing)")
     return IndexedFile(filename=filename, project=project, label=label, sha256=item["hashes"]["sha256"],
                        size=int(item.get("size", 0)), version=str(parse_wheel_filename(filename)[1]),
-                       requires_python=item.get("requires-python"), metadata=metadata)
+                       requires_python=item.get("requires-python"), metadata=metadata, yanked=yanked(item))
+
+
+def yanked(item: dict[str, Any]) -> str | None:
+    """PEP 691's ``yanked`` (absent or false: not yanked; true: yanked with no reason; a string: the reason)."""
+    value = item.get("yanked", False)
+    if value is False or value is None:
+        return None
+    return value if isinstance(value, str) else ""
 
 
 def local_entries(site: Path, folder: str, label: str) -> dict[str, SiteEntry]:
@@ -149,7 +157,8 @@ def plan(bucket: Bucket, channel: ReleaseChannel, site: Path, labels: Iterable[s
                 (replaced if channel.replaces else refused).append(Change(key=key, old_sha256=old,
                                                                           new_sha256=entry.info.sha256))
             files.extend(_uploads(key, entry))
-        merged = {**stored, **local}
+        same = set(unchanged)
+        merged = {**stored, **{k: e for k, e in local.items() if k not in same}}  # a yank stays
         gone = _prune(merged, channel, project)
         pruned += [k for key in gone for k in (key, f"{key}.metadata")]
         kept = {k: e for k, e in merged.items() if k not in gone}
@@ -238,15 +247,22 @@ def refuse(publication: Publication) -> None:
         shown = "; ".join(f"{c.key} (published sha256 {c.old_sha256[:12]}..., new {c.new_sha256[:12]}...)"
                           for c in publication.refused[:5])
         raise PublishRefused(f"{len(publication.refused)} file(s) on the {publication.channel.name.value} channel "
-                             f"would change, nothing was written: {shown}; a published file never changes: release "
-                             "a new version")
+                             f"would change, nothing was written: {shown}; {_never_changes(publication.channel)}")
+
+
+def _never_changes(channel: ReleaseChannel) -> str:
+    if channel.name is ChannelName.NIGHTLY:
+        return ("a nightly's version is its commit date: that day's nightly is published already (the same commit "
+                "gives the same bytes, a no-op); publish the next day's")
+    return "a published file never changes: release a new version"
 
 
 def apply(bucket: Bucket, publication: Publication) -> None:
     """Files, then pages, then the pruned deletions (module docstring); refused plans write nothing."""
     refuse(publication)
+    name = publication.channel.name.value
     for upload in (*publication.files, *publication.pages):
-        bucket.upload(upload.key, upload.source)
+        bucket.upload(upload.key, upload.source, cache_control=cache_control(name, upload.key))
     if publication.pruned:
         bucket.delete(publication.pruned)
 
@@ -270,6 +286,7 @@ def record_key(publication: Publication, at: datetime.datetime) -> str:
 def write_record(bucket: Bucket, publication: Publication, *, at: datetime.datetime, version: str) -> dict[str, Any]:
     """The record, stored beside the channels (``publish-records/<channel>/<time>.json``), and returned."""
     data = record(publication, at=at, version=version, bucket=bucket)
-    bucket.upload(record_key(publication, at), _dumps(data))
+    key = record_key(publication, at)
+    bucket.upload(key, _dumps(data), cache_control=cache_control(publication.channel.name.value, key))
     return data
 

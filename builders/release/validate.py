@@ -35,11 +35,12 @@ from builders.families.device import require
 from builders.families.hostfacts import Host
 from builders.matrix.targets import Target
 from builders.pipeline.host import foreign
+from builders.release.manifest import ManifestFile
 from builders.wheel.smoke import HIDDEN_ENV, find_uv, outcome, probe_argv, stage, venv_python
 
 PASSED, FAILED, NOT_RUNNABLE = "passed", "failed", "not-runnable"
 INSTALLERS = ("pip", "uv")
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: manifest_sha256, and with a manifest both installers' sha256
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +52,7 @@ class Source:
     dist_version: str  # the version the installed distribution must report ("2.15.0+cu132"; "2.15.0" on PyPI)
     pre: bool = False
     extra_index_urls: tuple[str, ...] = ()
+    expected: ManifestFile | None = None  # the manifest's file for the target: both installers must get its bytes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,10 +134,21 @@ def uv_index_args(source: Source) -> list[str]:
     return [*(a for url in first for a in ("--index", url)), "--default-index", last]
 
 
-def uv_steps(uv: str, python: str, venv: str, py: str, source: Source) -> list[list[str]]:
+def uv_steps(uv: str, python: str, venv: str, py: str, source: Source, pinned: Path) -> list[list[str]]:
+    """uv keeps no installation report; with a manifest, the requirement carries the manifest's sha256 in a
+    requirements file, and uv (which checks a given hash against the bytes it downloaded, ``--verify-hashes``)
+    installs the project's file only if it is the manifest's."""
+    asked = ["-r", str(pinned)] if source.expected is not None else [source.requirement]
     return [[uv, "venv", "--no-config", "--no-project", "--python", python, venv],
-            [uv, "pip", "install", "--no-config", "--no-cache", "--python", py, *uv_index_args(source),
-             *(["--prerelease", "allow"] if source.pre else []), source.requirement]]
+            [uv, "pip", "install", "--no-config", "--no-cache", "--verify-hashes", "--python", py,
+             *uv_index_args(source), *(["--prerelease", "allow"] if source.pre else []), *asked]]
+
+
+def pinned_requirements(source: Source, path: Path) -> Path:
+    """The requirements file of :func:`uv_steps`: the project's requirement with the manifest's sha256."""
+    if source.expected is not None:
+        path.write_text(f"{source.requirement} --hash=sha256:{source.expected.sha256}\n", encoding="utf-8")
+    return path
 
 
 def installed_file(report: Path, project: str) -> tuple[str, str]:
@@ -160,16 +173,34 @@ def install_and_smoke(installer: str, target: Target, python: Path, source: Sour
     uv = find_uv()
     if installer == "uv" and uv is None:
         return Install(installer=installer, status=FAILED, reason="uv is not installed with builders")
+    pinned = pinned_requirements(source, scratch / installer / "requirements.txt")
     steps = (pip_steps(str(python), str(venv), py, source, str(report)) if installer == "pip"
-             else uv_steps(str(uv), str(python), str(venv), py, source))
+             else uv_steps(str(uv), str(python), str(venv), py, source, pinned))
     try:
         for argv in steps:
             runner.run(argv, env={}, timeout=target.project.timeouts.install)
     except ProcessError as exc:
         return Install(installer=installer, status=FAILED, reason=f"install from {source.index_url} failed: "
                                                                   f"{_last_line(exc)}")
-    filename, sha = installed_file(report, target.project.name) if installer == "pip" else ("", "")
+    filename, sha = installed_file(report, target.project.name) if installer == "pip" else _pinned(source)
+    wrong = _not_the_manifests(source, filename, sha)
+    if wrong:
+        return Install(installer=installer, status=FAILED, reason=wrong, filename=filename, sha256=sha)
     return _smoked(installer, target, py, source, runner, scratch, cwd, filename, sha)
+
+
+def _pinned(source: Source) -> tuple[str, str]:
+    """What uv installed: with a manifest, its file (uv refused any other bytes); without one, unknown."""
+    return (source.expected.name, source.expected.sha256) if source.expected is not None else ("", "")
+
+
+def _not_the_manifests(source: Source, filename: str, sha: str) -> str:
+    """Why the installed file is not the manifest's (``""`` when it is, or when there is no manifest)."""
+    want = source.expected
+    if want is None or (filename, sha) == (want.name, want.sha256):
+        return ""
+    return (f"installed {filename or 'an unknown file'} (sha256 {sha or 'unknown'}) from {source.index_url}, the "
+            f"manifest's is {want.name} (sha256 {want.sha256}): the index serves other bytes than the candidate built")
 
 
 def _smoked(installer: str, target: Target, py: str, source: Source, runner: HostRunner, scratch: Path, cwd: Path,
@@ -216,8 +247,10 @@ def validate_target(target: Target, host: Host, source: Source, env: Mapping[str
                      index_url=source.index_url, installs=installs)
 
 
-def record(results: Sequence[Validated], *, channel: str, version: str, project: str, host: Host) -> dict[str, Any]:
-    """The validation record: each target's verdict, and the totals."""
+def record(results: Sequence[Validated], *, channel: str, version: str, project: str, host: Host,
+           manifest: str = "") -> dict[str, Any]:
+    """The validation record: each target's verdict, the totals, and the digest of the manifest validated against
+    (``""``: none; promotion takes only records of its manifest)."""
     counts = {s: sum(1 for r in results if r.status == s) for s in (PASSED, FAILED, NOT_RUNNABLE)}
     return {"record_version": RECORD_VERSION, "project": project, "channel": channel, "version": version,
-            "host": host.platform, "targets": [r.to_json() for r in results], **counts}
+            "host": host.platform, "manifest_sha256": manifest, "targets": [r.to_json() for r in results], **counts}

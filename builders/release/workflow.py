@@ -40,9 +40,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from builders.base.errors import WorkflowDrift
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
 from builders.release import disk
+from builders.release import expressions as ex
 from builders.release.ci import build_entry, build_groups, images, plan_outputs, shards, smoke_entry
 from builders.release.workflow_jobs import (
     DOWNLOAD_ACTION,
@@ -61,7 +63,13 @@ from builders.release.workflow_jobs import (
 )
 from builders.release.workflow_jobs import matrix_of as _matrix
 from builders.release.workflow_lifecycle import lifecycle_problems, lifecycle_workflows
-from builders.release.workflow_rules import per_workflow_problems, structural_problems
+from builders.release.workflow_rules import (
+    ATTESTED_RUNS,
+    attested_run,
+    outcomes,
+    per_workflow_problems,
+    structural_problems,
+)
 
 PLAN_COMMAND = "nox -s plan -- --format github"
 RELEASE_OPTION = "--release-tag"
@@ -74,7 +82,7 @@ FROM_SHARD = "${{ fromJSON(needs.shard.outputs.include) }}"
 BUILDS_FROM_SHARD = "${{ fromJSON(needs.shard.outputs.builds) }}"
 BATCH_COMMAND = "ci/batches.sh"
 SMOKE_RECORD_NAME = "${{ matrix.id }}"
-RELEASE_INPUT = "${{ needs.plan.outputs.release == 'true' }}"
+RELEASE_INPUT = "${{ needs.plan.outputs.release == 'true' || needs.plan.outputs.candidate == 'true' }}"
 
 
 def drift(matrix: Matrix, workflow: Path) -> list[str]:
@@ -217,13 +225,17 @@ def _wheel_artifact_problems(matrix: Matrix, called: list[Workflow]) -> Iterator
 
 
 def _fail_closed_problems(release: Workflow, called: list[Workflow]) -> Iterator[str]:
-    """A release never falls back to an image its images job did not push and attest: the shard
-    workflow is told it is a release, and its image download may fail quietly only when it is not."""
+    """A release or a candidate never falls back to an image its images job did not push and attest: the shard
+    workflow's ``release`` input is true on both (evaluated as GitHub would), and its image download may fail
+    quietly only when it is not."""
     for name in local_calls(release):
         passed = release.jobs[name].get("with")
-        if not isinstance(passed, dict) or RELEASE_INPUT not in str(passed.get("release", "")):
-            yield (f"{release.name}: job {name!r}, key 'with': does not pass `release: {RELEASE_INPUT}`, so its "
-                   "builds fall back to unattested images on a release")
+        value = passed.get("release", False) if isinstance(passed, dict) else False
+        falls_back = [what for what in ATTESTED_RUNS if not _always_true(value, attested_run(what))]
+        if falls_back:
+            yield (f"{release.name}: job {name!r}, key 'with': passes `release: {value}`, false on a "
+                   f"{' and a '.join(falls_back)}, so its builds fall back to unattested images there; pass "
+                   f"`release: {RELEASE_INPUT}`")
     for wf in called:
         for name, job in wf.jobs.items():
             for step in steps(job):
@@ -231,6 +243,13 @@ def _fail_closed_problems(release: Workflow, called: list[Workflow]) -> Iterator
                 if action(step) == DOWNLOAD_ACTION and quiet and "inputs.release" not in str(quiet):
                     yield (f"{wf.name}: job {name!r}, key 'continue-on-error': a download may fail quietly on a "
                            "release too; make it `${{ !inputs.release }}`")
+
+
+def _always_true(value: object, context: dict[str, str]) -> bool:
+    try:
+        return outcomes(ex.parse(value), context, {}) == {True}
+    except WorkflowDrift:
+        return False
 
 
 def _batch_problems(matrix: Matrix, release: Workflow) -> Iterator[str]:  # release.yml's, or promote.yml's

@@ -20,16 +20,24 @@ Read per job from the parsed workflow, never as substrings of its text:
   a later tag's run shares (GitHub keeps one pending job per group and cancels the older one,
   whatever ``cancel-in-progress`` says);
 - ``uses``: every action is pinned by a 40-hex commit (a tag can be moved);
-- ``timeout-minutes``: a positive whole number on every job that runs steps.
+- ``timeout-minutes``: a positive whole number on every job that runs steps;
+- images fail closed: a job that runs the build shards needs every images job, and its ``if``, evaluated as
+  GitHub would (:func:`outcomes`), is false on a release or a candidate whose images jobs did not all succeed
+  (the shards would build unattested images of their own, and promotion releases a candidate's bytes) and
+  true when they did, or when the plan needs no image (``image_count == '0'``, the images jobs skipped);
+- the bucket's role session lasts the job: a step that runs ``ci/bucket-credentials.sh`` passes
+  ``BUCKET_SESSION_SECONDS`` whose default is the job's ``timeout-minutes`` in seconds.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from builders.base.errors import WorkflowDrift
+from builders.base.errors import Problem, WorkflowDrift
+from builders.release import credentials
 from builders.release import expressions as ex
 from builders.release.workflow_jobs import (
     ATTEST_ACTIONS,
@@ -50,6 +58,14 @@ from builders.release.workflow_jobs import (
 )
 
 GATE = ("needs.plan.outputs.release", "true")
+CANDIDATE = "needs.plan.outputs.candidate"
+IMAGE_COUNT = "needs.plan.outputs.image_count"
+# The runs whose wheels may be released, so whose builds use only images their images jobs pushed and attested.
+ATTESTED_RUNS = {"release": GATE[0], "candidate": CANDIDATE}
+IMAGES_NOT_SUCCEEDED = ("failure", "cancelled", "skipped")
+MOST_ASSIGNMENTS = 4096  # of the free references of one condition (each '' or one of its literals)
+CREDENTIALS_SCRIPT = "ci/bucket-credentials.sh"
+SESSION_VARIABLE = "BUCKET_SESSION_SECONDS"
 PYPI_ENVIRONMENT = "pypi"
 WORKFLOW_PERMISSIONS: tuple[dict[str, str], ...] = ({}, {"contents": "read"})
 PINNED = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}")
@@ -69,7 +85,7 @@ def structural_problems(release: Workflow, called: list[Workflow]) -> list[str]:
     """Every structural problem of the release workflow and the workflows it calls."""
     by_name = {wf.name: wf for wf in called}
     problems = [*_gate_problems(release), *_needs_problems(release), *_concurrency_problems(release),
-                *pypi_last_problems(release)]
+                *pypi_last_problems(release), *image_gate_problems(release)]
     for wf in (release, *called):
         problems += per_workflow_problems(wf, by_name)
     return problems
@@ -78,7 +94,7 @@ def structural_problems(release: Workflow, called: list[Workflow]) -> list[str]:
 def per_workflow_problems(wf: Workflow, called: dict[str, Workflow]) -> list[str]:
     """The rules every workflow file keeps: permissions, environments, pins, timeouts."""
     return [*_workflow_permissions(wf), *_permission_problems(wf, called), *_environment_problems(wf),
-            *_pin_problems(wf), *_timeout_values(wf)]
+            *_pin_problems(wf), *_timeout_values(wf), *_session_problems(wf)]
 
 
 def where(wf: Workflow, job: str, key: str) -> str:
@@ -153,11 +169,15 @@ def _requires_success(node: ex.Node, need: str) -> bool:
 
 # -- needs and concurrency -----------------------------------------------------------------
 
+def image_jobs(wf: Workflow) -> set[str]:
+    """The jobs that push the images the builds pull (``ci/images.sh push``)."""
+    return {name for name, job in wf.jobs.items() if any("ci/images.sh push" in str(s.get("run", ""))
+                                                        for s in steps(job))}
+
+
 def producers(wf: Workflow) -> set[str]:
     """The plan, every images job and every job that runs a build shard: what a release is made of."""
-    images = {name for name, job in wf.jobs.items() if any("ci/images.sh push" in str(s.get("run", ""))
-                                                          for s in steps(job))}
-    return {"plan", *images, *local_calls(wf)} & wf.jobs.keys()
+    return {"plan", *image_jobs(wf), *local_calls(wf)} & wf.jobs.keys()
 
 
 def _needs_problems(wf: Workflow) -> Iterator[str]:
@@ -301,3 +321,131 @@ def _timeout_values(wf: Workflow) -> Iterator[str]:
         value = job.get("timeout-minutes")
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
             yield f"{where(wf, name, 'timeout-minutes')} {value!r} is not a positive number of minutes"
+
+
+# -- images fail closed: what a job's ``if`` does on a release or a candidate ----------------------
+
+def _value(node: ex.Node, context: Mapping[str, str], results: Mapping[str, str]) -> str | bool:
+    """``node`` as GitHub evaluates it in ``context`` (references to values; the needed jobs' results for the
+    status functions). Literals compare as strings, case-insensitively (the parser keeps no types)."""
+    if node.kind == "lit":
+        return node.text
+    if node.kind == "ref":
+        return context.get(node.text, "")
+    if node.kind == "not":
+        return not truthy(_value(node.args[0], context, results))
+    if node.kind in ("and", "or"):
+        for arg in node.args[:-1]:
+            value = _value(arg, context, results)
+            if truthy(value) is (node.kind == "or"):
+                return value
+        return _value(node.args[-1], context, results)
+    if node.kind == "cmp" and node.text in ("==", "!="):
+        left, right = (str(_value(a, context, results)).casefold() for a in node.args)
+        return (left == right) is (node.text == "==")
+    if node.kind == "call" and node.text in STATUS and not node.args:
+        return STATUS[node.text](tuple(results.values()))
+    raise WorkflowDrift([Problem(message=f"cannot evaluate {node.text!r} ({node.kind}) here")])
+
+
+def truthy(value: str | bool) -> bool:
+    """GitHub's truth: a non-empty string is true (``'false'`` too)."""
+    return value if isinstance(value, bool) else value != ""
+
+
+STATUS = {"always": lambda _: True, "cancelled": lambda _: False,
+          "success": lambda found: all(r == "success" for r in found),
+          "failure": lambda found: any(r == "failure" for r in found)}
+
+
+def _literals(node: ex.Node) -> set[str]:
+    found = {node.text} if node.kind == "lit" else set()
+    return found.union(*(_literals(a) for a in node.args))
+
+
+def outcomes(node: ex.Node, context: Mapping[str, str], results: Mapping[str, str]) -> set[bool]:
+    """Whether ``node`` holds in ``context`` (a run not cancelled), for every value the references it does not
+    fix might take: ``''`` or any literal of the condition (``github.event_name == 'push'`` is tried as push)."""
+    free = sorted(ex.references(node) - context.keys())
+    choices = ["", *sorted(_literals(node))]
+    if len(choices) ** len(free) > MOST_ASSIGNMENTS:
+        raise WorkflowDrift([Problem(message=f"refers to too many values to judge ({', '.join(free)})")])
+    return {truthy(_value(node, {**context, **dict(zip(free, combo))}, results))
+            for combo in itertools.product(choices, repeat=len(free))}
+
+
+def attested_run(what: str, *, image_count: str = "1", results: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The plan's outputs (and the needed jobs' results) on a run of kind ``what`` (``release``, ``candidate``)."""
+    context = {"needs.plan.result": "success", GATE[0]: "false", CANDIDATE: "false", ATTESTED_RUNS[what]: "true",
+               IMAGE_COUNT: image_count}
+    return context | {f"needs.{job}.result": result for job, result in (results or {}).items()}
+
+
+def image_gate_problems(wf: Workflow) -> Iterator[str]:
+    """Each job that runs the build shards waits for every images job, and on a release or a candidate runs
+    only over images that all succeeded, or where the plan needs none."""
+    images = image_jobs(wf)
+    for name in sorted(local_calls(wf)) if images else ():
+        missing = sorted(images - set(needs(wf.jobs[name])))
+        if missing:
+            yield (f"{where(wf, name, 'needs')} does not need {', '.join(map(repr, missing))}: its builds could start "
+                   "before, or without, the images they must pull")
+            continue
+        node, error = _condition(wf, name)
+        try:
+            yield from [str(error)] if node is None else _image_gate(wf, name, node, images)
+        except WorkflowDrift as exc:
+            yield f"{where(wf, name, 'if')} {exc.problems[0].message}: the images gate cannot be judged"
+
+
+def _image_gate(wf: Workflow, name: str, node: ex.Node, images: set[str]) -> Iterator[str]:
+    others = dict.fromkeys(needs(wf.jobs[name]), "success")
+    for what in ATTESTED_RUNS:
+        for ended in IMAGES_NOT_SUCCEEDED:
+            results = others | dict.fromkeys(images, ended)
+            if True in outcomes(node, attested_run(what, results=results), results):
+                yield (f"{where(wf, name, 'if')} runs the builds of a {what} whose images job ended {ended!r}: the "
+                       f"shards would build unattested images of their own, and a {what}'s bytes are what is "
+                       f"released; require `needs.<images>.result == 'success'` (or `{IMAGE_COUNT} == '0'`) "
+                       "on a release and a candidate")
+                break
+        for count, ended in (("1", "success"), ("0", "skipped")):
+            results = others | dict.fromkeys(images, ended)
+            if True not in outcomes(node, attested_run(what, image_count=count, results=results), results):
+                yield (f"{where(wf, name, 'if')} never runs the builds of a {what} whose images jobs ended "
+                       f"{ended!r} ({IMAGE_COUNT} {count!r})")
+
+
+# -- the bucket's role session lasts the job -------------------------------------------------------
+
+def _default_seconds(value: Any) -> int | None:
+    """The number a step passes, alone or as the last alternative (``${{ vars.X || 3600 }}``)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    try:
+        node = ex.parse(value) if isinstance(value, str) else None
+    except WorkflowDrift:
+        return None
+    last = node.args[-1] if node is not None and node.kind == "or" else node
+    return int(last.text) if last is not None and last.kind == "lit" and last.text.isdigit() else None
+
+
+def _session_problems(wf: Workflow) -> Iterator[str]:
+    for name, job in wf.jobs.items():
+        timeout = job.get("timeout-minutes")
+        if not isinstance(timeout, int) or isinstance(timeout, bool):
+            continue
+        wanted = credentials.session_seconds({SESSION_VARIABLE: str(timeout * 60)})
+        for step in steps(job):
+            if CREDENTIALS_SCRIPT not in str(step.get("run", "")):
+                continue
+            passed = {**_env(job), **_env(step)}.get(SESSION_VARIABLE)
+            if _default_seconds(passed) != wanted:
+                yield (f"{where(wf, name, 'steps')} runs {CREDENTIALS_SCRIPT} with {SESSION_VARIABLE} {passed!r}, "
+                       f"not defaulting to the job's timeout-minutes ({timeout}) in seconds ({wanted}): the bucket's "
+                       "role session would end before the job may")
+
+
+def _env(holder: dict[str, Any]) -> dict[str, Any]:
+    env = holder.get("env")
+    return env if isinstance(env, dict) else {}

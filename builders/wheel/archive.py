@@ -258,12 +258,12 @@ class WheelReader:
 
     @cached_property
     def metadata(self) -> email.message.Message:
-        return _parse_headers(self.read(f"{self.dist_info}/METADATA"))
+        return parse_metadata(self.read(f"{self.dist_info}/METADATA"))
 
     @cached_property
     def wheel_tags(self) -> frozenset[Tag]:
         """The ``Tag:`` lines of the WHEEL file."""
-        info = _parse_headers(self.read(f"{self.dist_info}/WHEEL"))
+        info = parse_metadata(self.read(f"{self.dist_info}/WHEEL"))
         lines = [str(line) for line in info.get_all("Tag", [])]
         try:
             return frozenset(t for line in lines for t in parse_tag(line))
@@ -333,7 +333,8 @@ def _stream_problem(info: zipfile.ZipInfo, exc: BaseException) -> Finding:
 
 
 
-def _parse_headers(data: bytes) -> email.message.Message:
+def parse_metadata(data: bytes) -> email.message.Message:
+    """METADATA (or WHEEL) bytes as headers, the way the installers read them (compat32)."""
     return email.parser.BytesParser(policy=email.policy.compat32).parsebytes(data)
 
 

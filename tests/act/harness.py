@@ -232,6 +232,17 @@ def act_binary() -> str:
     return found
 
 
+def record_run(state: Path, repo: Path, *, event: str, ref: str, workflow: str, returncode: int) -> None:
+    """``state/run.json``: the run as GitHub's API would report it once it ended (what the ``gh api`` stand-in
+    answers). Its id is act's ``GITHUB_RUN_ID``, 1 in every act run; the run's folder name is what ``run-id``
+    inputs name."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout
+    (state / "run.json").write_text(json.dumps({
+        "id": 1, "path": workflow.removeprefix("./"), "event": event, "status": "completed",
+        "conclusion": "success" if returncode == 0 else "failure",
+        "head_branch": ref.removeprefix("refs/tags/").removeprefix("refs/heads/"), "head_sha": head.strip()}))
+
+
 @dataclass(frozen=True, kw_only=True)
 class Harness:
     """Runs the release workflow of ``repo`` under act, the stand-ins' state in ``state``."""
@@ -289,4 +300,5 @@ class Harness:
                                   timeout=ACT_TIMEOUT)
         output = log.read_text(errors="replace")
         jobs, never = parse(output)
+        record_run(state, self.repo, event=event, ref=ref, workflow=workflow, returncode=proc.returncode)
         return Run(returncode=proc.returncode, jobs=jobs, never_started=never, output=output)

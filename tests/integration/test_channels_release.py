@@ -1,12 +1,15 @@
-"""The release lifecycle on real servers on loopback: candidate -> test channel -> validate -> promote -> release.
+"""The release lifecycle on real servers on loopback: candidate -> test channel -> validate -> promote -> release,
+and what proves the released bytes are the validated ones: the manifest, immutable release objects, yank,
+rollback and repair.
 
-One real wheel of the demo (cpu-cp312-linux-x86_64, built once for the module by ``builders build``),
-``rclone serve s3`` as the download host's bucket with a static HTTP server in front of it, and two
-package servers (pypiserver) as the staging index and as PyPI. Every check reads the servers'
-folders or installs over HTTP; none asks the code under test what it did.
+Two real wheels of the demo (cpu-cp312 and cpu-cp313 on linux-x86_64, built once for the module by ``builders
+build``), ``rclone serve s3`` as the download host's bucket with a static HTTP server in front of it, and package
+servers (pypiserver) as staging indexes and as PyPI. Every check reads the servers' folders or installs over HTTP;
+none asks the code under test what it did.
 
-The shipped matrix makes cu132 the PyPI default of Linux; this module's copy makes cpu the
-default everywhere, so that the one wheel this host builds quickly also exercises the PyPI path.
+The shipped matrix makes cu132 the PyPI default of Linux; this module's copy makes cpu the default everywhere, so
+that the wheels this host builds quickly also exercise the PyPI path. rc1 is both wheels; rc2 (the candidate
+released) is cp312's alone, so cp313's file is the leftover rc1 wheel the test channel still holds.
 """
 
 from __future__ import annotations
@@ -17,18 +20,22 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from builders.base.errors import PreflightRefused
+from builders.base.errors import ObjectStoreError, PreflightRefused, PublishRefused, ValidationFailed
 from builders.release.index import find_wheels
-from builders.wheel.archive import Wheel
+from builders.release.objectstore import open_bucket
+from builders.wheel.archive import ZIP_EPOCH, Wheel
+from builders.wheel.writer import rewrite
 from tests import expected, helpers
 from tests.objectstore import ObjectStore, PackageServer, object_store, package_server
 
 pytestmark = pytest.mark.slow
-TARGET = "cpu-cp312-linux-x86_64"
+TARGET, LEFTOVER = "cpu-cp312-linux-x86_64", "cpu-cp313-linux-x86_64"
+BUCKET = "s3://downloads/"
 
 
 def sha256(data: bytes) -> str:
@@ -38,7 +45,8 @@ def sha256(data: bytes) -> str:
 @pytest.fixture(scope="module")
 def wheelhouse(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheelhouse")
-    proc = helpers.builders("build", "--target", TARGET, "--output", str(out), cwd=root, timeout=1800)
+    proc = helpers.builders("build", "--target", TARGET, "--target", LEFTOVER, "--output", str(out), cwd=root,
+                            timeout=1800)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
 
@@ -48,12 +56,15 @@ def matrix_path(root: Path, shipped_text: str, tmp_path_factory: pytest.TempPath
     """The shipped matrix with cpu as every platform's PyPI default, beside a link to the demo's sources (the PyPI
     wheels' Requires-Dist is the union over the defaults: one CUDA default on Linux would put its runtime there)."""
     folder = tmp_path_factory.mktemp("matrix")
-    text = shipped_text
-    for platform, old in expected.raw(shipped_text)["channels"]["pypi"].items():
-        text = helpers.edit(text, f"    {platform}: {old}\n", f"    {platform}: cpu\n")
-    (folder / "matrix.yaml").write_text(text, encoding="utf-8")
+    (folder / "matrix.yaml").write_text(cpu_default(shipped_text), encoding="utf-8")
     (folder / "examples").symlink_to(root / "examples")
     return folder / "matrix.yaml"
+
+
+def cpu_default(text: str) -> str:
+    for platform, old in expected.raw(text)["channels"]["pypi"].items():
+        text = helpers.edit(text, f"    {platform}: {old}\n", f"    {platform}: cpu\n")
+    return text
 
 
 @pytest.fixture
@@ -64,9 +75,12 @@ def servers(tmp_path: Path) -> Iterator[tuple[ObjectStore, PackageServer, Packag
         yield s3, staging, pypi
 
 
-def run(root: Path, s3: ObjectStore, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **s3.env, "TWINE_USERNAME": "builders", "TWINE_PASSWORD": "unused", "PYTHONPATH": str(root)}
-    return helpers.builders(*args, cwd=root, env=env, timeout=1800)
+CREDENTIALS = {"TWINE_USERNAME": "builders", "TWINE_PASSWORD": "unused"}
+
+
+def run(root: Path, s3: ObjectStore, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    whole = {**os.environ, **s3.env, **CREDENTIALS, "PYTHONPATH": str(root)} if env is None else env
+    return helpers.builders(*args, cwd=root, env=whole, timeout=1800)
 
 
 def ok(proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
@@ -74,37 +88,72 @@ def ok(proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[st
     return proc
 
 
+def refused(proc: subprocess.CompletedProcess[str], reason: str, code: int = PreflightRefused.exit_code) -> None:
+    assert proc.returncode == code and reason in proc.stderr, proc.stdout + proc.stderr
+
+
 def twine(server: PackageServer, *files: Path) -> None:
-    env = {**os.environ, "TWINE_USERNAME": "builders", "TWINE_PASSWORD": "unused"}
+    env = {**os.environ, **CREDENTIALS}
     subprocess.run([sys.executable, "-m", "twine", "upload", "--non-interactive", "--repository-url", server.url,
                     *map(str, files)], check=True, env=env, capture_output=True, timeout=300)
 
 
-def candidate(root: Path, s3: ObjectStore, matrix: Path, wheelhouse: Path, tmp: Path) -> Path:
-    """The wheelhouse published on test and validated over HTTP; returns the validation record."""
-    ok(run(root, s3, "publish", str(wheelhouse), "--matrix", str(matrix), "--channel", "test",
-           "--bucket", "s3://downloads/"))
-    record = tmp / "validation.json"
+def only(wheelhouse: Path, target: str, dest: Path) -> Path:
+    """A wheelhouse holding ``target``'s wheel alone (a candidate that built only it)."""
+    python = target.split("-")[1]
+    (wheel,) = [w for w in find_wheels(wheelhouse) if f"-{python}-" in w.name]
+    dest.mkdir()
+    (dest / wheel.name).write_bytes(wheel.read_bytes())
+    return dest
+
+
+@dataclass(frozen=True, kw_only=True)
+class Candidate:
+    wheels: Path  # its labelled wheels
+    pypi: Path  # its PyPI-form wheels
+    manifest: Path
+    validation: Path
+
+
+def make_candidate(root: Path, s3: ObjectStore, matrix: Path, wheels: Path, tmp: Path, tag: str, *,
+                   installers: tuple[str, ...] = ("pip",), run_id: str = "7") -> Candidate:
+    """A candidate run as release.yml makes it: its PyPI form, its manifest, published on test, validated."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    pypi, manifest, validation = tmp / "dist", tmp / "manifest.json", tmp / "validation.json"
+    ok(run(root, s3, "promote", str(wheels), "--matrix", str(matrix), "--output", str(pypi)))
+    ok(run(root, s3, "manifest", str(wheels), "--matrix", str(matrix), "--pypi-wheels", str(pypi), "--output",
+           str(manifest), "--tag", tag, "--commit", "c0ffee" + tag, "--run-id", run_id))
+    ok(run(root, s3, "publish", str(wheels), "--matrix", str(matrix), "--channel", "test", "--bucket", BUCKET))
     ok(run(root, s3, "validate", "--matrix", str(matrix), "--channel", "test", "--index-url", s3.http_url + "downloads/",
-           "--select", "cpu-cp312-*", "--record", str(record)))
-    return record
+           "--target", TARGET, "--manifest", str(manifest), "--record", str(validation),
+           *(a for i in installers for a in ("--installer", i))))
+    return Candidate(wheels=wheels, pypi=pypi, manifest=manifest, validation=validation)
 
 
-def test_validate_installs_the_published_wheel_over_http_and_names_what_cannot_run(
+def test_validate_installs_the_manifests_bytes_over_http_with_both_installers(
         root: Path, matrix_path: Path, wheelhouse: Path, servers, tmp_path: Path) -> None:
     s3, _staging, _pypi = servers
-    record = json.loads(candidate(root, s3, matrix_path, wheelhouse, tmp_path).read_text())
+    rc = make_candidate(root, s3, matrix_path, wheelhouse, tmp_path / "rc1", "v2.15.0-rc1", installers=("pip", "uv"))
+    record = json.loads(rc.validation.read_text())
+    manifest = json.loads(rc.manifest.read_text())
+    assert record["manifest_sha256"] == sha256(rc.manifest.read_bytes())
     built = next(wheelhouse.rglob("*+cpu-cp312-*.whl"))
-    by_id = {t["target"]: t for t in record["targets"]}
-    mine = by_id.pop(TARGET)
-    assert mine["status"] == "passed", mine
-    assert {i["installer"]: i["status"] for i in mine["installs"]} == {"pip": "passed", "uv": "passed"}
-    assert mine["filename"] == built.name and mine["sha256"] == sha256(built.read_bytes())
-    assert mine["index_url"].startswith(s3.http_url) and "/test/" in mine["index_url"]
-    assert by_id, "the other platforms' cp312 targets are named"
-    for tid, entry in by_id.items():
-        assert entry["status"] == "not-runnable" and f"needs a {tid.split('-', 2)[2]} host" in entry["reason"], entry
-    assert record["passed"] == 1 and record["failed"] == 0
+    (mine,) = record["targets"]
+    assert mine["target"] == TARGET and mine["status"] == "passed", mine
+    assert {i["installer"]: (i["status"], i["filename"], i["sha256"]) for i in mine["installs"]} == {
+        installer: ("passed", built.name, sha256(built.read_bytes())) for installer in ("pip", "uv")}
+    assert {f["target"] for f in manifest["files"] if f["form"] == "labelled"} == {TARGET, LEFTOVER}
+
+    # bytes replaced on the test channel after the manifest was made: uv, which keeps no report, refuses them too
+    key = s3.root / "downloads" / "whl/test/cpu/minifw" / built.name
+    key.write_bytes(b"not the candidate's")
+    for installer in ("pip", "uv"):
+        proc = run(root, s3, "validate", "--matrix", str(matrix_path), "--channel", "test", "--index-url",
+                   s3.http_url + "downloads/", "--target", TARGET, "--manifest", str(rc.manifest), "--installer",
+                   installer, "--record", str(tmp_path / f"{installer}.json"))
+        assert proc.returncode == ValidationFailed.exit_code, proc.stdout + proc.stderr
+        (entry,) = json.loads((tmp_path / f"{installer}.json").read_text())["targets"]
+        assert entry["status"] == "failed", entry
 
 
 def test_validate_fails_a_target_the_index_does_not_serve(root: Path, matrix_path: Path, servers, tmp_path: Path) -> None:
@@ -116,50 +165,182 @@ def test_validate_fails_a_target_the_index_does_not_serve(root: Path, matrix_pat
     assert entry["status"] == "failed" and "install from" in entry["reason"]
 
 
-def test_promotion_releases_exactly_the_validated_bytes_and_a_refusal_changes_nothing(
+def staged(root: Path, s3: ObjectStore, matrix: Path, rc: Candidate, tmp: Path) -> Path:
+    """rc's PyPI form validated from a staging index of its own files (``--pypi-wheels``)."""
+    record = tmp / "pypi-validation.json"
+    ok(run(root, s3, "validate", "--matrix", str(matrix), "--pypi", "--pypi-wheels", str(rc.pypi), "--target", TARGET,
+           "--manifest", str(rc.manifest), "--installer", "pip", "--record", str(record)))
+    return record
+
+
+def test_each_candidates_pypi_form_is_validated_from_its_own_staging_index(
         root: Path, matrix_path: Path, wheelhouse: Path, servers, tmp_path: Path) -> None:
-    s3, staging, pypi = servers
-    validation = candidate(root, s3, matrix_path, wheelhouse, tmp_path)
-    pypi_dir = tmp_path / "pypi-wheels"
-    ok(run(root, s3, "promote", str(wheelhouse), "--matrix", str(matrix_path), "--output", str(pypi_dir)))
-    (pypi_wheel,) = pypi_dir.glob("*.whl")
-    twine(staging, pypi_wheel)
-    pypi_validation = tmp_path / "pypi-validation.json"
-    ok(run(root, s3, "validate", "--matrix", str(matrix_path), "--pypi", "--index-url", staging.simple_url,
-           "--target", TARGET, "--record", str(pypi_validation)))
-    promote = ["promote-release", "--matrix", str(matrix_path), "--bucket", "s3://downloads/", "--target", TARGET,
-               "--validation", str(validation), "--pypi-wheels", str(pypi_dir), "--pypi-validation", str(pypi_validation)]
+    """rc2's PyPI-form file has rc1's name: a long-lived staging server keeps rc1's bytes (the upload of rc2 is
+    refused with 400), and validating from it must fail against rc2's manifest; a staging index per run passes."""
+    s3, staging, _pypi = servers
+    rc2 = make_candidate(root, s3, matrix_path, only(wheelhouse, TARGET, tmp_path / "rc2-wheels"), tmp_path / "rc2",
+                         "v2.15.0-rc2")
+    (pypi_wheel,) = rc2.pypi.glob("*.whl")
+    (tmp_path / "rc1-dist").mkdir()
+    rc1_bytes = rewrite(Wheel(pypi_wheel), tmp_path / "rc1-dist", epoch=ZIP_EPOCH + 86400)  # same name, other bytes
+    assert rc1_bytes.name == pypi_wheel.name
+    assert sha256(rc1_bytes.read_bytes()) != sha256(pypi_wheel.read_bytes())
+    twine(staging, rc1_bytes)
+    with pytest.raises(subprocess.CalledProcessError):
+        twine(staging, pypi_wheel)  # the same name again: the server refuses it
+    stale = run(root, s3, "validate", "--matrix", str(matrix_path), "--pypi", "--index-url", staging.simple_url,
+                "--target", TARGET, "--manifest", str(rc2.manifest), "--installer", "pip", "--record",
+                str(tmp_path / "stale.json"))
+    assert stale.returncode == ValidationFailed.exit_code, stale.stdout + stale.stderr
+    (entry,) = json.loads((tmp_path / "stale.json").read_text())["targets"]
+    assert "the index serves other bytes than the candidate built" in entry["reason"]
+    record = json.loads(staged(root, s3, matrix_path, rc2, tmp_path).read_text())
+    (entry,) = record["targets"]
+    assert entry["status"] == "passed" and entry["sha256"] == sha256(pypi_wheel.read_bytes())
+
+
+def hidden_twine(folder: Path) -> Path:
+    """A sitecustomize that makes ``import twine`` fail, as on an interpreter without it."""
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text("import sys\nsys.modules['twine'] = None\n", encoding="utf-8")
+    return folder
+
+
+def test_promotion_releases_exactly_the_manifests_validated_files_and_each_refusal_writes_nothing(
+        root: Path, matrix_path: Path, wheelhouse: Path, servers, tmp_path: Path) -> None:
+    s3, _staging, pypi = servers
+    make_candidate(root, s3, matrix_path, wheelhouse, tmp_path / "rc1", "v2.15.0-rc1")  # leaves cp313 on test
+    rc2 = make_candidate(root, s3, matrix_path, only(wheelhouse, TARGET, tmp_path / "rc2-wheels"), tmp_path / "rc2",
+                         "v2.15.0-rc2")
+    pypi_validation = staged(root, s3, matrix_path, rc2, tmp_path)
+    (pypi_wheel,) = rc2.pypi.glob("*.whl")
+    promote = ["promote-release", "--matrix", str(matrix_path), "--bucket", BUCKET, "--target", TARGET,
+               "--manifest", str(rc2.manifest), "--validation", str(rc2.validation), "--pypi-wheels", str(rc2.pypi),
+               "--pypi-validation", str(pypi_validation), "--expect-tag", "v2.15.0-rc2", "--expect-version", "2.15.0"]
     to_pypi = ["--repository-url", pypi.url, "--simple-url", pypi.simple_url]
-
+    base_env = {**os.environ, **s3.env, "PYTHONPATH": str(root)}
     before = s3.files("downloads")
-    refused = run(root, s3, *promote, *to_pypi, "--file-limit-mb", str(pypi_wheel.stat().st_size / 2e6))
-    assert refused.returncode == PreflightRefused.exit_code and "over the project's PyPI file limit" in refused.stderr
-    assert s3.files("downloads") == before and not list(pypi.root.iterdir())
 
-    with package_server(tmp_path / "taken") as taken:
-        twine(taken, pypi_wheel)
-        held = {p.name: p.read_bytes() for p in taken.root.iterdir()}
-        refused = run(root, s3, *promote, "--repository-url", taken.url, "--simple-url", taken.simple_url)
-        assert refused.returncode == PreflightRefused.exit_code and "already on the package server" in refused.stderr
-        assert s3.files("downloads") == before and {p.name: p.read_bytes() for p in taken.root.iterdir()} == held
+    def unchanged() -> None:
+        assert s3.files("downloads") == before and not list(pypi.root.iterdir())
+
+    refused(run(root, s3, *promote, *to_pypi, "--file-limit-mb", str(pypi_wheel.stat().st_size / 2e6)),
+            "over the project's PyPI file limit")
+    unchanged()
+    refused(run(root, s3, *promote, *to_pypi, env=base_env), "no upload credentials")
+    unchanged()
+    shim = hidden_twine(tmp_path / "no-twine")
+    refused(run(root, s3, *promote, *to_pypi, env={**base_env, **CREDENTIALS, "PYTHONPATH": f"{shim}:{root}"}),
+            "twine is not importable")
+    unchanged()
+    refused(run(root, s3, *promote, *to_pypi, "--expect-tag", "v2.15.0-rc1"), "the run to release has 'v2.15.0-rc1'")
+    unchanged()
+    bumped = matrix_path.parent / "bumped.yaml"
+    bumped.write_text(matrix_path.read_text().replace("  version: 2.15.0\n", "  version: 2.15.1\n", 1))
+    refused(run(root, s3, "promote-release", "--matrix", str(bumped), *promote[3:], *to_pypi), "says 2.15.1")
+    unchanged()
+    old_record = tmp_path / "old-record.json"
+    old_record.write_text(json.dumps({**json.loads(rc2.validation.read_text()), "manifest_sha256": ""}))
+    refused(run(root, s3, *promote, *to_pypi, "--validation", str(old_record)), "validated no manifest")
+    unchanged()
 
     ok(run(root, s3, *promote, *to_pypi))
-    validated = json.loads(validation.read_text())
-    (target,) = [t for t in validated["targets"] if t["target"] == TARGET]
+    manifest = json.loads(rc2.manifest.read_text())
+    (labelled,) = [f for f in manifest["files"] if f["form"] == "labelled"]
     release = {k: v for k, v in s3.files("downloads").items() if k.startswith("whl/cpu/") and k.endswith(".whl")}
-    assert {k.rsplit("/", 1)[-1]: sha256(v) for k, v in release.items()} == {target["filename"]: target["sha256"]}
-    (staged,) = [t for t in json.loads(pypi_validation.read_text())["targets"] if t["target"] == TARGET]
-    assert {p.name: sha256(p.read_bytes()) for p in pypi.root.iterdir()} == {staged["filename"]: staged["sha256"]}
-    assert Wheel(pypi_wheel).version.local is None
+    assert {k.rsplit("/", 1)[-1]: sha256(v) for k, v in release.items()} == {labelled["name"]: labelled["sha256"]}
+    assert not any(LEFTOVER.split("-")[1] in k for k in release), "the leftover rc1 wheel is not released"
+    (pypi_file,) = [f for f in manifest["files"] if f["form"] == "pypi"]
+    assert {p.name: sha256(p.read_bytes()) for p in pypi.root.iterdir()} == {pypi_file["name"]: pypi_file["sha256"]}
+    records = [k for k in s3.files("downloads") if k.startswith("publish-records/release/")]
+    (promotion_record,) = records
+    assert json.loads(s3.files("downloads")[promotion_record])["released"] == {
+        f"whl/cpu/minifw/{labelled['name']}": labelled["sha256"]}
+    refused(run(root, s3, *promote, *to_pypi), "already on the package server")
 
-    again = run(root, s3, *promote, *to_pypi)
-    assert again.returncode == PreflightRefused.exit_code, "a version is released once"
+
+def test_a_release_key_holding_other_bytes_is_never_overwritten(
+        root: Path, matrix_path: Path, wheelhouse: Path, servers, tmp_path: Path) -> None:
+    """A rollback that restored the pages used to leave the copied objects; a later promotion then overwrote them
+    unnoticed. The object's own bytes decide, whatever the pages list."""
+    s3, _staging, _pypi = servers
+    rc = make_candidate(root, s3, matrix_path, only(wheelhouse, TARGET, tmp_path / "w"), tmp_path / "rc", "v2.15.0-rc3")
+    name = next(rc.wheels.glob("*.whl")).name
+    open_bucket(BUCKET, s3.env).upload(f"whl/cpu/minifw/{name}", b"an earlier release's bytes")  # through the S3 API
+    before = s3.files("downloads")
+    refused(run(root, s3, "promote-release", "--matrix", str(matrix_path), "--bucket", BUCKET, "--target", TARGET,
+                "--manifest", str(rc.manifest), "--validation", str(rc.validation)),
+            "a released file never changes")
+    assert s3.files("downloads") == before
+
+
+def pip_install(index: str, requirement: str, tmp: Path) -> subprocess.CompletedProcess[str]:
+    """pip's own resolution of ``requirement`` from ``index`` alone, for the cp312 manylinux wheel (downloaded,
+    not installed: this interpreter need not be 3.12)."""
+    dest = tmp / "downloads" / str(len(list((tmp / "downloads").glob("*"))) if (tmp / "downloads").exists() else 0)
+    return subprocess.run([sys.executable, "-m", "pip", "download", "--isolated", "--no-deps", "--only-binary=:all:",
+                           "--python-version", "3.12", "--platform", "manylinux_2_28_x86_64", "--index-url", index,
+                           "--dest", str(dest), requirement], capture_output=True, text=True, timeout=300)
+
+
+def test_a_rollback_yanks_what_the_promotion_released_and_the_next_publish_succeeds(
+        root: Path, matrix_path: Path, wheelhouse: Path, servers, tmp_path: Path) -> None:
+    s3, _staging, _pypi = servers
+    rc = make_candidate(root, s3, matrix_path, only(wheelhouse, TARGET, tmp_path / "w"), tmp_path / "rc", "v2.15.0-rc1")
+    promoted = ok(run(root, s3, "promote-release", "--matrix", str(matrix_path), "--bucket", BUCKET, "--target",
+                      TARGET, "--manifest", str(rc.manifest), "--validation", str(rc.validation)))
+    (key,) = [k for k in s3.files("downloads") if k.startswith("publish-records/release/")]
+    assert key in promoted.stdout + promoted.stderr
+    index = s3.http_url + "downloads/whl/cpu/"
+    assert pip_install(index, "minifw", tmp_path).returncode == 0
+    bytes_before = {k: v for k, v in s3.files("downloads").items() if k.endswith(".whl")}
+    ok(run(root, s3, "rollback", "--matrix", str(matrix_path), "--bucket", BUCKET, "--promotion", key, "--reason",
+           "rolled back: broken kernels"))
+    files = s3.files("downloads")
+    assert {k: v for k, v in files.items() if k.endswith(".whl")} == bytes_before, "no byte was deleted"
+    page = json.loads(files["whl/cpu/minifw/index.json"])
+    assert {f["filename"]: f.get("yanked") for f in page["files"]} == {
+        next(rc.wheels.glob("*.whl")).name: "rolled back: broken kernels"}
+    assert 'data-yanked="rolled back: broken kernels"' in files["whl/cpu/minifw/index.html"].decode()
+    unpinned = pip_install(index, "minifw", tmp_path)
+    assert unpinned.returncode != 0, "pip skips a yanked file unless it is pinned"
+    pinned = pip_install(index, "minifw==2.15.0+cpu", tmp_path)
+    assert pinned.returncode == 0 and "yanked" in (pinned.stdout + pinned.stderr).lower(), pinned.stdout + pinned.stderr
+    ok(run(root, s3, "publish", str(wheelhouse), "--matrix", str(matrix_path), "--channel", "test", "--bucket", BUCKET))
+
+
+def test_publish_never_writes_the_release_channel(root: Path, matrix_path: Path, wheelhouse: Path, servers) -> None:
+    s3, _staging, _pypi = servers
+    proc = run(root, s3, "publish", str(wheelhouse), "--matrix", str(matrix_path), "--channel", "release",
+               "--bucket", BUCKET)
+    assert proc.returncode == 5 and "promote-release" in proc.stderr, proc.stdout + proc.stderr
+    assert s3.files("downloads") == {}
+
+
+def test_repair_rebuilds_the_pages_from_the_objects_so_publish_works_again(
+        root: Path, matrix_path: Path, wheelhouse: Path, servers) -> None:
+    s3, _staging, _pypi = servers
+    ok(run(root, s3, "publish", str(wheelhouse), "--matrix", str(matrix_path), "--channel", "test", "--bucket", BUCKET))
+    folder = s3.root / "downloads" / "whl/test/cpu/minifw"
+    (gone,) = [p for p in folder.glob("*.whl.metadata") if "-cp313-" in p.name]
+    open_bucket(BUCKET, s3.env).delete([f"whl/test/cpu/minifw/{gone.name}"])  # through the S3 API, as a hand would
+    assert not gone.exists()
+    broken = run(root, s3, "publish", str(wheelhouse), "--matrix", str(matrix_path), "--channel", "test",
+                 "--bucket", BUCKET)
+    assert broken.returncode == ObjectStoreError.exit_code and "repair" in broken.stderr, broken.stdout + broken.stderr
+    ok(run(root, s3, "repair-index", "--matrix", str(matrix_path), "--channel", "test", "--bucket", BUCKET))
+    assert gone.is_file()
+    page = json.loads((folder / "index.json").read_text())
+    assert {f["filename"]: f["hashes"]["sha256"] for f in page["files"]} == {
+        w.name: sha256(w.read_bytes()) for w in find_wheels(wheelhouse)}
+    ok(run(root, s3, "publish", str(wheelhouse), "--matrix", str(matrix_path), "--channel", "test", "--bucket", BUCKET))
 
 
 def test_a_nightly_is_built_with_its_dev_version_published_and_installed_with_pre(
         root: Path, matrix_path: Path, servers, tmp_path: Path, shipped_text: str) -> None:
     """The demo built for the nightly channel carries the dev version of the commit date, end to end: its wheel
-    name, its metadata, the index it is published to and what pip --pre and uv install from it."""
+    name, its metadata, the index it is published to and what pip --pre and uv install from it. The same nightly
+    again writes nothing; other bytes under that version are refused."""
     s3, _staging, _pypi = servers
     day = "2026-12-01"
     house = tmp_path / "nightly"
@@ -168,8 +349,8 @@ def test_a_nightly_is_built_with_its_dev_version_published_and_installed_with_pr
     (wheel,) = find_wheels(house)  # hidden folders (the build's store) are not looked into
     version = Wheel(wheel).version
     assert version.is_devrelease and version.dev == 20261201 and version.local == "cpu", wheel.name
-    ok(run(root, s3, "publish", str(house), "--matrix", str(matrix_path), "--channel", "nightly",
-           "--bucket", "s3://downloads/"))
+    publish = ["publish", str(house), "--matrix", str(matrix_path), "--channel", "nightly", "--bucket", BUCKET]
+    ok(run(root, s3, *publish))
     layout = expected.raw(shipped_text)["channels"]["nightly"]["layout"].replace("{label}", "cpu")
     assert f"{layout}minifw/{wheel.name}" in s3.files("downloads")
     record = tmp_path / "nightly.json"
@@ -177,3 +358,13 @@ def test_a_nightly_is_built_with_its_dev_version_published_and_installed_with_pr
            "--index-url", s3.http_url + "downloads/", "--target", TARGET, "--record", str(record)))
     (entry,) = json.loads(record.read_text())["targets"]
     assert entry["status"] == "passed" and entry["sha256"] == sha256(wheel.read_bytes()), entry
+
+    before = s3.files("downloads")
+    again = ok(run(root, s3, *publish))
+    assert "nothing written" in again.stdout + again.stderr and s3.files("downloads") == before
+    other = tmp_path / "other"
+    other.mkdir()
+    changed = rewrite(Wheel(wheel), other, epoch=ZIP_EPOCH + 86400)
+    assert changed.name == wheel.name and changed.read_bytes() != wheel.read_bytes()
+    refused(run(root, s3, "publish", str(other), *publish[2:]), "published already", PublishRefused.exit_code)
+    assert s3.files("downloads") == before

@@ -591,3 +591,75 @@ def test_a_second_release_keeps_the_first_installable_on_every_path(world: World
         assert downloadable(world.url(RELEASE), version, tmp_path / f"index-{version}") in released.values()
         on_pypi = {sha256(data) for name, data in second.server.items() if f"-{version}-" in name}
         assert downloadable(world.local.simple_url, version, tmp_path / f"pypi-{version}") in on_pypi
+
+
+# -- 8. the second release rolled back: yanked, the first resolves again, nothing deleted -----------------
+
+ROLLBACK_REASON = "rolled back by the lifecycle test"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RolledBack:
+    proc: subprocess.CompletedProcess[str]
+    before: dict[str, bytes]
+    after: dict[str, bytes]
+    published: subprocess.CompletedProcess[str]  # the next publish, after the rollback
+
+
+def host_builders(world: World, root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m builders`` on the host against the lifecycle's bucket (what a release engineer runs)."""
+    import os
+
+    env = {**os.environ, **world.store.env, "PYTHONPATH": str(root)}
+    return subprocess.run([sys.executable, "-m", "builders", *args, "--matrix", str(world.repo / "matrix.yaml"),
+                           "--bucket", f"s3://{BUCKET}/"], cwd=world.repo, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.fixture(scope="module")
+def rolled_back(world: World, root: Path, second_release: Second) -> RolledBack:
+    before = world.bucket()
+    records = sorted(k for k in before if k.startswith("publish-records/release/"))
+    promotion = next(k for k in reversed(records) if json.loads(before[k]).get("version", "").startswith(SECOND))
+    proc = host_builders(world, root, "rollback", "--promotion", promotion, "--reason", ROLLBACK_REASON)
+    after = world.bucket()
+    wheels_dir = world.artifact(SECOND_CANDIDATE, "release-wheels") / "wheels"
+    published = host_builders(world, root, "publish", str(wheels_dir), "--channel", "test")
+    return RolledBack(proc=proc, before=before, after=after, published=published)
+
+
+def resolved_by_uv(index_url: str, requirement: str) -> str:
+    """uv's own resolution of ``requirement`` from ``index_url`` alone for the plan's cp313 manylinux wheel."""
+    from builders.wheel.smoke import find_uv
+
+    proc = subprocess.run([str(find_uv()), "pip", "compile", "-", "--no-config", "--no-header", "--no-annotate",
+                           "--index-url", index_url, "--python-version", PYTHON, "--python-platform",
+                           "x86_64-manylinux_2_28"], input=requirement + "\n", capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, f"{requirement} from {index_url}:\n{proc.stdout}{proc.stderr}"
+    return proc.stdout.strip()
+
+
+def test_a_rollback_yanks_the_release_the_previous_resolves_and_the_next_publish_succeeds(
+        world: World, rolled_back: RolledBack, tmp_path: Path) -> None:
+    assert rolled_back.proc.returncode == 0, rolled_back.proc.stdout + rolled_back.proc.stderr
+    wheels_before = {k: v for k, v in rolled_back.before.items() if k.endswith(".whl")}
+    assert {k: v for k, v in rolled_back.after.items() if k.endswith(".whl")} == wheels_before, "no byte deleted"
+    page = json.loads(rolled_back.after[RELEASE + "minifw/index.json"])
+    yanks = {f["filename"]: f.get("yanked") for f in page["files"]}
+    assert {n for n, y in yanks.items() if y} == {n for n in yanks if f"-{SECOND}+" in n}, yanks
+    assert set(yanks.values()) - {None} == {ROLLBACK_REASON}
+    # unpinned, pip and uv resolve the previous release; pinned, the yanked one still installs
+    index = world.url(RELEASE)
+    first = {sha256(data) for name, data in wheels(rolled_back.after, RELEASE).items() if f"-{VERSION}+" in name}
+    second = {sha256(data) for name, data in wheels(rolled_back.after, RELEASE).items() if f"-{SECOND}+" in name}
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--isolated", "--no-deps", "--only-binary=:all:",
+                           "--python-version", PYTHON, "--platform", "manylinux_2_28_x86_64", "--index-url", index,
+                           "--dest", str(tmp_path / "unpinned"), "minifw"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (got,) = (tmp_path / "unpinned").glob("minifw-*.whl")
+    assert sha256(got.read_bytes()) in first, got.name
+    assert resolved_by_uv(index, "minifw").startswith(f"minifw=={VERSION}+")
+    assert downloadable(index, SECOND, tmp_path / "pinned") in second
+    assert resolved_by_uv(index, f"minifw=={SECOND}+cpu") == f"minifw=={SECOND}+cpu"
+    assert rolled_back.published.returncode == 0, rolled_back.published.stdout + rolled_back.published.stderr

@@ -595,7 +595,7 @@ def test_deploy_index_sh_refuses_what_pages_cannot_serve(root: Path, tmp_path: P
     with open(tmp_path / "site/whl/cpu/big.bin", "wb") as f:
         f.truncate(101 * 1000 * 1000)  # sparse: no disk used
     proc = script(root, "deploy-index.sh", str(tmp_path / "site"), env=deploy_env(tmp_path / "server"))
-    assert proc.returncode != 0 and "over 100 MB" in proc.stdout and "builders publish" in proc.stdout
+    assert proc.returncode != 0 and "over 100 MB" in proc.stdout and "INDEX_BUCKET" in proc.stdout
 
 
 def test_deploy_index_sh_refuses_the_command_that_published_one_release_alone(root: Path, tmp_path: Path) -> None:
@@ -605,7 +605,7 @@ def test_deploy_index_sh_refuses_the_command_that_published_one_release_alone(ro
     command = 'cp -R "$SITE" "$DEST"'
     proc = script(root, "deploy-index.sh", str(tmp_path / "site"),
                   env={"INDEX_DEPLOY_COMMAND": command, "DEST": str(tmp_path / "host")})
-    assert proc.returncode == 1 and "no longer supported" in proc.stdout and "builders publish" in proc.stdout
+    assert proc.returncode == 1 and "no longer supported" in proc.stdout and "INDEX_BUCKET" in proc.stdout
     assert not (tmp_path / "host").exists()
 
 

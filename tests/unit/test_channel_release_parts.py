@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from builders.base.errors import ObjectStoreError, PreflightRefused, PublishRefused, SelectionError
 from builders import cli
+from builders.base.errors import ObjectStoreError, PreflightRefused, PublishRefused, SelectionError
 from builders.cli import arguments, channel_args, main
 from builders.cli.publish import nightly_date
 from builders.matrix.model import Matrix
-from builders.matrix.promotion_policy import AcceptedNotRunnable
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 from builders.matrix.targets import expand
 from builders.release import promotion, publish, validate
@@ -90,10 +89,24 @@ def test_install_commands_use_the_index_alone() -> None:
     source = validate.Source(index_url="http://127.0.0.1:1/whl/nightly/cpu/", requirement="minifw==2.16.0.dev1",
                              dist_version="2.16.0.dev1+cpu", pre=True)
     _venv, pip = validate.pip_steps("py", "v", "v/bin/python", source, "r.json")
-    _venv, uv = validate.uv_steps("uv", "py", "v", "v/bin/python", source)
+    _venv, uv = validate.uv_steps("uv", "py", "v", "v/bin/python", source, Path("req.txt"))
     assert pip[pip.index("--index-url") + 1] == source.index_url and "--pre" in pip and "--extra-index-url" not in pip
     assert uv[uv.index("--default-index") + 1] == source.index_url and "--no-config" in uv and "--index" not in uv
-    assert uv[uv.index("--prerelease") + 1] == "allow"
+    assert uv[uv.index("--prerelease") + 1] == "allow" and uv[-1] == source.requirement
+
+
+def test_with_a_manifest_uv_installs_the_project_pinned_to_its_sha256(tmp_path: Path) -> None:
+    """uv keeps no report of what it installed: the manifest's sha256 goes into the requirement, which uv checks
+    against the bytes it downloads (a mismatch is uv's "Hash mismatch" error)."""
+    from builders.release.manifest import LABELLED, ManifestFile
+
+    file = ManifestFile(name="minifw-2.15.0+cpu-py3-none-any.whl", sha256="ab" * 32, size=1, target="t", form=LABELLED)
+    source = validate.Source(index_url="http://127.0.0.1:1/whl/test/cpu/", requirement="minifw==2.15.0",
+                             dist_version="2.15.0+cpu", expected=file)
+    pinned = validate.pinned_requirements(source, tmp_path / "req.txt")
+    assert pinned.read_text() == f"minifw==2.15.0 --hash=sha256:{'ab' * 32}\n"
+    _venv, uv = validate.uv_steps("uv", "py", "v", "v/bin/python", source, pinned)
+    assert uv[-2:] == ["-r", str(pinned)] and "--verify-hashes" in uv
 
 
 def test_the_installed_file_comes_from_pips_report(tmp_path: Path) -> None:
@@ -109,36 +122,6 @@ def test_the_installed_file_comes_from_pips_report(tmp_path: Path) -> None:
 
 def verdict(tid: str, status: str, reason: str = "", filename: str = "", sha: str = "") -> dict:
     return {"target": tid, "status": status, "reason": reason, "filename": filename, "sha256": sha}
-
-
-def test_every_planned_target_must_have_passed_or_be_accepted(m: Matrix) -> None:
-    a, b, c, d = expand(m)[0][:4]
-    found = promotion.verdicts([{"targets": [verdict(a.id, "passed"), verdict(b.id, "failed", "smoke")]},
-                                {"targets": [verdict(b.id, "not-runnable", "no host"),
-                                             verdict(c.id, "not-runnable", "no host")]}])
-    refusals = promotion.target_refusals([a, b, c, d], found, accept=())
-    assert len(refusals) == 3
-    assert any(b.id in r and "failed" in r for r in refusals) and any(d.id in r and "never" in r for r in refusals)
-    assert not any(a.id in r for r in refusals)
-    assert promotion.target_refusals([c], found, accept=[AcceptedNotRunnable(targets=c.id, reason="no host")]) == []
-
-
-def test_pypi_limits_validation_and_the_server(tmp_path: Path) -> None:
-    big = promotion.PypiFile(path=tmp_path / "minifw-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl", sha256="a" * 64,
-                             size=150 * promotion.MB)
-    ok = promotion.PypiFile(path=tmp_path / "minifw-2.15.0-cp313-cp313-manylinux_2_28_x86_64.whl", sha256="b" * 64,
-                            size=promotion.MB)
-    found = promotion.verdicts([{"targets": [verdict("x", "passed", filename=big.path.name, sha="a" * 64),
-                                             verdict("y", "passed", filename=ok.path.name, sha="c" * 64)]}])
-    refusals = promotion.pypi_refusals([big, ok], found, promotion.PypiLimits(total_gb=0.1), ["minifw-2.15.0.tar.gz"],
-                                       "2.15.0")
-    text = "\n".join(refusals)
-    assert "over the project's PyPI file limit of 100 MB" in text and big.path.name in text
-    assert "over the release budget of 0.1 GB" in text
-    assert f"{ok.path.name} was not validated" in text
-    assert "already on the package server" in text
-    assert promotion.pypi_refusals([ok], promotion.verdicts([{"targets": [
-        verdict("y", "passed", filename=ok.path.name, sha="b" * 64)]}]), promotion.PypiLimits(), [], "2.15.0") == []
 
 
 def test_a_preflight_with_reasons_refuses() -> None:

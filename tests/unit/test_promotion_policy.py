@@ -15,6 +15,7 @@ from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB, PromotionPolicy
 from builders.matrix.targets import Target, expand
 from builders.release import promotion
+from builders.release.manifest import LABELLED, PYPI, Manifest, ManifestFile
 from builders.wheel.archive import file_sha256
 from tests import expected
 from tests.helpers import edit, only_problem
@@ -123,7 +124,8 @@ def promote_options(folder: Path, text: str, *argv: str) -> tuple[arguments.Opti
     path.write_text(text, encoding="utf-8")
     record = folder / "validation.json"
     record.write_text('{"targets": []}', encoding="utf-8")
-    given = ["promote-release", "--matrix", str(path), "--bucket", "s3://downloads/", "--validation", str(record)]
+    given = ["promote-release", "--matrix", str(path), "--bucket", "s3://downloads/", "--validation", str(record),
+             "--manifest", str(record)]
     return arguments.parse(cli.parser(), [*given, *argv], {}), matrix.load(path, builds=False)
 
 
@@ -138,11 +140,21 @@ def pypi_wheel(folder: Path, m: Matrix, size: int) -> Path:
 
 
 def preflight_of_pypi(wheel: Path, limits: promotion.PypiLimits, version: str) -> list[str]:
-    """The PyPI half of the preflight for one file validated from staging (so only the limits can refuse it)."""
-    found = promotion.verdicts([{"targets": [{"target": "t", "status": "passed", "filename": wheel.name,
-                                              "sha256": file_sha256(wheel)}]}])
-    files = [promotion.PypiFile(path=wheel, sha256=file_sha256(wheel), size=wheel.stat().st_size)]
-    return promotion.pypi_refusals(files, found, limits, [], version)
+    """The PyPI half of the preflight for one file of the manifest validated from staging with its bytes (so only
+    the limits can refuse it)."""
+    file = ManifestFile(name=wheel.name, sha256=file_sha256(wheel), size=wheel.stat().st_size, target="t", form=PYPI)
+    release = Manifest(project="p", version=version, channel="test", commit="c", tag=f"v{version}-rc1", run_id="1",
+                       files=(file,))
+    record = {"manifest_sha256": release.digest, "version": version, "channel": "pypi", "targets": [
+        {"target": "t", "status": "passed", "filename": wheel.name, "sha256": file.sha256}]}
+    files = [promotion.PypiFile(path=wheel, sha256=file.sha256, size=file.size)]
+    evidence = promotion.Evidence(manifest=release, records=(), pypi_records=[record], limits=limits)
+    return promotion.pypi_refusals(files, evidence, version)
+
+
+def files_of(targets: list[Target]) -> list[ManifestFile]:
+    """A manifest's labelled file for each target (the bytes do not matter to these rules)."""
+    return [ManifestFile(name=t.wheel_name, sha256="0" * 64, size=1, target=t.id, form=LABELLED) for t in targets]
 
 
 def test_the_preflight_holds_a_file_to_the_matrixs_limit(shipped_text: str, tmp_path: Path) -> None:
@@ -164,7 +176,7 @@ def test_a_limit_given_on_the_command_line_wins_over_the_matrixs(shipped_text: s
     assert (limits.file_mb, limits.total_gb) == (1.0, 0.000001)
     wheel = pypi_wheel(tmp_path, m, int(0.002 * promotion.MB) + 1)  # over the matrix's limit, under the flag's
     (refusal,) = preflight_of_pypi(wheel, limits, str(m.project.version.public))
-    assert "over the release budget of 1e-06 GB" in refusal
+    assert "over its limit of 1e-06 GB" in refusal
 
 
 def test_without_the_key_the_preflight_takes_pypis_limits(shipped_text: str, tmp_path: Path) -> None:
@@ -192,10 +204,10 @@ def test_a_target_the_matrix_accepts_is_released_with_its_reason(shipped_text: s
     opts, m = promote_options(tmp_path, with_accepts(shipped_text, (glob, "no runner has this device")))
     _, accept = promote_release.policy(opts, m)
     found = promotion.verdicts([not_runnable([accepted, other], "no such device here")])
-    assert promotion.target_refusals([accepted], found, accept) == []
-    (refusal,) = promotion.target_refusals([accepted, other], found, accept)
+    assert promotion.file_refusals(files_of([accepted]), found, accept, "validation") == []
+    (refusal,) = promotion.file_refusals(files_of([accepted, other]), found, accept, "validation")
     assert other.id in refusal and "channels.promotion.accept_not_runnable" in refusal
-    (released,) = promotion.accepted_targets([accepted, other], found, accept)
+    (released,) = promotion.accepted_targets(files_of([accepted, other]), found, accept)
     assert (released.target, released.by.targets, released.by.reason) == (accepted.id, glob, "no runner has this device")
     record = promotion.Promotion(version=str(m.project.version), copies=(), unchanged=(), pages=(), pypi=(),
                                  refusals=(), accepted=(released,)).to_json()
@@ -212,6 +224,6 @@ def test_globs_given_on_the_command_line_replace_the_matrixs(shipped_text: str, 
     _, accept = promote_release.policy(opts, m)
     assert [(a.targets, a.reason) for a in accept] == [(other.id, "given on the command line (--accept-not-runnable)")]
     found = promotion.verdicts([not_runnable([first, other], "no such device here")])
-    assert [a.target for a in promotion.accepted_targets([first, other], found, accept)] == [other.id]
-    (refusal,) = promotion.target_refusals([first, other], found, accept)
+    assert [a.target for a in promotion.accepted_targets(files_of([first, other]), found, accept)] == [other.id]
+    (refusal,) = promotion.file_refusals(files_of([first, other]), found, accept, "validation")
     assert first.id in refusal

@@ -83,7 +83,7 @@ def test_retention_and_replacement(m: Matrix, shipped_text: str) -> None:
     assert m.channels.channel("nightly").keep == channel_raw(shipped_text, "nightly")["keep"]
     assert m.channels.channel("release").keep is None
     assert not m.channels.channel("release").replaces
-    assert m.channels.channel("test").replaces and m.channels.channel("nightly").replaces
+    assert m.channels.channel("test").replaces and not m.channels.channel("nightly").replaces
 
 
 def test_a_matrix_without_pre_release_channels_loads(shipped_text: str) -> None:
