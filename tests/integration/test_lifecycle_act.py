@@ -44,7 +44,15 @@ other worker, the act runs took: nightlies 265 s (the cold compile cache) and 12
 minutes. It runs in the default suite.
 
 7. a second release (2.15.1: its candidate and its promotion): the first is still on the release channel byte for
-   byte and both versions resolve with pip over HTTP from the release index and from the package server.
+   byte and both versions resolve with pip over HTTP from the release index and from the package server;
+8. the second release rolled back (``builders rollback`` on the host, from its promotion's publish record): its
+   files yanked on the release pages and no byte deleted; unpinned, pip and uv resolve 2.15.0 again, pinned
+   ``==2.15.1`` still resolves; the next publish works.
+
+Each candidate writes its release manifest (the ``release-files`` job); the validate jobs validate against it
+and promote.yml releases exactly its validated files, after ``ci/candidate-run.sh`` asked GitHub's API (the ``gh``
+stand-in, which answers from the ``run.json`` the harness writes when each act run ends) that the run named is a
+successful candidate run of the version.
 
 Not run here: GPU validate jobs (no GPU runner here).
 """
@@ -522,6 +530,13 @@ def test_promotion_releases_exactly_rc2s_validated_bytes(world: World, candidate
     pypi = {name: sha256(data) for name, data in server.items() if name.endswith(".whl")}
     assert pypi == validated(world, rc2.run_id, "pypi"), "the package server holds exactly the validated PyPI wheels"
     assert promotion.before[1] == {}, "nothing was on the package server before the promotion"
+    manifest = world.artifact(rc2.run_id, "release-wheels") / "manifest.json"
+    listed = {f["name"]: f["sha256"] for f in json.loads(manifest.read_text())["files"] if f["form"] == "labelled"}
+    assert listed == released, "the release is exactly the candidate's manifest"
+    github = world.runs / PROMOTED / "releases" / f"v{VERSION}"  # the gh stand-in's release of the bucket path
+    assert (github / "manifest.json").read_bytes() == manifest.read_bytes()
+    sums = dict(reversed(line.split("  ", 1)) for line in (github / "SHA256SUMS").read_text().splitlines())
+    assert {path.rsplit("/", 1)[-1]: sha for path, sha in sums.items() if "/minifw/" in path} == released
 
 
 def test_the_same_promotion_again_is_refused_as_already_on_the_package_server(promotions) -> None:
