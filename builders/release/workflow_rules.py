@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from builders.base.errors import Problem, WorkflowDrift
@@ -66,6 +66,13 @@ IMAGES_NOT_SUCCEEDED = ("failure", "cancelled", "skipped")
 MOST_ASSIGNMENTS = 4096  # of the free references of one condition (each '' or one of its literals)
 CREDENTIALS_SCRIPT = "ci/bucket-credentials.sh"
 SESSION_VARIABLE = "BUCKET_SESSION_SECONDS"
+# How an ``if`` is evaluated on such a run (not cancelled): its bare literals, and the status functions over the
+# results of the jobs it needs.
+LITERALS: dict[str, str | bool] = {"true": True, "false": False, "null": ""}
+STATUS: dict[str, Callable[[tuple[str, ...]], bool]] = {
+    "always": lambda _: True, "cancelled": lambda _: False,
+    "success": lambda found: all(r == "success" for r in found),
+    "failure": lambda found: any(r == "failure" for r in found)}
 PYPI_ENVIRONMENT = "pypi"
 WORKFLOW_PERMISSIONS: tuple[dict[str, str], ...] = ({}, {"contents": "read"})
 PINNED = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}")
@@ -327,9 +334,10 @@ def _timeout_values(wf: Workflow) -> Iterator[str]:
 
 def _value(node: ex.Node, context: Mapping[str, str], results: Mapping[str, str]) -> str | bool:
     """``node`` as GitHub evaluates it in ``context`` (references to values; the needed jobs' results for the
-    status functions). Literals compare as strings, case-insensitively (the parser keeps no types)."""
+    status functions). The parser keeps no literal's type: ``true``, ``false`` and ``null`` read as GitHub's
+    (``'false'`` quoted too), and every comparison is of strings, case-insensitively."""
     if node.kind == "lit":
-        return node.text
+        return LITERALS.get(node.text, node.text)
     if node.kind == "ref":
         return context.get(node.text, "")
     if node.kind == "not":
@@ -351,11 +359,6 @@ def _value(node: ex.Node, context: Mapping[str, str], results: Mapping[str, str]
 def truthy(value: str | bool) -> bool:
     """GitHub's truth: a non-empty string is true (``'false'`` too)."""
     return value if isinstance(value, bool) else value != ""
-
-
-STATUS = {"always": lambda _: True, "cancelled": lambda _: False,
-          "success": lambda found: all(r == "success" for r in found),
-          "failure": lambda found: any(r == "failure" for r in found)}
 
 
 def _literals(node: ex.Node) -> set[str]:
@@ -400,14 +403,14 @@ def image_gate_problems(wf: Workflow) -> Iterator[str]:
 
 def _image_gate(wf: Workflow, name: str, node: ex.Node, images: set[str]) -> Iterator[str]:
     others = dict.fromkeys(needs(wf.jobs[name]), "success")
+    succeeded = " && ".join(f"needs.{job}.result == 'success'" for job in sorted(images))
     for what in ATTESTED_RUNS:
         for ended in IMAGES_NOT_SUCCEEDED:
             results = others | dict.fromkeys(images, ended)
             if True in outcomes(node, attested_run(what, results=results), results):
                 yield (f"{where(wf, name, 'if')} runs the builds of a {what} whose images job ended {ended!r}: the "
                        f"shards would build unattested images of their own, and a {what}'s bytes are what is "
-                       f"released; require `needs.<images>.result == 'success'` (or `{IMAGE_COUNT} == '0'`) "
-                       "on a release and a candidate")
+                       f"released; require `{succeeded}` (or `{IMAGE_COUNT} == '0'`) on a release and a candidate")
                 break
         for count, ended in (("1", "success"), ("0", "skipped")):
             results = others | dict.fromkeys(images, ended)

@@ -24,6 +24,7 @@ import email.message
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
@@ -146,5 +147,17 @@ def without(own: Iterable[Requirement], removed: Iterable[Requirement]) -> tuple
 
 def requirement_key(r: Requirement) -> tuple[object, ...]:
     """What makes two requirements the same: spelling of names, spacing and order do not."""
-    return (canonicalize_name(r.name), frozenset(canonicalize_name(e) for e in r.extras), r.specifier, r.url or "",
-            str(r.marker or ""))
+    return (*requirement_identity(r), str(r.marker or ""))
+
+
+def requirement_identity(r: Requirement) -> tuple[object, ...]:
+    """What a requirement installs, whatever its marker says of where: a PyPI wheel's copy of a variant's runtime
+    requirement carries a narrower marker than the variant's own and is still that variant's."""
+    return (canonicalize_name(r.name), frozenset(canonicalize_name(e) for e in r.extras), r.specifier, r.url or "")
+
+
+def restricted(r: Requirement, marker: Marker) -> Requirement:
+    """``r`` where its own marker and ``marker`` both hold (``r`` itself is left as it was)."""
+    out = Requirement(str(r))
+    out.marker = Marker(f"({r.marker}) and ({marker})") if r.marker else marker
+    return out

@@ -35,7 +35,7 @@ from packaging.version import InvalidVersion, Version
 
 from builders.base.errors import WheelError
 from builders.families import families
-from builders.matrix.model import OS, Dropped, Variant
+from builders.matrix.model import OS, Dropped, Matrix, Platform, PythonVersion, Variant
 from builders.matrix.targets import Target
 from builders.wheel import elf
 from builders.wheel import rules as metadata_rules
@@ -66,6 +66,9 @@ class Expectation:
     dropped: tuple[Dropped, ...]
     version: Version | None = None
     requirements: tuple[Requirement, ...] | None = None
+    # A PyPI wheel's: the matrix's other variants, whose runtime requirements must not install with it on its
+    # platform (PyPI holds one Requires-Dist for every platform's wheel); empty for a labelled wheel.
+    others: tuple[Variant, ...] = ()
 
     @property
     def wanted_version(self) -> Version:
@@ -453,7 +456,7 @@ def _provides(declared: Requirement, provider: Requirement) -> bool:
 def installed_requirements(requirements: Iterable[Requirement], target: Target) -> list[Requirement]:
     """The requirements pip installs with the wheel on ``target`` (markers true, no extra asked for)."""
     env = marker_environment(target)
-    return [r for r in requirements if r.marker is None or _evaluate(r, env)]
+    return [r for r in requirements if installs(r, env)]
 
 
 def _evaluate(requirement: Requirement, env: dict[str, str]) -> bool:
@@ -464,20 +467,79 @@ def _evaluate(requirement: Requirement, env: dict[str, str]) -> bool:
         return False
 
 
+def installs(requirement: Requirement, env: dict[str, str]) -> bool:
+    """Whether pip installs ``requirement`` where markers see ``env`` (no marker: everywhere)."""
+    return requirement.marker is None or _evaluate(requirement, env)
+
+
 def marker_environment(target: Target) -> dict[str, str]:
     """PEP 508 marker values of the target's platform and Python (not of this host)."""
-    system = {OS.LINUX: "Linux", OS.WINDOWS: "Windows", OS.MACOS: "Darwin"}[target.platform.os]
+    return platform_environment(target.platform, target.python)
+
+
+def platform_environment(platform: Platform, python: PythonVersion) -> dict[str, str]:
+    """PEP 508 marker values of ``platform`` under ``python``. ``platform_machine`` is the matrix's ``arch``, which
+    the matrix spells as ``platform.machine()`` does on that system (``AMD64`` on Windows, ``arm64`` on macOS)."""
+    system = {OS.LINUX: "Linux", OS.WINDOWS: "Windows", OS.MACOS: "Darwin"}[platform.os]
     return {
         "platform_system": system,
         "sys_platform": {"Linux": "linux", "Windows": "win32", "Darwin": "darwin"}[system],
         "os_name": "nt" if system == "Windows" else "posix",
-        "platform_machine": target.platform.arch,
-        "python_version": target.python.release,
-        "python_full_version": f"{target.python.release}.0",
+        "platform_machine": platform.arch,
+        "python_version": python.release,
+        "python_full_version": f"{python.release}.0",
         "implementation_name": "cpython",
         "platform_python_implementation": "CPython",
         "extra": "",
     }
+
+
+# --- a PyPI wheel's requirements ----------------------------------------------------------------
+
+
+def check_pypi_requirements(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    """A PyPI wheel installs no other variant's runtime on its own platform (a CPU wheel that pulls CUDA)."""
+    where = f"{wheel.reader.dist_info}/METADATA"
+    for message in foreign_requirement_problems(expect.target, expect.others, wheel.reader.requires_dist):
+        yield Finding(code="pypi-foreign-requirement", message=message, file=where)
+
+
+def pypi_requirement_problems(matrix: Matrix, target: Target, requires_dist: Iterable[Requirement]) -> list[str]:
+    """Why ``requires_dist``, the Requires-Dist of ``target``'s PyPI wheel, is wrong for ``target``'s platform: one
+    message per requirement of another variant that would install there. Empty: none would."""
+    others = tuple(v for v in matrix.variants if v.label != target.variant.label)
+    return foreign_requirement_problems(target, others, requires_dist)
+
+
+def foreign_requirement_problems(target: Target, others: Iterable[Variant],
+                                 requires_dist: Iterable[Requirement]) -> list[str]:
+    """One message per requirement that is a runtime requirement of one of ``others`` (whatever its marker says),
+    not the project's nor the target's own variant's, and that installs on ``target``."""
+    env = marker_environment(target)
+    own = {metadata_rules.requirement_identity(r) for r in target.variant.requirements}
+    project = {metadata_rules.requirement_key(r) for r in target.project.requirements}
+    owners = _owners(others)
+    out = []
+    for req in requires_dist:
+        labels = owners.get(metadata_rules.requirement_identity(req), ())
+        if not labels or metadata_rules.requirement_identity(req) in own or metadata_rules.requirement_key(req) in project:
+            continue
+        if installs(req, env):
+            out.append(f"Requires-Dist {str(req)!r} installs on {target.platform.name} (Python {target.python}), whose "
+                       f"PyPI wheel is {target.variant.label!r}'s, but it is the runtime requirement of "
+                       f"{', '.join(map(repr, labels))}: its marker must keep it to the platforms where that variant "
+                       "is the PyPI default")
+    return out
+
+
+def _owners(variants: Iterable[Variant]) -> dict[tuple[object, ...], tuple[str, ...]]:
+    """A runtime requirement (less its marker) -> the labels of the variants that declare it."""
+    out: dict[tuple[object, ...], tuple[str, ...]] = {}
+    for variant in variants:
+        for req in variant.requirements:
+            key = metadata_rules.requirement_identity(req)
+            out[key] = (*out.get(key, ()), variant.label)
+    return out
 
 
 # --- size and policy -----------------------------------------------------------------------------
@@ -491,7 +553,7 @@ def check_size(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
 
 
 CHECKS: tuple[Check, ...] = (check_archive, check_name_and_tags, check_metadata, check_record, check_extension_modules,
-                             check_libraries, check_label, check_providers, check_size)
+                             check_libraries, check_label, check_providers, check_pypi_requirements, check_size)
 
 
 @cache

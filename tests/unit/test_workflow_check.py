@@ -134,6 +134,22 @@ def publish_channel(channel: str) -> Edit:
     return edit
 
 
+def session_seconds(name: str, value: Any) -> Edit:
+    """The step of job ``name`` that runs ci/bucket-credentials.sh, passing ``value`` (None: passing none)."""
+    def edit(doc: dict[str, Any]) -> None:
+        step = next(s for s in doc["jobs"][name]["steps"] if "ci/bucket-credentials.sh" in s.get("run", ""))
+        if value is None:
+            step.pop("env", None)
+        else:
+            step["env"] = {"BUCKET_SESSION_SECONDS": value}
+    return edit
+
+
+# The build job's condition before candidates failed closed: images were required only on a release.
+FAIL_OPEN = ("${{ !cancelled() && needs.plan.result == 'success' && (needs.images.result == 'success' || "
+             "needs.plan.outputs.release != 'true') }}")
+
+
 def largest_build() -> int:
     """The most targets one build job of the shipped plan holds (derived, so another Python moves it)."""
     registry.load_builtin()
@@ -244,8 +260,19 @@ MUTATIONS: list[tuple[str, str, str, str, Edit]] = [
     # concurrency: a group every tag shares cancels a waiting release
     ("publish in one group for every tag", RELEASE, "publish", "concurrency", concurrency("publish", "release-publish")),
     ("deploy in one group for every tag", RELEASE, "deploy", "concurrency", concurrency("deploy", "release-deploy")),
-    # fail closed on images, logs on a timeout, one token per PyPI batch
+    # fail closed on images (a release and a candidate alike), logs on a timeout, one token per PyPI batch
     ("the shard not told it is a release", RELEASE, "build", "with", job("build", "with", {"shard": "${{ matrix.index }}"})),
+    ("the shard not told a candidate fails closed", RELEASE, "build", "with",
+     job("build", "with", {"shard": "${{ matrix.index }}", "release": "${{ needs.plan.outputs.release == 'true' }}"})),
+    ("builds of a candidate over failed images", RELEASE, "build", "if", job("build", "if", FAIL_OPEN)),
+    ("builds of any tag push over failed images", RELEASE, "build", "if",
+     job("build", "if", "${{ !cancelled() && needs.plan.result == 'success' && "
+                        "(needs.images.result == 'success' || github.event_name == 'push') }}")),
+    ("no builds where no image is needed", RELEASE, "build", "if",
+     job("build", "if", "${{ !cancelled() && needs.plan.result == 'success' && needs.images.result == 'success' }}")),
+    ("builds that do not wait for the images", RELEASE, "build", "needs", job("build", "needs", ["plan"])),
+    ("a build gate that cannot be judged", RELEASE, "build", "if",
+     job("build", "if", "${{ !cancelled() && needs.plan.result == 'success' && contains(needs.images.result, 's') }}")),
     ("image download quiet on a release", SHARD, "build", "continue-on-error", image_download_quiet),
     ("log upload skipped on a timeout", SHARD, "build", "if", upload_if("${{ !cancelled() }}")),
     ("smoke record only on success", SHARD, "smoke", "if", upload_if(None, "smoke")),
@@ -256,6 +283,11 @@ MUTATIONS: list[tuple[str, str, str, str, Edit]] = [
     ("a batch with no step", RELEASE, "publish", "steps", batch_call("ci/batches.sh release/dist pypi-batches 7 3000")),
     ("batches larger than planned", RELEASE, "publish", "steps", batch_call("ci/batches.sh release/dist pypi-batches 6 9000")),
     ("no batches", RELEASE, "publish", "steps", batch_call("true")),
+    # the bucket's role session lasts the job
+    ("bucket credentials without a session length", RELEASE, "candidate", "steps", session_seconds("candidate", None)),
+    ("a role session shorter than the job", PROMOTE, "promote", "steps",
+     session_seconds("promote", "${{ vars.BUCKET_SESSION_SECONDS || 900 }}")),
+    ("a job longer than its role session", RELEASE, "nightly", "steps", job("nightly", "timeout-minutes", 120)),
     # pins and timeouts
     ("checkout by tag", RELEASE, "plan", "uses", unpin("plan")),
     ("checkout by tag in the shard", SHARD, "build", "uses", unpin("build")),
@@ -288,6 +320,40 @@ def test_each_mutation_fails_naming_job_and_key(matrix: Any, tmp_path: Path, wha
                                                 key: str, edit: Edit) -> None:
     problems = drift(matrix, write(tmp_path, {file: edit}))
     assert any(f"{file}: job {name!r}, key {key!r}:" in p for p in problems), (what, problems)
+
+
+def test_the_old_fail_open_build_condition_is_refused_for_candidates(matrix: Any, tmp_path: Path) -> None:
+    """The committed release.yml's text with the build job's condition put back as it was (images required only
+    on a release): refused, naming the file, the job and the key, and saying it is a candidate that builds."""
+    write(tmp_path, {})
+    text = (WORKFLOWS / RELEASE).read_text()
+    committed = next(line for line in text.splitlines() if line.startswith("    if: ") and "needs.images.result" in line)
+    assert "needs.plan.outputs.candidate != 'true'" in committed
+    (tmp_path / RELEASE).write_text(text.replace(committed, f"    if: {FAIL_OPEN}"))
+    problems = drift(matrix, tmp_path / RELEASE)
+    assert any(p.startswith("release.yml: job 'build', key 'if': runs the builds of a candidate whose images job "
+                            "ended 'failure'") for p in problems), problems
+    assert not any(": runs the builds of a release" in p for p in problems), problems  # a release was closed already
+
+
+@pytest.mark.parametrize(("condition", "candidate_over_failed_images"), [
+    ("needs.images.result == 'success' || needs.plan.outputs.release != 'true'", True),
+    ("needs.images.result == 'success' || needs.plan.outputs.image_count == '0' || "
+     "(needs.plan.outputs.release != 'true' && needs.plan.outputs.candidate != 'true')", False),
+    ("needs.images.result == 'success' || !(needs.plan.outputs.release == 'true' || "
+     "needs.plan.outputs.candidate == 'true')", False),
+    ("needs.images.result != 'failure'", True),  # skipped images pass
+    ("success()", False),
+    ("always()", True),
+    ("needs.images.result == 'success' || github.event_name == 'push'", True),  # a free value, tried as push
+    ("needs.images.result == 'success' || needs.plan.outputs.candidate", True),  # 'false' is a true string
+])
+def test_the_images_gate_is_evaluated_as_github_would(condition: str, candidate_over_failed_images: bool) -> None:
+    from builders.release.workflow_rules import attested_run, outcomes
+
+    results = {"plan": "success", "images": "skipped"}  # the images job did not run
+    context = attested_run("candidate", results=results)
+    assert (True in outcomes(ex.parse(f"${{{{ {condition} }}}}"), context, results)) is candidate_over_failed_images
 
 
 @pytest.mark.parametrize("granted", ["write-all", {"contents": "write"}, {"contents": "read", "id-token": "write"}])
