@@ -6,6 +6,9 @@ static HTTP server serves the same folder the way S3 website hosting and CDNs do
 ``dir/index.html``; ``rclone serve http`` shows its own listing instead), which is what pip and
 uv read with ``--index-url``. A package server (pypiserver) stands in for PyPI.
 
+moto's S3 emulator (``moto_store``) is the second S3 server: what each of them keeps (headers,
+checksums, conditional writes) differs, and tests/integration/test_objectstore.py measures both.
+
 Use::
 
     with object_store(tmp_path) as s3:
@@ -105,18 +108,35 @@ def static_http(root: Path) -> Iterator[str]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ObjectStore:
+class S3Server:
+    """An S3 API on loopback and the key pair it accepts."""
+
     endpoint: str  # the S3 API, http://127.0.0.1:PORT
     key: str
     secret: str
-    root: Path  # the served folder: one sub-folder per bucket
-    http_url: str  # the same folder over plain HTTP, ending in "/"
 
     @property
     def env(self) -> dict[str, str]:
         """The standard AWS variables that point boto3 (or the aws CLI) at this server."""
         return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": self.key, "AWS_SECRET_ACCESS_KEY": self.secret,
                 "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+
+    def presigned_get(self, bucket: str, key: str) -> str:
+        """A URL any HTTP client can GET the object with (path-style, SigV4 in the query: rclone refuses boto3's
+        default SigV2 query signature with ``UnsupportedAlgorithm``)."""
+        import boto3
+        from botocore.config import Config
+
+        s3 = boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=self.key,
+                          aws_secret_access_key=self.secret, region_name="us-east-1",
+                          config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))
+        return s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=600)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObjectStore(S3Server):
+    root: Path  # the served folder: one sub-folder per bucket
+    http_url: str  # the same folder over plain HTTP, ending in "/"
 
     def make_bucket(self, name: str) -> str:
         """A new empty bucket (a folder of ``root``); returns its ``s3://`` URL."""
@@ -140,6 +160,29 @@ def object_store(folder: Path) -> Iterator[ObjectStore]:
             "--config", "/dev/null", str(root)]
     with serving(argv, port, "rclone serve s3", folder / "rclone.log"), static_http(root) as http_url:
         yield ObjectStore(endpoint=f"http://127.0.0.1:{port}", key=key, secret=secret, root=root, http_url=http_url)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MotoStore(S3Server):
+    """moto's S3 emulator: buckets are made through the API (it keeps objects in its memory, not in a folder)."""
+
+    def make_bucket(self, name: str) -> str:
+        import boto3
+
+        boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=self.key, aws_secret_access_key=self.secret,
+                     region_name="us-east-1").create_bucket(Bucket=name)
+        return f"s3://{name}/"
+
+
+@contextlib.contextmanager
+def moto_store(folder: Path) -> Iterator[MotoStore]:
+    """``python -m moto.server`` (``moto[server]``) on 127.0.0.1: any key pair is accepted."""
+    folder.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    argv = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    with serving(argv, port, "moto server", folder / "moto.log"):
+        yield MotoStore(endpoint=f"http://127.0.0.1:{port}", key="builders" + secrets.token_hex(4),
+                        secret=secrets.token_hex(16))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,7 +2,9 @@
 
 ``main`` catches only :class:`BuildersError`. Every subclass lives here, has its own exit code
 so a script (or the release workflow) can tell a bad matrix from a failed build, and says what
-that code means in ``what``; :data:`OTHER_EXIT_CODES` holds the codes no error class returns.
+that code means in ``what`` (a subclass that only narrows its parent's case, such as
+:class:`ObjectExists`, declares neither and returns its parent's); :data:`OTHER_EXIT_CODES`
+holds the codes no error class returns.
 :func:`exit_codes` joins them: the ``--help`` epilog is made from it, and a unit test checks
 that the codes are unique and that docs/exit-codes.md's table is this table, row by row.
 """
@@ -300,6 +302,11 @@ class ObjectStoreError(BuildersError):
             "the endpoint down), a bad s3:// URL, or a channel's published pages that disagree with its files")
 
 
+class ObjectExists(ObjectStoreError):
+    """A conditional write (``If-None-Match: *``) found the key taken: another writer got there first. It shares
+    its parent's exit code (a request the store refused) and so declares none of its own."""
+
+
 class PublishRefused(BuildersError):
     """A publication would change a file the release channel already serves; nothing was written."""
 
@@ -342,5 +349,7 @@ def error_classes(base: type[BuildersError] = BuildersError) -> Iterator[type[Bu
 
 
 def exit_codes() -> tuple[tuple[int, str], ...]:
-    """(code, what it means) for every code the tool can return, by code."""
-    return tuple(sorted([*OTHER_EXIT_CODES, *((c.exit_code, c.what) for c in error_classes())]))
+    """(code, what it means) for every code the tool can return, by code; a class that declares no ``exit_code``
+    of its own returns its parent's and is that row."""
+    own = (c for c in error_classes() if "exit_code" in vars(c))
+    return tuple(sorted([*OTHER_EXIT_CODES, *((c.exit_code, c.what) for c in own)]))

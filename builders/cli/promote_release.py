@@ -19,6 +19,8 @@ from builders.matrix.targets import select
 from builders.release import manifest, promotion
 from builders.release.index import find_wheels
 from builders.release.objectstore import open_bucket
+from builders.release.promote import pypi_file_problems
+from builders.wheel.archive import Wheel
 
 HELP = "release exactly a candidate's validated files: test to release, then PyPI"
 DESCRIPTION = ("Release the candidate that --manifest describes, without rebuilding: a preflight first, reading "
@@ -83,7 +85,7 @@ def evidence(opts: Options, m: Matrix, pypi_files: list[Path], env: dict[str, st
 
 def requirement_problems(m: Matrix, pypi_files: list[Path]) -> list[str]:
     """Each PyPI file's Requires-Dist that would install another variant's runtime on its own platform."""
-    return []
+    return [problem for path in pypi_files for problem in pypi_file_problems(m, Wheel(path))]
 
 
 def show(console: Console, plan: promotion.Promotion) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from builders.base.console import Console
-from builders.base.errors import SelectionError
+from builders.base.errors import ObjectStoreError, SelectionError
 from builders.cli.arguments import Options
 from builders.cli.index import index_with_requirements
 from builders.matrix import loader as matrix_mod
@@ -18,9 +18,10 @@ from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 from builders.release import publish
 from builders.release.manifest import labelled_wheels
-from builders.release.objectstore import open_bucket
+from builders.release.objectstore import Bucket, open_bucket
 from builders.wheel.archive import Wheel
 
+SHOWN = 10  # dead links named in the message
 HELP = "publish a channel's per-variant indexes to an S3-compatible bucket"
 DESCRIPTION = ("Lay out every labelled wheel under WHEELHOUSE as the channel's per-variant indexes (as `index` does, "
                "verified, with the mirrored requirements), then add them to the bucket: what is published stays "
@@ -55,6 +56,7 @@ def execute(opts: Options, console: Console) -> int:
             console.line("--dry-run: nothing was written")
             return 0
         publish.apply(bucket, plan)
+        dead_links(bucket, plan)
         record = publish.write_record(bucket, plan, at=datetime.datetime.now(datetime.UTC),
                                       version=str(on_channel.project.version))
     if opts.record is not None:
@@ -62,6 +64,17 @@ def execute(opts: Options, console: Console) -> int:
         opts.record.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     console.line(f"{bucket.url}: the {channel.name.value} channel serves {len(plan.served)} wheel(s)")
     return 0
+
+
+def dead_links(bucket: Bucket, plan: publish.Publication) -> None:
+    """Stop (exit 40, no publication record) when a page just written links a file the bucket does not hold."""
+    problems = publish.unresolved(bucket, plan)
+    if problems:
+        shown = "; ".join(problems[:SHOWN])
+        more = f" and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
+        raise ObjectStoreError(f"{bucket.url}: {len(problems)} link(s) of the pages just written do not resolve: "
+                               f"{shown}{more}; no publication record was written (repair-index rewrites the "
+                               "pages from what the bucket holds)")
 
 
 def declared(m: Matrix, name: str) -> ReleaseChannel:

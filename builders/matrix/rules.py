@@ -270,7 +270,8 @@ class Rules(VariantRules):
         for d in c.lifecycle:
             self.check(d.layout, layout_problem)
             self.check(d.base_version, base_version_problem, release)
-        written = [(name, at.key, at.value) for name, at in layouts if at is not None]
+        written = [(name, at.key, at.value) for name, at in layouts  # a malformed layout is reported above
+                   if at is not None and isinstance(at.value, str) and layout_problem(at.value) is None]
         for key, finding in overlap_problems(written, labels):
             self.report(key, finding)
 

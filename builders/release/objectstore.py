@@ -9,13 +9,18 @@ environment behind its back.
 
 This module only moves bytes: list, read, hash, upload, copy, delete. What may be written
 where (a release file never changes, a candidate replaces, a nightly is pruned) is
-:mod:`builders.release.publish`'s. Conditional writes (``IfNoneMatch``) are not relied on:
-S3-compatible servers differ in honouring them (``rclone serve s3`` overwrites), so a
-publication reads what is there first.
+:mod:`builders.release.publish`'s. Conditional writes (``IfNoneMatch``, ``upload(if_absent=True)``)
+are a guard against a concurrent writer, never the rule itself: S3-compatible servers differ in
+honouring them (``rclone serve s3`` overwrites, moto and AWS refuse with 412), so a publication
+reads what is there first. What each loopback server keeps (headers, checksums, conditional
+writes) is measured by ``tests/integration/test_objectstore.py`` and listed in docs/channels.md.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
 import hashlib
 import mimetypes
 from collections.abc import Iterable, Mapping
@@ -24,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from builders.base.errors import ObjectStoreError
+from builders.base.errors import ObjectExists, ObjectStoreError
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -32,8 +37,13 @@ if TYPE_CHECKING:
 
 CHUNK = 1 << 20
 DELETE_BATCH = 1000  # S3's limit per DeleteObjects call
+SHOWN_FAILURES = 5  # keys named in a refused delete's message
+SINGLE_COPY_LIMIT = 5 << 30  # S3's limit on one CopyObject (and one PutObject): larger objects are copied in parts
+CHECKSUM = "SHA256"  # asked of every upload and copy; the store keeps it and HeadObject returns it (ChecksumMode)
 CONTENT_TYPES = {".whl": "application/zip", ".metadata": "text/plain", ".json": "application/json",
                  ".html": "text/html", "SHA256SUMS": "text/plain"}
+NAMED_CONTENT_TYPES = {"index.json": "application/vnd.pypi.simple.v1+json"}  # PEP 691's; other .json stay JSON
+MISSING = ("NoSuchKey", "404", "NotFound")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,8 +120,9 @@ class Bucket:
         return out
 
     def read(self, key: str) -> bytes:
-        body = self._call("read", key, lambda: self.s3.get_object(Bucket=self.url.bucket, Key=self.url.key(key)))
-        return bytes(body["Body"].read())
+        """The object's bytes (boto3 checks them against the store's checksum where it returns one)."""
+        return self._call("read", key, lambda: bytes(self.s3.get_object(Bucket=self.url.bucket,
+                                                                        Key=self.url.key(key))["Body"].read()))
 
     def read_if_there(self, key: str) -> bytes | None:
         """The object's bytes, or None where there is no such object."""
@@ -120,68 +131,130 @@ class Bucket:
         try:
             body = self.s3.get_object(Bucket=self.url.bucket, Key=self.url.key(key))
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+            if exc.response.get("Error", {}).get("Code") in MISSING:
                 return None
             raise ObjectStoreError(f"{self.url}{key}: cannot read it: {exc}") from None
-        return bytes(body["Body"].read())
+        return self._call("read", key, lambda: bytes(body["Body"].read()))
 
     def head(self, key: str) -> StoredObject | None:
         """The object's size, or None where there is no such object (a refused request is an error, not None)."""
-        from botocore.exceptions import ClientError
+        found = self._head(key)
+        return None if found is None else StoredObject(key=key, size=int(found["ContentLength"]))
 
-        try:
-            found = self.s3.head_object(Bucket=self.url.bucket, Key=self.url.key(key))
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
-                return None
-            raise ObjectStoreError(f"{self.url}{key}: cannot look it up: {exc}") from None
-        return StoredObject(key=key, size=int(found["ContentLength"]))
+    def stored_sha256(self, key: str) -> str | None:
+        """The store's own sha256 of the whole object (hex), from HeadObject with ChecksumMode; None where it keeps
+        none or only a checksum of the parts' checksums (a multipart upload's: :func:`full_object_sha256`).
+
+        AWS S3 checks an upload's checksum against the bytes it received and refuses a mismatch; the loopback
+        servers (``rclone serve s3``, moto) keep the uploader's claim unchecked, and rclone forgets it when it
+        restarts or the file changes under it (measured: tests/integration/test_objectstore.py)."""
+        found = self._head(key, ChecksumMode="ENABLED")
+        if found is None:
+            raise ObjectStoreError(f"{self.url}{key}: no such object (its checksum was asked)")
+        return full_object_sha256(found)
 
     def verified_sha256(self, key: str) -> str:
-        """The sha256 of the object's bytes: the bytes read back and hashed (no store's word is taken for it)."""
-        return self.sha256(key)
+        """The sha256 of the object's bytes: the store's whole-object checksum where it has one (no read), else the
+        bytes read back and hashed (never an ETag: a multipart upload's is no digest)."""
+        return self.stored_sha256(key) or self.sha256(key)
 
     def sha256(self, key: str) -> str:
         """The sha256 of the stored bytes, read in full (never an ETag: a multipart upload's is no digest)."""
-        body = self._call("read", key, lambda: self.s3.get_object(Bucket=self.url.bucket, Key=self.url.key(key)))
+        return self._call("read", key, lambda: self._digest(key))
+
+    def _digest(self, key: str) -> str:
+        body = self.s3.get_object(Bucket=self.url.bucket, Key=self.url.key(key))
         digest = hashlib.sha256()
         for chunk in body["Body"].iter_chunks(CHUNK):
             digest.update(chunk)
         return digest.hexdigest()
 
-    def upload(self, key: str, source: Path | bytes, *, cache_control: str | None = None) -> None:
+    def upload(self, key: str, source: Path | bytes, *, cache_control: str | None = None,
+               if_absent: bool = False) -> None:
         """``source`` (a file, streamed with multipart above boto3's threshold, or bytes) as object ``key``, with
-        ``cache_control`` for the caches in front of the bucket."""
-        extra = {"ContentType": content_type(key), **({"CacheControl": cache_control} if cache_control else {})}
-        if isinstance(source, bytes):
+        ``cache_control`` for the caches in front of the bucket and a SHA-256 checksum the store keeps (rclone and
+        moto accept the checksum arguments, so there is no fallback without them).
+
+        ``if_absent``: written only where no object ``key`` exists (``If-None-Match: *``), else
+        :class:`ObjectExists`. boto3's ``upload_file`` does not take ``IfNoneMatch``, so such a file goes in one
+        PutObject (S3's limit: 5 GB). Stores that ignore the condition overwrite (``rclone serve s3`` does): a
+        caller that must never overwrite looks first (:meth:`head`)."""
+        extra: dict[str, Any] = {"ContentType": content_type(key), "ChecksumAlgorithm": CHECKSUM,
+                                 **({"CacheControl": cache_control} if cache_control else {})}
+        if if_absent:
+            self._put_if_absent(key, source, extra)
+        elif isinstance(source, bytes):
             self._call("write", key, lambda: self.s3.put_object(Bucket=self.url.bucket, Key=self.url.key(key),
-                                                                Body=source, **extra))  # type: ignore[arg-type]
+                                                                Body=source, **extra))
         else:
             self._call("write", key, lambda: self.s3.upload_file(str(source), self.url.bucket, self.url.key(key),
                                                                  ExtraArgs=extra))
 
+    def _put_if_absent(self, key: str, source: Path | bytes, extra: dict[str, Any]) -> None:
+        from botocore.exceptions import ClientError
+
+        with contextlib.ExitStack() as stack:
+            body = source if isinstance(source, bytes) else stack.enter_context(source.open("rb"))
+            try:
+                self.s3.put_object(Bucket=self.url.bucket, Key=self.url.key(key), Body=body, IfNoneMatch="*", **extra)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") == "PreconditionFailed":
+                    raise ObjectExists(f"{self.url}{key} exists already: it was not overwritten (a conditional "
+                                       "write; another publication wrote it since this one looked)") from None
+                raise ObjectStoreError(f"{self.url}{key}: write failed: {exc}") from None
+
     def copy(self, source: str, dest: str, *, cache_control: str | None = None) -> None:
-        """A server-side copy (multipart for large objects): the bytes never leave the store."""
+        """A server-side copy: the bytes never leave the store. One CopyObject up to S3's 5 GB (the copy gets its
+        own whole-object checksum; ``rclone serve s3`` cannot copy in parts at all), in parts above it (whose
+        checksum is of the parts': :meth:`verified_sha256` reads such a copy back)."""
+        found = self.head(source)
+        if found is None:
+            raise ObjectStoreError(f"{self.url}{source}: no such object to copy to {dest}")
         where: CopySourceTypeDef = {"Bucket": self.url.bucket, "Key": self.url.key(source)}
-        extra = {"ContentType": content_type(dest), "MetadataDirective": "REPLACE",
-                 **({"CacheControl": cache_control} if cache_control else {})}
-        self._call("copy", f"{source} -> {dest}", lambda: self.s3.copy(where, self.url.bucket, self.url.key(dest),
-                                                                       ExtraArgs=extra))
+        extra: dict[str, Any] = {"ContentType": content_type(dest), "MetadataDirective": "REPLACE",
+                                 "ChecksumAlgorithm": CHECKSUM, **({"CacheControl": cache_control} if cache_control else {})}
+        target = self.url.key(dest)
+        if found.size <= SINGLE_COPY_LIMIT:
+            self._call("copy", f"{source} -> {dest}", lambda: self.s3.copy_object(
+                CopySource=where, Bucket=self.url.bucket, Key=target, **extra))
+        else:
+            self._call("copy", f"{source} -> {dest}", lambda: self.s3.copy(where, self.url.bucket, target,
+                                                                           ExtraArgs=extra))
 
     def delete(self, keys: Iterable[str]) -> None:
+        """Every object of ``keys``, in batches; a key the store refuses to delete stops here (DeleteObjects answers
+        200 and lists the refused keys in ``Errors``: they are read, not ignored)."""
         ordered = sorted(keys)
         for start in range(0, len(ordered), DELETE_BATCH):
             batch = [{"Key": self.url.key(k)} for k in ordered[start:start + DELETE_BATCH]]
-            self._call("delete", f"{len(batch)} object(s)",
-                       lambda b=batch: self.s3.delete_objects(Bucket=self.url.bucket,  # type: ignore[misc]
-                                                              Delete={"Objects": b, "Quiet": True}))
+            answer = self._call("delete", f"{len(batch)} object(s)",
+                                lambda b=batch: self.s3.delete_objects(Bucket=self.url.bucket,  # type: ignore[misc]
+                                                                       Delete={"Objects": b, "Quiet": True}))
+            errors = answer.get("Errors", [])
+            if errors:
+                raise ObjectStoreError(f"{self.url}: the store refused to delete {len(errors)} of {len(ordered)} "
+                                       f"object(s): {refused_deletes(errors, self.url.prefix)}")
+
+    def _head(self, key: str, **extra: str) -> dict[str, Any] | None:
+        """HeadObject's answer, or None where there is no such object (a refused request is an error, not None)."""
+        from botocore.exceptions import ClientError
+
+        try:
+            return dict(self.s3.head_object(Bucket=self.url.bucket, Key=self.url.key(key), **extra))  # type: ignore[arg-type]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in MISSING:
+                return None
+            raise ObjectStoreError(f"{self.url}{key}: cannot look it up: {exc}") from None
 
     def _call(self, what: str, key: str, action: Any) -> Any:
         """``action()``, its client errors (refused credentials, no such bucket, an endpoint down) as ObjectStoreError."""
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import BotoCoreError, ClientError, FlexibleChecksumError
 
         try:
             return action()
+        except FlexibleChecksumError as exc:
+            raise ObjectStoreError(f"{self.url}{key}: the bytes read are not those of the store's own checksum "
+                                   f"({exc}): changed or damaged in the store, or stored under a wrong one") from None
         except (ClientError, BotoCoreError) as exc:
             raise ObjectStoreError(f"{self.url}{key}: {what} failed: {exc}") from None
 
@@ -199,9 +272,42 @@ def cache_control(channel: str, key: str) -> str:
 
 
 def content_type(key: str) -> str:
+    """What the store serves ``key`` as: a project's or root's ``index.json`` as PEP 691's JSON (pip and uv read
+    the type to tell the JSON API from HTML), other files by their suffix."""
     name = key.rsplit("/", 1)[-1]
     suffix = "." + name.rsplit(".", 1)[-1] if "." in name else name
-    return CONTENT_TYPES.get(suffix) or mimetypes.guess_type(name)[0] or "application/octet-stream"
+    return (NAMED_CONTENT_TYPES.get(name) or CONTENT_TYPES.get(suffix) or mimetypes.guess_type(name)[0]
+            or "application/octet-stream")
+
+
+def full_object_sha256(head: Mapping[str, Any]) -> str | None:
+    """HeadObject's ``ChecksumSHA256`` as hex where it is the whole object's. A multipart upload's is a checksum of
+    the parts' checksums: AWS marks it ``ChecksumType: COMPOSITE`` or ``-N``; moto marks it with neither (measured),
+    only by the multipart ``ETag`` (``"...-N"``), which is why that counts too."""
+    value = head.get("ChecksumSHA256")
+    kind = head.get("ChecksumType")
+    etag, dash, parts = str(head.get("ETag", "")).strip('"').rpartition("-")
+    multipart = bool(etag and dash and parts.isdigit())
+    if not value or "-" in value or kind == "COMPOSITE" or (kind != "FULL_OBJECT" and multipart):
+        return None
+    try:
+        digest = base64.b64decode(value, validate=True)
+    except binascii.Error:
+        return None
+    return digest.hex() if len(digest) == hashlib.sha256().digest_size else None
+
+
+def refused_deletes(errors: Iterable[Mapping[str, Any]], prefix: str = "") -> str:
+    """The first refused keys of a DeleteObjects answer (relative to ``prefix``), each with the store's code."""
+    listed = list(errors)
+    shown = "; ".join(_refused(e, prefix) for e in listed[:SHOWN_FAILURES])
+    return shown + (f" and {len(listed) - SHOWN_FAILURES} more" if len(listed) > SHOWN_FAILURES else "")
+
+
+def _refused(error: Mapping[str, Any], prefix: str) -> str:
+    key = str(error.get("Key", "?"))
+    message = f": {error['Message']}" if error.get("Message") else ""
+    return f"{key.removeprefix(prefix)} ({error.get('Code', 'no code')}{message})"
 
 
 def open_bucket(url: str, env: Mapping[str, str]) -> Bucket:

@@ -7,8 +7,13 @@ requirements, RECORD is regenerated, and every other member keeps its bytes.
 
 PyPI needs every wheel of one version to carry the same Requires-Dist (resolvers read one
 wheel's metadata and assume it holds for all), so the PyPI requirements are the union of the
-runtime requirements of every variant that is the PyPI default on some platform; their
-environment markers keep each one to the platforms it applies to.
+runtime requirements of every variant that is the PyPI default on some platform. A variant's own
+markers say where its runtime exists (``platform_system == "Linux"``), not where it is the
+default: with cpu the default on linux-x86_64 and cu132 on linux-aarch64, cu132's CUDA runtime
+would install with the x86_64 CPU wheel. So each one's marker is narrowed, with ``and``, to the
+platforms where a variant declaring it is the PyPI default (only as far as the matrix's
+platforms need telling apart), and verify refuses a PyPI wheel whose Requires-Dist installs
+another variant's runtime on its own platform.
 
 Nothing is written before the input is verified as its labelled target (RECORD, METADATA,
 WHEEL tags, archive safety, and that the contents back the label): a wheel altered after its
@@ -21,28 +26,84 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.version import Version
 
 from builders.base.errors import PromoteError, VerifyError
-from builders.matrix.model import Matrix
+from builders.matrix.model import Matrix, Platform
 from builders.matrix.targets import Target, expand
 from builders.pipeline.platform_policy import local_only_problem
 from builders.wheel.archive import ZIP_EPOCH, Wheel
-from builders.wheel.rules import without
-from builders.wheel.verify import Expectation, Finding, verify
+from builders.wheel.rules import requirement_key, restricted, without
+from builders.wheel.verify import (
+    Expectation,
+    Finding,
+    installs,
+    other_variants,
+    platform_environment,
+    pypi_requirement_problems,
+    verify,
+)
 from builders.wheel.writer import rewrite
 
 
 def pypi_requirements(matrix: Matrix, wheel: Wheel | None = None) -> tuple[Requirement, ...]:
     """The Requires-Dist every PyPI wheel of the release carries (order-stable, deduplicated): the project's
-    (the matrix's, or where it lists none, ``wheel``'s own less its variant's), then the PyPI variants'."""
-    seen: dict[str, Requirement] = {str(r): r for r in project_requirements(matrix, wheel)}
-    labels = list(dict.fromkeys(label for _platform, label in matrix.channels.pypi))
-    for label in labels:
-        for req in matrix.variant(label).requirements:
-            seen.setdefault(str(req), req)
+    (the matrix's, or where it lists none, ``wheel``'s own less its variant's), then the PyPI variants', each
+    confined to the platforms where it is the default's (:func:`confined`)."""
+    seen = {requirement_key(r): r for r in project_requirements(matrix, wheel)}
+    for req, platforms in default_requirements(matrix):
+        narrowed = confined(matrix, req, platforms)
+        if narrowed is not None:
+            seen.setdefault(requirement_key(narrowed), narrowed)
     return tuple(seen.values())
+
+
+def default_requirements(matrix: Matrix) -> tuple[tuple[Requirement, frozenset[str]], ...]:
+    """Each runtime requirement of a PyPI default variant, once, with the platforms where a variant that declares
+    it is the default (two defaults sharing one requirement share it on both's platforms)."""
+    found: dict[tuple[object, ...], tuple[Requirement, frozenset[str]]] = {}
+    for platform, label in matrix.channels.pypi:
+        for req in matrix.variant(label).requirements:
+            first, platforms = found.get(requirement_key(req), (req, frozenset()))
+            found[requirement_key(req)] = (first, platforms | {platform})
+    return tuple(found.values())
+
+
+def confined(matrix: Matrix, requirement: Requirement, defaults: frozenset[str]) -> Requirement | None:
+    """``requirement`` installing on no platform of the matrix outside ``defaults`` (platform names): as it is
+    where its own marker already reaches no further, else with a platform marker added; None where it installs
+    on none of ``defaults`` (nothing to publish it for)."""
+    reach = reach_of(matrix, requirement)
+    if reach <= defaults:
+        return requirement
+    wanted = [p for p in matrix.platforms if p.name in reach & defaults]
+    if not wanted:
+        return None
+    foreign = [p for p in matrix.platforms if p.name in reach - defaults]
+    clauses = dict.fromkeys(platform_clause(matrix, p, foreign) for p in wanted)
+    return restricted(requirement, Marker(" or ".join(clauses)))
+
+
+def reach_of(matrix: Matrix, requirement: Requirement) -> frozenset[str]:
+    """The matrix's platforms where ``requirement`` installs under some Python of the matrix."""
+    return frozenset(p.name for p in matrix.platforms
+                     if any(installs(requirement, platform_environment(p, py)) for py in matrix.pythons))
+
+
+def platform_clause(matrix: Matrix, platform: Platform, foreign: list[Platform]) -> str:
+    """The shortest marker true on ``platform`` and false on each of ``foreign``: its system, its machine, or both,
+    as its marker environment spells them (``AMD64`` on Windows, ``arm64`` on macOS; no Python changes them)."""
+    def values(p: Platform) -> dict[str, str]:
+        return platform_environment(p, matrix.pythons[0])
+
+    env = values(platform)
+    system, machine = f'platform_system == "{env["platform_system"]}"', f'platform_machine == "{env["platform_machine"]}"'
+    for clause in (system, machine):
+        if not any(Marker(clause).evaluate(values(p)) for p in foreign):
+            return clause
+    return f"{system} and {machine}"
 
 
 def project_requirements(matrix: Matrix, wheel: Wheel | None) -> tuple[Requirement, ...]:
@@ -147,7 +208,26 @@ def refuse_unverified(matrix: Matrix, wheel: Wheel, target: Target) -> None:
 
 def check_promoted(matrix: Matrix, wheel: Wheel, target: Target,
                    requirements: tuple[Requirement, ...] | None = None) -> list[Finding]:
+    """Findings for ``wheel`` as ``target``'s PyPI wheel: the public version, the PyPI requirements, and none of
+    another variant's runtime installing on ``target``'s platform (whether or not the project lists its own)."""
     declared = pypi_requirements(matrix) if matrix.project.declares_requirements else None  # None: the variant's
     wanted = declared if requirements is None else requirements
     return verify(wheel, Expectation(target=target, dropped=matrix.dropped, version=public_version(matrix),
-                                     requirements=wanted))
+                                     requirements=wanted, others=other_variants(matrix, target)))
+
+
+def pypi_target(matrix: Matrix, wheel: Wheel) -> Target | None:
+    """The PyPI default's target whose tag ``wheel`` (an unlabelled PyPI wheel) carries; None if no target's."""
+    targets, _excluded = expand(matrix)
+    return next((t for t in targets if t.on_pypi and t.tag in wheel.tags), None)
+
+
+def pypi_file_problems(matrix: Matrix, wheel: Wheel) -> list[str]:
+    """What the promotion preflight refuses a PyPI file for, as to its requirements: a file no PyPI target of the
+    matrix carries, or each Requires-Dist that installs another variant's runtime on its own platform
+    (:func:`~builders.wheel.verify.pypi_requirement_problems`). Raises WheelError for a file it cannot read."""
+    target = pypi_target(matrix, wheel)
+    if target is None:
+        return [f"{wheel.path.name}: no PyPI default target of the matrix has tags "
+                f"{','.join(sorted(map(str, wheel.tags)))}"]
+    return [f"{wheel.path.name}: {problem}" for problem in pypi_requirement_problems(matrix, target, wheel.requires_dist)]

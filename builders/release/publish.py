@@ -40,7 +40,7 @@ from builders.base.errors import ObjectStoreError, PublishRefused
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 from builders.release.index import IndexedFile, describe, merge_record, project_html, project_json, root_html, root_json
 from builders.release.mirror import RECORD
-from builders.release.objectstore import Bucket, cache_control
+from builders.release.objectstore import Bucket, StoredObject, cache_control
 
 RECORDS = "publish-records/"  # the site-level folder of publication records, one JSON per publication
 
@@ -258,13 +258,53 @@ def _never_changes(channel: ReleaseChannel) -> str:
 
 
 def apply(bucket: Bucket, publication: Publication) -> None:
-    """Files, then pages, then the pruned deletions (module docstring); refused plans write nothing."""
+    """Files, then pages, then the pruned deletions (module docstring); refused plans write nothing. Each object
+    gets its channel's Cache-Control (:func:`cache_control`). A wheel the plan found absent is written only if it
+    is still absent (a conditional write: another publication since the plan raises ObjectExists where the
+    store enforces it; rclone does not, which is why the plan looked first). A ``.metadata`` is not conditional:
+    the plan never looked for one (a replaced wheel's is replaced too)."""
     refuse(publication)
     name = publication.channel.name.value
+    absent = {key for key in publication.added if key.endswith(".whl")}
     for upload in (*publication.files, *publication.pages):
-        bucket.upload(upload.key, upload.source, cache_control=cache_control(name, upload.key))
+        bucket.upload(upload.key, upload.source, cache_control=cache_control(name, upload.key),
+                      if_absent=upload.key in absent)
     if publication.pruned:
         bucket.delete(publication.pruned)
+
+
+def unresolved(bucket: Bucket, publication: Publication) -> list[str]:
+    """Every link of the project pages ``publication`` wrote that the bucket does not hold as declared: a listed
+    wheel missing or of another size than the page says, or its ``.metadata`` missing (each named, with why).
+    Read from one listing per label folder, after :func:`apply`: a reader must never meet a dead link."""
+    problems: list[str] = []
+    for folder, pages in _project_pages(publication).items():
+        listing = bucket.listing(folder)
+        for page in pages:
+            problems += _dead_links(page, listing)
+    return problems
+
+
+def _project_pages(publication: Publication) -> dict[str, list[Upload]]:
+    """The written projects' ``index.json`` pages by label folder (a folder is where ``SHA256SUMS`` was written)."""
+    folders = [u.key.removesuffix("SHA256SUMS") for u in publication.pages if u.key.endswith("/SHA256SUMS")]
+    return {folder: [u for u in publication.pages if u.key.startswith(folder) and u.key.endswith("/index.json")
+                     and u.key[len(folder):].count("/") == 1] for folder in folders}
+
+
+def _dead_links(page: Upload, listing: dict[str, StoredObject]) -> list[str]:
+    assert isinstance(page.source, bytes)  # pages are written from memory
+    base = page.key.removesuffix("index.json")
+    problems = []
+    for item in json.loads(page.source).get("files", []):
+        key, size = f"{base}{item['filename']}", item.get("size")
+        if key not in listing:
+            problems.append(f"{key}: linked by {page.key}, not in the bucket")
+        elif size is not None and listing[key].size != int(size):
+            problems.append(f"{key}: {listing[key].size} bytes in the bucket, {page.key} declares {size}")
+        if item.get("core-metadata") and f"{key}.metadata" not in listing:
+            problems.append(f"{key}.metadata: linked by {page.key} (PEP 658), not in the bucket")
+    return problems
 
 
 def record(publication: Publication, *, at: datetime.datetime, version: str, bucket: Bucket) -> dict[str, Any]:

@@ -507,8 +507,12 @@ def check_pypi_requirements(wheel: Contents, expect: Expectation) -> Iterator[Fi
 def pypi_requirement_problems(matrix: Matrix, target: Target, requires_dist: Iterable[Requirement]) -> list[str]:
     """Why ``requires_dist``, the Requires-Dist of ``target``'s PyPI wheel, is wrong for ``target``'s platform: one
     message per requirement of another variant that would install there. Empty: none would."""
-    others = tuple(v for v in matrix.variants if v.label != target.variant.label)
-    return foreign_requirement_problems(target, others, requires_dist)
+    return foreign_requirement_problems(target, other_variants(matrix, target), requires_dist)
+
+
+def other_variants(matrix: Matrix, target: Target) -> tuple[Variant, ...]:
+    """Every variant of the matrix but ``target``'s: those whose runtime its PyPI wheel must not install."""
+    return tuple(v for v in matrix.variants if v.label != target.variant.label)
 
 
 def foreign_requirement_problems(target: Target, others: Iterable[Variant],
@@ -521,10 +525,9 @@ def foreign_requirement_problems(target: Target, others: Iterable[Variant],
     owners = _owners(others)
     out = []
     for req in requires_dist:
-        labels = owners.get(metadata_rules.requirement_identity(req), ())
-        if not labels or metadata_rules.requirement_identity(req) in own or metadata_rules.requirement_key(req) in project:
-            continue
-        if installs(req, env):
+        identity = metadata_rules.requirement_identity(req)
+        labels = owners.get(identity, ())
+        if labels and identity not in own and metadata_rules.requirement_key(req) not in project and installs(req, env):
             out.append(f"Requires-Dist {str(req)!r} installs on {target.platform.name} (Python {target.python}), whose "
                        f"PyPI wheel is {target.variant.label!r}'s, but it is the runtime requirement of "
                        f"{', '.join(map(repr, labels))}: its marker must keep it to the platforms where that variant "

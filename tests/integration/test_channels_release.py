@@ -9,21 +9,26 @@ none asks the code under test what it did.
 
 The shipped matrix makes cu132 the PyPI default of Linux; this module's copy makes cpu the default everywhere, so
 that the wheels this host builds quickly also exercise the PyPI path. rc1 is both wheels; rc2 (the candidate
-released) is cp312's alone, so cp313's file is the leftover rc1 wheel the test channel still holds.
+released) is cp312's alone, so cp313's file is the leftover rc1 wheel the test channel still holds. One test
+promotes cp312's wheel under a mixed layout instead (cpu on Linux x86_64, an accelerator variant on the other
+Linux platforms), which must keep that variant's runtime off the x86_64 wheel.
 """
 
 from __future__ import annotations
 
+import email.parser
 import hashlib
 import json
 import os
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from builders.base.errors import ObjectStoreError, PreflightRefused, PublishRefused, ValidationFailed
 from builders.release.index import find_wheels
@@ -368,3 +373,54 @@ def test_a_nightly_is_built_with_its_dev_version_published_and_installed_with_pr
     assert changed.name == wheel.name and changed.read_bytes() != wheel.read_bytes()
     refused(run(root, s3, "publish", str(other), *publish[2:]), "published already", PublishRefused.exit_code)
     assert s3.files("downloads") == before
+
+
+def mixed_defaults(text: str) -> str:
+    """``text`` with cpu the PyPI default of Linux x86_64 and the shipped Linux x86_64 default (an accelerator
+    variant) that of every other Linux platform: PyTorch's layout before CUDA became its x86 default."""
+    data = expected.raw(text)
+    pypi, platforms = data["channels"]["pypi"], data["platforms"]
+    x86 = next(p for p, d in platforms.items() if d["os"] == "linux" and d["arch"] == "x86_64")
+    for platform, old in pypi.items():
+        if platforms[platform]["os"] == "linux":
+            text = helpers.edit(text, f"    {platform}: {old}\n", f"    {platform}: {'cpu' if platform == x86 else pypi[x86]}\n")
+    return text
+
+
+def linux_environment(arch: str) -> dict[str, str]:
+    """PEP 508 marker values of CPython 3.12 on Linux ``arch`` (written out here, not asked of builders)."""
+    return {"platform_system": "Linux", "sys_platform": "linux", "os_name": "posix", "platform_machine": arch,
+            "python_version": "3.12", "python_full_version": "3.12.0", "implementation_name": "cpython",
+            "platform_python_implementation": "CPython", "extra": ""}
+
+
+def test_promote_with_mixed_defaults_keeps_the_accelerator_runtime_off_the_x86_64_cpu_wheel(
+        root: Path, shipped_text: str, wheelhouse: Path, tmp_path: Path) -> None:
+    """The real cp312 CPU wheel promoted under a matrix whose Linux aarch64 default is an accelerator variant: its
+    one Requires-Dist (every PyPI wheel's) installs that runtime on aarch64 and nothing of it on x86_64."""
+    (tmp_path / "matrix.yaml").write_text(mixed_defaults(shipped_text), encoding="utf-8")
+    (tmp_path / "examples").symlink_to(root / "examples")
+    data = expected.raw(shipped_text)
+    x86 = next(p for p, d in data["platforms"].items() if d["os"] == "linux" and d["arch"] == "x86_64")
+    gpu = data["channels"]["pypi"][x86]
+    family = next(f for f in data["accelerators"].values() if gpu in {v["label"] for v in f.get("versions", {}).values()})
+    version = next(v for v in family["versions"].values() if v["label"] == gpu)
+    runtime = {Requirement(r).name for r in version["runtime_requirements"]}
+    others = {d["arch"] for p, d in data["platforms"].items() if d["os"] == "linux" and p != x86}
+    assert runtime and others
+
+    matrix = str(tmp_path / "matrix.yaml")
+    ok(helpers.builders("promote", str(only(wheelhouse, TARGET, tmp_path / "in")), "--matrix", matrix,
+                        "--output", str(tmp_path / "pypi"), cwd=root, timeout=300))
+    (promoted,) = (tmp_path / "pypi").glob("*.whl")
+    with zipfile.ZipFile(promoted) as zf:
+        (meta,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        requires = [Requirement(r) for r in email.parser.Parser().parsestr(zf.read(meta).decode()).get_all("Requires-Dist")]
+
+    def installed(arch: str) -> set[str]:
+        return {r.name for r in requires if r.marker is None or r.marker.evaluate(linux_environment(arch))}
+
+    assert not installed("x86_64") & runtime, requires
+    for arch in others:
+        assert runtime <= installed(arch), (arch, requires)
+    ok(helpers.builders("verify", str(promoted), "--target", TARGET, "--matrix", matrix, cwd=root, timeout=300))

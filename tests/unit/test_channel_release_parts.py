@@ -49,7 +49,8 @@ def test_bad_bucket_urls_are_refused(url: str) -> None:
 
 
 @pytest.mark.parametrize(("key", "kind"), [("a/x.whl", "application/zip"), ("a/index.html", "text/html"),
-                                           ("a/index.json", "application/json"), ("a/SHA256SUMS", "text/plain"),
+                                           ("a/index.json", "application/vnd.pypi.simple.v1+json"),
+                                           ("a/mirror.json", "application/json"), ("a/SHA256SUMS", "text/plain"),
                                            ("a/x.whl.metadata", "text/plain")])
 def test_content_types(key: str, kind: str) -> None:
     assert content_type(key) == kind

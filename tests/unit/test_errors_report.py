@@ -29,7 +29,7 @@ def all_subclasses(cls):
 def test_exit_codes_are_unique_and_not_argparse() -> None:
     classes = [errors.BuildersError, *all_subclasses(errors.BuildersError)]
     assert ProcessError in classes and ResultsError in classes
-    codes = [c.exit_code for c in classes]
+    codes = [c.exit_code for c in classes if "exit_code" in vars(c)]  # a class without its own shares its parent's
     assert len(codes) == len(set(codes))
     assert 0 not in codes and 2 not in codes
     table = [code for code, _ in errors.exit_codes()]
