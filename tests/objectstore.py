@@ -20,7 +20,6 @@ Use::
 from __future__ import annotations
 
 import contextlib
-import functools
 import http.server
 import os
 import secrets
@@ -28,11 +27,12 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from builders.release.staging import serving_folder
 
 
 def free_port() -> int:
@@ -95,16 +95,8 @@ class _StaticHandler(http.server.SimpleHTTPRequestHandler):
 @contextlib.contextmanager
 def static_http(root: Path) -> Iterator[str]:
     """``root`` over HTTP on 127.0.0.1 (a thread of this process); yields the base URL, ending in ``/``."""
-    handler = functools.partial(_StaticHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving_folder(root, _StaticHandler) as url:
+        yield url
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,8 +23,9 @@ from packaging.utils import canonicalize_name
 
 from builders.base.errors import IndexBuildError, InputError, Problem, PromoteError
 from builders.matrix.model import Matrix
-from builders.matrix.targets import Target, expand
+from builders.matrix.targets import Target
 from builders.release.index import find_wheels
+from builders.release.promote import pypi_target as promoted_from
 from builders.release.promote import target_of
 from builders.wheel.archive import Wheel, file_sha256
 from builders.wheel.variant import split_label
@@ -93,12 +94,10 @@ def public_wheels(folder: Path) -> list[Path]:
 
 def pypi_target(m: Matrix, wheel: Wheel) -> Target:
     """The target a PyPI-form wheel (public version, no label) was promoted from: the PyPI default of its tags."""
-    targets, _excluded = expand(m)
-    hits = [t for t in targets if t.on_pypi and t.tag in wheel.tags]
-    if len(hits) != 1:
-        raise PromoteError(f"{wheel.path.name}: not the PyPI form of exactly one PyPI default target "
-                           f"({', '.join(t.id for t in hits) or 'none'})")
-    return hits[0]
+    target = promoted_from(m, wheel)
+    if target is None:
+        raise PromoteError(f"{wheel.path.name}: the PyPI form of no PyPI default target of the matrix")
+    return target
 
 
 def entry(path: Path, target: Target, form: str) -> ManifestFile:

@@ -34,12 +34,20 @@ def staging_index(wheels: Sequence[Path]) -> Iterator[str]:
             folder = root / canonicalize_name(parse_wheel_filename(wheel.name)[0])
             folder.mkdir(exist_ok=True)
             shutil.copyfile(wheel, folder / wheel.name)
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}/"
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join(timeout=10)
+        with serving_folder(root, _Quiet) as url:
+            yield url
+
+
+@contextlib.contextmanager
+def serving_folder(root: Path, handler: type[http.server.SimpleHTTPRequestHandler]) -> Iterator[str]:
+    """``root`` served by ``handler`` on 127.0.0.1 (a thread of this process) for the block; yields the base URL,
+    ending in ``/``."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)

@@ -13,14 +13,13 @@ import hashlib
 import json
 import os
 import subprocess
-import threading
 from collections.abc import Iterator
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
+from builders.release.staging import serving_folder
 from builders.wheel.archive import Wheel
 from tests import helpers
 
@@ -67,16 +66,8 @@ def venv(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def server(index: Path) -> Iterator[str]:
-    handler = partial(SimpleHTTPRequestHandler, directory=str(index))
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=10)
+    with serving_folder(index, SimpleHTTPRequestHandler) as url:
+        yield url.rstrip("/")
 
 
 def pip_env() -> dict[str, str]:
