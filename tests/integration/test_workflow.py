@@ -69,16 +69,69 @@ def plan_ids(stdout: str) -> set[str]:
 
 # -- linters ---------------------------------------------------------------------------------
 
-def test_actionlint_has_no_findings(root: Path) -> None:
-    proc = subprocess.run([tool("actionlint"), *map(str, FILES)], cwd=root, text=True, capture_output=True, timeout=120)
+def test_workflow_check_runs_zizmor_and_actionlint_and_the_committed_workflows_are_clean(root: Path) -> None:
+    proc = builders("workflow", "--check", cwd=root)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = proc.stdout + proc.stderr
+    assert "zizmor" in said and "actionlint" in said and f"in the {len(list((root / WORKFLOWS).glob('*.y*ml')))} " in said
 
 
-def test_zizmor_has_no_findings(root: Path) -> None:
-    proc = subprocess.run([tool("zizmor"), "--offline", *map(str, FILES)], cwd=root, text=True, capture_output=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "No findings" in proc.stdout + proc.stderr
+def repository_copy(root: Path, tmp_path: Path) -> Path:
+    """The repository's workflows (and lint policy) in ``tmp_path/.github``: what ``workflow --check`` lints there."""
+    shutil.copytree(root / WORKFLOWS, tmp_path / WORKFLOWS)
+    if (root / ".github/workflow-lint.yml").is_file():
+        shutil.copy(root / ".github/workflow-lint.yml", tmp_path / ".github/workflow-lint.yml")
+    return tmp_path / WORKFLOW
+
+
+def check_copy(root: Path, release: Path) -> subprocess.CompletedProcess[str]:
+    return builders("workflow", "--check", "--matrix", str(root / "matrix.yaml"), "--workflow", str(release), cwd=root)
+
+
+INJECTED = 'run: bash ci/disk.sh before plan/plan.json . "${{ github.event.head_commit.message }}"'
+
+
+def test_an_attacker_controlled_context_in_run_is_refused_by_both_linters(root: Path, tmp_path: Path) -> None:
+    release = repository_copy(root, tmp_path)
+    text = release.read_text()
+    old = "run: bash ci/disk.sh before plan/plan.json ."
+    assert old in text
+    release.write_text(text.replace(old, INJECTED, 1))
+    line = next(n for n, row in enumerate(release.read_text().splitlines(), 1) if INJECTED in row)
+    proc = check_copy(root, release)
+    assert proc.returncode == 17, proc.stdout + proc.stderr
+    assert f".github/workflows/release.yml:{line}: zizmor [template-injection]" in proc.stderr, proc.stderr
+    assert f".github/workflows/release.yml:{line}: actionlint [expression]" in proc.stderr, proc.stderr
+
+
+FOURTH = """name: sneaky
+on: [push]
+permissions: {}
+jobs:
+  upload:
+    runs-on: ubuntu-24.04
+    steps:
+      - uses: actions/checkout@v4
+      - run: echo upload
+"""
+
+
+def test_a_fourth_workflow_file_is_linted_and_an_ignore_needs_its_reason(root: Path, tmp_path: Path) -> None:
+    release = repository_copy(root, tmp_path)
+    (tmp_path / WORKFLOWS / "sneaky.yml").write_text(FOURTH)
+    proc = check_copy(root, release)
+    assert proc.returncode == 17, proc.stdout + proc.stderr
+    assert ".github/workflows/sneaky.yml:8: zizmor [unpinned-uses]" in proc.stderr, proc.stderr
+    assert ".github/workflows/sneaky.yml:8: zizmor [artipacked]" in proc.stderr, proc.stderr
+
+    policy = tmp_path / ".github/workflow-lint.yml"
+    policy.write_text("ignore:\n  - {tool: zizmor, rule: unpinned-uses, file: .github/workflows/sneaky.yml}\n")
+    refused = check_copy(root, release)
+    assert refused.returncode == 17 and "ignore[0]: reason missing" in refused.stderr, refused.stderr
+    policy.write_text("ignore:\n  - {tool: zizmor, rule: unpinned-uses, file: .github/workflows/sneaky.yml,\n"
+                      "     reason: the test's own workflow}\n")
+    let_through = check_copy(root, release)
+    assert "unpinned-uses" not in let_through.stderr and "[artipacked]" in let_through.stderr, let_through.stderr
 
 
 def test_ci_scripts_lint_clean(root: Path) -> None:
