@@ -39,6 +39,10 @@ __all__ = ["COMMANDS", "EXIT_CODES", "PIPE_CLOSED", "PathError", "check_input_di
            "check_input_path", "check_output_dir", "chosen", "commands", "described", "input_dir", "input_file",
            "input_path", "main", "output_dir", "parser"]
 
+USAGE = """Build, verify and release a framework's wheels from one matrix.yaml: `plan` lists the
+targets, `build` builds, repairs, verifies and smoke-tests them, `report` writes the compatibility
+matrix, and `publish`, `validate`, `promote-release`, `yank` and `rollback` run the release
+channels. `python -m builders COMMAND --help` says more."""
 COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "merge-index", "release-check",
             "workflow", "audit", "variants", "cache", "publish", "validate", "manifest", "promote-release", "yank",
             "rollback", "repair-index")
@@ -91,7 +95,7 @@ def chosen(argv: Sequence[str]) -> str | None:
 
 def parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole parser; with ``command``, its help text only for that command (see :func:`commands`)."""
-    return arguments.parser(commands(command), description=__doc__.splitlines()[0] if __doc__ else None,
+    return arguments.parser(commands(command), description=USAGE,
                             epilog=EPILOG)
 
 

@@ -215,7 +215,8 @@ def counts(outcomes: Sequence[Result]) -> str:
     """``9 built, 68 skipped of 77 targets``."""
     found = {s: sum(r.status == s for r in outcomes) for s in STATUSES}
     said = ", ".join(f"{n} {s}" for s, n in found.items() if n)
-    return f"{said} of {len(outcomes)} targets" if said else "nothing selected"
+    noun = "target" if len(outcomes) == 1 else "targets"
+    return f"{said} of {len(outcomes)} {noun}" if said else "nothing selected"
 
 
 def rows(outcomes: Sequence[Result]) -> list[tuple[str, str, str]]:
