@@ -39,7 +39,7 @@ def execute(opts: Options, console: Console) -> int:
     if channel.name is ChannelName.RELEASE:
         raise SelectionError("publish writes the nightly and test channels only: the release channel holds a "
                              "validated candidate's bytes, copied by promote-release (docs/channels.md)")
-    wheels = own_wheels(opts.wheelhouse)
+    wheels = labelled_wheels(opts.wheelhouse)  # nothing to publish without one
     on_channel = channel_matrix(m, channel, wheels)
     bucket = open_bucket(opts.bucket, opts.env)
     with tempfile.TemporaryDirectory(prefix="builders-publish-") as tmp:
@@ -82,11 +82,6 @@ def declared(m: Matrix, name: str) -> ReleaseChannel:
         return m.channels.channel(name)
     except KeyError as exc:
         raise SelectionError(f"{exc.args[0]} in {m.path}") from None
-
-
-def own_wheels(wheelhouse: Path) -> list[Path]:
-    """The labelled wheels under ``wheelhouse``, nothing to publish without one."""
-    return labelled_wheels(wheelhouse)
 
 
 def channel_matrix(m: Matrix, channel: ReleaseChannel, wheels: list[Path]) -> Matrix:

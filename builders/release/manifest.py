@@ -143,8 +143,7 @@ def parse(data: Any, where: str) -> Manifest:
     if not isinstance(data.get("files"), list):
         raise bad("files", "missing or not a list")
     files = tuple(_file(item, f"files[{i}]", bad) for i, item in enumerate(data["files"]))
-    manifest = Manifest(**fields, files=files)  # type: ignore[arg-type]
-    return manifest
+    return Manifest(**fields, files=files)  # type: ignore[arg-type]
 
 
 def _file(item: Any, key: str, bad: Any) -> ManifestFile:

@@ -50,8 +50,8 @@ from builders.matrix.release_channels import ChannelName
 from builders.matrix.targets import Target
 from builders.release.manifest import LABELLED, PYPI, Manifest, ManifestFile, identity_problems
 from builders.release.mirror import RECORD
-from builders.release.objectstore import Bucket
-from builders.release.publish import RECORDS, SiteEntry, Upload, index_pages, published_entries
+from builders.release.objectstore import Bucket, cache_control
+from builders.release.publish import SiteEntry, Upload, index_pages, published_entries, store_record
 from builders.wheel.archive import file_sha256
 
 MB = 1_000_000
@@ -409,11 +409,6 @@ def server_facts(simple_url: str, project: str, version: str) -> Server:
                   project_bytes=sum(size for _sha, size in files.values()))
 
 
-def files_on_server(simple_url: str, project: str, version: str) -> list[str]:
-    """The file names of ``version`` the package server's simple page lists (PEP 691 JSON, else PEP 503 HTML)."""
-    return sorted(served_files(simple_url, project, version))
-
-
 def served_files(simple_url: str, project: str, version: str) -> dict[str, str]:
     """file name -> the sha256 the package server's simple page declares (``""`` if none), for ``version``."""
     return {name: sha for name, (sha, _size) in project_files(simple_url, project).items()
@@ -471,25 +466,17 @@ def preflight(promotion: Promotion) -> None:
 def copy_release(bucket: Bucket, promotion: Promotion, *, at: datetime.datetime) -> str:
     """Every file copied test -> release and its sha256 checked, then the release pages, then the promotion's
     publish record (what ``rollback`` reads); returns the record's key."""
+    release = ChannelName.RELEASE.value
     for copy in promotion.copies:
-        bucket.copy(copy.source, copy.dest, cache_control=cache_control(copy.dest))
+        bucket.copy(copy.source, copy.dest, cache_control=cache_control(release, copy.dest))
     for copy in promotion.copies:
         actual = bucket.verified_sha256(copy.dest)
         if actual != copy.sha256:
             raise PreflightRefused(f"{copy.dest}: the copy's sha256 is {actual}, not {copy.sha256}; the release "
                                    "pages were not written (remove the copies and promote again)")
     for page in promotion.pages:
-        bucket.upload(page.key, page.source, cache_control=cache_control(page.key))
-    key = f"{RECORDS}release/{at.astimezone(datetime.UTC):%Y%m%dT%H%M%S%fZ}.json"
-    bucket.upload(key, (json.dumps(promotion_record(promotion, at), indent=2, sort_keys=True) + "\n").encode(),
-                  cache_control=cache_control(key))
-    return key
-
-
-def cache_control(key: str) -> str:
-    from builders.release.objectstore import cache_control as per_channel
-
-    return per_channel(ChannelName.RELEASE.value, key)
+        bucket.upload(page.key, page.source, cache_control=cache_control(release, page.key))
+    return store_record(bucket, release, promotion_record(promotion, at), at=at)
 
 
 def promotion_record(promotion: Promotion, at: datetime.datetime) -> dict[str, Any]:

@@ -28,7 +28,7 @@ import datetime
 import hashlib
 import json
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -319,14 +319,18 @@ def record(publication: Publication, *, at: datetime.datetime, version: str, buc
     }
 
 
-def record_key(publication: Publication, at: datetime.datetime) -> str:
-    return f"{RECORDS}{publication.channel.name.value}/{at.astimezone(datetime.UTC):%Y%m%dT%H%M%S%fZ}.json"
+def store_record(bucket: Bucket, channel: str, data: Mapping[str, Any], *, at: datetime.datetime,
+                 kind: str = "") -> str:
+    """``data`` stored beside the channels as ``publish-records/<channel>/<time>[-kind].json`` (a publication, a
+    promotion, a yank); returns its key."""
+    key = f"{RECORDS}{channel}/{at.astimezone(datetime.UTC):%Y%m%dT%H%M%S%fZ}{'-' + kind if kind else ''}.json"
+    bucket.upload(key, _dumps(data), cache_control=cache_control(channel, key))
+    return key
 
 
 def write_record(bucket: Bucket, publication: Publication, *, at: datetime.datetime, version: str) -> dict[str, Any]:
     """The record, stored beside the channels (``publish-records/<channel>/<time>.json``), and returned."""
     data = record(publication, at=at, version=version, bucket=bucket)
-    key = record_key(publication, at)
-    bucket.upload(key, _dumps(data), cache_control=cache_control(publication.channel.name.value, key))
+    store_record(bucket, publication.channel.name.value, data, at=at)
     return data
 

@@ -104,7 +104,7 @@ def plan(bucket: Bucket, channel: ReleaseChannel, labels: Iterable[str]) -> Repa
             assert entry is not None  # listed a moment ago
             project_page = f"{folder}{entry.info.project}/index.json"
             old = _old_yanks(bucket, project_page).get(entry.info.filename)
-            entries[key] = SiteEntry(info=_with_yank(entry.info, old))
+            entries[key] = SiteEntry(info=dataclasses.replace(entry.info, yanked=old))
             if f"{key}.metadata" not in listing:
                 metadata.append(Upload(key=f"{key}.metadata", source=entry.info.metadata,
                                        sha256=entry.info.metadata_sha256))
@@ -116,10 +116,6 @@ def plan(bucket: Bucket, channel: ReleaseChannel, labels: Iterable[str]) -> Repa
         listed += sorted(entries)
     return Repair(channel=channel, metadata=tuple(metadata), pages=tuple(pages), deleted=tuple(deleted),
                   listed=tuple(listed))
-
-
-def _with_yank(info: IndexedFile, yank: str | None) -> IndexedFile:
-    return dataclasses.replace(info, yanked=yank)
 
 
 def apply(bucket: Bucket, repair: Repair) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +23,8 @@ from packaging.version import Version
 from builders.base.errors import InputError, Problem, SelectionError
 from builders.matrix.release_channels import ReleaseChannel
 from builders.release.objectstore import Bucket, cache_control
-from builders.release.publish import RECORDS, SiteEntry, Upload, index_pages, published_entries
+from builders.release.publish import SiteEntry, Upload, index_pages, published_entries, store_record
+from builders.release.repair import stored_entry
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,19 +100,15 @@ def _label_of(channel: ReleaseChannel, folder: str) -> str:
 def _relisted(bucket: Bucket, folder: str, label: str, keys: Iterable[str],
               entries: Mapping[str, SiteEntry]) -> dict[str, SiteEntry]:
     """The files listed before the promotion that the pages no longer list (their objects still there)."""
-    from builders.release.repair import stored_entry
-
     return {k: found for k in keys if k not in entries and (found := stored_entry(bucket, k, label)) is not None}
 
 
 def apply(bucket: Bucket, change: Yank, *, at: datetime.datetime, what: Mapping[str, Any]) -> str:
     """The pages written (project pages first, the label's root after, as ``index_pages`` orders them), then a
     record of the change beside the publications; returns the record's key."""
+    channel = change.channel.name.value
     for page in change.pages:
-        bucket.upload(page.key, page.source, cache_control=cache_control(change.channel.name.value, page.key))
-    key = f"{RECORDS}{change.channel.name.value}/{at.astimezone(datetime.UTC):%Y%m%dT%H%M%S%fZ}-yank.json"
-    data = {**what, "channel": change.channel.name.value, "at": at.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        bucket.upload(page.key, page.source, cache_control=cache_control(channel, page.key))
+    data = {**what, "channel": channel, "at": at.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "marked": list(change.marked), "restored": list(change.restored)}
-    bucket.upload(key, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode(),
-                  cache_control=cache_control(change.channel.name.value, key))
-    return key
+    return store_record(bucket, channel, data, at=at, kind="yank")

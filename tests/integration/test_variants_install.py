@@ -21,10 +21,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import threading
 from collections.abc import Iterator
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,7 @@ import pytest
 from packaging.version import Version
 
 from builders.matrix.model import Matrix
+from builders.release.staging import serving_folder
 from builders.wheel.smoke import expected_runtime_version, find_uv, outcome, probe_argv, stage
 from tests import expected, helpers
 
@@ -101,16 +100,8 @@ def variant_index(root: Path, data: dict[str, Any], tmp_path_factory: pytest.Tem
 
 @pytest.fixture(scope="module")
 def server(variant_index: Path) -> Iterator[str]:
-    handler = partial(SimpleHTTPRequestHandler, directory=str(variant_index))
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=10)
+    with serving_folder(variant_index, SimpleHTTPRequestHandler) as url:
+        yield url
 
 
 def clean_env(forced: dict[str, str]) -> dict[str, str]:
