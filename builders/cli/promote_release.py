@@ -9,10 +9,8 @@ from typing import Any
 
 from builders.base.console import Console
 from builders.base.errors import InputError, Problem, SelectionError
+from builders.cli import load
 from builders.cli.arguments import FLAG, Options
-from builders.cli.plan import selection_of
-from builders.cli.publish import declared
-from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import AcceptedNotRunnable
 from builders.matrix.targets import select
@@ -39,9 +37,9 @@ DESCRIPTION = ("Release the candidate that --manifest describes, without rebuild
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=False)
-    declared(m, "test")
-    targets = select(m, selection_of(opts))
+    m = load.matrix(opts)
+    m.declared_channel("test")
+    targets = select(m, load.selection(opts))
     pypi_files = find_wheels(opts.pypi_wheels) if opts.pypi_wheels else []
     if pypi_files and not (opts.repository_url and opts.simple_url):
         raise SelectionError("--pypi-wheels needs --repository-url and --simple-url (the package server)")
