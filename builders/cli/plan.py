@@ -9,7 +9,7 @@ from typing import Any
 
 from builders import engines
 from builders.base.console import Console, render_table
-from builders.base.errors import ReleaseError, SelectionError
+from builders.base.errors import SelectionError
 from builders.base.safe_output import write_whole
 from builders.cli import load
 from builders.cli.arguments import Options
@@ -17,11 +17,10 @@ from builders.engines.images import engine_env
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand, selected
 from builders.pipeline import platform_policy
-from builders.pipeline import results as results_mod
 from builders.pipeline.host import detect
 from builders.release import ci, disk
-from builders.release.checks import release_problems, tag_kind
-from builders.release.estimate import Costs, compare, measured
+from builders.release.checks import refuse_release, tag_kind
+from builders.release.estimate import compare, costs_from
 
 HELP = "list the targets the matrix implies"
 DESCRIPTION = ("Expand matrix.yaml into targets and show, for this host, which can be built "
@@ -103,22 +102,6 @@ def github(m: Matrix, targets: Sequence[Target], opts: Options, console: Console
     if opts.estimate:
         plan["estimate"] = compare(targets, costs_from(opts.results, targets), shards=len(plan["shards"]))
     return plan
-
-
-def refuse_release(m: Matrix, tag: str, targets: Sequence[Target]) -> None:
-    """A release publishes exactly the matrix's version, every target of it, from digest-pinned images."""
-    problems = release_problems(m, tag)
-    everything, _ = expand(m)
-    if len(targets) != len(everything):
-        problems.append(f"the selection holds {len(targets)} of the matrix's {len(everything)} targets; a release "
-                        "publishes all of them (a run of a subset is a workflow_dispatch, which publishes nothing)")
-    if problems:
-        raise ReleaseError(f"tag {tag} is not released:\n  " + "\n  ".join(problems))
-
-
-def costs_from(paths: Sequence[Path], targets: Sequence[Target]) -> Costs:
-    records = [record for path in paths for record in results_mod.read(path).values()]
-    return measured(records, targets)
 
 
 def estimate_table(m: Matrix, targets: Sequence[Target], results: Sequence[Path]) -> str:
