@@ -22,10 +22,12 @@ CLEAR_BELOW = "\x1b[J"
 
 
 class Console:
-    """Writes to ``stream`` (stderr by default, so stdout stays for machine output)."""
+    """Writes to ``stream`` (stderr by default, so stdout stays for machine output, :meth:`out`'s)."""
 
-    def __init__(self, stream: TextIO | None = None, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, env: Mapping[str, str] | None = None,
+                 stdout: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
+        self._stdout = stdout  # None: sys.stdout when written, as print does (a test's capture is honoured)
         env = {} if env is None else env  # main passes the run's environment (read once, in builders.cli.arguments)
         self.github = env.get("GITHUB_ACTIONS") == "true"
         self.summary_path = Path(env["GITHUB_STEP_SUMMARY"]) if env.get("GITHUB_STEP_SUMMARY") else None
@@ -39,6 +41,10 @@ class Console:
             self._erase()
             print(text, file=self.stream, flush=True)
             self._draw()
+
+    def out(self, text: str) -> None:
+        """A command's answer (a JSON document, a listing, a table) on stdout, never decorated: what a pipe reads."""
+        print(text, file=self._stdout or sys.stdout)
 
     def progress(self, index: int, total: int, target: str, stage: str, seconds: float | None = None,
                  note: str = "") -> None:

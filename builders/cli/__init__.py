@@ -43,6 +43,8 @@ USAGE = """Build, verify and release a framework's wheels from one matrix.yaml: 
 targets, `build` builds, repairs, verifies and smoke-tests them, `report` writes the compatibility
 matrix, and `publish`, `validate`, `promote-release`, `yank` and `rollback` run the release
 channels. `python -m builders COMMAND --help` says more."""
+# The command modules (cli/<name>.py, in --help's order); none imports another (tests/unit/test_layering.py).
+# The rest of cli/ is their plumbing: options, arguments, paths, load, channel_args, optionsdoc.
 COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "merge-index", "release-check",
             "workflow", "audit", "variants", "cache", "publish", "validate", "manifest", "promote-release", "yank",
             "rollback", "repair-index")

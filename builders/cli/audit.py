@@ -11,8 +11,8 @@ import requests
 from builders.base.console import Console
 from builders.base.errors import AuditError
 from builders.base.process import ProcessError, run
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.release import audit, variant_audit
 from builders.release.report import index_url, variant_index_url
@@ -28,7 +28,7 @@ DESCRIPTION = ("Read a published index (PEP 691 JSON or PEP 503 HTML, PEP 658/71
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=False)
+    m = load.matrix(opts)
     if opts.channel == variant_audit.CHANNEL:
         settings(m)  # a matrix without wheel_variants has no variant index
     else:
@@ -40,7 +40,7 @@ def execute(opts: Options, console: Console) -> int:
     except requests.RequestException as exc:
         raise AuditError(f"{url}: cannot read the index: {exc}") from None
     md = audit.to_markdown(result)
-    print(md if opts.format == "markdown" else json.dumps(result.to_json(), indent=2))
+    console.out(md if opts.format == "markdown" else json.dumps(result.to_json(), indent=2))
     console.job_summary(md)
     if result.drift:
         raise AuditError(f"{len(result.drift)} drift finding(s) between {url} and the matrix's {opts.channel!r} "

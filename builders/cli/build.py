@@ -23,14 +23,12 @@ from builders import engines
 from builders.base import folderlock, process
 from builders.base.console import Console, render_table
 from builders.base.errors import EngineError, Interrupted, TargetsFailed
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.cli.channel_args import on_channel
-from builders.cli.plan import selected, selection_of
 from builders.engines import Engine, EngineSetup
 from builders.engines.images import engine_env
-from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
-from builders.matrix.targets import Target
+from builders.matrix.targets import Target, selected
 from builders.pipeline import platform_policy, remotecache
 from builders.pipeline.context import run_context
 from builders.pipeline.executor import RunConfig, build_all, summarize
@@ -56,12 +54,12 @@ HELP = "build, repair, verify and smoke-test wheels"
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = on_channel(matrix_mod.load(opts.matrix, source=opts.source), opts.channel, opts.commit_date)
+    m = load.matrix(opts, builds=True, source=opts.source, channel=True)
     opts = opts.with_matrix(m)  # --source, else project.source
     env = engine_env(opts.env)
     host = detect(m.pythons, env, engines=engines.named(opts.engine).containers)
     m = local_only_matrix(m, host, opts)
-    targets = selected(m, selection_of(opts))
+    targets = selected(m, load.selection(opts))
     engine, why = choose_engine(opts, m, targets, host, env)
     for risk in repair_risks(targets, host) if engine.name == "local" and not opts.local_only else ():
         console.warning(risk)
@@ -76,7 +74,7 @@ def execute(opts: Options, console: Console) -> int:
                  f"{opts.jobs} builds at a time; output {config.output}")
     announce_caches(shared, resolved, host, console)
     if opts.dry_run:
-        dry_run(resolved, config, as_json=opts.json)
+        dry_run(resolved, config, console, as_json=opts.json)
         return something_to_build(resolved, opts.allow_skip, console)
     # One run per output folder: its work folders, its store and results.json are this run's until it ends.
     with folderlock.held(config.output, wait=opts.wait, note=console.line, argv=sys.orig_argv):
@@ -135,7 +133,7 @@ def choose_engine(opts: Options, m: Matrix, targets: Sequence[Target], host: Hos
     return engines.named(opts.engine).make(setup)
 
 
-def dry_run(resolved: Sequence[Resolved], config: RunConfig, *, as_json: bool) -> None:
+def dry_run(resolved: Sequence[Resolved], config: RunConfig, console: Console, *, as_json: bool) -> None:
     """Plan, then apply: print the plans the build would run (and which the store already holds)."""
     plans = [r for r in resolved if isinstance(r, BuildPlan)]
     stored = {p.id: config.store.get(p.digest) is not None for p in plans}
@@ -143,11 +141,11 @@ def dry_run(resolved: Sequence[Resolved], config: RunConfig, *, as_json: bool) -
         skipped = [{"id": r.id, "reason": r.reason} for r in resolved if not isinstance(r, BuildPlan)]
         doc = {"engine": config.engine.name, "output": str(config.output),
                "plans": [{**p.to_json(), "stored": stored[p.id]} for p in plans], "skipped": skipped}
-        print(json.dumps(doc, indent=2))
+        console.out(json.dumps(doc, indent=2))
         return
     headers, rows = describe(resolved)
-    print(render_table((*headers, "stored"), [(*row, "yes" if stored.get(row[0]) else "") for row in rows]))
+    console.out(render_table((*headers, "stored"), [(*row, "yes" if stored.get(row[0]) else "") for row in rows]))
     for plan in plans:
-        print(f"\n{plan.id}  (plan {plan.digest})")
+        console.out(f"\n{plan.id}  (plan {plan.digest})")
         for name, line in plan.steps():
-            print(f"  {name:<9} {line}")
+            console.out(f"  {name:<9} {line}")

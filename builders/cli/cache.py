@@ -48,7 +48,7 @@ def execute(opts: Options, console: Console) -> int:
     keep = keep_set(opts, cache, outputs, env, required=opts.verb == "prune")
     now = time.time()
     if opts.verb == "list":
-        show(entries, keep, now)
+        show(entries, keep, now, console)
         return 0
     doomed = caches.choose(entries, keep, now=now, older_than=opts.older_than, max_size=opts.max_size)
     prune(doomed, env, console, dry_run=opts.dry_run)
@@ -105,13 +105,13 @@ def _plan(engine: Engine, target: Target, ctx: Context) -> Resolved | None:
         return None
 
 
-def show(entries: Sequence[Entry], keep: Keep, now: float) -> None:
+def show(entries: Sequence[Entry], keep: Keep, now: float, console: Console) -> None:
     """The listing, on stdout: one entry a line, then the totals by kind."""
     rows = [(e.kind, e.key, e.where, human(e.size), _age(now - e.used), "yes" if keep.holds(e) else "")
             for e in entries]
-    print(render_table(("kind", "entry", "where", "size", "last used", "in use"), rows))
+    console.out(render_table(("kind", "entry", "where", "size", "last used", "in use"), rows))
     by_kind = {k: sum(e.size for e in entries if e.kind == k) for k in KINDS}
-    print("; ".join(f"{k} {human(s)}" for k, s in by_kind.items() if s) + f"; total {human(sum(by_kind.values()))}"
+    console.out("; ".join(f"{k} {human(s)}" for k, s in by_kind.items() if s) + f"; total {human(sum(by_kind.values()))}"
           if entries else "nothing cached")
 
 

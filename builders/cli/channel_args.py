@@ -16,8 +16,4 @@ def on_channel(m: Matrix, channel: str | None, commit_date: datetime.date | None
         return m
     if channel == ChannelName.NIGHTLY.value and commit_date is None:
         raise SelectionError("--channel nightly needs --commit-date YYYY-MM-DD, the date of the commit built")
-    try:
-        declared = m.channels.channel(channel)
-    except KeyError as exc:
-        raise SelectionError(f"{exc.args[0]} in {m.path}") from None
-    return m.on_channel(declared.name, commit_date)
+    return m.on_channel(m.declared_channel(channel).name, commit_date)

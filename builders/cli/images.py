@@ -6,11 +6,11 @@ import shlex
 
 from builders.base.console import Console
 from builders.base.errors import EngineError
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.cli.plan import selected, selection_of
 from builders.engines import images
 from builders.engines.container import find_engine
-from builders.matrix import loader as matrix_mod
+from builders.matrix.targets import selected
 
 HELP = "build the container images a selection needs"
 DESCRIPTION = ("Build the content-addressed image of every (variant, platform) the selection "
@@ -19,13 +19,13 @@ DESCRIPTION = ("Build the content-addressed image of every (variant, platform) t
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=False)
+    m = load.matrix(opts)
     env = images.engine_env(opts.env)
     base = opts.base_image
     pythons = images.image_pythons(m)
     specs: dict[str, images.ImageSpec] = {}
     unset: set[str] | None = set() if opts.dry_run else None
-    for target in selected(m, selection_of(opts)):
+    for target in selected(m, load.selection(opts)):
         if target.containerfile is not None:
             spec = images.image_spec(target, pythons, env, base, unset=unset)
             specs.setdefault(spec.tag, spec)
@@ -36,7 +36,7 @@ def execute(opts: Options, console: Console) -> int:
             raise EngineError("no working container engine (podman or docker)")
     for tag, spec in specs.items():
         if opts.dry_run:
-            print(shlex.join(images.build_argv(exe, spec, images.host_ca_bundle(env))))
+            console.out(shlex.join(images.build_argv(exe, spec, images.host_ca_bundle(env))))
             continue
         with console.group(f"image {tag}"):
             images.ensure(exe, spec, env, None, images.host_ca_bundle(env))

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-import tempfile
-from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from builders.base.console import Console
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
-from builders.matrix.model import Matrix
-from builders.release.index import IndexBuildError, IndexResult, build_index, find_wheels, matrix_checker
-from builders.release.mirror import RECORD, pip_mirror
+from builders.release.index import IndexBuildError, find_wheels, index_with_requirements
+from builders.release.mirror import RECORD
 
 HELP = "write a static package index of a wheelhouse"
 DESCRIPTION = ("Lay out every *.whl under WHEELHOUSE as a static index per local version label "
@@ -28,7 +24,7 @@ DESCRIPTION = ("Lay out every *.whl under WHEELHOUSE as a static index per local
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=False)
+    m = load.matrix(opts)
     wheels = find_wheels(opts.wheelhouse)
     if not wheels:
         raise IndexBuildError(f"{opts.wheelhouse}: no wheels (*.whl) under this folder, nothing to index")
@@ -44,17 +40,3 @@ def execute(opts: Options, console: Console) -> int:
         also = f", {len(needed)} requirement wheel(s) mirrored" if needed else ""
         console.line(f"{Path(opts.output) / m.channels.index_path(label)}: {count} wheel(s){also}")
     return 0
-
-
-def index_with_requirements(m: Matrix, wheels: list[Path], output: Path, env: Mapping[str, str], *,
-                            mirror: bool, layout: Callable[[str], str] | None = None) -> IndexResult:
-    """``build_index`` with every label's requirement wheels mirrored by pip (unless ``mirror`` is off), laid out
-    as ``layout`` says (default: the release channel's ``channels.index.layout``)."""
-    labels, check, where = [v.label for v in m.variants], matrix_checker(m), layout or m.channels.index_path
-    if not mirror:
-        return build_index(wheels, output, layout=where, labels=labels, check=check)
-    with tempfile.TemporaryDirectory(prefix="builders-mirror-") as tmp:
-        mirrored = pip_mirror(m, Path(tmp), python=sys.executable, env=dict(env))
-        result = build_index(wheels, output, layout=where, labels=labels, check=check, requirements=mirrored)
-        mirrored.write_records(output, where)
-    return result

@@ -5,8 +5,8 @@ from __future__ import annotations
 from builders.base.console import Console
 from builders.base.errors import SelectionError
 from builders.base.safe_output import write_whole
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
 from builders.release import manifest
 
 HELP = "write the release manifest of a candidate's files (name, sha256, size, target; tag, commit, run)"
@@ -18,7 +18,7 @@ DESCRIPTION = ("List exactly the files a candidate run built, the labelled wheel
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=False)
+    m = load.matrix(opts)
     missing = [flag for flag, value in (("--tag", opts.tag), ("--commit", opts.commit), ("--run-id", opts.run_id))
                if not value]
     if missing:

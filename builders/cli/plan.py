@@ -3,63 +3,38 @@
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from builders import engines
 from builders.base.console import Console, render_table
-from builders.base.errors import ReleaseError, SelectionError
+from builders.base.errors import SelectionError
 from builders.base.safe_output import write_whole
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.cli.channel_args import on_channel
 from builders.engines.images import engine_env
-from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
-from builders.matrix.targets import Selection, Target, expand, select
+from builders.matrix.targets import Target, expand, selected
 from builders.pipeline import platform_policy
-from builders.pipeline import results as results_mod
 from builders.pipeline.host import detect
 from builders.release import ci, disk
-from builders.release.checks import release_problems, tag_kind
-from builders.release.estimate import Costs, compare, measured
+from builders.release.checks import refuse_release, tag_kind
+from builders.release.estimate import compare, costs_from
 
 HELP = "list the targets the matrix implies"
 DESCRIPTION = ("Expand matrix.yaml into targets and show, for this host, which can be built "
                 "and why the others cannot.")
 
 
-def selection_of(opts: Options) -> Selection:
-    """``--target``, ``--select`` and ``--skip`` as the selection they make."""
-    return Selection(targets=tuple(opts.target), select=tuple(opts.select), skip=tuple(opts.skip))
-
-
-def selected(m: Matrix, selection: Selection) -> tuple[Target, ...]:
-    """The targets ``selection`` picks; an empty selection is an error naming the flags, never a run of nothing."""
-    targets = select(m, selection)
-    if targets:
-        return targets
-    given = [f"--{flag} {shlex.quote(value)}" for flag in ("target", "select", "skip")
-             for value in getattr(selection, "targets" if flag == "target" else flag)]
-    hint = ("; --target takes an exact id, --select a glob" if any(set(t) & set("*?[") for t in selection.targets)
-            else "")
-    raise SelectionError(f"nothing selected by {' '.join(given)}{hint}")
-
-
-def one_target(m: Matrix, target_id: str) -> Target:
-    """The target ``--target ID`` names: an exact id (a glob is refused with a hint, never unpacked to nothing)."""
-    return selected(m, Selection(targets=(target_id,)))[0]
-
-
 def execute(opts: Options, console: Console) -> int:
-    m = on_channel(matrix_mod.load(opts.matrix, builds=False), opts.channel, opts.commit_date)
-    targets = selected(m, selection_of(opts))
+    m = load.matrix(opts, channel=True)
+    targets = selected(m, load.selection(opts))
     if opts.format == "github":
-        emit(json.dumps(github(m, targets, opts, console), indent=None, sort_keys=True), opts.output)
+        emit(json.dumps(github(m, targets, opts, console), indent=None, sort_keys=True), opts.output, console)
         return 0
     if opts.estimate:
-        print(estimate_table(m, targets, opts.results))
+        console.out(estimate_table(m, targets, opts.results))
         return 0
     host = detect(m.pythons, engine_env(opts.env))
     unbuildable = engines.named(opts.engine).unbuildable
@@ -72,10 +47,10 @@ def execute(opts: Options, console: Console) -> int:
                     "repair_risk": risks[t.id]} for t in targets]
         out = {"matrix": str(opts.matrix), "host": host.platform, "engine": opts.engine, "count": len(records),
                "targets": records, "excluded": [{"id": e.id, "reason": e.reason, "where": e.where} for e in excluded]}
-        emit(json.dumps(out, indent=2), opts.output)
+        emit(json.dumps(out, indent=2), opts.output, console)
         return 0
     rows = [(t.id, ",".join(t.channels), t.wheel_name, buildable(reasons[t.id], risks[t.id])) for t in targets]
-    print(console_table(rows))
+    console.out(console_table(rows))
     here = sum(r is None for r in reasons.values())
     console.line(f"{len(targets)} targets, {here} buildable here ({host.platform}, engine {opts.engine})")
     return 0
@@ -92,10 +67,10 @@ def console_table(rows: list[tuple[str, str, str, str]]) -> str:
     return render_table(("target", "channel", "wheel", "buildable here"), rows)
 
 
-def emit(text: str, output: str | None) -> None:
+def emit(text: str, output: str | None, console: Console) -> None:
     """The machine-readable document, to stdout or whole to ``output`` (never half-written)."""
     if output is None:
-        print(text)
+        console.out(text)
         return
     dest = Path(output)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -127,22 +102,6 @@ def github(m: Matrix, targets: Sequence[Target], opts: Options, console: Console
     if opts.estimate:
         plan["estimate"] = compare(targets, costs_from(opts.results, targets), shards=len(plan["shards"]))
     return plan
-
-
-def refuse_release(m: Matrix, tag: str, targets: Sequence[Target]) -> None:
-    """A release publishes exactly the matrix's version, every target of it, from digest-pinned images."""
-    problems = release_problems(m, tag)
-    everything, _ = expand(m)
-    if len(targets) != len(everything):
-        problems.append(f"the selection holds {len(targets)} of the matrix's {len(everything)} targets; a release "
-                        "publishes all of them (a run of a subset is a workflow_dispatch, which publishes nothing)")
-    if problems:
-        raise ReleaseError(f"tag {tag} is not released:\n  " + "\n  ".join(problems))
-
-
-def costs_from(paths: Sequence[Path], targets: Sequence[Target]) -> Costs:
-    records = [record for path in paths for record in results_mod.read(path).values()]
-    return measured(records, targets)
 
 
 def estimate_table(m: Matrix, targets: Sequence[Target], results: Sequence[Path]) -> str:

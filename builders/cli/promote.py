@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from builders.base.console import Console
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.release.index import find_wheels
 from builders.release.promote import PromoteError, promotable, promote, target_of
@@ -23,7 +23,7 @@ DESCRIPTION = ("Write the PyPI wheel for WHEEL (e.g. 2.15.0+cu132 -> 2.15.0): ve
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=False)
+    m = load.matrix(opts)
     wheels = [Wheel(opts.wheel)] if opts.wheel.is_file() else defaults_under(m, opts.wheel, allow_empty=opts.allow_empty)
     if not wheels:
         console.line(f"{opts.wheel}: nothing promoted, none of its wheels is a labelled wheel of a PyPI default "

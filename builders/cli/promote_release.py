@@ -5,22 +5,18 @@ from __future__ import annotations
 import datetime
 import json
 from pathlib import Path
-from typing import Any
 
 from builders.base.console import Console
-from builders.base.errors import InputError, Problem, SelectionError
+from builders.base.errors import SelectionError
+from builders.cli import load
 from builders.cli.arguments import FLAG, Options
-from builders.cli.plan import selection_of
-from builders.cli.publish import declared
-from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import AcceptedNotRunnable
 from builders.matrix.targets import select
 from builders.release import manifest, promotion
 from builders.release.index import find_wheels
 from builders.release.objectstore import open_bucket
-from builders.release.promote import pypi_file_problems
-from builders.wheel.archive import Wheel
+from builders.release.promote import requirement_problems
 
 HELP = "release exactly a candidate's validated files: test to release, then PyPI"
 DESCRIPTION = ("Release the candidate that --manifest describes, without rebuilding: a preflight first, reading "
@@ -39,9 +35,9 @@ DESCRIPTION = ("Release the candidate that --manifest describes, without rebuild
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=False)
-    declared(m, "test")
-    targets = select(m, selection_of(opts))
+    m = load.matrix(opts)
+    m.declared_channel("test")
+    targets = select(m, load.selection(opts))
     pypi_files = find_wheels(opts.pypi_wheels) if opts.pypi_wheels else []
     if pypi_files and not (opts.repository_url and opts.simple_url):
         raise SelectionError("--pypi-wheels needs --repository-url and --simple-url (the package server)")
@@ -76,16 +72,11 @@ def evidence(opts: Options, m: Matrix, pypi_files: list[Path], env: dict[str, st
                 "run_id": opts.expect_run_id or ""}
     uploads = bool(pypi_files)
     return promotion.Evidence(
-        manifest=release, records=[read(p) for p in opts.validation],
-        pypi_records=[read(p) for p in opts.pypi_validation], pypi_files=pypi_files, accept=accept, limits=limits,
-        expected=expected, server=server,
+        manifest=release, records=[promotion.read_record(p) for p in opts.validation],
+        pypi_records=[promotion.read_record(p) for p in opts.pypi_validation], pypi_files=pypi_files, accept=accept,
+        limits=limits, expected=expected, server=server,
         upload_problem=promotion.upload_problem(env, trusted_publishing=opts.trusted_publishing) if uploads else "",
         requirement_problems=requirement_problems(m, pypi_files))
-
-
-def requirement_problems(m: Matrix, pypi_files: list[Path]) -> list[str]:
-    """Each PyPI file's Requires-Dist that would install another variant's runtime on its own platform."""
-    return [problem for path in pypi_files for problem in pypi_file_problems(m, Wheel(path))]
 
 
 def show(console: Console, plan: promotion.Promotion) -> None:
@@ -113,16 +104,6 @@ def policy(opts: Options, m: Matrix) -> tuple[promotion.PypiLimits, tuple[Accept
         return limits, m.channels.promotion.accept_not_runnable
     return limits, tuple(AcceptedNotRunnable(targets=glob, reason="given on the command line (--accept-not-runnable)")
                          for glob in opts.accept_not_runnable)
-
-
-def read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError([Problem(message=f"{path}: not a validation record: {exc}")]) from None
-    if not isinstance(data, dict) or not isinstance(data.get("targets"), list):
-        raise InputError([Problem(message=f"{path}: not a validation record (no targets list)")])
-    return data
 
 
 def write_record(path: Path | None, plan: promotion.Promotion) -> None:

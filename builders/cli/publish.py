@@ -7,19 +7,15 @@ import json
 import tempfile
 from pathlib import Path
 
-from packaging.version import Version
-
 from builders.base.console import Console
 from builders.base.errors import ObjectStoreError, SelectionError
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.cli.index import index_with_requirements
-from builders.matrix import loader as matrix_mod
-from builders.matrix.model import Matrix
-from builders.matrix.release_channels import ChannelName, ReleaseChannel
+from builders.matrix.release_channels import ChannelName
 from builders.release import publish
+from builders.release.index import index_with_requirements
 from builders.release.manifest import labelled_wheels
 from builders.release.objectstore import Bucket, open_bucket
-from builders.wheel.archive import Wheel
 
 SHOWN = 10  # dead links named in the message
 HELP = "publish a channel's per-variant indexes to an S3-compatible bucket"
@@ -34,13 +30,13 @@ DESCRIPTION = ("Lay out every labelled wheel under WHEELHOUSE as the channel's p
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=False)
-    channel = declared(m, opts.channel)
+    m = load.matrix(opts)
+    channel = m.declared_channel(opts.channel)
     if channel.name is ChannelName.RELEASE:
         raise SelectionError("publish writes the nightly and test channels only: the release channel holds a "
                              "validated candidate's bytes, copied by promote-release (docs/channels.md)")
     wheels = labelled_wheels(opts.wheelhouse)  # nothing to publish without one
-    on_channel = channel_matrix(m, channel, wheels)
+    on_channel = publish.channel_matrix(m, channel, wheels)
     bucket = open_bucket(opts.bucket, opts.env)
     with tempfile.TemporaryDirectory(prefix="builders-publish-") as tmp:
         site = Path(tmp)
@@ -75,38 +71,6 @@ def dead_links(bucket: Bucket, plan: publish.Publication) -> None:
         raise ObjectStoreError(f"{bucket.url}: {len(problems)} link(s) of the pages just written do not resolve: "
                                f"{shown}{more}; no publication record was written (repair-index rewrites the "
                                "pages from what the bucket holds)")
-
-
-def declared(m: Matrix, name: str) -> ReleaseChannel:
-    try:
-        return m.channels.channel(name)
-    except KeyError as exc:
-        raise SelectionError(f"{exc.args[0]} in {m.path}") from None
-
-
-def channel_matrix(m: Matrix, channel: ReleaseChannel, wheels: list[Path]) -> Matrix:
-    """The matrix as ``channel`` built the wheels: for nightly, the commit date is read from their dev version
-    (one date for all), and that version must be the channel's for that date."""
-    if channel.name is not ChannelName.NIGHTLY:
-        return m.on_channel(channel.name)
-    versions = {Version(Wheel(w).version.public) for w in wheels}
-    dates = {nightly_date(v) for v in versions}
-    if len(versions) != 1 or None in dates:
-        raise SelectionError(f"the nightly channel publishes one dev release built from one commit; these wheels carry "
-                             f"{', '.join(sorted(map(str, versions)))}")
-    (day,) = dates
-    built = m.on_channel(channel.name, day)
-    if built.project.version not in versions:
-        raise SelectionError(f"wheels of {versions.pop()} are not the nightly of {day} ({built.project.version})")
-    return built
-
-
-def nightly_date(version: Version) -> datetime.date | None:
-    """The commit date a nightly's ``.devYYYYMMDD`` carries, or None."""
-    try:
-        return datetime.datetime.strptime(str(version.dev), "%Y%m%d").date() if version.dev is not None else None
-    except ValueError:
-        return None
 
 
 def show(console: Console, plan: publish.Publication) -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from builders.base.console import Console
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
 from builders.release import repair
 from builders.release.objectstore import open_bucket
 
@@ -17,7 +17,7 @@ DESCRIPTION = ("For every label's index of --channel: list the bucket's objects,
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=False)
+    m = load.matrix(opts)
     channel = m.channels.channel(opts.channel)
     bucket = open_bucket(opts.bucket, dict(opts.env))
     fix = repair.plan(bucket, channel, [v.label for v in m.variants])

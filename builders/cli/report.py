@@ -8,8 +8,8 @@ from pathlib import Path
 from builders.base.console import Console
 from builders.base.errors import PathError
 from builders.base.safe_output import write_whole
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
 from builders.pipeline import results
@@ -29,7 +29,7 @@ DESCRIPTION = ("Write the compatibility matrix (Python x variant per platform) a
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=False)
+    m = load.matrix(opts)
     found = read_results(m, opts.matrix, opts.results or [DEFAULT_RESULTS], output=opts.output)
     md = report.to_markdown(m, found)
     written = {

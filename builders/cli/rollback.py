@@ -8,8 +8,8 @@ from pathlib import Path
 
 from builders.base.console import Console
 from builders.base.errors import InputError, Problem
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
 from builders.matrix.release_channels import ChannelName
 from builders.release import yank
 from builders.release.objectstore import Bucket, open_bucket
@@ -24,7 +24,7 @@ DESCRIPTION = ("Read the promotion's publish record (the key promote-release pri
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=False)
+    m = load.matrix(opts)
     bucket = open_bucket(opts.bucket, dict(opts.env))
     record = read_record(bucket, opts.promotion)
     change = yank.rollback(bucket, m.channels.channel(ChannelName.RELEASE), record, reason=opts.reason)

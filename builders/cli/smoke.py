@@ -6,13 +6,12 @@ import json
 
 from builders.base.console import Console
 from builders.base.errors import SmokeError, WheelError
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.cli.channel_args import on_channel
 from builders.cli.options import device_rules
 from builders.families import family_for
 from builders.families.device import require
-from builders.matrix import loader as matrix_mod
-from builders.matrix.targets import Selection, Target, select
+from builders.matrix.targets import Target, one_target
 from builders.pipeline.host import detect
 from builders.wheel.archive import Wheel
 from builders.wheel.smoke import smoke
@@ -32,8 +31,8 @@ DESCRIPTION = ("Create a venv with the target's interpreter, install WHEEL with 
 
 def execute(opts: Options, console: Console) -> int:
     # A nightly wheel says it is the nightly version (2.16.0.dev20261201+cpu): the target as --channel built it.
-    m = on_channel(matrix_mod.load(opts.matrix), opts.channel, opts.commit_date)
-    (target,) = select(m, Selection(targets=(opts.target,)))
+    m = load.matrix(opts, builds=True, channel=True)
+    target = one_target(m, opts.target)
     env = dict(opts.env)
     if opts.require_device:
         require_device(target, env, console)
@@ -45,7 +44,7 @@ def execute(opts: Options, console: Console) -> int:
         raise SmokeError(f"no {target.python} interpreter on this host for {target.id}; pass --python")
     outcome = smoke(opts.wheel.resolve(), target, python, env, None, dist_version=str(Wheel(opts.wheel).version),
                     installer=opts.installer)
-    print(json.dumps({"target": target.id, "record": outcome.record, "problems": list(outcome.problems)}, indent=2))
+    console.out(json.dumps({"target": target.id, "record": outcome.record, "problems": list(outcome.problems)}, indent=2))
     if not outcome.ok:
         raise SmokeError("; ".join(outcome.problems))
     return 0

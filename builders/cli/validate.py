@@ -5,16 +5,12 @@ from __future__ import annotations
 import contextlib
 import json
 
-from packaging.version import Version
-
 from builders.base.console import Console
 from builders.base.errors import SelectionError, ValidationFailed
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.cli.plan import selection_of
-from builders.cli.publish import declared, nightly_date
-from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
-from builders.matrix.release_channels import ChannelName, ReleaseChannel
+from builders.matrix.release_channels import ReleaseChannel
 from builders.matrix.targets import Target, select
 from builders.pipeline.host import detect
 from builders.release import manifest, validate
@@ -31,9 +27,9 @@ DESCRIPTION = ("For every selected target this host can run: a fresh venv, then 
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=False)
-    channel = declared(m, opts.channel)
-    built = channel_matrix(m, channel, opts.version)
+    m = load.matrix(opts)
+    channel = m.declared_channel(opts.channel)
+    built = validate.channel_matrix(m, channel, opts.version)
     release = manifest.load(opts.manifest) if opts.manifest else None
     targets = chosen_targets(built, opts, release)
     if opts.pypi_wheels and not opts.pypi:
@@ -72,20 +68,9 @@ def validated(m: Matrix, channel: ReleaseChannel, targets: tuple[Target, ...], o
     return results
 
 
-def channel_matrix(m: Matrix, channel: ReleaseChannel, version: str | None) -> Matrix:
-    """The matrix as the channel built it (a nightly's date from ``--version``)."""
-    if channel.name is not ChannelName.NIGHTLY:
-        return m.on_channel(channel.name)
-    day = nightly_date(Version(version)) if version else None
-    if day is None:
-        raise SelectionError("validate --channel nightly needs --version, the dev release (such as "
-                             f"{channel.nightly_base(m.project.version)}.dev20261201)")
-    return m.on_channel(channel.name, day)
-
-
 def chosen_targets(m: Matrix, opts: Options, release: manifest.Manifest | None = None) -> tuple[Target, ...]:
     """The selected targets (the PyPI defaults with ``--pypi``); with a manifest, only those it has a file for."""
-    targets = select(m, selection_of(opts))
+    targets = select(m, load.selection(opts))
     if opts.pypi:
         targets = tuple(t for t in targets if t.on_pypi)
     if release is not None:

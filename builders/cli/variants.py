@@ -9,8 +9,8 @@ from pathlib import Path
 
 from builders.base.console import Console
 from builders.base.errors import SmokeError
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
 from builders.pipeline.host import detect
 from builders.release.mirror import pip_mirror
 from builders.release.variants import Made, VariantIndex, labelled_wheels, make_variants, settings
@@ -33,7 +33,7 @@ DESCRIPTION = ("Turn every labelled wheel under WHEELHOUSE (verified as its targ
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=opts.smoke)  # the smoke script only when it smoke-tests
+    m = load.matrix(opts, builds=opts.smoke)  # the smoke script only when it smoke-tests
     if opts.copy_wheels is not None:
         opts.copy_wheels.mkdir(parents=True, exist_ok=True)
     if m.wheel_variants is None:

@@ -6,10 +6,10 @@ import json
 
 from builders.base.console import Console
 from builders.base.errors import VerifyError
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
-from builders.matrix.targets import Selection, Target, select
+from builders.matrix.targets import Target, one_target
 from builders.release.promote import check_promoted
 from builders.wheel.archive import Wheel
 from builders.wheel.verify import Expectation, Finding, verify
@@ -20,11 +20,11 @@ DESCRIPTION = ("Check WHEEL's name, tags, version, METADATA, RECORD, ELF depende
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=False)
-    (target,) = select(m, Selection(targets=(opts.target,)))
+    m = load.matrix(opts)
+    target = one_target(m, opts.target)
     findings = check(m, target, Wheel(opts.wheel), opts.channel)
     if opts.json:
-        print(json.dumps({"wheel": str(opts.wheel), "target": target.id, "findings": [f.to_json() for f in findings]}, indent=2))
+        console.out(json.dumps({"wheel": str(opts.wheel), "target": target.id, "findings": [f.to_json() for f in findings]}, indent=2))
     for f in findings:
         console.error(str(f))
     if findings:

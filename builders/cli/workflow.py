@@ -11,8 +11,8 @@ import yaml
 from builders.base import untrusted
 from builders.base.console import Console
 from builders.base.errors import InputError, Problem, WorkflowDrift
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
 from builders.release import linters
 from builders.release.workflow import Workflow, drift, local_calls
 
@@ -33,7 +33,7 @@ DESCRIPTION = ("Check that .github/workflows/release.yml (and the local workflow
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=False)
+    m = load.matrix(opts)
     check_shape(opts.workflow)
     for name in local_calls(Workflow.read(opts.workflow)).values():
         if (opts.workflow.parent / name).is_file():

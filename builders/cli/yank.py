@@ -8,8 +8,8 @@ from packaging.version import InvalidVersion, Version
 
 from builders.base.console import Console
 from builders.base.errors import SelectionError
+from builders.cli import load
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
 from builders.release import yank
 from builders.release.objectstore import open_bucket
 
@@ -22,7 +22,7 @@ DESCRIPTION = ("Rewrite every label's pages of --channel so that each file of VE
 
 
 def execute(opts: Options, console: Console) -> int:
-    m = matrix_mod.load(opts.matrix, builds=False)
+    m = load.matrix(opts)
     try:
         version = Version(opts.version)
     except InvalidVersion:

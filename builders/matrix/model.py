@@ -20,7 +20,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
-from builders.base.errors import Location
+from builders.base.errors import Location, SelectionError
 from builders.matrix.compile_cache import CompileCache
 from builders.matrix.family import Accelerator
 from builders.matrix.findings import expand_env
@@ -378,6 +378,14 @@ class Matrix:
 
     def variant(self, label: str) -> Variant:
         return next(v for v in self.variants if v.label == label)
+
+    def declared_channel(self, name: ChannelName | str) -> ReleaseChannel:
+        """The channel ``name``, which a command asked for: one this matrix does not declare is the user's
+        error, naming the declared ones and this file."""
+        try:
+            return self.channels.channel(name)
+        except KeyError as exc:
+            raise SelectionError(f"{exc.args[0]} in {self.path}") from None
 
     def on_channel(self, name: ChannelName | str, commit_date: datetime.date | None = None) -> Matrix:
         """This matrix as ``name``'s builds see it: the project's version is the channel's

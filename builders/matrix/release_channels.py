@@ -119,6 +119,14 @@ def pre_release_channel(name: ChannelName, *, layout: str, keep: int | None, bas
 # --- rules (applied by :mod:`builders.matrix.rules` where each value is written) ----------------
 
 
+def nightly_date(version: Version) -> datetime.date | None:
+    """The commit date a nightly's ``.devYYYYMMDD`` carries, or None."""
+    try:
+        return datetime.datetime.strptime(str(version.dev), "%Y%m%d").date() if version.dev is not None else None
+    except ValueError:
+        return None
+
+
 def base_version_problem(text: str, release: str | None) -> Violation | None:
     """``channels.nightly.base_version``: a plain release after ``project.version``."""
     try:

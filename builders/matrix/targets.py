@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -216,6 +217,23 @@ def select(matrix: Matrix, selection: Selection) -> tuple[Target, ...]:
     for selector in (*selection.targets, *selection.select):
         _check_selector(matrix, selector, ids, excluded)
     return tuple(t for t in targets if selection.matches(t.id))
+
+
+def selected(m: Matrix, selection: Selection) -> tuple[Target, ...]:
+    """The targets ``selection`` picks; an empty selection is an error naming the flags, never a run of nothing."""
+    targets = select(m, selection)
+    if targets:
+        return targets
+    given = [f"--{flag} {shlex.quote(value)}" for flag in ("target", "select", "skip")
+             for value in getattr(selection, "targets" if flag == "target" else flag)]
+    hint = ("; --target takes an exact id, --select a glob" if any(set(t) & set("*?[") for t in selection.targets)
+            else "")
+    raise SelectionError(f"nothing selected by {' '.join(given)}{hint}")
+
+
+def one_target(m: Matrix, tid: str) -> Target:
+    """The target ``--target ID`` names: an exact id (a glob is refused with a hint, never unpacked to nothing)."""
+    return selected(m, Selection(targets=(tid,)))[0]
 
 
 def _check_selector(matrix: Matrix, selector: str, ids: Sequence[str], excluded: Sequence[Excluded]) -> None:

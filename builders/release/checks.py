@@ -1,7 +1,8 @@
 """What must hold before a tag is released: pure checks for the release workflow's plan job.
 
 Each function returns every problem it finds as one line (an empty list means go), so the
-workflow can show them all at once and stop with :class:`~builders.base.errors.ReleaseError`.
+workflow can show them all at once and stop with :class:`~builders.base.errors.ReleaseError`
+(:func:`refuse_release` does).
 They only compare values: the matrix was validated at load, the tag and the file names come
 from the caller.
 """
@@ -10,12 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Sequence
 
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from builders.base.errors import ReleaseError
 from builders.matrix.model import OS, Matrix
+from builders.matrix.targets import Target, expand
 from builders.pipeline.platform_policy import manylinux
 
 CANDIDATE = re.compile(r"-rc[1-9][0-9]*")  # v{version}-rc{N}: a release candidate, never published as the release
@@ -92,3 +96,14 @@ def local_only_note(name: str, expected: set[str]) -> str:
 def _levelless(tags: frozenset[Tag]) -> set[tuple[str, str, str]]:
     """The tags of a manylinux wheel with their glibc level taken out."""
     return {(t.interpreter, t.abi, level[2]) for t in tags if (level := manylinux(t.platform))}
+
+
+def refuse_release(m: Matrix, tag: str, targets: Sequence[Target]) -> None:
+    """A release publishes exactly the matrix's version, every target of it, from digest-pinned images."""
+    problems = release_problems(m, tag)
+    everything, _ = expand(m)
+    if len(targets) != len(everything):
+        problems.append(f"the selection holds {len(targets)} of the matrix's {len(everything)} targets; a release "
+                        "publishes all of them (a run of a subset is a workflow_dispatch, which publishes nothing)")
+    if problems:
+        raise ReleaseError(f"tag {tag} is not released:\n  " + "\n  ".join(problems))

@@ -23,9 +23,11 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from builders.matrix.targets import Target
+from builders.pipeline import results as results_mod
 from builders.release.ci import build_groups, build_id, images
 
 # Jobs outside the build and smoke matrices: plan, report, release files, publish, deploy, and
@@ -150,3 +152,9 @@ def compare(targets: Sequence[Target], costs: Costs, *, shards: int) -> dict[str
             "warm": {**warm.record(), "layout": "per (variant, platform), warm compile cache"},
             "warm_runner_minutes_ratio": round(warm_ratio, 3),
             "hit_rates": {k: round(v, 3) for k, v in sorted(costs.hit_rate.items())}}
+
+
+def costs_from(paths: Sequence[Path], targets: Sequence[Target]) -> Costs:
+    """The stage times the results files at ``paths`` measured, for ``targets`` (the defaults where none)."""
+    records = [record for path in paths for record in results_mod.read(path).values()]
+    return measured(records, targets)

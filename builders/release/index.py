@@ -32,9 +32,10 @@ import hashlib
 import html
 import json
 import shutil
+import sys
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from builders.base.errors import IndexBuildError
 from builders.base.safe_output import replace_into, write_whole
 from builders.matrix.model import Matrix
-from builders.release.mirror import RECORD, MirrorError
+from builders.release.mirror import RECORD, MirrorError, pip_mirror
 from builders.release.promote import PromoteError, target_of
 from builders.wheel.archive import Wheel, file_sha256, header
 from builders.wheel.variant import split_label
@@ -153,6 +154,20 @@ def build_index(wheels: Iterable[Path], output: Path, *, layout: Callable[[str],
         for label, projects in sorted(by_label.items()):
             _write_label(output, layout(label), projects)
     return IndexResult(root=output, files=files, skipped=tuple(skipped), mirrored=mirrored)
+
+
+def index_with_requirements(m: Matrix, wheels: list[Path], output: Path, env: Mapping[str, str], *,
+                            mirror: bool, layout: Callable[[str], str] | None = None) -> IndexResult:
+    """``build_index`` with every label's requirement wheels mirrored by pip (unless ``mirror`` is off), laid out
+    as ``layout`` says (default: the release channel's ``channels.index.layout``)."""
+    labels, check, where = [v.label for v in m.variants], matrix_checker(m), layout or m.channels.index_path
+    if not mirror:
+        return build_index(wheels, output, layout=where, labels=labels, check=check)
+    with tempfile.TemporaryDirectory(prefix="builders-mirror-") as tmp:
+        mirrored = pip_mirror(m, Path(tmp), python=sys.executable, env=dict(env))
+        result = build_index(wheels, output, layout=where, labels=labels, check=check, requirements=mirrored)
+        mirrored.write_records(output, where)
+    return result
 
 
 Projects = dict[str, list[tuple[Path, IndexedFile]]]  # project -> (staged copy, its description)

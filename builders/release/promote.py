@@ -231,3 +231,8 @@ def pypi_file_problems(matrix: Matrix, wheel: Wheel) -> list[str]:
         return [f"{wheel.path.name}: no PyPI default target of the matrix has tags "
                 f"{','.join(sorted(map(str, wheel.tags)))}"]
     return [f"{wheel.path.name}: {problem}" for problem in pypi_requirement_problems(matrix, target, wheel.requires_dist)]
+
+
+def requirement_problems(m: Matrix, pypi_files: list[Path]) -> list[str]:
+    """Each PyPI file's Requires-Dist that would install another variant's runtime on its own platform."""
+    return [problem for path in pypi_files for problem in pypi_file_problems(m, Wheel(path))]

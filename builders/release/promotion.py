@@ -42,7 +42,7 @@ from typing import Any
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from builders.base.errors import AuditError, PreflightRefused
+from builders.base.errors import AuditError, InputError, PreflightRefused, Problem
 from builders.base.process import run
 from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB, AcceptedNotRunnable
@@ -150,6 +150,17 @@ class Promotion:
 
 
 # --- validation records ---------------------------------------------------------------------------
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """A validation record (``validate --record``), an :class:`InputError` when it is not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError([Problem(message=f"{path}: not a validation record: {exc}")]) from None
+    if not isinstance(data, dict) or not isinstance(data.get("targets"), list):
+        raise InputError([Problem(message=f"{path}: not a validation record (no targets list)")])
+    return data
 
 
 def verdicts(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:

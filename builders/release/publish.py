@@ -36,13 +36,32 @@ from typing import Any
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from builders.base.errors import ObjectStoreError, PublishRefused
-from builders.matrix.release_channels import ChannelName, ReleaseChannel
+from builders.base.errors import ObjectStoreError, PublishRefused, SelectionError
+from builders.matrix.model import Matrix
+from builders.matrix.release_channels import ChannelName, ReleaseChannel, nightly_date
 from builders.release.index import IndexedFile, describe, merge_record, project_html, project_json, root_html, root_json
 from builders.release.mirror import RECORD
 from builders.release.objectstore import Bucket, StoredObject, cache_control
+from builders.wheel.archive import Wheel
 
 RECORDS = "publish-records/"  # the site-level folder of publication records, one JSON per publication
+
+
+def channel_matrix(m: Matrix, channel: ReleaseChannel, wheels: list[Path]) -> Matrix:
+    """The matrix as ``channel`` built the wheels: for nightly, the commit date is read from their dev version
+    (one date for all), and that version must be the channel's for that date."""
+    if channel.name is not ChannelName.NIGHTLY:
+        return m.on_channel(channel.name)
+    versions = {Version(Wheel(w).version.public) for w in wheels}
+    dates = {nightly_date(v) for v in versions}
+    if len(versions) != 1 or None in dates:
+        raise SelectionError(f"the nightly channel publishes one dev release built from one commit; these wheels carry "
+                             f"{', '.join(sorted(map(str, versions)))}")
+    (day,) = dates
+    built = m.on_channel(channel.name, day)
+    if built.project.version not in versions:
+        raise SelectionError(f"wheels of {versions.pop()} are not the nightly of {day} ({built.project.version})")
+    return built
 
 
 @dataclass(frozen=True, kw_only=True)

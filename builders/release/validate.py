@@ -29,10 +29,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from builders.base.errors import DeviceMissing, ProcessError
+from packaging.version import Version
+
+from builders.base.errors import DeviceMissing, ProcessError, SelectionError
 from builders.base.process import HostRunner, LogLike
 from builders.families.device import require
 from builders.families.hostfacts import Host
+from builders.matrix.model import Matrix
+from builders.matrix.release_channels import ChannelName, ReleaseChannel, nightly_date
 from builders.matrix.targets import Target
 from builders.pipeline.host import foreign
 from builders.release.manifest import ManifestFile
@@ -254,3 +258,14 @@ def record(results: Sequence[Validated], *, channel: str, version: str, project:
     counts = {s: sum(1 for r in results if r.status == s) for s in (PASSED, FAILED, NOT_RUNNABLE)}
     return {"record_version": RECORD_VERSION, "project": project, "channel": channel, "version": version,
             "host": host.platform, "manifest_sha256": manifest, "targets": [r.to_json() for r in results], **counts}
+
+
+def channel_matrix(m: Matrix, channel: ReleaseChannel, version: str | None) -> Matrix:
+    """The matrix as the channel built it (a nightly's date from ``--version``)."""
+    if channel.name is not ChannelName.NIGHTLY:
+        return m.on_channel(channel.name)
+    day = nightly_date(Version(version)) if version else None
+    if day is None:
+        raise SelectionError("validate --channel nightly needs --version, the dev release (such as "
+                             f"{channel.nightly_base(m.project.version)}.dev20261201)")
+    return m.on_channel(channel.name, day)

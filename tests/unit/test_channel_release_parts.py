@@ -13,9 +13,8 @@ from packaging.version import Version
 from builders import cli
 from builders.base.errors import ObjectStoreError, PreflightRefused, PublishRefused, SelectionError
 from builders.cli import arguments, channel_args, main
-from builders.cli.publish import nightly_date
 from builders.matrix.model import Matrix
-from builders.matrix.release_channels import ChannelName, ReleaseChannel
+from builders.matrix.release_channels import ChannelName, ReleaseChannel, nightly_date
 from builders.matrix.targets import expand
 from builders.release import promotion, publish, validate
 from builders.release.index import IndexedFile

@@ -8,6 +8,10 @@ broken by moving the shared piece down (``builders.families.hostfacts``, ``build
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
+from builders import cli
 from tests import importgraph
 
 # Cycles accepted for now, each as the sorted modules of its strongly connected component,
@@ -128,3 +132,46 @@ def test_every_accepted_upward_import_still_exists() -> None:
 def test_an_upward_import_is_found() -> None:
     graph = {"builders.base.errors": {"builders.cli"}, "builders.cli": {"builders.base.errors"}}
     assert upward_imports(graph) == [("builders.base.errors", "builders.cli")]
+
+
+def command_modules() -> set[str]:
+    """One module per subcommand (:data:`builders.cli.COMMANDS`); the rest of ``cli/`` is the plumbing they share."""
+    return {f"builders.cli.{name.replace('-', '_')}" for name in cli.COMMANDS}
+
+
+def commands_importing_commands(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    commands = command_modules()
+    return sorted((a, b) for a in commands for b in graph.get(a, set()) & commands)
+
+
+def test_no_command_module_imports_another() -> None:
+    """A command parses, loads the matrix (:mod:`builders.cli.load`), calls the layer below and prints: what two
+    commands share lives below ``cli/`` or in its plumbing, never in a third command."""
+    graph = importgraph.graph()
+    assert command_modules() <= set(graph)
+    found = commands_importing_commands(graph)
+    assert not found, "command modules importing command modules: " + "; ".join(f"{a} -> {b}" for a, b in found)
+
+
+def test_a_command_importing_a_command_is_found() -> None:
+    graph = {"builders.cli.build": {"builders.cli.plan", "builders.cli.load"}, "builders.cli.plan": set()}
+    assert commands_importing_commands(graph) == [("builders.cli.build", "builders.cli.plan")]
+
+
+# print() writes past the console: its CI folding and annotations, its live status lines, stdout kept for answers.
+# Code that runs in another interpreter is a string to the reader (``-c`` programs), never a call.
+PRINTS = {"builders.base.console": "the console: every line builders writes goes through it"}
+
+
+def print_calls(path: Path) -> list[int]:
+    """The lines of ``path`` that call the builtin ``print``."""
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"]
+
+
+def test_only_the_console_prints() -> None:
+    modules = importgraph.modules()
+    found = [f"{modules[name].relative_to(importgraph.PACKAGE.parent)}:{line}" for name in sorted(modules) if name not in PRINTS
+             for line in print_calls(modules[name])]
+    assert not found, "print() outside builders.base.console (write through the Console): " + ", ".join(found)
+    assert all(print_calls(modules[name]) for name in PRINTS)  # the reader finds the calls it exempts
