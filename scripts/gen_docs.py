@@ -22,7 +22,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "builders" / "schema" / "matrix.schema.json"
-MEANING = 50  # characters of a key's description shown; the schema has the rest
+MEANING = 40  # characters of a key's description shown; the schema has the rest
 PLACEHOLDERS = {"platforms": "<platform>", "accelerators": "<family>", "versions": "<version>",
                 "optional_dependencies": "<extra>", "providers": "<provider>"}
 
@@ -119,9 +119,17 @@ def matrix_reference(schema: Mapping[str, Any]) -> str:
     """Every key of the matrix as one Markdown table, in the schema's order; a required key in bold.
 
     A key whose keys are among those of a key above it (a version's settings repeat its family's) says
-    so in one row instead of repeating them."""
-    found = list(rows(schema, schema, "", True))
+    so in one row instead of repeating them; sibling keys of one type and meaning share a row."""
     out = ["| key | type | meaning |", "| --- | --- | --- |"]
+    for names, shape, required, meaning in siblings(condensed(list(rows(schema, schema, "", True)))):
+        key = f"**`{cell(names)}`**" if required else f"`{cell(names)}`"
+        out.append(f"| {key} | {cell(shape)} | {cell(meaning)} |")
+    return "\n".join(out)
+
+
+def condensed(found: list[tuple[str, str, str, str]]) -> Iterator[tuple[str, str, str, str]]:
+    """``found`` with meanings shortened, a key repeating an earlier key's keys named once, and an object
+    with no meaning of its own left to the keys below it."""
     shown: dict[frozenset[tuple[str, ...]], str] = {}
     skip = ""
     for path, shape, required, meaning in found:
@@ -133,10 +141,20 @@ def matrix_reference(schema: Mapping[str, Any]) -> str:
         skip = path + "." if same else ""
         if shape == "object" and not meaning and below and not same:
             continue  # its keys below name it
-        meaning = f"the keys of `{cell(same)}`, for this one" if same else short(meaning)
-        key = f"**`{cell(path)}`**" if required else f"`{cell(path)}`"
-        out.append(f"| {key} | {cell(shape)} | {cell(meaning)} |")
-    return "\n".join(out)
+        yield path, shape, required, f"the keys of `{cell(same)}`, for this one" if same else short(meaning)
+
+
+def siblings(found: Iterator[tuple[str, str, str, str]]) -> Iterator[tuple[str, str, str, str]]:
+    """Consecutive keys of one parent, type, requiredness and meaning as one ``parent.{a,b}`` row."""
+    group: list[tuple[str, str, str, str]] = []
+    for row in [*found, ("", "", "", "")]:
+        parent = row[0].rpartition(".")[0]
+        if group and (parent != group[0][0].rpartition(".")[0] or row[1:] != group[0][1:] or not row[0]):
+            head, _, _ = group[0][0].rpartition(".")
+            names = group[0][0] if len(group) == 1 else f"{head}.{{{','.join(r[0].rpartition('.')[2] for r in group)}}}"
+            yield names, *group[0][1:]
+            group = []
+        group.append(row)
 
 
 def exit_code_table() -> str:

@@ -25,7 +25,7 @@ they differ). `python -m builders COMMAND --help` has each option's full text.
 **Precedence, for every option: the command line, else its variable, else the matrix key, else the
 default.** The environment is read once per run and handed down.
 """
-MEANING = 50  # characters of an option's help shown here; --help has the rest
+MEANING = 46  # characters of an option's help shown here; --help has the rest
 EVERY = 10  # an option of at least this many commands is listed as "all but" the others
 
 
