@@ -19,8 +19,8 @@ COMMAND = "python -m builders.cli.optionsdoc > docs/options.md"
 INTRO = f"""# Options and environment variables
 
 For anyone running a command: every option with its variable, matrix key and default, and the other
-variables builders reads. Generated from `builders/cli/options.py` (`{COMMAND}`; a test fails when
-they differ). `python -m builders COMMAND --help` has each option's full text.
+variables builders reads. Generated from `builders/cli/options.py` (`{COMMAND}`); `python -m
+builders COMMAND --help` has each option's full text.
 
 **Precedence, for every option: the command line, else its variable, else the matrix key, else the
 default.** The environment is read once per run and handed down.
@@ -47,7 +47,9 @@ def _row(option: Option) -> str:
     shown = " · ".join(x for x in (f"`{option.env}`" if option.env else "",
                                    f"`{option.matrix}`" if option.matrix else "", _default(option)) if x)
     use = usage(option) if option.flags else "(variable only)"
-    return f"| {use} | {shown} | {_cell(short(option.help_text()))} |"
+    text = option.help_text()
+    lists_choices = re.split(r"[:;]| \(", text, maxsplit=1)[0] in (option.choice_list() or ())
+    return f"| {use} | {shown} | {_cell(short(text, clause=not lists_choices))} |"
 
 
 def _commands(option: Option, names: Sequence[str]) -> str:
@@ -57,10 +59,11 @@ def _commands(option: Option, names: Sequence[str]) -> str:
     return "all but " + ", ".join(n for n in names if n not in option.commands)
 
 
-def short(text: str) -> str:
-    """The help's first clause (up to ``;`` or a parenthesis), cut at a word to :data:`MEANING` characters."""
+def short(text: str, clause: bool = True) -> str:
+    """The help's first clause (up to ``;`` or a parenthesis; all of it where it goes choice by choice), cut at
+    a word to :data:`MEANING` characters."""
     text = " ".join(text.split())
-    first = re.split(r"; | \(", text, maxsplit=1)[0]
+    first = re.split(r"; | \(", text, maxsplit=1)[0] if clause else text
     first = text if len(first) < 12 else first
     return first if len(first) <= MEANING else first[:MEANING].rsplit(" ", 1)[0] + " …"
 
