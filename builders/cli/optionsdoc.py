@@ -19,8 +19,8 @@ COMMAND = "python -m builders.cli.optionsdoc > docs/options.md"
 INTRO = f"""# Options and environment variables
 
 For anyone running a command: every option with its variable, matrix key and default, and the other
-variables builders reads. Generated from `builders/cli/options.py` (`{COMMAND}`); `python -m
-builders COMMAND --help` has each option's full text.
+variables builders reads. Generated from `builders/cli/options.py` (`{COMMAND}`);
+`python -m builders COMMAND --help` has each option's full text.
 
 **Precedence, for every option: the command line, else its variable, else the matrix key, else the
 default.** The environment is read once per run and handed down.
