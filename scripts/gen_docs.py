@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "builders" / "schema" / "matrix.schema.json"
+MEANING = 40  # characters of a key's description shown; the schema has the rest
 PLACEHOLDERS = {"platforms": "<platform>", "accelerators": "<family>", "versions": "<version>",
                 "optional_dependencies": "<extra>", "providers": "<provider>"}
 
@@ -51,13 +53,16 @@ def kind(schema: Mapping[str, Any], node: Mapping[str, Any]) -> str:
         return f"`{json.dumps(node['const'])}`"
     if "enum" in node:
         return "one of " + ", ".join(f"`{json.dumps(v)}`" for v in node["enum"])
-    if "oneOf" in node or "anyOf" in node:
-        return " or ".join(kind(schema, resolve(schema, alt)[0]) for alt in node.get("oneOf", node.get("anyOf")))
+    alternatives = [kind(schema, resolve(schema, alt)[0]) for alt in node.get("oneOf", node.get("anyOf", ()))]
+    if alternatives and all(alternatives):  # not a oneOf that only says which keys go together
+        return " or ".join(alternatives)
     shape = node.get("type", "")
     if shape == "array" and isinstance(node.get("items"), Mapping):
         return "list of " + (kind(schema, resolve(schema, node["items"])[0]) or "values")
     if shape == "object" and isinstance(node.get("additionalProperties"), Mapping) and "properties" not in node:
         return "mapping"
+    if not shape and "properties" in node:
+        return "object"
     return shape if isinstance(shape, str) else " or ".join(shape)
 
 
@@ -91,19 +96,65 @@ def rows(schema: Mapping[str, Any], node: Mapping[str, Any], path: str, required
         if "properties" in inner:
             yield from rows(schema, extra, f"{path}.{name}", False, seen)
     items = node.get("items")
-    if isinstance(items, Mapping) and "properties" in resolve(schema, items)[0]:
-        yield from rows(schema, items, f"{path}[]", False, seen)
+    if isinstance(items, Mapping):
+        inner = resolve(schema, items)[0]
+        for entry in (items, *inner.get("oneOf", inner.get("anyOf", ()))):  # an entry may be one of several forms
+            if "properties" in resolve(schema, entry)[0]:
+                yield from rows(schema, entry, f"{path}[]", False, seen)
 
 
 def cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def short(text: str) -> str:
+    """A meaning's first sentence or clause, cut at a word to :data:`MEANING` characters."""
+    text = text.removeprefix("Optional: ")
+    first = re.split(r"(?<=[a-z0-9)'])(?<!e\.g)(?<!i\.e)\. |; ", text, maxsplit=1)[0].rstrip(".")
+    first = text if len(first) < 12 else first
+    return first if len(first) <= MEANING else first[:MEANING].rsplit(" ", 1)[0] + " …"
+
+
 def matrix_reference(schema: Mapping[str, Any]) -> str:
-    """Every key of the matrix as one Markdown table, in the schema's order."""
-    out = ["| key | type | required | meaning |", "| --- | --- | --- | --- |"]
-    out += [f"| `{cell(p)}` | {cell(t)} | {r} | {cell(d)} |" for p, t, r, d in rows(schema, schema, "", True)]
+    """Every key of the matrix as one Markdown table, in the schema's order; a required key in bold.
+
+    A key whose keys are among those of a key above it (a version's settings repeat its family's) says
+    so in one row instead of repeating them; sibling keys of one type and meaning share a row."""
+    out = ["| key | type | meaning |", "| --- | --- | --- |"]
+    for names, shape, required, meaning in siblings(condensed(list(rows(schema, schema, "", True)))):
+        key = f"**`{cell(names)}`**" if required else f"`{cell(names)}`"
+        out.append(f"| {key} | {cell(shape)} | {cell(meaning)} |")
     return "\n".join(out)
+
+
+def condensed(found: list[tuple[str, str, str, str]]) -> Iterator[tuple[str, str, str, str]]:
+    """``found`` with meanings shortened, a key repeating an earlier key's keys named once, and an object
+    with no meaning of its own left to the keys below it."""
+    shown: dict[frozenset[tuple[str, ...]], str] = {}
+    skip = ""
+    for path, shape, required, meaning in found:
+        if skip and path.startswith(skip):
+            continue
+        below = tuple((p.removeprefix(path), *rest) for p, *rest in found if p.startswith(path + "."))
+        same = next((q for sig, q in shown.items() if below and set(below) <= sig), None)
+        shown.setdefault(frozenset(below), path)
+        skip = path + "." if same else ""
+        if shape == "object" and not meaning and below and not same:
+            continue  # its keys below name it
+        yield path, shape, required, f"the keys of `{cell(same)}`, for this one" if same else short(meaning)
+
+
+def siblings(found: Iterator[tuple[str, str, str, str]]) -> Iterator[tuple[str, str, str, str]]:
+    """Consecutive keys of one parent, type, requiredness and meaning as one ``parent.{a,b}`` row."""
+    group: list[tuple[str, str, str, str]] = []
+    for row in [*found, ("", "", "", "")]:
+        parent = row[0].rpartition(".")[0]
+        if group and (parent != group[0][0].rpartition(".")[0] or row[1:] != group[0][1:] or not row[0]):
+            head, _, _ = group[0][0].rpartition(".")
+            names = group[0][0] if len(group) == 1 else f"{head}.{{{','.join(r[0].rpartition('.')[2] for r in group)}}}"
+            yield names, *group[0][1:]
+            group = []
+        group.append(row)
 
 
 def exit_code_table() -> str:

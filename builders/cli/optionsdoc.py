@@ -6,47 +6,66 @@ are listed) and fails when the committed page differs.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from builders.cli import commands
 from builders.cli.arguments import Subcommand
-from builders.cli.options import ENVIRONMENT, OPTIONS, Computed, Option, for_command
+from builders.cli.options import ENVIRONMENT, OPTIONS, Computed, Option
 
 COMMAND = "python -m builders.cli.optionsdoc > docs/options.md"
 INTRO = f"""# Options and environment variables
 
-Every command-line option of every `python -m builders` command, and every environment variable
-builders reads. Generated from the one table in `builders/cli/options.py` (`{COMMAND}`;
-a unit test fails when this page and the table differ).
+For anyone running a command: every option with its variable, matrix key and default, and the other
+variables builders reads. Generated from `builders/cli/options.py` (`{COMMAND}`);
+`python -m builders COMMAND --help` has each option's full text.
 
-Each option is settled by one rule: **the command line, else its environment variable, else the
-matrix value it names, else its default.** The environment is read once per run and handed down;
-nothing below the command line reads it for itself.
+**Precedence, for every option: the command line, else its variable, else the matrix key, else the
+default.** The environment is read once per run and handed down.
 """
+MEANING = 46  # characters of an option's help shown here; --help has the rest
+EVERY = 10  # an option of at least this many commands is listed as "all but" the others
 
 
 def markdown(listed: Sequence[Subcommand]) -> str:
-    """The whole page: one table per command, then the environment variables."""
-    parts = [INTRO]
-    for command in listed:
-        parts.append(command_section(command))
-    parts.append(environment_section())
-    return "\n".join(parts)
-
-
-def command_section(command: Subcommand) -> str:
-    rows = [_row(o) for o in for_command(command.name) if o.flags]
-    head = f"## `{command.name}`\n\n{_cell(command.help)}.\n"
-    table = "| option | environment | matrix | default | what it does |\n|---|---|---|---|---|\n"
-    return head + "\n" + table + "\n".join(rows) + "\n"
+    """The whole page: a row per option of the ``listed`` commands under a row naming them, then the other variables."""
+    names = [c.name for c in listed]
+    rows, above = [], ""
+    for option in (o for o in OPTIONS if (o.flags or o.env) and set(o.commands) & set(names)):
+        taking = _commands(option, names)
+        if taking != above:
+            rows.append(f"| **{taking}** | | |")
+            above = taking
+        rows.append(_row(option))
+    table = "| option | variable · matrix · default | meaning |\n|---|---|---|\n"
+    return "\n".join([INTRO, table + "\n".join(rows) + "\n", environment_section()])
 
 
 def _row(option: Option) -> str:
-    env = f"`{option.env}`" if option.env else ""
-    matrix = f"`{option.matrix}`" if option.matrix else ""
-    return f"| {usage(option)} | {env} | {matrix} | {_default(option)} | {_cell(option.help_text())} |"
+    shown = " · ".join(x for x in (f"`{option.env}`" if option.env else "",
+                                   f"`{option.matrix}`" if option.matrix else "", _default(option)) if x)
+    use = usage(option) if option.flags else "(variable only)"
+    text = option.help_text()
+    lists_choices = re.split(r"[:;]| \(", text, maxsplit=1)[0] in (option.choice_list() or ())
+    return f"| {use} | {shown} | {_cell(short(text, clause=not lists_choices))} |"
+
+
+def _commands(option: Option, names: Sequence[str]) -> str:
+    taking = [n for n in names if n in option.commands]
+    if len(taking) < EVERY:
+        return ", ".join(taking)
+    return "all but " + ", ".join(n for n in names if n not in option.commands)
+
+
+def short(text: str, clause: bool = True) -> str:
+    """The help's first clause (up to ``;`` or a parenthesis; all of it where it goes choice by choice), cut at
+    a word to :data:`MEANING` characters."""
+    text = " ".join(text.split())
+    first = re.split(r"; | \(", text, maxsplit=1)[0] if clause else text
+    first = text if len(first) < 12 else first
+    return first if len(first) <= MEANING else first[:MEANING].rsplit(" ", 1)[0] + " …"
 
 
 def usage(option: Option) -> str:
@@ -60,7 +79,7 @@ def usage(option: Option) -> str:
 
 
 def _default(option: Option) -> str:
-    if option.required or option.positional:
+    if option.flags and (option.required or option.positional):
         return "required"
     value: Any = option.default
     if isinstance(value, Computed):
@@ -75,17 +94,9 @@ def _cell(text: str) -> str:
 
 
 def environment_section() -> str:
-    """Every variable: the options' (with their commands) and the facts builders reads (with where and why)."""
-    rows = []
-    for name in dict.fromkeys(o.env for o in OPTIONS if o.env):
-        options = [o for o in OPTIONS if o.env == name]
-        flag = f"`{options[0].flags[0]}`" if options[0].flags else "(environment only)"
-        used = ", ".join(f"`{c}`" for c in dict.fromkeys(c for o in options for c in o.commands))
-        rows.append(f"| `{name}` | {flag} of {used} | {_cell(options[0].help_text())} |")
-    for fact in ENVIRONMENT:
-        where = ", ".join(f"`{m.strip()}`" for m in fact.read_by.split(","))
-        rows.append(f"| `{fact.name}` | read by {where} | {_cell(fact.why)} |")
-    return "## Environment variables\n\n| variable | where | what it means |\n|---|---|---|\n" + "\n".join(rows) + "\n"
+    """The variables that are no option, each with what it tells builders."""
+    rows = [f"| `{f.name}` | {_cell(short(f.why))} |" for f in ENVIRONMENT]
+    return "## Other environment variables\n\n| variable | meaning |\n|---|---|\n" + "\n".join(rows) + "\n"
 
 
 def main() -> int:

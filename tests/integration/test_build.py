@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
 import time
 import zipfile
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -352,3 +354,85 @@ def test_validate_installs_every_target_built_here_from_the_test_channel_over_ht
         assert files[target["filename"]] == target["sha256"], target  # the bytes the build made, over HTTP
     others = {tid: t for tid, t in by_id.items() if tid not in built}
     assert others and all(t["status"] == "not-runnable" and t["reason"] for t in others.values()), others
+
+
+# --- README's "A short tour", command by command, on a fresh clone ------------------------------------------------
+# Each row's command as README shows it: the exit code and a line its output must have (a regex, multi-line). The
+# builds run in a clone whose ./wheelhouse is this module's: after README's `nox -s build`, as a reader runs them, so
+# each build reuses what that one built and nothing is built twice.
+TOUR_ID = "cu132-cp312-linux-x86_64"
+TOUR = {
+    "nox -s plan": rf"^{TOUR_ID} .* yes",
+    "nox -s plan -- --json": r'^  "targets": \[',
+    "nox -s plan -- --format github": r'"images": \[',
+    "nox -s build -- --dry-run": rf"^{TOUR_ID}\s+[0-9a-f]{{12}}\s",
+    "nox -s build -- --target cu132-cp312-linux-x86_64": r"\breused\b",
+    "nox -s build -- --jobs 2 -v": r"\breused\b",
+    "nox -s build -- --select 'cu13*-cp31[23]-*' --skip '*-aarch64'": r"\breused\b",
+    "nox -s images -- --dry-run": r"^(podman|docker) build --file \S+/cuda\.Containerfile --tag localhost/builders-cuda:",
+    "nox -s report": r"^wrote report/compatibility\.html$",
+    "nox -s workflow -- --check": r"in step with matrix\.yaml",
+    "nox -l": r"^\* build -> ",
+}
+
+
+def tour_rows(root: Path) -> list[str]:
+    """The commands of README's tour table, in order."""
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## A short tour\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `([^`]+)` \|", section, re.MULTILINE)
+
+
+def as_run(command: str, sessions: dict[str, str]) -> list[str]:
+    """A tour command as this interpreter runs it: `nox -s NAME -- ARGS` is the `python -m builders CMD ARGS` the
+    session runs (its venv would install builders again); `nox -l` runs nox itself."""
+    words = shlex.split(command)
+    if words[:2] == ["nox", "-l"]:
+        return [sys.executable, "-m", "nox", "-l"]
+    rest = words[words.index("--") + 1:] if "--" in words else []
+    return [sys.executable, "-m", "builders", sessions[words[2]], *rest]
+
+
+@pytest.fixture(scope="module")
+def clone(root: Path, wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh clone of this checkout (its uncommitted changes copied over it), with the module's wheelhouse as its
+    ./wheelhouse, as README's `nox -s build` leaves it."""
+    dest = tmp_path_factory.mktemp("tour") / "builders"
+    subprocess.run(["git", "clone", "--quiet", str(root), str(dest)], check=True, timeout=300)
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
+                            check=True, capture_output=True, text=True).stdout.split("\0")
+    for name in filter(None, listed):
+        if (root / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, dest / name)
+        else:
+            (dest / name).unlink(missing_ok=True)
+    shutil.copytree(wheelhouse, dest / "wheelhouse", symlinks=True)
+    return dest
+
+
+def test_the_tour_table_is_the_tested_tour(root: Path) -> None:
+    assert tour_rows(root) == list(TOUR), "README's tour and TOUR differ: give each new row its line to check"
+
+
+@pytest.mark.parametrize("command", list(TOUR))
+def test_each_tour_command_runs_on_a_fresh_clone(command: str, clone: Path) -> None:
+    from tests.unit.test_docs import sessions
+
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the clone's own builders
+    proc = subprocess.run(as_run(command, sessions()), cwd=clone, env=env, text=True, capture_output=True, timeout=900)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"{command}: exit {proc.returncode}\n{out[-3000:]}"
+    assert re.search(TOUR[command], out, re.MULTILINE), f"{command}: no line matches {TOUR[command]!r}\n{out[-3000:]}"
+    if " build " in f"{command} " and "--dry-run" not in command:
+        chosen = chosen_by(shlex.split(command))
+        ran = {tid: status for tid, status in statuses(clone / "wheelhouse").items() if chosen.matches(tid)}
+        assert ran and set(ran.values()) == {"reused"}, f"{command}: built again: {ran}"
+
+
+def chosen_by(words: list[str]) -> Selection:
+    """The selection a build command's --target, --select and --skip make (results.json keeps the others)."""
+    given = {flag: tuple(value for option, value in pairwise(words) if option == flag)
+             for flag in ("--target", "--select", "--skip")}
+    return Selection(targets=given["--target"], select=given["--select"], skip=given["--skip"])

@@ -8,7 +8,9 @@
 - the generated parts of docs/ (the matrix keys, the exit codes) are what scripts/gen_docs.py
   renders from the schema and from builders/base/errors.py;
 - README.md stays short, starts with the commands a fresh machine runs, and names as its test
-  command what CI's .ci/run runs.
+  command what CI's .ci/run runs;
+- docs/ stays short (each page and the whole), and the channel lifecycle table is written once, in
+  docs/channels.md, with every other page that speaks of the lifecycle linking to it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from builders import cli
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 README_LIMIT = 12 * 1024
+PAGE_LIMIT, DOCS_LIMIT = 12 * 1024, 80 * 1024
+LIFECYCLE = "channels.md#which-tag-or-dispatch-does-what"
 FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 SPAN = re.compile(r"`([^`\n]+)`")
@@ -237,3 +241,33 @@ def test_no_issue_numbers_or_changelog_in_docs() -> None:
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
         assert not re.search(r"\b[Ii]ssue \d+|\(before, |MISSED", text), page.name
+
+
+def test_docs_are_short() -> None:
+    sizes = {page.name: len(page.read_bytes()) for page in PAGES[1:]}
+    assert not {name: size for name, size in sizes.items() if size > PAGE_LIMIT}, f"pages over {PAGE_LIMIT} bytes"
+    assert sum(sizes.values()) <= DOCS_LIMIT, f"docs/ is {sum(sizes.values())} bytes, over {DOCS_LIMIT}: {sizes}"
+
+
+def tables(text: str) -> list[str]:
+    """The Markdown tables of a page (outside code blocks), each as its lines."""
+    return re.findall(r"(?:^\|.*\n?)+", prose(text), re.MULTILINE)
+
+
+def lifecycle(table: str) -> bool:
+    """A table that says what the nightly schedule, a candidate tag and the promotion dispatch do."""
+    return all(word in table for word in ("schedule", "-rc", "promote.yml"))
+
+
+def test_the_lifecycle_table_is_written_once_and_linked_from_the_others() -> None:
+    found = [page.name for page in PAGES for table in tables(page.read_text(encoding="utf-8")) if lifecycle(table)]
+    assert found == ["channels.md"], f"the lifecycle table is written in {found}, not once in channels.md"
+    speaking = [page for page in PAGES if page.name != "channels.md"
+                and re.search(r"INDEX_BUCKET|promote\.yml", prose(page.read_text(encoding="utf-8")))]
+    for page in speaking:
+        assert any(link.endswith(LIFECYCLE) for link in links(page)), f"{page.name} speaks of the lifecycle: link {LIFECYCLE}"
+
+
+def test_the_lifecycle_check_sees_a_second_table() -> None:
+    text = "| event | publishes |\n|---|---|\n| schedule | nightly |\n| tag -rc1 | test |\n| promote.yml | release |\n"
+    assert [lifecycle(t) for t in tables(text + "\nprose\n\n| a |\n")] == [True, False]
