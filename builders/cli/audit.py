@@ -12,7 +12,7 @@ from builders.base.console import Console
 from builders.base.errors import AuditError
 from builders.base.process import ProcessError, run
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.release import audit, variant_audit
 from builders.release.report import index_url, variant_index_url

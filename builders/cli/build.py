@@ -28,7 +28,7 @@ from builders.cli.channel_args import on_channel
 from builders.cli.plan import selected, selection_of
 from builders.engines import Engine, EngineSetup
 from builders.engines.images import engine_env
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target
 from builders.pipeline import platform_policy, remotecache

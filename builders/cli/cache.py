@@ -23,7 +23,7 @@ from builders.engines import Engine
 from builders.engines.container import ContainerEngine
 from builders.engines.images import engine_env, image_pythons, made_images, remove_image
 from builders.engines.local import LocalEngine
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.matrix.targets import Selection, Target, select
 from builders.pipeline import caches
 from builders.pipeline.caches import Entry, Keep, human

@@ -10,7 +10,7 @@ from builders.cli.arguments import Options
 from builders.cli.plan import selected, selection_of
 from builders.engines import images
 from builders.engines.container import find_engine
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 
 HELP = "build the container images a selection needs"
 DESCRIPTION = ("Build the content-addressed image of every (variant, platform) the selection "

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from builders.base.console import Console
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.release.index import IndexBuildError, IndexResult, build_index, find_wheels, matrix_checker
 from builders.release.mirror import RECORD, pip_mirror

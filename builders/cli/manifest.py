@@ -6,7 +6,7 @@ from builders.base.console import Console
 from builders.base.errors import SelectionError
 from builders.base.safe_output import write_whole
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.release import manifest
 
 HELP = "write the release manifest of a candidate's files (name, sha256, size, target; tag, commit, run)"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from typing import Any
 from builders import engines
 from builders.base import folderlock
 from builders.cli.paths import input_dir, input_file, input_path, output_dir, output_file
-from builders.families import families
+from builders.families import Family, families
 from builders.families.provision import CACHE_ENV, default_cache, toolchains_under
 from builders.families.rocm import ROCM_SOURCE_ENV, ROCM_SOURCES
 from builders.matrix.compile_cache import LOCATION_ENV, location_problem
@@ -162,10 +162,10 @@ def size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def device_rules() -> str:
+def device_rules(extra: Iterable[Family] = ()) -> str:
     """What counts as a device, family by family (their own words), for ``smoke --require-device``."""
-    rules = [f"{f.accelerator.value}: {f.device_help}" for f in families() if f.needs_device]
-    spared = [f.accelerator.value for f in families() if not f.needs_device]
+    rules = [f"{f.accelerator.value}: {f.device_help}" for f in families(extra) if f.needs_device]
+    spared = [f.accelerator.value for f in families(extra) if not f.needs_device]
     return "; ".join(rules) + (f"; {', '.join(spared)} wheels never need one" if spared else "")
 
 

@@ -15,7 +15,7 @@ from builders.base.safe_output import write_whole
 from builders.cli.arguments import Options
 from builders.cli.channel_args import on_channel
 from builders.engines.images import engine_env
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Selection, Target, expand, select
 from builders.pipeline import platform_policy

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from builders.base.console import Console
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.release.index import find_wheels
 from builders.release.promote import PromoteError, promotable, promote, target_of

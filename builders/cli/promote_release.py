@@ -12,7 +12,7 @@ from builders.base.errors import InputError, Problem, SelectionError
 from builders.cli.arguments import FLAG, Options
 from builders.cli.plan import selection_of
 from builders.cli.publish import declared
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import AcceptedNotRunnable
 from builders.matrix.targets import select

@@ -13,7 +13,7 @@ from builders.base.console import Console
 from builders.base.errors import ObjectStoreError, SelectionError
 from builders.cli.arguments import Options
 from builders.cli.index import index_with_requirements
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 from builders.release import publish

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from builders.base.console import Console
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.release import repair
 from builders.release.objectstore import open_bucket
 

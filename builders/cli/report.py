@@ -9,7 +9,7 @@ from builders.base.console import Console
 from builders.base.errors import PathError
 from builders.base.safe_output import write_whole
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
 from builders.pipeline import results

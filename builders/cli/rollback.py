@@ -9,7 +9,7 @@ from pathlib import Path
 from builders.base.console import Console
 from builders.base.errors import InputError, Problem
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.matrix.release_channels import ChannelName
 from builders.release import yank
 from builders.release.objectstore import Bucket, open_bucket

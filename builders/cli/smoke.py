@@ -10,8 +10,8 @@ from builders.cli.arguments import Options
 from builders.cli.channel_args import on_channel
 from builders.cli.options import device_rules
 from builders.families import family_for
+from builders.families import loader as matrix_mod
 from builders.families.device import require
-from builders.matrix import loader as matrix_mod
 from builders.matrix.targets import Selection, Target, select
 from builders.pipeline.host import detect
 from builders.wheel.archive import Wheel

@@ -12,7 +12,7 @@ from builders.base.errors import SelectionError, ValidationFailed
 from builders.cli.arguments import Options
 from builders.cli.plan import selection_of
 from builders.cli.publish import declared, nightly_date
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 from builders.matrix.targets import Target, select

@@ -10,7 +10,7 @@ from pathlib import Path
 from builders.base.console import Console
 from builders.base.errors import SmokeError
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.pipeline.host import detect
 from builders.release.mirror import pip_mirror
 from builders.release.variants import Made, VariantIndex, labelled_wheels, make_variants, settings

@@ -7,7 +7,7 @@ import json
 from builders.base.console import Console
 from builders.base.errors import VerifyError
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Selection, Target, select
 from builders.release.promote import check_promoted

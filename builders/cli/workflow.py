@@ -12,7 +12,7 @@ from builders.base import untrusted
 from builders.base.console import Console
 from builders.base.errors import InputError, Problem, WorkflowDrift
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.release import linters
 from builders.release.workflow import Workflow, drift, local_calls
 

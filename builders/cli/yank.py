@@ -9,7 +9,7 @@ from packaging.version import InvalidVersion, Version
 from builders.base.console import Console
 from builders.base.errors import SelectionError
 from builders.cli.arguments import Options
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.release import yank
 from builders.release.objectstore import open_bucket
 

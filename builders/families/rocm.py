@@ -25,7 +25,7 @@ from builders.base.errors import EngineError, ToolchainError
 from builders.base.process import Call, LogLike, ProcessError, run
 from builders.families.base import builders_containerfile, found_tool, image_toolkit_root, pip_toolkit_args
 from builders.families.machine import Machine, listed
-from builders.matrix.family import FamilyFacts, declare
+from builders.matrix.family import Accelerator, FamilyFacts
 from builders.matrix.model import Toolkit, Variant
 
 if TYPE_CHECKING:
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from builders.matrix.targets import Target
 
 
-ACCELERATOR = declare(FamilyFacts(
-    name="rocm", display="ROCm", needs_arch_list=True,
+ACCELERATOR = Accelerator(FamilyFacts(
+    module=__name__, name="rocm", display="ROCm", needs_arch_list=True,
     arch_entry=re.compile(r"gfx[0-9a-f]{3,4}(:(sramecc|xnack)[+-])*"), arch_example="AMD GPU targets such as gfx90a;gfx942"))
 # Where the image takes its toolkit from ($BUILDERS_ROCM_SOURCE; the first is the default).
 ROCM_SOURCES = ("therock", "debian")

@@ -18,7 +18,7 @@ from builders import cli
 from builders.base.errors import InputError
 from builders.base.process import Log
 from builders.cli import arguments
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.compile_cache import Backend, Reads
 from builders.matrix.targets import expand
 from builders.pipeline import remotecache

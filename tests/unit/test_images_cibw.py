@@ -12,8 +12,8 @@ from builders.engines import images
 from builders.engines.cibw import cibw_options, identifier
 from builders.engines.container import CONTAINER_CA, container_env
 from builders.families import Family, families
+from builders.families import loader as matrix
 from builders.matrix import findings
-from builders.matrix import loader as matrix
 from builders.matrix.model import OS
 from builders.matrix.targets import Selection, expand, select
 from builders.wheel.repair import repair_argv, repair_command

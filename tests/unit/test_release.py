@@ -7,7 +7,7 @@ import hashlib
 import pytest
 from packaging.version import Version
 
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.model import OS
 from builders.release.checks import release_problems, tag_kind, wheel_set_problems
 from tests import expected

@@ -13,8 +13,8 @@ import pytest
 
 from builders.base.errors import EngineError, ToolchainError
 from builders.engines import images
+from builders.families import loader as matrix
 from builders.families.rocm import ROCM, check_hipcc, installed_dir, offload_archs, runtime_release
-from builders.matrix import loader as matrix
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Selection, Target, select
 from builders.resources import smoke_probe
