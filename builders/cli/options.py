@@ -32,6 +32,7 @@ from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB
 from builders.matrix.release_channels import ChannelName
 from builders.pipeline import caches
 from builders.pipeline.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV
+from builders.pipeline.host import CONTAINER_ENGINES
 from builders.pipeline.remotecache import DIST_TOKEN, DIST_VAR, MODE_VAR
 from builders.release.validate import INSTALLERS
 
@@ -192,7 +193,7 @@ _SELECTION = (
 )
 
 _CONTAINERS = (
-    Option(flags=("--container-engine",), commands=("build", "images", "cache"), choices=("podman", "docker"),
+    Option(flags=("--container-engine",), commands=("build", "images", "cache"), choices=CONTAINER_ENGINES,
            help="which container engine (default: the first that works, podman then docker)"),
     Option(flags=("--base-image",), commands=("build", "images", "cache"), env="BUILDERS_BASE_IMAGE",
            matrix="platforms.<platform>.base_image", metavar="IMAGE",

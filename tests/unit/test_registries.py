@@ -164,3 +164,18 @@ def test_the_snapshot_sees_a_registration_at_import(tmp_path: Path) -> None:
     order = leaves_first(importgraph.graph(package))
     assert order == ["builders", "builders.a", "builders.b"]
     assert json.loads(fresh(SNAPSHOT, tmp_path, json.dumps(order))) == {"builders.b": ["builders.a.TABLE"]}
+
+
+def test_every_command_finds_an_engine_through_the_registry() -> None:
+    """No module of builders/cli/ imports an engine's module: each asks :mod:`builders.engines` by name."""
+    graph = importgraph.graph()
+    direct = {name: sorted(graph[name] & ENGINE_MODULES) for name in graph if name.startswith("builders.cli")}
+    assert {name: found for name, found in direct.items() if found} == {}
+
+
+def test_the_container_engines_are_named_once() -> None:
+    """``podman`` and ``docker`` as a pair (the order builders tries them in) are written in one place."""
+    written = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in sorted(PACKAGE.rglob("*.py"))
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+               if isinstance(node, ast.Tuple | ast.List) and {getattr(e, "value", None) for e in node.elts} >= {"podman", "docker"}]
+    assert written == ["builders/pipeline/host.py:21"]
