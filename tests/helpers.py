@@ -28,6 +28,14 @@ def builders(*args: str, cwd: Path, env: Mapping[str, str] | None = None,
                           text=True, capture_output=True, timeout=timeout)
 
 
+def settled_env(env: Mapping[str, str], command: str = "build") -> dict[str, str]:
+    """``env`` as ``command`` hands it down: the variables the options table declares with a default, settled."""
+    from builders import cli
+    from builders.cli import arguments
+
+    return dict(arguments.parse(cli.parser(), [command], env).env)
+
+
 def accelerator(name: str) -> Accelerator:
     """builders' own family ``name`` as a matrix holds it (``variant.accelerator``)."""
     (found,) = [a for a in accelerators() if a.value == name]

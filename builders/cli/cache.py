@@ -19,7 +19,7 @@ from builders import engines as engine_registry
 from builders.base.console import Console, render_table
 from builders.base.errors import BuildersError, EngineError, PathError
 from builders.cli.arguments import Options
-from builders.cli.options import CACHE_KINDS
+from builders.cli.options import CACHE_KINDS, MATRIX, WHEELHOUSE
 from builders.engines import Engine, EngineSetup
 from builders.engines.images import engine_env, made_images, remove_image
 from builders.families import loader as matrix_mod
@@ -41,7 +41,7 @@ DESCRIPTION = __doc__.splitlines()[0] if __doc__ else None
 def execute(opts: Options, console: Console) -> int:
     env = engine_env(opts.env)
     cache = opts.cache.resolve()  # --cache, else $BUILDERS_CACHE/toolchains, else the default (the options table)
-    outputs = [o.resolve() for o in opts.output] or ([Path("wheelhouse").resolve()] if Path("wheelhouse").is_dir() else [])
+    outputs = [o.resolve() for o in opts.output]  # --output, else ./wheelhouse where there is one (the options table)
     engines = _engines(opts.container_engine, env)
     entries = [e for e in gather(cache, outputs, engines, env) if not opts.kind or e.kind in opts.kind]
     keep = keep_set(opts, cache, outputs, env, required=opts.verb == "prune")
@@ -77,16 +77,16 @@ def keep_set(opts: Options, cache: Path, outputs: Sequence[Path], env: dict[str,
     """What the current matrix's plans reference, on this host, with the local and the container engine."""
     if opts.no_keep:
         return Keep()
-    matrix = opts.matrix or Path("matrix.yaml")
-    if not matrix.is_file():
+    matrix = opts.matrix  # --matrix, else ./matrix.yaml where there is one (the options table)
+    if matrix is None:
         if required:
-            raise PathError(f"--matrix {matrix}: no such file; prune keeps what the current matrix's plans use "
+            raise PathError(f"--matrix {MATRIX}: no such file; prune keeps what the current matrix's plans use "
                             "(pass --matrix PATH, or --no-keep to keep nothing)")
         return Keep()
     m = matrix_mod.load(matrix)
     host = detect(m.pythons, env, engines=True)
     ctx = run_context(host=host, env=env, source=opts.with_matrix(m).source,
-                      output=outputs[0] if outputs else Path("wheelhouse"), cache=cache)
+                      output=outputs[0] if outputs else WHEELHOUSE, cache=cache)
     targets = select(m, Selection())
     setup = EngineSetup(matrix=m, targets=tuple(targets), host=host, env=env, cache=cache,
                         container_engine=opts.container_engine, base_image=opts.base_image)

@@ -43,6 +43,8 @@ MATRIX_COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "prom
                    "variants", "publish", "validate", "promote-release", "manifest", "yank", "rollback", "repair-index")
 SELECTING = ("plan", "build", "images", "validate", "promote-release")
 CHANNELS = tuple(c.value for c in ChannelName)
+WHEELHOUSE = Path("wheelhouse")  # ``build --output``'s default, where ``cache`` looks for a store
+MATRIX = Path("matrix.yaml")  # ``--matrix``'s default
 
 
 
@@ -163,6 +165,16 @@ def size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def matrix_if_there(env: Mapping[str, str]) -> Path | None:
+    """``cache``'s matrix when none is named: ./matrix.yaml, where there is one (``prune`` then asks for one)."""
+    return MATRIX if MATRIX.is_file() else None
+
+
+def wheelhouse_if_there(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """``cache``'s outputs when none is named: ./wheelhouse, where there is one."""
+    return (WHEELHOUSE,) if WHEELHOUSE.is_dir() else ()
+
+
 def device_rules(extra: Iterable[Family] = ()) -> str:
     """What counts as a device, family by family (their own words), for ``smoke --require-device``."""
     rules = [f"{f.accelerator.value}: {f.device_help}" for f in families(extra) if f.needs_device]
@@ -180,7 +192,7 @@ def _require_device_help() -> str:
             f"matrix names GPU smoke runners for its variant and platform ({device_rules()})")
 
 
-_MATRIX = Option(flags=("--matrix",), commands=MATRIX_COMMANDS, parse=input_file, default=Path("matrix.yaml"),
+_MATRIX = Option(flags=("--matrix",), commands=MATRIX_COMMANDS, parse=input_file, default=MATRIX,
                  metavar="PATH", help="the release matrix (default: ./matrix.yaml)")
 
 _SELECTION = (
@@ -231,7 +243,7 @@ _PLAN = (
 )
 
 _BUILD = (
-    Option(flags=("--output",), commands=("build",), parse=output_dir, default=Path("wheelhouse"), metavar="DIR",
+    Option(flags=("--output",), commands=("build",), parse=output_dir, default=WHEELHOUSE, metavar="DIR",
            help="wheels by channel (whl/<label>/), logs/<id>.log, results.json and the store of verified wheels by "
                 "plan digest, .store/ (default: wheelhouse/)"),
     Option(flags=("--source",), commands=("build",), parse=input_dir, matrix="project.source", metavar="DIR",
@@ -291,11 +303,12 @@ _BUILD_AFTER = (
                 "refused in CI and in pull requests, where only trusted runs write (docs/compile-cache.md). "
                 "Without it a local build only reads"),
     Option(flags=("--compile-cache",), commands=("build",), parse=store_location, env=LOCATION_ENV, metavar="URL",
-           group="shared compile cache",
+           matrix="compile_cache.location", group="shared compile cache",
            help="the shared compile cache's store (s3://bucket/path, redis://host:port, http(s)://...), over the "
                 "matrix's compile_cache.location; never a credential in it (those go in the store's own "
                 "variables). Without a matrix compile_cache it changes nothing"),
-    Option(flags=("--sccache-dist",), commands=("build",), env=DIST_VAR, metavar="URL", group="shared compile cache",
+    Option(flags=("--sccache-dist",), commands=("build",), env=DIST_VAR, matrix="compile_cache.dist_scheduler",
+           metavar="URL", group="shared compile cache",
            help="the sccache-dist scheduler the core's compiles are sent to, over the matrix's "
                 "compile_cache.dist.scheduler (its token: $SCCACHE_DIST_TOKEN)"),
 )
@@ -510,10 +523,12 @@ _CACHE = (
                 "delete leftovers of killed runs, entries unused for --older-than DAYS, then the least recently "
                 "used until --max-size; never what the matrix's plans use"),
     Option(flags=("--matrix",), commands=("cache",), parse=input_file, metavar="PATH",
+           default=Computed(matrix_if_there, "./matrix.yaml if it exists, else none"),
            help="the matrix whose plans' entries are kept (default: ./matrix.yaml; prune needs one)"),
     Option(flags=("--source",), commands=("cache",), parse=input_dir, matrix="project.source", metavar="DIR",
            help="the source tree (default: project.source)"),
-    Option(flags=("--output",), commands=("cache",), parse=output_dir, action="append", default=[], metavar="DIR",
+    Option(flags=("--output",), commands=("cache",), parse=output_dir, action="append", metavar="DIR",
+           default=Computed(wheelhouse_if_there, "./wheelhouse if it exists, else none"),
            help="an output folder whose store to include (repeatable; default: ./wheelhouse if it exists)"),
     Option(flags=("--cache",), commands=("cache",), parse=output_dir, env=CACHE_ENV, from_env=toolchains_under,
            default=Computed(default_cache, "$XDG_CACHE_HOME/builders/toolchains, else ~/.cache/builders/toolchains"),

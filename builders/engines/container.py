@@ -229,8 +229,9 @@ class ContainerEngine:
 
     def runner(self, target: Target, mounts: tuple[Mount, ...], *, network: bool,
                env: Mapping[str, str] = BASE_ENV) -> ContainerSpec:
-        return ContainerSpec(image=self.image_spec(target).tag, engine=self.exe, mounts=mounts,
-                             base=self.base_image or target.platform.base_image or "", network=network, env=pairs(env))
+        spec = self.image_spec(target)
+        return ContainerSpec(image=spec.tag, engine=self.exe, mounts=mounts, base=spec.base, network=network,
+                             env=pairs(env))
 
     def smoke_runner(self, target: Target) -> ContainerSpec:
         """A fresh container of the image, with network: pip gets the host's index and CA bundle, nothing else."""

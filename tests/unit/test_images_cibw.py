@@ -17,10 +17,10 @@ from builders.matrix import findings
 from builders.matrix.model import OS
 from builders.matrix.targets import Selection, expand, select
 from builders.wheel.repair import repair_argv, repair_command
-from tests.helpers import one
+from tests.helpers import one, settled_env
 
-ENV = {"THEROCK_INDEX_URL": "https://rocm.example/v2/gfx-all/", "ONEAPI_REPOSITORY": "https://oneapi.example/deb",
-       "ONEAPI_REPOSITORY_KEY": "https://oneapi.example/key.pub"}
+ENV = settled_env({"THEROCK_INDEX_URL": "https://rocm.example/v2/gfx-all/",
+                   "ONEAPI_REPOSITORY": "https://oneapi.example/deb", "ONEAPI_REPOSITORY_KEY": "https://oneapi.example/key.pub"})
 PYTHONS = ("3.11", "3.12", "3.13", "3.14", "3.15")
 
 
