@@ -64,7 +64,7 @@ class Option:
     ``from_env`` when the variable means something else than the flag (``$BUILDERS_CACHE`` is
     the folder above ``--cache``). ``matrix`` is the attribute path of the matrix value that
     stands in when neither is given. ``help`` and ``choices`` may be computed (the engines and
-    families registered) when the parser is built.
+    families builders knows) when the parser is built.
     """
 
     flags: tuple[str, ...]
