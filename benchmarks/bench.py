@@ -51,8 +51,7 @@ import yaml
 from builders.base.process import Log, run
 from builders.engines.images import engine_env
 from builders.engines.local import LocalEngine
-from builders.families import registry
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.matrix import rules
 from builders.matrix.model import OS
 from builders.matrix.targets import Selection, expand, select
@@ -482,7 +481,6 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    registry.load_builtin()  # builders' own families, before any matrix is read
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse(argv)
     names = args.parts = [n for n in PARTS if n in args.only] or list(PARTS)

@@ -48,7 +48,7 @@ from builders.base.process import Completed, Log, run
 from builders.engines import images
 from builders.engines.cibw import cibw_options
 from builders.engines.container import ContainerEngine, image_settings
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.matrix.targets import Selection, select
 from builders.pipeline.context import commit_epoch
 from builders.pipeline.store import IGNORED_DIRS, IGNORED_SUFFIXES

@@ -33,8 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from builders.base.process import HostRunner, Log
-from builders.families import registry
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.targets import Selection, Target, select
 from builders.pipeline.host import detect
 from builders.wheel.archive import Wheel
@@ -144,7 +143,6 @@ def table(rows: list[tuple[str, str, str, bool]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    registry.load_builtin()  # builders' own families, before any matrix is read
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--variant", action="append", default=[], metavar="LABEL",
                         help=f"a variant to smoke one wheel of (default: {' and '.join(DEFAULT_VARIANTS)})")

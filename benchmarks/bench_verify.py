@@ -69,12 +69,10 @@ def cached(cache: Path, name: str, version: str, python: str, platform: str) -> 
 def child(wheel: Path, matrix_path: Path, target_id: str) -> None:
     """Load the matrix, verify once, print timing, peak RSS and findings as JSON."""
     from builders.cli.verify import check
-    from builders.families import registry
-    from builders.matrix import loader as matrix
+    from builders.families import loader as matrix
     from builders.matrix.targets import Selection, select
     from builders.wheel.archive import Wheel
 
-    registry.load_builtin()  # builders' own families, before the matrix is read
     m = matrix.load(matrix_path)
     (target,) = select(m, Selection(targets=(target_id,)))
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

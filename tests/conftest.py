@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from builders.families import registry
 from tests import expected
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -14,10 +13,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # the pipeline, not compile throughput (`nox -s bench` measures that at the default weight). It
 # reaches container builds too, through the matrix's build.environment_pass.
 os.environ.setdefault("MINIFW_CORE_WEIGHT", "1")
-
-# builders' own accelerator families, declared before any test module reads a matrix (the matrix
-# loader sits below the families and cannot ask for them; builders.cli.main does the same).
-registry.load_builtin()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from builders.base.errors import MatrixError
-from builders.matrix import loader as matrix
+from builders.families import accelerators
+from builders.families import loader as matrix
+from builders.matrix.family import Accelerator
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Selection, Target, select
 
@@ -24,6 +26,20 @@ def builders(*args: str, cwd: Path, env: Mapping[str, str] | None = None,
     """``python -m builders ARGS`` in ``cwd``, output captured; ``env`` is the whole environment (None: ours)."""
     return subprocess.run([sys.executable, "-m", "builders", *args], cwd=cwd, env=None if env is None else dict(env),
                           text=True, capture_output=True, timeout=timeout)
+
+
+def settled_env(env: Mapping[str, str], command: str = "build") -> dict[str, str]:
+    """``env`` as ``command`` hands it down: the variables the options table declares with a default, settled."""
+    from builders import cli
+    from builders.cli import arguments
+
+    return dict(arguments.parse(cli.parser(), [command], env).env)
+
+
+def accelerator(name: str) -> Accelerator:
+    """builders' own family ``name`` as a matrix holds it (``variant.accelerator``)."""
+    (found,) = [a for a in accelerators() if a.value == name]
+    return found
 
 
 def one(m: Matrix, tid: str) -> Target:

@@ -51,8 +51,8 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
 
 
 # Imports made by name at run time, which the reader cannot see: a registry imports each module of its
-# package named in its ``BUILTIN`` tuple (:mod:`builders.families.registry`, :mod:`builders.engines`).
-REGISTRIES = {"builders.families.registry": "builders.families", "builders.engines": "builders.engines"}
+# package named in its ``BUILTIN`` tuple of names (:mod:`builders.engines`).
+REGISTRIES = {"builders.engines": "builders.engines"}
 
 
 def builtin(path: Path) -> tuple[str, ...]:

@@ -33,7 +33,6 @@ from builders.cli.paths import (
     input_path,
     output_dir,
 )
-from builders.families import registry as family_registry
 
 __all__ = ["COMMANDS", "EXIT_CODES", "PIPE_CLOSED", "PathError", "check_input_dir", "check_input_file",
            "check_input_path", "check_output_dir", "chosen", "commands", "described", "input_dir", "input_file",
@@ -116,7 +115,6 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         opts = arguments.parse(parser(chosen(sys.argv[1:] if argv is None else argv)), argv, env)
         arguments.check_paths(opts)
-        family_registry.load_builtin()  # before any matrix is read: its schema admits the declared families
         return int(module(opts.command).execute(opts, console))
     except BuildersError as exc:
         console.error(f"{type(exc).__name__}: {exc}")

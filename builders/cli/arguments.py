@@ -14,7 +14,6 @@ import argparse
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -87,11 +86,15 @@ def choose(option: Option, given: Mapping[str, Any], env: Mapping[str, str],
 
 
 def _lookup(matrix: object | None, key: str | None) -> Any:
-    """The matrix value at ``key`` (an attribute path); None for a per-target key (``platforms.<platform>...``,
-    which the engine reads for each target)."""
-    if matrix is None or key is None or "<" in key:
+    """The matrix value at ``key`` (an attribute path; None where a section on the way is absent: no
+    ``compile_cache``); None for a per-target key (``platforms.<platform>...``, which the engine reads for each
+    target)."""
+    if key is None or "<" in key:
         return None
-    return attrgetter(key)(matrix)
+    found = matrix
+    for part in key.split("."):
+        found = None if found is None else getattr(found, part)
+    return found
 
 
 def _frozen(value: Any) -> Any:
@@ -100,14 +103,18 @@ def _frozen(value: Any) -> Any:
 
 def resolve(command: str, given: Mapping[str, Any], env: Mapping[str, str], matrix: object | None = None) -> Options:
     """Every option of ``command`` settled by :func:`choose` (the first row of a shared ``dest`` decides it). A row
-    without flags declares a variable read where its help says, from the ``env`` handed there: no value here."""
+    without flags declares a variable read where its help says, from the ``env`` handed there: no value here, but
+    its default is in that ``env`` where the variable is unset (the reader below never settles it again)."""
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
+    settled = dict(env)
     for option in for_command(command):
         if option.flags and option.name not in values:
             values[option.name], origins[option.name] = choose(option, given, env, matrix)
+        elif not option.flags and option.env and option.default is not None and not env.get(option.env):
+            settled[option.env] = str(option.default_for(env))
     return Options(command=command, values=MappingProxyType(values), origins=MappingProxyType(origins),
-                   given=MappingProxyType(dict(given)), env=MappingProxyType(dict(env)))
+                   given=MappingProxyType(dict(given)), env=MappingProxyType(settled))
 
 
 def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None, env: Mapping[str, str]) -> Options:

@@ -15,24 +15,23 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from builders import engines as engine_registry
 from builders.base.console import Console, render_table
-from builders.base.errors import BuildersError, PathError
+from builders.base.errors import BuildersError, EngineError, PathError
 from builders.cli.arguments import Options
-from builders.cli.options import CACHE_KINDS
-from builders.engines import Engine
-from builders.engines.container import ContainerEngine
-from builders.engines.images import engine_env, image_pythons, made_images, remove_image
-from builders.engines.local import LocalEngine
-from builders.matrix import loader as matrix_mod
+from builders.cli.options import CACHE_KINDS, MATRIX, WHEELHOUSE
+from builders.engines import Engine, EngineSetup
+from builders.engines.images import engine_env, made_images, remove_image
+from builders.families import loader as matrix_mod
 from builders.matrix.targets import Selection, Target, select
 from builders.pipeline import caches
 from builders.pipeline.caches import Entry, Keep, human
 from builders.pipeline.context import run_context
-from builders.pipeline.host import detect
+from builders.pipeline.host import CONTAINER_ENGINES, detect
 from builders.pipeline.plan import BuildPlan, Context, Resolved
 
 KINDS = CACHE_KINDS
-ENGINES = ("podman", "docker")
+KEPT_BY = ("local", "container")  # the engines whose plans the keep set holds (by their registry names)
 
 
 HELP = "list and prune what builders caches (toolchains, images, ccache, uv, stores)"
@@ -42,7 +41,7 @@ DESCRIPTION = __doc__.splitlines()[0] if __doc__ else None
 def execute(opts: Options, console: Console) -> int:
     env = engine_env(opts.env)
     cache = opts.cache.resolve()  # --cache, else $BUILDERS_CACHE/toolchains, else the default (the options table)
-    outputs = [o.resolve() for o in opts.output] or ([Path("wheelhouse").resolve()] if Path("wheelhouse").is_dir() else [])
+    outputs = [o.resolve() for o in opts.output]  # --output, else ./wheelhouse where there is one (the options table)
     engines = _engines(opts.container_engine, env)
     entries = [e for e in gather(cache, outputs, engines, env) if not opts.kind or e.kind in opts.kind]
     keep = keep_set(opts, cache, outputs, env, required=opts.verb == "prune")
@@ -59,7 +58,7 @@ def execute(opts: Options, console: Console) -> int:
 
 
 def _engines(chosen: str | None, env: Mapping[str, str]) -> list[str]:
-    names = [chosen] if chosen else ENGINES
+    names = [chosen] if chosen else CONTAINER_ENGINES
     return [n for n in names if shutil.which(n, path=env.get("PATH"))]
 
 
@@ -78,23 +77,32 @@ def keep_set(opts: Options, cache: Path, outputs: Sequence[Path], env: dict[str,
     """What the current matrix's plans reference, on this host, with the local and the container engine."""
     if opts.no_keep:
         return Keep()
-    matrix = opts.matrix or Path("matrix.yaml")
-    if not matrix.is_file():
+    matrix = opts.matrix  # --matrix, else ./matrix.yaml where there is one (the options table)
+    if matrix is None:
         if required:
-            raise PathError(f"--matrix {matrix}: no such file; prune keeps what the current matrix's plans use "
+            raise PathError(f"--matrix {MATRIX}: no such file; prune keeps what the current matrix's plans use "
                             "(pass --matrix PATH, or --no-keep to keep nothing)")
         return Keep()
     m = matrix_mod.load(matrix)
     host = detect(m.pythons, env, engines=True)
     ctx = run_context(host=host, env=env, source=opts.with_matrix(m).source,
-                      output=outputs[0] if outputs else Path("wheelhouse"), cache=cache)
-    engines: list[Engine] = [LocalEngine(cache=cache, env=env)]
-    exe = next((e for e in host.container_engines if e == (opts.container_engine or e)), None)
-    if exe:
-        engines.append(ContainerEngine(exe=exe, pythons=image_pythons(m), cache=cache, host_env=env,
-                                       base_image=opts.base_image))
+                      output=outputs[0] if outputs else WHEELHOUSE, cache=cache)
     targets = select(m, Selection())
-    return caches.referenced(p for e in engines for t in targets if isinstance(p := _plan(e, t, ctx), BuildPlan))
+    setup = EngineSetup(matrix=m, targets=tuple(targets), host=host, env=env, cache=cache,
+                        container_engine=opts.container_engine, base_image=opts.base_image)
+    made = _engines_here(setup)
+    return caches.referenced(p for e in made for t in targets if isinstance(p := _plan(e, t, ctx), BuildPlan))
+
+
+def _engines_here(setup: EngineSetup) -> list[Engine]:
+    """Each engine of :data:`KEPT_BY` that can run here, made through the engine registry as ``build`` makes it."""
+    made = []
+    for name in KEPT_BY:
+        try:
+            made.append(engine_registry.named(name).make(setup)[0])
+        except EngineError:
+            continue  # no container engine works here: nothing of its images is in use
+    return made
 
 
 def _plan(engine: Engine, target: Target, ctx: Context) -> Resolved | None:

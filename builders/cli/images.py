@@ -9,8 +9,8 @@ from builders.base.errors import EngineError
 from builders.cli import load
 from builders.cli.arguments import Options
 from builders.engines import images
-from builders.engines.container import find_engine
 from builders.matrix.targets import selected
+from builders.pipeline.host import CONTAINER_ENGINES, find_engine, missing_container_engine
 
 HELP = "build the container images a selection needs"
 DESCRIPTION = ("Build the content-addressed image of every (variant, platform) the selection "
@@ -29,11 +29,11 @@ def execute(opts: Options, console: Console) -> int:
         if target.containerfile is not None:
             spec = images.image_spec(target, pythons, env, base, unset=unset)
             specs.setdefault(spec.tag, spec)
-    exe = opts.container_engine or "podman"
+    exe = opts.container_engine or CONTAINER_ENGINES[0]
     if not opts.dry_run:
         exe = find_engine(env, opts.container_engine) or ""
         if not exe:
-            raise EngineError("no working container engine (podman or docker)")
+            raise EngineError(missing_container_engine(env, opts.container_engine))
     for tag, spec in specs.items():
         if opts.dry_run:
             console.out(shlex.join(images.build_argv(exe, spec, images.host_ca_bundle(env))))

@@ -7,7 +7,11 @@ from pathlib import Path
 from builders.base.console import Console
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.release.index import IndexBuildError, find_wheels, index_with_requirements
+from builders.release.index import (
+    IndexBuildError,
+    find_wheels,
+    index_with_requirements,
+)
 from builders.release.mirror import RECORD
 
 HELP = "write a static package index of a wheelhouse"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from builders.cli.arguments import Options
 from builders.cli.channel_args import on_channel
-from builders.matrix import loader
+from builders.families import loader
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Selection
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from typing import Any
 from builders import engines
 from builders.base import folderlock
 from builders.cli.paths import input_dir, input_file, input_path, output_dir, output_file
-from builders.families import families
+from builders.families import Family, families
 from builders.families.provision import CACHE_ENV, default_cache, toolchains_under
 from builders.families.rocm import ROCM_SOURCE_ENV, ROCM_SOURCES
 from builders.matrix.compile_cache import LOCATION_ENV, location_problem
@@ -32,6 +32,7 @@ from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB
 from builders.matrix.release_channels import ChannelName
 from builders.pipeline import caches
 from builders.pipeline.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV
+from builders.pipeline.host import CONTAINER_ENGINES
 from builders.pipeline.remotecache import DIST_TOKEN, DIST_VAR, MODE_VAR
 from builders.release.validate import INSTALLERS
 
@@ -42,6 +43,8 @@ MATRIX_COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "prom
                    "variants", "publish", "validate", "promote-release", "manifest", "yank", "rollback", "repair-index")
 SELECTING = ("plan", "build", "images", "validate", "promote-release")
 CHANNELS = tuple(c.value for c in ChannelName)
+WHEELHOUSE = Path("wheelhouse")  # ``build --output``'s default, where ``cache`` looks for a store
+MATRIX = Path("matrix.yaml")  # ``--matrix``'s default
 
 
 
@@ -61,7 +64,7 @@ class Option:
     ``from_env`` when the variable means something else than the flag (``$BUILDERS_CACHE`` is
     the folder above ``--cache``). ``matrix`` is the attribute path of the matrix value that
     stands in when neither is given. ``help`` and ``choices`` may be computed (the engines and
-    families registered) when the parser is built.
+    families builders knows) when the parser is built.
     """
 
     flags: tuple[str, ...]
@@ -162,10 +165,20 @@ def size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def device_rules() -> str:
+def matrix_if_there(env: Mapping[str, str]) -> Path | None:
+    """``cache``'s matrix when none is named: ./matrix.yaml, where there is one (``prune`` then asks for one)."""
+    return MATRIX if MATRIX.is_file() else None
+
+
+def wheelhouse_if_there(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """``cache``'s outputs when none is named: ./wheelhouse, where there is one."""
+    return (WHEELHOUSE,) if WHEELHOUSE.is_dir() else ()
+
+
+def device_rules(extra: Iterable[Family] = ()) -> str:
     """What counts as a device, family by family (their own words), for ``smoke --require-device``."""
-    rules = [f"{f.accelerator.value}: {f.device_help}" for f in families() if f.needs_device]
-    spared = [f.accelerator.value for f in families() if not f.needs_device]
+    rules = [f"{f.accelerator.value}: {f.device_help}" for f in families(extra) if f.needs_device]
+    spared = [f.accelerator.value for f in families(extra) if not f.needs_device]
     return "; ".join(rules) + (f"; {', '.join(spared)} wheels never need one" if spared else "")
 
 
@@ -179,7 +192,7 @@ def _require_device_help() -> str:
             f"matrix names GPU smoke runners for its variant and platform ({device_rules()})")
 
 
-_MATRIX = Option(flags=("--matrix",), commands=MATRIX_COMMANDS, parse=input_file, default=Path("matrix.yaml"),
+_MATRIX = Option(flags=("--matrix",), commands=MATRIX_COMMANDS, parse=input_file, default=MATRIX,
                  metavar="PATH", help="the release matrix (default: ./matrix.yaml)")
 
 _SELECTION = (
@@ -192,7 +205,7 @@ _SELECTION = (
 )
 
 _CONTAINERS = (
-    Option(flags=("--container-engine",), commands=("build", "images", "cache"), choices=("podman", "docker"),
+    Option(flags=("--container-engine",), commands=("build", "images", "cache"), choices=CONTAINER_ENGINES,
            help="which container engine (default: the first that works, podman then docker)"),
     Option(flags=("--base-image",), commands=("build", "images", "cache"), env="BUILDERS_BASE_IMAGE",
            matrix="platforms.<platform>.base_image", metavar="IMAGE",
@@ -230,7 +243,7 @@ _PLAN = (
 )
 
 _BUILD = (
-    Option(flags=("--output",), commands=("build",), parse=output_dir, default=Path("wheelhouse"), metavar="DIR",
+    Option(flags=("--output",), commands=("build",), parse=output_dir, default=WHEELHOUSE, metavar="DIR",
            help="wheels by channel (whl/<label>/), logs/<id>.log, results.json and the store of verified wheels by "
                 "plan digest, .store/ (default: wheelhouse/)"),
     Option(flags=("--source",), commands=("build",), parse=input_dir, matrix="project.source", metavar="DIR",
@@ -290,11 +303,12 @@ _BUILD_AFTER = (
                 "refused in CI and in pull requests, where only trusted runs write (docs/compile-cache.md). "
                 "Without it a local build only reads"),
     Option(flags=("--compile-cache",), commands=("build",), parse=store_location, env=LOCATION_ENV, metavar="URL",
-           group="shared compile cache",
+           matrix="compile_cache.location", group="shared compile cache",
            help="the shared compile cache's store (s3://bucket/path, redis://host:port, http(s)://...), over the "
                 "matrix's compile_cache.location; never a credential in it (those go in the store's own "
                 "variables). Without a matrix compile_cache it changes nothing"),
-    Option(flags=("--sccache-dist",), commands=("build",), env=DIST_VAR, metavar="URL", group="shared compile cache",
+    Option(flags=("--sccache-dist",), commands=("build",), env=DIST_VAR, matrix="compile_cache.dist_scheduler",
+           metavar="URL", group="shared compile cache",
            help="the sccache-dist scheduler the core's compiles are sent to, over the matrix's "
                 "compile_cache.dist.scheduler (its token: $SCCACHE_DIST_TOKEN)"),
 )
@@ -509,10 +523,12 @@ _CACHE = (
                 "delete leftovers of killed runs, entries unused for --older-than DAYS, then the least recently "
                 "used until --max-size; never what the matrix's plans use"),
     Option(flags=("--matrix",), commands=("cache",), parse=input_file, metavar="PATH",
+           default=Computed(matrix_if_there, "./matrix.yaml if it exists, else none"),
            help="the matrix whose plans' entries are kept (default: ./matrix.yaml; prune needs one)"),
     Option(flags=("--source",), commands=("cache",), parse=input_dir, matrix="project.source", metavar="DIR",
            help="the source tree (default: project.source)"),
-    Option(flags=("--output",), commands=("cache",), parse=output_dir, action="append", default=[], metavar="DIR",
+    Option(flags=("--output",), commands=("cache",), parse=output_dir, action="append", metavar="DIR",
+           default=Computed(wheelhouse_if_there, "./wheelhouse if it exists, else none"),
            help="an output folder whose store to include (repeatable; default: ./wheelhouse if it exists)"),
     Option(flags=("--cache",), commands=("cache",), parse=output_dir, env=CACHE_ENV, from_env=toolchains_under,
            default=Computed(default_cache, "$XDG_CACHE_HOME/builders/toolchains, else ~/.cache/builders/toolchains"),

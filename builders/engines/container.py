@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import shutil
 import tomllib
 import uuid
 from collections.abc import Mapping, Sequence
@@ -34,7 +33,7 @@ from builders.families.provision import pip_download
 from builders.matrix.compile_cache import Backend
 from builders.matrix.model import OS
 from builders.matrix.targets import Target
-from builders.pipeline.host import CONTAINER_ENGINES, Host, foreign, unbuildable
+from builders.pipeline.host import Host, find_engine, foreign, missing_container_engine, unbuildable
 from builders.pipeline.interpreters import image_interpreter
 from builders.pipeline.plan import (
     BuildPlan,
@@ -230,8 +229,9 @@ class ContainerEngine:
 
     def runner(self, target: Target, mounts: tuple[Mount, ...], *, network: bool,
                env: Mapping[str, str] = BASE_ENV) -> ContainerSpec:
-        return ContainerSpec(image=self.image_spec(target).tag, engine=self.exe, mounts=mounts,
-                             base=self.base_image or target.platform.base_image or "", network=network, env=pairs(env))
+        spec = self.image_spec(target)
+        return ContainerSpec(image=spec.tag, engine=self.exe, mounts=mounts, base=spec.base, network=network,
+                             env=pairs(env))
 
     def smoke_runner(self, target: Target) -> ContainerSpec:
         """A fresh container of the image, with network: pip gets the host's index and CA bundle, nothing else."""
@@ -320,16 +320,6 @@ def image_settings(target: Target, epoch: int) -> dict[str, str]:
     return settings(target, root, epoch)
 
 
-def find_engine(env: Mapping[str, str], preferred: str | None = None) -> str | None:
-    """The first working container engine (``preferred`` first), or None."""
-    from builders.pipeline.host import engine_works
-
-    for name in ([preferred] if preferred else CONTAINER_ENGINES):
-        if engine_works(name, env):
-            return name
-    return None
-
-
 def reap_stale(engine: str, env: Mapping[str, str], log: LogLike = None) -> list[str]:
     """Remove containers left by a pipeline process that no longer exists (e.g. SIGKILLed)."""
     stale = [name for name, pid in owners(engine, env, log).items() if not _alive(pid)]
@@ -363,17 +353,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def missing_container_engine(env: Mapping[str, str], preferred: str | None = None) -> str:
-    """Why no container engine works here, engine by engine: not on PATH, or found but not answering
-    (``find_engine`` counts one only when ``ENGINE info`` succeeds)."""
-    parts = []
-    for name in [preferred] if preferred else CONTAINER_ENGINES:
-        exe = shutil.which(name, path=env.get("PATH"))
-        parts.append(f"{name}: not found on PATH" if exe is None else
-                     f"{name}: {exe} is there, but `{name} info` fails (is its service running, may this user use it?)")
-    return "no working container engine (" + "; ".join(parts) + ")"
 
 
 def unbuildable_in_image(target: Target, host: Host) -> str | None:

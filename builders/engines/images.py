@@ -63,6 +63,11 @@ class ImageSpec:
             h.update(f"\0{key}={value}".encode())
         return f"localhost/builders-{self.family.value}:{h.hexdigest()[:16]}"
 
+    @property
+    def base(self) -> str:
+        """The base image it is built on (``--base-image``, else the platform's: settled once, in :func:`image_spec`)."""
+        return dict(self.args)["BASE_IMAGE"]
+
 
 def copied_files(containerfile: Path) -> list[str]:
     """Files a Containerfile COPYs from its context (the build context is its folder)."""
@@ -79,7 +84,8 @@ def declared_args(containerfile: Path) -> set[str]:
 
 def image_spec(target: Target, pythons: tuple[str, ...], env: Mapping[str, str], base_image: str | None = None,
                *, unset: set[str] | None = None) -> ImageSpec:
-    """The image ``target`` builds in; ``base_image`` overrides the platform's (local bases in tests).
+    """The image ``target`` builds in; ``base_image`` (``--base-image`` as the options table settled it) overrides
+    the platform's: the table's per-target matrix key, applied here and only here.
 
     ``unset`` collects the variables a dry run could not fill (see :func:`expand`).
     """

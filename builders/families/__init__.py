@@ -1,13 +1,10 @@
 """Accelerator families: one module per family behind :class:`Family`, and their registry.
 
-Each family is one module of this package that defines ``FAMILY``, listed in
-:data:`builders.families.registry.BUILTIN`; the registry imports those modules the first time a
-family is asked for (importing this package imports none), so adding a family is adding its
-module (and its Containerfile) and its name to that tuple. A family module declares its matrix
-facts to the matrix (:func:`builders.matrix.family.declare`) and never imports this registry;
-code outside the package asks :func:`family_for`, never names a family. :func:`register` takes
-a family from anywhere (a test's own module) and checks it answers every member of the
-protocol: a family that forgot its device rule is refused, not taken for one that needs no device.
+Each family is one module of this package that defines ``FAMILY`` (and its ``ACCELERATOR``, the
+facts the matrix needs), listed in :data:`builders.families.registry.BUILTIN`: adding a family is
+adding its module (and its Containerfile) to that tuple. Nothing registers itself: the matrix
+loader is handed the families (:mod:`builders.families.loader`), and code outside the package asks
+:func:`family_for`, never names a family. A family module never imports the registry.
 
 Host compiler probes (:func:`probe_compilers`) live here too: the facts every family's
 ``unavailable`` reads.
@@ -23,10 +20,10 @@ from typing import Any
 
 from builders.base.process import ProcessError, run
 from builders.families.base import Family, Toolchain
-from builders.families.registry import declared, families, family_for, register, toolchain_for, unregister
+from builders.families.registry import BUILTIN, accelerators, declared, families, family_for, toolchain_for
 
-__all__ = ["Family", "Toolchain", "declared", "families", "family_for", "probe_compilers", "register", "toolchain_for",
-           "unregister"]
+__all__ = ["BUILTIN", "Family", "Toolchain", "accelerators", "declared", "families", "family_for", "probe_compilers",
+           "toolchain_for"]
 
 
 CXX20_PROBE = ("#include <concepts>\n#include <span>\ntemplate <std::integral T> T twice(T v) { return v * 2; }\n"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from builders.base.process import Call, LogLike
 from builders.families.base import builders_containerfile
-from builders.matrix.family import FamilyFacts, declare
+from builders.matrix.family import Accelerator, FamilyFacts
 from builders.matrix.model import Toolkit, Variant
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ def cxx_unavailable(target: Target, host: Host) -> str | None:
     return None
 
 
-ACCELERATOR = declare(FamilyFacts(name="cpu", display="CPU"))
+ACCELERATOR = Accelerator(FamilyFacts(module=__name__, name="cpu", display="CPU"))
 
 
 class CpuFamily:

@@ -17,7 +17,7 @@ from builders.families.base import builders_containerfile, image_toolkit_root, p
 from builders.families.cpu import cxx_unavailable
 from builders.families.machine import Machine, listed
 from builders.families.provision import pip_prefix
-from builders.matrix.family import FamilyFacts, declare
+from builders.matrix.family import Accelerator, FamilyFacts
 from builders.matrix.model import OS, Toolkit, Variant
 
 if TYPE_CHECKING:
@@ -33,8 +33,8 @@ def sm_arch(entry: str) -> tuple[str, ...]:
     return (f"{sm}_real", *([f"{sm}_virtual"] if base != entry else []))
 
 
-ACCELERATOR = declare(FamilyFacts(
-    name="cuda", display="CUDA", needs_arch_list=True, arch_properties=sm_arch,
+ACCELERATOR = Accelerator(FamilyFacts(
+    module=__name__, name="cuda", display="CUDA", needs_arch_list=True, arch_properties=sm_arch,
     arch_entry=re.compile(r"[0-9]+\.[0-9]+[af]?(\+PTX)?"), arch_example="CUDA compute capabilities such as 8.0;9.0;12.0+PTX"))
 NVIDIA_GPU = re.compile(r"^GPU \d+: .+$", re.M)
 

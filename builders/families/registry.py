@@ -1,37 +1,32 @@
-"""The registry of accelerator families: builders' own, listed in :data:`BUILTIN`, and any registered from outside.
+"""builders' own accelerator families, :data:`BUILTIN`: a plain tuple of their modules, and how to find a family.
 
-Nothing is imported when this module is: the first question asked of the registry
-(:func:`families`, :func:`family_for`, :func:`register`, :func:`declared`, or :func:`load_builtin`
-itself) imports each module named in :data:`BUILTIN` once and registers the ``FAMILY`` it
-defines; importing a family module declares its matrix facts (:func:`builders.matrix.family.declare`). ``tests/importgraph.py`` reads
-:data:`BUILTIN` as this module importing each family module listed, so a family module must not
-import this registry (nor anything that does, such as :mod:`builders.families.device`): the
-layering test would see the cycle. A test or a plugin adds a family of its own with
-:func:`register` (``tests/dummy_family/npu.py``).
-
-The matrix loader sits below this package and cannot ask it (that would be an upward import and
-a cycle: the family modules import the matrix model): a program that reads a matrix calls
-:func:`load_builtin` first, as :func:`builders.cli.main`, the benchmarks and the test suite's
-conftest do, so the schema admits every family builders has; one that forgets is told so
-(:func:`builders.matrix.family.admitted`).
+Nothing is registered anywhere. The loader is handed the families a matrix may use
+(:mod:`builders.families.loader` hands it these; a test adds its own, ``tests/dummy_family/npu.py``),
+and every variant of the matrix then holds its family's :class:`~builders.matrix.family.Accelerator`,
+whose facts name the module that defines the family (``module``): :func:`family_for` finds a
+plug-in's family the way it finds builders' own, so no import order matters. A function that asks
+every family (the driver libraries no wheel may hold, the compiler launchers) takes them as an
+argument, builders' own by default.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+from collections.abc import Iterable
 from functools import cache
+from types import ModuleType
 
+from builders.families import cpu, cuda, rocm, xpu
 from builders.families.base import Family, Toolchain
 from builders.matrix.family import Accelerator
 
-PACKAGE = "builders.families"
 # builders' own families, one module each under builders/families/ (a test checks that every
 # module of the package defining ``FAMILY`` is listed here).
-BUILTIN: tuple[str, ...] = ("cpu", "cuda", "rocm", "xpu")
-_REGISTRY: dict[str, Family] = {}
+BUILTIN: tuple[ModuleType, ...] = (cpu, cuda, rocm, xpu)
 
 
+@cache
 def protocol_members() -> tuple[str, ...]:
     """Every attribute and method a family must have (:class:`Family` and :class:`Toolchain`)."""
     names: set[str] = set()
@@ -41,53 +36,41 @@ def protocol_members() -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-@cache
-def load_builtin() -> None:
-    """Import every module of :data:`BUILTIN` (once) and register its ``FAMILY``."""
-    for name in BUILTIN:
-        _add(importlib.import_module(f"{PACKAGE}.{name}").FAMILY)
-
-
-def register(family: Family) -> Family:
-    """Add ``family`` to the registry; refused when it lacks a member of the protocol or its
-    accelerator was not declared to the matrix."""
-    load_builtin()
-    return _add(family)
-
-
-def _add(family: Family) -> Family:
+def checked(family: Family) -> Family:
+    """``family``, refused when it lacks a member of the protocol (a family that forgot its device rule
+    is not taken for one that needs no device)."""
     missing = [name for name in protocol_members() if not hasattr(family, name)]
     if missing:
         raise TypeError(f"{family!r} is not a Family: it has no {', '.join(missing)}")
-    name = family.accelerator.value
-    if Accelerator(name) is not family.accelerator:
-        raise TypeError(f"{family!r}: accelerator {name!r} was not declared with builders.matrix.family.declare")
-    _REGISTRY[name] = family
     return family
 
 
-def unregister(name: str) -> None:
-    """Forget a registered family (tests that register their own clean up with it)."""
-    _REGISTRY.pop(name, None)
+def families(extra: Iterable[Family] = ()) -> tuple[Family, ...]:
+    """builders' own families and ``extra`` (a plug-in's), by name."""
+    every = {f.accelerator.value: f for f in (*(m.FAMILY for m in BUILTIN), *extra)}
+    return tuple(checked(every[name]) for name in sorted(every))
 
 
-def families() -> tuple[Family, ...]:
-    """Every registered family, by name."""
-    load_builtin()
-    return tuple(_REGISTRY[name] for name in sorted(_REGISTRY))
+def accelerators(extra: Iterable[Family] = ()) -> tuple[Accelerator, ...]:
+    """What the matrix loader is given: the accelerator of each of :func:`families`."""
+    return tuple(f.accelerator for f in families(extra))
 
 
 def declared() -> tuple[str, ...]:
-    """The names of every registered family, builders' own loaded first: what a matrix may use."""
+    """The names of builders' own families: what a matrix may use unless a caller adds one."""
     return tuple(f.accelerator.value for f in families())
 
 
 def family_for(accelerator: Accelerator) -> Family:
-    load_builtin()
+    """The family ``accelerator`` belongs to: the ``FAMILY`` of the module its facts name."""
     try:
-        return _REGISTRY[accelerator.value]
-    except KeyError:
-        raise LookupError(f"no family module registered for accelerator {accelerator.value!r}") from None
+        family: Family = importlib.import_module(accelerator.facts.module).FAMILY
+    except (ImportError, ValueError, AttributeError):
+        raise LookupError(f"no family module defines accelerator {accelerator.value!r} "
+                          f"(its facts name module {accelerator.facts.module!r})") from None
+    if family.accelerator != accelerator:
+        raise LookupError(f"{accelerator.facts.module}.FAMILY is not the family of accelerator {accelerator.value!r}")
+    return checked(family)
 
 
 toolchain_for = family_for  # the toolchain is the family (the name the build code knows)

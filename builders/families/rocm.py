@@ -25,7 +25,7 @@ from builders.base.errors import EngineError, ToolchainError
 from builders.base.process import Call, LogLike, ProcessError, run
 from builders.families.base import builders_containerfile, found_tool, image_toolkit_root, pip_toolkit_args
 from builders.families.machine import Machine, listed
-from builders.matrix.family import FamilyFacts, declare
+from builders.matrix.family import Accelerator, FamilyFacts
 from builders.matrix.model import Toolkit, Variant
 
 if TYPE_CHECKING:
@@ -33,10 +33,10 @@ if TYPE_CHECKING:
     from builders.matrix.targets import Target
 
 
-ACCELERATOR = declare(FamilyFacts(
-    name="rocm", display="ROCm", needs_arch_list=True,
+ACCELERATOR = Accelerator(FamilyFacts(
+    module=__name__, name="rocm", display="ROCm", needs_arch_list=True,
     arch_entry=re.compile(r"gfx[0-9a-f]{3,4}(:(sramecc|xnack)[+-])*"), arch_example="AMD GPU targets such as gfx90a;gfx942"))
-# Where the image takes its toolkit from ($BUILDERS_ROCM_SOURCE; the first is the default).
+# Where the image takes its toolkit from ($BUILDERS_ROCM_SOURCE; the options table's default is the first).
 ROCM_SOURCES = ("therock", "debian")
 ROCM_SOURCE_ENV = "BUILDERS_ROCM_SOURCE"  # declared in builders/cli/options.py; read from the env an engine passes
 ROCM_AGENT = re.compile(r"^\s*Name:\s+(gfx[0-9a-f]+)\s*$", re.M)
@@ -112,12 +112,17 @@ class RocmFamily:
 
 
 def rocm_source_args(target: Target, env: Mapping[str, str]) -> dict[str, str]:
-    """``ROCM_SOURCE`` from ``$BUILDERS_ROCM_SOURCE`` (TheRock unless it says otherwise) and its packages.
+    """``ROCM_SOURCE`` from ``$BUILDERS_ROCM_SOURCE`` (settled by the options table: TheRock unless it says
+    otherwise) and its packages.
 
     ``debian`` installs the matrix's ``toolkit.system_packages`` from the base's Debian mirror
     (``resources/containers/install-rocm.sh``): a stand-in for TheRock where its index cannot be reached.
     """
-    variant, source = target.variant, env.get(ROCM_SOURCE_ENV) or ROCM_SOURCES[0]
+    variant, source = target.variant, env.get(ROCM_SOURCE_ENV)
+    if source is None:
+        raise EngineError(f"{ROCM_SOURCE_ENV} is not in the environment the image's arguments are computed from: "
+                          "builders' options table settles it (python -m builders sets it); a caller past the "
+                          f"command line sets it too, to one of {', '.join(ROCM_SOURCES)}")
     if source not in ROCM_SOURCES:
         raise EngineError(f"BUILDERS_ROCM_SOURCE={source!r} is not a ROCm source; use one of {', '.join(ROCM_SOURCES)}")
     toolkit, where = variant.toolkit, f"{variant.label} ({variant.location})"

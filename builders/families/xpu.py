@@ -20,7 +20,7 @@ from builders.base.process import Call, LogLike
 from builders.families import installer
 from builders.families.base import builders_containerfile, expand, found_tool, image_toolkit_root
 from builders.families.machine import Machine, listed
-from builders.matrix.family import FamilyFacts, declare
+from builders.matrix.family import Accelerator, FamilyFacts
 from builders.matrix.model import OS, Toolkit, Variant
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from builders.matrix.targets import Target
 
 
-ACCELERATOR = declare(FamilyFacts(name="xpu", display="XPU"))
+ACCELERATOR = Accelerator(FamilyFacts(module=__name__, name="xpu", display="XPU"))
 INTEL_VENDOR = "0x8086"
 SYCL_GPU = re.compile(r"^.*(?:level_zero|opencl):gpu.*$", re.M)
 

@@ -133,18 +133,19 @@ def read_list(value: list[Any], key: KeyPath, bad: Collection[KeyPath]) -> Items
 # --- the one pass -------------------------------------------------------------------------------
 
 
-def read(data: Any, bad: Collection[KeyPath], marks: Marks) -> Draft:
-    """Everything in ``data`` the schema did not refuse, each value with its key; each mapping visited once."""
+def read(data: Any, bad: Collection[KeyPath], marks: Marks, families: Mapping[str, Accelerator]) -> Draft:
+    """Everything in ``data`` the schema did not refuse, each value with its key; each mapping visited once
+    (``families``: those the loader was given, by name)."""
     root = RawMapping(data, (), bad) if isinstance(data, dict) else RawMapping({}, (), bad)
     platforms = root.node("platforms")
     accelerators = root.node("accelerators")
-    families, complete = read_families(accelerators)
+    drafts, complete = read_families(accelerators, families)
     pythons = root.raw("pythons", list)
     return Draft(
         dropped=read_dropped(root.items("dropped"), marks), project=read_project(root.node("project")),
         pythons=root.items("pythons"), pythons_listed=len(pythons) if pythons is not None else 0,
         platforms=read_platforms(platforms), platform_names=platforms.names() if platforms else None,
-        families=families, accelerators_complete=complete, wheel_variants=read_wheel_variants(root.node("wheel_variants")),
+        families=drafts, accelerators_complete=complete, wheel_variants=read_wheel_variants(root.node("wheel_variants")),
         exclusions=read_exclusions(root.items("exclude"), marks), channels=read_channels(root.node("channels")),
         compile_cache=root.table(compile_cache.KEY),
     )
@@ -209,8 +210,9 @@ def read_platforms(node: RawMapping | None) -> tuple[PlatformDraft, ...]:
     return tuple(out)
 
 
-def read_families(node: RawMapping | None) -> tuple[tuple[FamilyDraft, ...], bool]:
-    """Every family under ``accelerators``, and whether all were readable."""
+def read_families(node: RawMapping | None, known: Mapping[str, Accelerator]) -> tuple[tuple[FamilyDraft, ...], bool]:
+    """Every family under ``accelerators`` (each one of ``known``: the schema refused any other), and whether
+    all were readable."""
     if node is None:
         return (), False
     out, complete = [], True
@@ -219,7 +221,7 @@ def read_families(node: RawMapping | None) -> tuple[tuple[FamilyDraft, ...], boo
         if family is None:
             complete = complete and node.refused(name)
             continue
-        out.append(read_family(Accelerator(name), family))
+        out.append(read_family(known[name], family))
     return tuple(out), complete
 
 

@@ -19,19 +19,24 @@ and parsed by :mod:`builders.base.yamlmarks` (core YAML only, alias and depth ca
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from builders.base import untrusted, yamlmarks
 from builders.base.errors import InputError, MatrixError, Problem, raise_problems
 from builders.matrix import build, rules
+from builders.matrix.family import Accelerator, by_name
 from builders.matrix.model import Matrix
 from builders.matrix.schema import check_schema
 
 MATRIX_LIMIT = untrusted.MIB
 
 
-def load(path: Path | str, *, source: Path | None = None, builds: bool = True) -> Matrix:
+def load(path: Path | str, *, families: Iterable[Accelerator], source: Path | None = None, builds: bool = True) -> Matrix:
     """Read and validate ``path``; raise :class:`MatrixError` listing every problem.
+
+    ``families`` are the accelerator families the matrix may use: this layer knows none
+    (:func:`builders.families.loader.load` passes builders' own, and a test adds its own).
 
     ``source`` is a source tree given on the command line (``--source``): it replaces
     ``project.source``, which then is not checked at all. ``builds=False`` is for a command that
@@ -42,15 +47,17 @@ def load(path: Path | str, *, source: Path | None = None, builds: bool = True) -
         text = untrusted.read_text(path, what="matrix", limit=MATRIX_LIMIT)
     except InputError as exc:
         raise MatrixError(exc.problems) from None
-    return loads(text, path, source=source, builds=builds)
+    return loads(text, path, families=families, source=source, builds=builds)
 
 
-def loads(text: str, path: Path | str = "matrix.yaml", *, source: Path | None = None, builds: bool = True) -> Matrix:
+def loads(text: str, path: Path | str = "matrix.yaml", *, families: Iterable[Accelerator], source: Path | None = None,
+          builds: bool = True) -> Matrix:
     """Validate matrix ``text`` as if read from ``path`` (used by tests, no I/O but path checks; see :func:`load`)."""
     path = Path(path)
     parsed = yamlmarks.parse(text, str(path))
-    found, bad = check_schema(parsed.data, parsed.marks, parsed.invalid)
-    draft = build.read(parsed.data, bad, parsed.marks)
+    known = by_name(families)
+    found, bad = check_schema(parsed.data, parsed.marks, parsed.invalid, families=known)
+    draft = build.read(parsed.data, bad, parsed.marks, known)
     problems = rules.check(draft, parsed.marks, base=path.parent, check_source=builds and source is None,
                            check_script=builds)
     raise_problems(sorted([*parsed.problems, *found, *problems], key=_file_order))

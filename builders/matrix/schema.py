@@ -19,16 +19,15 @@ import jsonschema
 from builders.base import yamlmarks
 from builders.base.errors import SHOWN_PROBLEMS, Problem
 from builders.base.yamlmarks import Marks
-from builders.matrix.family import admitted as family_names
 from builders.matrix.findings import short, suggest
 
 KeyPath = tuple[str | int, ...]
 
 
-def schema() -> dict[str, Any]:
-    """The JSON Schema shipped in the package (also what editors use), with the declared families
-    (:mod:`builders.matrix.family`) as the names ``accelerators`` admits."""
-    return _schema(family_names())
+def schema(families: Iterable[str]) -> dict[str, Any]:
+    """The JSON Schema shipped in the package (also what editors use), with ``families`` (the names
+    of those the loader was given) as the names ``accelerators`` admits."""
+    return _schema(tuple(sorted(families)))
 
 
 @cache
@@ -38,15 +37,17 @@ def _schema(families: tuple[str, ...]) -> dict[str, Any]:
     data["properties"]["accelerators"]["propertyNames"] = {"enum": list(families)}
     return data
 
-def check_schema(data: Any, marks: Marks, invalid: Iterable[KeyPath] = ()) -> tuple[list[Problem], set[KeyPath]]:
+def check_schema(data: Any, marks: Marks, invalid: Iterable[KeyPath] = (), *,
+                 families: Iterable[str]) -> tuple[list[Problem], set[KeyPath]]:
     """Schema problems, and the paths whose values the semantic rules must not trust.
 
-    ``invalid`` are values the YAML reader already refused (``!!int abc``): not reported again.
+    ``invalid`` are values the YAML reader already refused (``!!int abc``): not reported again;
+    ``families`` are the names ``accelerators`` admits.
     """
     report = _SchemaReport(marks)
     refused = set(invalid)
     report.bad.update(refused)
-    for error in jsonschema.Draft202012Validator(schema()).iter_errors(data):
+    for error in jsonschema.Draft202012Validator(schema(families)).iter_errors(data):
         if tuple(error.absolute_path) not in refused:
             report.add(error)
     return report.problems, report.bad

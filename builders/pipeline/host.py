@@ -65,6 +65,25 @@ def engine_works(name: str, env: Mapping[str, str]) -> bool:
     return True
 
 
+def find_engine(env: Mapping[str, str], preferred: str | None = None) -> str | None:
+    """The first working container engine (``preferred`` first), or None."""
+    for name in ([preferred] if preferred else CONTAINER_ENGINES):
+        if engine_works(name, env):
+            return name
+    return None
+
+
+def missing_container_engine(env: Mapping[str, str], preferred: str | None = None) -> str:
+    """Why no container engine works here, engine by engine: not on PATH, or found but not answering
+    (``find_engine`` counts one only when ``ENGINE info`` succeeds)."""
+    parts = []
+    for name in [preferred] if preferred else CONTAINER_ENGINES:
+        exe = shutil.which(name, path=env.get("PATH"))
+        parts.append(f"{name}: not found on PATH" if exe is None else
+                     f"{name}: {exe} is there, but `{name} info` fails (is its service running, may this user use it?)")
+    return "no working container engine (" + "; ".join(parts) + ")"
+
+
 def foreign(target: Target, host: Host) -> str | None:
     """Why ``target`` needs another kind of host (OS, architecture), or None."""
     plat = target.platform

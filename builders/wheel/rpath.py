@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 import shlex
 import tempfile
-import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -50,21 +49,21 @@ def strip_rpaths(wheel: Path, unwanted: frozenset[str], env: Mapping[str, str], 
     """
     if not unwanted:
         return False
-    w = Wheel(wheel)
     members: dict[str, bytes] = {}
     modes: dict[str, int] = {}
     changed = False
-    with zipfile.ZipFile(wheel) as zf, tempfile.TemporaryDirectory(prefix="builders-rpath-") as tmp:
-        for info in zf.infolist():
-            if info.is_dir() or info.filename == f"{w.dist_info}/RECORD":
+    with Wheel(wheel).open() as reader, tempfile.TemporaryDirectory(prefix="builders-rpath-") as tmp:
+        dist_info = reader.dist_info
+        for info in reader.infos:
+            if info.filename == f"{dist_info}/RECORD":
                 continue
-            data = zf.read(info)
+            data = b"".join(reader.stream(info))
             if data.startswith(ELF_MAGIC):
                 data, edited = _strip_one(data, unwanted, Path(tmp), env, log)
                 changed |= edited
             members[info.filename], modes[info.filename] = data, info.external_attr
     if changed:
-        write_wheel(wheel, members, w.dist_info, modes, epoch)
+        write_wheel(wheel, members, dist_info, modes, epoch)
     return changed
 
 

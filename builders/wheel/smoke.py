@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from builders.base.errors import SmokeError
 from builders.base.process import HostRunner, LogLike, ProcessError, Runner
-from builders.families import families, family_for
+from builders.families import Family, families, family_for
 from builders.families.provision import default_cache
 from builders.matrix.model import OS, Variant
 from builders.matrix.targets import Target
@@ -531,14 +531,14 @@ def _all_ok(checks: Iterable[Mapping[str, Any]], prefix: str) -> bool | None:
     return all(found) if found else None
 
 
-def family_summary(seen: Mapping[str, Any]) -> dict[str, Any]:
-    """Every family's own smoke fields (None), filled in by the family the probe ran for."""
-    out = {key: None for family in families() for key in family.smoke_summary({})}
-    ran = next((f for f in families() if f.accelerator.value == seen.get("accelerator")), None)
+def family_summary(seen: Mapping[str, Any], extra: Iterable[Family] = ()) -> dict[str, Any]:
+    """Every family's own smoke fields (None), filled in by the family the probe ran for (``extra``: a plug-in's)."""
+    out = {key: None for family in families(extra) for key in family.smoke_summary({})}
+    ran = next((f for f in families(extra) if f.accelerator.value == seen.get("accelerator")), None)
     return out | (ran.smoke_summary(seen) if ran else {})
 
 
-def summarize(record: Mapping[str, Any]) -> dict[str, Any]:
+def summarize(record: Mapping[str, Any], extra: Iterable[Family] = ()) -> dict[str, Any]:
     """The record's facts results.json keeps: versions, runtime library, GIL, which checks failed."""
     seen, checks = record.get("facts", {}), record.get("checks", [])
     project_ok = _all_ok(checks, "project")
@@ -547,7 +547,7 @@ def summarize(record: Mapping[str, Any]) -> dict[str, Any]:
         "runtime_version": seen.get("runtime_version"),
         "runtime_libraries": seen.get("runtime_libraries", []),
         "system_libraries": seen.get("system_libraries", []),
-        **family_summary(seen),
+        **family_summary(seen, extra),
         "gil_enabled": seen.get("gil_enabled"),
         "extension_loaded": _all_ok(checks, "extension "),
         "project_ok": project_ok,

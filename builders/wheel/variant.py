@@ -22,14 +22,14 @@ from __future__ import annotations
 import hashlib
 import json
 import sysconfig
-import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from builders.base.errors import VariantError
+from builders.base.errors import VariantError, WheelError
 from builders.base.process import LogLike, run
 from builders.matrix.model import Variant, WheelVariants
+from builders.wheel.archive import Wheel, WheelReader
 from builders.wheel.zipcheck import Finding
 
 VARIANT_JSON = "variant.json"
@@ -106,11 +106,11 @@ def check(path: Path, twin: Path, variant: Variant, variants: WheelVariants) -> 
         findings.append(Finding(code="variant-name", message=f"{path.name} is not {twin.name} with label "
                                                              f"{variant.variant_label!r}"))
     try:
-        with zipfile.ZipFile(path) as new, zipfile.ZipFile(twin) as old:
+        with Wheel(path).open() as new, Wheel(twin).open() as old:
             findings += _json_findings(new, variant, variants)
             findings += _member_findings(new, old)
-    except (OSError, zipfile.BadZipFile) as exc:
-        findings.append(Finding(code="variant-archive", message=f"{path.name}: {exc}"))
+    except WheelError as exc:
+        findings.append(Finding(code="variant-archive", message=str(exc)))
     return findings
 
 
@@ -118,34 +118,30 @@ def package_findings(path: Path, labelled: Path) -> list[Finding]:
     """The variant wheel's package files (every member outside ``.dist-info``) against the labelled wheel's it was
     made from: the same names and bytes, so the labelled wheel's smoke test and GPU runs hold for it."""
     try:
-        with zipfile.ZipFile(path) as new, zipfile.ZipFile(labelled) as old:
+        with Wheel(path).open() as new, Wheel(labelled).open() as old:
             mine, theirs = _package_members(new), _package_members(old)
             out = [Finding(code="variant-members", message=f"{name} is {'missing' if name in theirs else 'added'} "
                            f"against {labelled.name}", file=name) for name in sorted(set(mine) ^ set(theirs))]
             out += [Finding(code="variant-members", message=f"differs from {labelled.name}'s", file=name)
-                    for name in sorted(set(mine) & set(theirs)) if _digest(new, name) != _digest(old, name)]
+                    for name in sorted(set(mine) & set(theirs)) if mine[name] != theirs[name]]
             return out
-    except (OSError, zipfile.BadZipFile) as exc:
-        return [Finding(code="variant-archive", message=f"{path.name}: {exc}")]
+    except WheelError as exc:
+        return [Finding(code="variant-archive", message=str(exc))]
 
 
-def _package_members(zf: zipfile.ZipFile) -> list[str]:
-    return [n for n in zf.namelist() if not n.split("/", 1)[0].endswith(".dist-info") and not n.endswith("/")]
+def _package_members(reader: WheelReader) -> dict[str, str]:
+    """Every member outside ``.dist-info`` and its sha256."""
+    return {name: digest for name, digest in _digests(reader).items() if not name.split("/", 1)[0].endswith(".dist-info")}
 
 
-def _dist_info(zf: zipfile.ZipFile) -> str:
-    folders = {n.split("/", 1)[0] for n in zf.namelist() if n.split("/", 1)[0].endswith(".dist-info")}
-    return min(folders) if len(folders) == 1 else ""
-
-
-def _json_findings(zf: zipfile.ZipFile, variant: Variant, variants: WheelVariants) -> list[Finding]:
+def _json_findings(reader: WheelReader, variant: Variant, variants: WheelVariants) -> list[Finding]:
     from variantlib.errors import ValidationError
     from variantlib.variant_dist_info import VariantDistInfo
 
-    member = f"{_dist_info(zf)}/{VARIANT_JSON}"
+    member = f"{reader.dist_info}/{VARIANT_JSON}"
     try:
-        info = VariantDistInfo(zf.read(member), variant.variant_label)
-    except (KeyError, ValueError, ValidationError) as exc:
+        info = VariantDistInfo(reader.read(member), variant.variant_label)
+    except (WheelError, ValueError, ValidationError) as exc:
         return [Finding(code="variant-json", message=f"variantlib does not read it: {exc}", file=member)]
     found = {prop.to_str() for prop in info.variant_desc.properties}
     out = []
@@ -161,15 +157,15 @@ def _json_findings(zf: zipfile.ZipFile, variant: Variant, variants: WheelVariant
     return out
 
 
-def _member_findings(new: zipfile.ZipFile, old: zipfile.ZipFile) -> list[Finding]:
+def _member_findings(new: WheelReader, old: WheelReader) -> list[Finding]:
     """Members: the twin's bytes but ``variant.json`` (added) and RECORD (the twin's plus its line)."""
-    dist = _dist_info(old)
+    dist = old.dist_info
     record, added = f"{dist}/RECORD", f"{dist}/{VARIANT_JSON}"
-    new_names, old_names = set(new.namelist()), set(old.namelist())
-    out = [Finding(code="variant-members", message=f"{name} is {'missing' if name in old_names else 'added'}", file=name)
-           for name in sorted(new_names ^ old_names) if name != added]
-    for name in sorted((old_names & new_names) - {record}):
-        if _digest(new, name) != _digest(old, name):
+    new_digests, old_digests = _digests(new), _digests(old)
+    out = [Finding(code="variant-members", message=f"{name} is {'missing' if name in old_digests else 'added'}",
+                   file=name) for name in sorted(new_digests.keys() ^ old_digests.keys()) if name != added]
+    for name in sorted((old_digests.keys() & new_digests.keys()) - {record}):
+        if new_digests[name] != old_digests[name]:
             out.append(Finding(code="variant-members", message="differs from the twin's", file=name))
     extra = [line for line in _lines(new, record) if line not in set(_lines(old, record))]
     if [line.split(",", 1)[0] for line in extra] != [added]:
@@ -177,21 +173,19 @@ def _member_findings(new: zipfile.ZipFile, old: zipfile.ZipFile) -> list[Finding
     return out
 
 
-def _digest(zf: zipfile.ZipFile, name: str) -> str:
-    digest = hashlib.sha256()
-    with zf.open(name) as fh:
-        for chunk in _chunks(fh):
+def _digests(reader: WheelReader) -> dict[str, str]:
+    """Every file member's sha256, streamed through the capped reader."""
+    out = {}
+    for info in reader.infos:
+        digest = hashlib.sha256()
+        for chunk in reader.stream(info):
             digest.update(chunk)
-    return digest.hexdigest()
+        out[info.filename] = digest.hexdigest()
+    return out
 
 
-def _chunks(fh: Any) -> Iterator[bytes]:
-    while chunk := fh.read(1 << 20):
-        yield chunk
-
-
-def _lines(zf: zipfile.ZipFile, name: str) -> list[str]:
+def _lines(reader: WheelReader, name: str) -> list[str]:
     try:
-        return zf.read(name).decode("utf-8").splitlines()
-    except KeyError:
+        return reader.read(name).decode("utf-8").splitlines()
+    except WheelError:
         return []

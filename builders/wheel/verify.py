@@ -34,7 +34,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from builders.base.errors import WheelError
-from builders.families import families
+from builders.families import Family, families, family_for
 from builders.matrix.model import OS, Dropped, Matrix, Platform, PythonVersion, Variant
 from builders.matrix.targets import Target
 from builders.wheel import elf
@@ -43,9 +43,10 @@ from builders.wheel.archive import RecordEntry, Wheel, WheelReader, record_diges
 from builders.wheel.zipcheck import Finding
 
 
-def driver_libs() -> tuple[str, ...]:
-    """Driver-side libraries (every family's): they come with the GPU driver on the user's machine, never in a wheel."""
-    return tuple(glob for family in families() for glob in family.driver_libraries)
+def driver_libs(extra: Iterable[Family] = ()) -> tuple[str, ...]:
+    """Driver-side libraries (every family's, and ``extra``'s: a plug-in's): they come with the GPU driver on the
+    user's machine, never in a wheel."""
+    return tuple(glob for family in families(extra) for glob in family.driver_libraries)
 
 
 # An ELF member is spooled to disk past this size: enough for most .so files, flat for libtorch.
@@ -359,7 +360,7 @@ def check_libraries(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
 
 def _bundled_findings(name: str, variant: Variant) -> Iterator[Finding]:
     base = posixpath.basename(name)
-    if _matches(base, driver_libs()):
+    if _matches(base, driver_libs((family_for(variant.accelerator),))):
         yield Finding(code="driver-bundled", message="GPU driver library is bundled; it must come from the driver", file=name)
     elif _matches(base, variant.exclude_libs):
         yield Finding(code="accelerator-bundled",
@@ -385,7 +386,7 @@ def _needed_findings(name: str, info: elf.ElfInfo, bundled: frozenset[str], allo
                      target: Target) -> Iterator[Finding]:
     variant = target.variant
     for lib in info.needed:
-        if lib in bundled or lib in allowed or _is_system(lib, info):
+        if lib in bundled or lib in allowed or _is_system(lib, info, variant):
             continue
         if _matches(lib, variant.exclude_libs):
             missing = [r for r in variant.rpath if r not in info.rpaths]
@@ -397,10 +398,11 @@ def _needed_findings(name: str, info: elf.ElfInfo, bundled: frozenset[str], allo
                       f"not allowed by {target.platform.wheel_platform}", file=name)
 
 
-def _is_system(lib: str, info: elf.ElfInfo) -> bool:
+def _is_system(lib: str, info: elf.ElfInfo, variant: Variant) -> bool:
     """The loader (auditwheel's rule, or this file's own PT_INTERP), the driver, libpython."""
     own_loader = info.interpreter is not None and lib == posixpath.basename(info.interpreter)
-    return own_loader or elf.is_loader(lib) or _matches(lib, driver_libs()) or lib.startswith("libpython")
+    driver = _matches(lib, driver_libs((family_for(variant.accelerator),)))
+    return own_loader or elf.is_loader(lib) or driver or lib.startswith("libpython")
 
 
 # --- the variant label ------------------------------------------------------------------------

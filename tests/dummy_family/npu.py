@@ -1,8 +1,8 @@
 """A dummy accelerator family, NPU: one module and ``npu.Containerfile`` beside it, nothing else.
 
-It shows what adding a family takes (tests/unit/test_dummy_family.py registers it and runs the
+It shows what adding a family takes (tests/unit/test_dummy_family.py passes it explicitly and runs the
 matrix, plans, images, device judgement, smoke planning, verify and the report on it): its
-matrix facts declared to spec, and every member of :class:`builders.families.base.Family`.
+matrix facts (passed to the loader by the test), and every member of :class:`builders.families.base.Family`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from builders.base.errors import ToolchainError
 from builders.base.process import Call, LogLike
 from builders.families.base import found_tool, image_toolkit_root
 from builders.families.machine import Machine, listed
-from builders.matrix.family import FamilyFacts, declare
+from builders.matrix.family import Accelerator, FamilyFacts
 from builders.matrix.model import Toolkit, Variant
 
 if TYPE_CHECKING:
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from builders.matrix.targets import Target
 
 HERE = Path(__file__).resolve().parent
-ACCELERATOR = declare(FamilyFacts(
-    name="npu", display="NPU", needs_arch_list=True, arch_entry=re.compile(r"npu[0-9]+"),
+ACCELERATOR = Accelerator(FamilyFacts(
+    module=__name__, name="npu", display="NPU", needs_arch_list=True, arch_entry=re.compile(r"npu[0-9]+"),
     arch_example="NPU generations such as npu3;npu4", containerfile=str(HERE / "npu.Containerfile")))
 NPU_LISTED = re.compile(r"^(npu\d+): .+$", re.M)
 

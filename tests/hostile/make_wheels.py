@@ -72,25 +72,24 @@ class Facts:
 
 @functools.cache
 def shipped() -> Matrix:
-    from builders.families import registry
-    from builders.matrix import loader as matrix
+    from builders.families import loader as matrix
 
-    registry.load_builtin()  # builders' own families, before the matrix is read
     return matrix.load(MATRIX)
 
 
 @functools.cache
 def target(variant: str = "pypi") -> Target:
     """The first Linux x86_64 CUDA target that PyPI gets (``pypi``), or the CPU target of the same Python."""
-    from builders.matrix.model import OS, Accelerator
+    from builders.matrix.model import OS
     from builders.matrix.targets import expand
+    from tests.helpers import accelerator
 
     targets, _excluded = expand(shipped())
     cuda = next(t for t in targets if t.on_pypi and t.platform.os is OS.LINUX and t.platform.arch == "x86_64"
-                and t.variant.accelerator is Accelerator("cuda") and not t.python.free_threaded)
+                and t.variant.accelerator == accelerator("cuda") and not t.python.free_threaded)
     if variant == "pypi":
         return cuda
-    return next(x for x in targets if x.variant.accelerator is Accelerator("cpu") and x.python == cuda.python
+    return next(x for x in targets if x.variant.accelerator == accelerator("cpu") and x.python == cuda.python
                 and x.platform == cuda.platform)
 
 

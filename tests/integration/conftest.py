@@ -8,7 +8,7 @@ import pytest
 
 from builders.base import folderlock
 from builders.engines.images import engine_env, image_lock_folder
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.model import Matrix
 from tests.helpers import require_tool
 

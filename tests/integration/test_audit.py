@@ -365,8 +365,7 @@ def test_the_pypi_channel_with_no_index_configured_is_pip_s_default(root: Path) 
     env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": ""}
     ask = "from pip._internal.models.index import PyPI; print(PyPI.simple_url)"
     pips = subprocess.run([sys.executable, "-c", ask], env=env, capture_output=True, text=True, check=True).stdout
-    ours = ("from builders.cli.audit import default_index_url; from builders.matrix.loader import load; "
-            "from builders.families.registry import load_builtin; load_builtin(); "
+    ours = ("from builders.cli.audit import default_index_url; from builders.families.loader import load; "
             "print(default_index_url(load('matrix.yaml', builds=False), 'pypi', __import__('os').environ))")
     used = subprocess.run([sys.executable, "-c", ours], cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert used.returncode == 0, used.stderr[-2000:]

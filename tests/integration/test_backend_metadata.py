@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from packaging.metadata import Metadata
 
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand
 from builders.release import audit

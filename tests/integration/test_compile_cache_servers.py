@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from tests import helpers
 
 pytestmark = pytest.mark.slow
@@ -256,8 +256,8 @@ def compile_through(bucket: dict, work: Path, source: Path, ci: dict[str, str], 
     from builders.matrix.compile_cache import Backend, CompileCache
     from builders.pipeline import remotecache
 
-    remote = remotecache.resolve(CompileCache(backend=Backend.SCCACHE, location="s3://cache/ci"), ci, write=write,
-                                 sccache=sccache_path())
+    remote = remotecache.resolve(CompileCache(backend=Backend.SCCACHE), ci, write=write, sccache=sccache_path(),
+                                 location="s3://cache/ci", dist=None)
     assert remote is not None
     env = remotecache.build_env(remote, ns=remotecache.namespace({"compiler": "cc"}), launcher=sccache_path(),
                                 basedir=str(work), work=str(work), local={})

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from tests import helpers
 
 pytestmark = pytest.mark.slow

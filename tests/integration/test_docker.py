@@ -28,7 +28,7 @@ import pytest
 from builders.engines import images
 from builders.engines.container import OWNER_LABEL, owners, reap_stale
 from builders.engines.images import engine_env
-from builders.matrix import loader as matrix_mod
+from builders.families import loader as matrix_mod
 from builders.matrix.targets import Selection, select
 from tests import expected
 from tests.helpers import builders, require_tool

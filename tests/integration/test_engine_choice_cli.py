@@ -20,6 +20,7 @@ import pytest
 from builders.families.device import judge, probe
 from builders.matrix.model import Accelerator
 from tests import expected, helpers
+from tests.helpers import accelerator
 
 ARCH = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
 HERE = f"linux-{ARCH}"
@@ -163,8 +164,8 @@ def smoke(root: Path, tmp_path: Path, tid: str, path: str | None = None) -> subp
                                               ("rocm", "/dev/kfd: absent")])
 def test_require_device_fails_a_gpu_job_on_a_machine_without_the_gpu(root: Path, tmp_path: Path, data,
                                                                      live: set[str], family: str, says: str) -> None:
-    accelerator = Accelerator(family)
-    if this_machine_shows(accelerator):
+    family_accelerator = accelerator(family)
+    if this_machine_shows(family_accelerator):
         pytest.skip(f"this machine shows a {family} device: the no-device case cannot happen here")
     plat = sorted(data["accelerators"][family].get("smoke_runners", {}))[0]
     label = expected.labels({"accelerators": {family: data["accelerators"][family]}})[0]
@@ -191,8 +192,8 @@ def test_probe_asks_the_vendor_tools_through_the_one_subprocess_helper(tmp_path:
                  **{"amd-smi": "echo 'amdgpu driver not loaded' >&2; exit 9"})
     (tmp_path / "dev").mkdir()
     (tmp_path / "dev/kfd").touch()
-    machine = probe(Accelerator("rocm"), {"PATH": path}, dev=tmp_path / "dev", sysfs=tmp_path / "sys")
+    machine = probe(accelerator("rocm"), {"PATH": path}, dev=tmp_path / "dev", sysfs=tmp_path / "sys")
     answers = {t.name: (t.output, t.problem) for t in machine.tools}
     assert answers["rocminfo"] == ("  Name:                    gfx90a\n", "")
     assert answers["amd-smi"] == ("", "exited 9: amdgpu driver not loaded")
-    assert judge(Accelerator("rocm"), machine).found == ("/dev/kfd", "gfx90a")
+    assert judge(accelerator("rocm"), machine).found == ("/dev/kfd", "gfx90a")

@@ -20,7 +20,7 @@ import yaml
 from packaging.metadata import Metadata
 from packaging.requirements import Requirement
 
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.targets import expand
 from builders.wheel.archive import Wheel
 from builders.wheel.rules import requirement_key

@@ -147,7 +147,7 @@ def test_cu132_installs_from_its_index_alone_and_passes_the_smoke_checks(root: P
     runtime requirements (mirrored by ``index``, hash-checked) install, and builders' smoke probe
     passes on the installed venv: version, extension loaded from the venv, libcudart from the
     runtime wheel reporting the variant's CUDA version."""
-    from builders.matrix import loader as matrix_mod
+    from builders.families import loader as matrix_mod
     from builders.matrix.targets import Selection, select
     from builders.wheel.smoke import expected_runtime_version, outcome, probe_argv, stage
 

@@ -29,11 +29,11 @@ from pathlib import Path
 
 import pytest
 
-from builders.matrix import loader as matrix_mod
-from builders.matrix.model import Accelerator
+from builders.families import loader as matrix_mod
 from builders.matrix.targets import Target, expand
 from builders.pipeline.host import detect, unbuildable
 from tests import expected
+from tests.helpers import accelerator
 
 pytestmark = pytest.mark.slow
 
@@ -133,7 +133,7 @@ def builders(installed: Installed, *args: str | Path, cwd: Path) -> subprocess.C
 def cpu_target(root: Path) -> Target:
     """A cpu target of this host's platform whose Python exists here (host facts, not a pinned id)."""
     m = matrix_mod.load(root / "matrix.yaml")
-    cpu = [t for t in expand(m)[0] if t.variant.accelerator is Accelerator("cpu")]
+    cpu = [t for t in expand(m)[0] if t.variant.accelerator == accelerator("cpu")]
     host = detect({t.python for t in cpu}, user_env(), engines=False)
     reasons = {t.id: unbuildable(t, host) for t in cpu}
     buildable = [t for t in cpu if reasons[t.id] is None]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 
 PLATFORM = """\
   windows-arm64:

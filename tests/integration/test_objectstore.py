@@ -31,7 +31,7 @@ from packaging.version import Version
 
 from builders.base.errors import ObjectExists, ObjectStoreError, SelectionError
 from builders.cli import main
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.model import Matrix
 from builders.release import objectstore
 from builders.release import publish as publish_mod

@@ -24,7 +24,7 @@ import pytest
 import yaml
 from elftools.elf.elffile import ELFFile
 
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.wheel.smoke import expected_runtime_version
 from tests import helpers
 

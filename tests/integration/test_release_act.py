@@ -39,7 +39,7 @@ import requests
 import yaml
 from packaging.utils import parse_wheel_filename
 
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.targets import expand
 from tests.act.harness import (
     Harness,

@@ -30,8 +30,8 @@ import yaml
 
 from builders.base.errors import ToolchainError
 from builders.engines import images
+from builders.families import loader as matrix
 from builders.families.rocm import check_hipcc
-from builders.matrix import loader as matrix
 from builders.matrix.targets import Selection, select
 from tests import helpers
 

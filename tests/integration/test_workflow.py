@@ -17,7 +17,7 @@ import pytest
 import yaml
 from packaging.version import Version
 
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.targets import expand
 from builders.release import ci
 from builders.release.workflow import drift

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.model import Matrix
 
 

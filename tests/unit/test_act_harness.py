@@ -25,7 +25,7 @@ def test_results_by_job_and_a_job_no_runner_serves_is_never_started() -> None:
 
 
 def test_the_narrowed_matrix_keeps_one_cpu_and_one_cu132_target_of_linux_x86_64(shipped_text: str) -> None:
-    from builders.matrix import loader as matrix
+    from builders.families import loader as matrix
     from builders.matrix.targets import expand
 
     text = narrowed(shipped_text, version="9.8.7", base_image="localhost/base@sha256:" + "0" * 64, python="3.13")

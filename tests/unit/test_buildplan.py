@@ -17,7 +17,7 @@ from builders.engines import images
 from builders.engines.cibw import CibwEngine
 from builders.engines.container import ContainerEngine
 from builders.engines.local import LocalEngine
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.model import OS
 from builders.matrix.targets import Selection, select
 from builders.pipeline.host import Host

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from builders.base.errors import SelectionError
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.targets import expand
 from builders.release import ci
 

@@ -175,7 +175,7 @@ def test_report_refuses_results_of_another_matrix(place: Path, capsys: pytest.Ca
 
 def test_one_target_is_an_exact_id(capsys: pytest.CaptureFixture[str]) -> None:
     from builders.base.errors import SelectionError
-    from builders.matrix import loader as matrix
+    from builders.families import loader as matrix
     from builders.matrix.targets import one_target
 
     m = matrix.load(MATRIX)

@@ -10,7 +10,7 @@ import pytest
 
 from builders.base.errors import MatrixError
 from builders.cli import main
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from tests import expected
 from tests.conftest import shipped_matrix_path
 from tests.unit.test_promote_index import _reqs, make_wheel

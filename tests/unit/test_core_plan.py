@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from builders.base.errors import MatrixError
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.pipeline.compilercache import parse_stats_log
 from builders.pipeline.plan import BuildPlan, location_vars
 from tests.unit.test_buildplan import CONTAINER, HOST, LOCAL, built, context, plans

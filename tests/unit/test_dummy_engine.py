@@ -17,12 +17,13 @@ from builders import engines
 from builders.base.console import Console
 from builders.cli import main, parser
 from builders.engines import local
-from builders.matrix.model import OS, Accelerator, Matrix
+from builders.matrix.model import OS, Matrix
 from builders.matrix.targets import Target, expand
 from builders.pipeline.executor import RunConfig, run_plan
 from builders.pipeline.host import Host
 from builders.pipeline.plan import BuildPlan, Context
 from tests import dummy_engine
+from tests.helpers import accelerator
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {"PATH": "/nonexistent", "HOME": "/root", "SOURCE_DATE_EPOCH": "1700000000"}
@@ -33,7 +34,7 @@ PYTHON = "no-such-python"  # on no PATH: asking it runs no process
 def target(m: Matrix) -> Target:
     """A cpu target of the demo matrix for Linux x86_64 (whichever Python the matrix lists first)."""
     return next(t for t in expand(m)[0]
-                if t.variant.accelerator is Accelerator("cpu") and t.platform.name == "linux-x86_64")
+                if t.variant.accelerator == accelerator("cpu") and t.platform.name == "linux-x86_64")
 
 
 def host_for(target: Target) -> Host:
@@ -117,8 +118,7 @@ def test_the_pipeline_runs_through_the_engines_runner(target, m: Matrix, tmp_pat
 
 def test_builders_own_runner_specs_print_and_hash_as_before() -> None:
     """The dry run's JSON and the digest's runner fields are what they were when the spec was one flat union."""
-    from builders.engines.container import Mount
-    from builders.engines.container import ContainerSpec
+    from builders.engines.container import ContainerSpec, Mount
     from builders.engines.local import HostSpec
 
     host = HostSpec(unset=("X",), inherits=(("CC", "gcc"),))

@@ -1,7 +1,7 @@
 """Adding an accelerator family is one module plus its Containerfile.
 
 A dummy family, NPU (``tests/dummy_family/npu.py`` and ``npu.Containerfile``, nothing else), is
-registered and carried through everything that differs per family: the matrix (its name, its
+passed to the loader (nothing is registered) and carried through everything that differs per family: the matrix (its name, its
 arch grammar, its required arch list), build plans on the local and container engines (its
 toolchain, its image and build arguments), device judgement and probing, smoke planning and
 the smoke record, verify's driver libraries and the report. No builders module is edited for
@@ -27,11 +27,12 @@ from builders.base.process import Completed
 from builders.engines import images
 from builders.engines.container import ContainerEngine
 from builders.engines.local import LocalEngine
-from builders.families import device, families, family_for, register, unregister
+from builders.families import accelerators, declared, device, families, family_for
+from builders.families import loader as matrix
 from builders.families.machine import Machine, Tool
-from builders.matrix import loader as matrix
+from builders.families.registry import checked
 from builders.matrix import schema
-from builders.matrix.family import Accelerator, FamilyFacts, declare, names, withdraw
+from builders.matrix.family import Accelerator, FamilyFacts
 from builders.matrix.model import OS, Matrix
 from builders.matrix.targets import Selection, Target, select
 from builders.pipeline.compilercache import launchers
@@ -78,24 +79,21 @@ def with_npu(text: str, family: str = NPU_FAMILY) -> str:
 
 @pytest.fixture(scope="module")
 def npu() -> Iterator[ModuleType]:
-    """The dummy family's module, imported from its file and registered; forgotten afterwards."""
+    """The dummy family's module, imported from its file (its facts name it); forgotten afterwards."""
     spec = importlib.util.spec_from_file_location("dummy_family_npu", DUMMY)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    register(module.FAMILY)
     try:
         yield module
     finally:
-        unregister("npu")
-        withdraw("npu")
         del sys.modules[spec.name]
 
 
 @pytest.fixture(scope="module")
 def nm(npu: ModuleType, shipped_text: str) -> Matrix:
-    return matrix.loads(with_npu(shipped_text))
+    return matrix.loads(with_npu(shipped_text), families=accelerators((npu.FAMILY,)))
 
 
 def npu_target(nm: Matrix) -> Target:
@@ -103,25 +101,29 @@ def npu_target(nm: Matrix) -> Target:
     return target
 
 
-def test_the_family_is_declared_and_registered(npu: ModuleType) -> None:
-    assert "npu" in names() and Accelerator("npu") is npu.ACCELERATOR
-    assert family_for(Accelerator("npu")) is npu.FAMILY and npu.FAMILY in families()
+def test_the_family_is_passed_not_registered(npu: ModuleType, shipped_text: str) -> None:
+    assert family_for(npu.ACCELERATOR) is npu.FAMILY and npu.FAMILY in families((npu.FAMILY,))
+    assert "npu" not in declared() and npu.FAMILY not in families()
+    with pytest.raises(MatrixError, match="'npu' is not allowed here"):
+        matrix.loads(with_npu(shipped_text))  # builders' own families only: npu was not passed
 
 
-def test_the_matrix_takes_its_name_arch_grammar_and_required_arch_list(nm: Matrix, shipped_text: str) -> None:
+def test_the_matrix_takes_its_name_arch_grammar_and_required_arch_list(nm: Matrix, shipped_text: str,
+                                                                       npu: ModuleType) -> None:
+    given = accelerators((npu.FAMILY,))
     variant = next(v for v in nm.variants if v.label == "npu21")
-    assert variant.accelerator is Accelerator("npu") and variant.arch_list("linux-x86_64") == "npu3;npu4"
+    assert variant.accelerator.value == "npu" and variant.arch_list("linux-x86_64") == "npu3;npu4"
     assert npu_target(nm).containerfile == str(DUMMY.parent / "npu.Containerfile")
     with pytest.raises(MatrixError, match="'gfx90a' in arch list is not a npu architecture") as bad:
-        matrix.loads(with_npu(shipped_text, NPU_FAMILY.replace("npu3;npu4", "npu3;gfx90a")))
+        matrix.loads(with_npu(shipped_text, NPU_FAMILY.replace("npu3;npu4", "npu3;gfx90a")), families=given)
     assert "NPU generations such as npu3;npu4" in str(bad.value)
     with pytest.raises(MatrixError, match="npu variant has no arch_list"):
-        matrix.loads(with_npu(shipped_text, NPU_FAMILY.replace('        arch_list: "npu3;npu4"\n', "")))
+        matrix.loads(with_npu(shipped_text, NPU_FAMILY.replace('        arch_list: "npu3;npu4"\n', "")), families=given)
 
 
 def test_an_undeclared_family_is_still_refused_with_a_suggestion(npu: ModuleType, shipped_text: str) -> None:
     with pytest.raises(MatrixError, match="'npx' is not allowed here") as bad:
-        matrix.loads(with_npu(shipped_text, NPU_FAMILY.replace("  npu:", "  npx:")))
+        matrix.loads(with_npu(shipped_text, NPU_FAMILY.replace("  npu:", "  npx:")), families=accelerators((npu.FAMILY,)))
     assert "npu" in str(bad.value)
 
 
@@ -170,8 +172,8 @@ def test_its_toolchain_check_runs_where_the_build_runs(nm: Matrix) -> None:
 
 def test_its_smoke_job_needs_its_device_judged_by_its_own_rule(nm: Matrix, tmp_path: Path) -> None:
     target = npu_target(nm)
-    npu_ = Accelerator("npu")
-    assert device.needed(target) is npu_
+    npu_ = target.variant.accelerator
+    assert device.needed(target) == npu_
     listing = Tool(name="npu-smi", output="npu0: NPU 4 (rev 2)\n")
     assert device.judge(npu_, Machine(files=frozenset({"/dev/npu0"}), tools=(listing,))).found == ("/dev/npu0", "npu0")
     empty = device.judge(npu_, Machine())
@@ -184,21 +186,20 @@ def test_its_smoke_job_needs_its_device_judged_by_its_own_rule(nm: Matrix, tmp_p
 
 def test_a_family_without_a_device_rule_is_refused_not_taken_for_needing_none(npu: ModuleType) -> None:
     class Forgetful:
-        accelerator = declare(FamilyFacts(name="forgetful", display="Forgetful"))
+        accelerator = Accelerator(FamilyFacts(name="forgetful", display="Forgetful"))
 
-    try:
-        missing = {name: getattr(npu.FAMILY, name) for name in ("judge_device", "needs_device", "device_help")}
-        forgetful = Forgetful()
-        for name in dir(npu.FAMILY):
-            if not name.startswith("_") and name not in missing and name != "accelerator":
-                setattr(forgetful, name, getattr(npu.FAMILY, name))
-        with pytest.raises(TypeError, match="has no device_help, judge_device, needs_device"):
-            register(forgetful)  # type: ignore[arg-type]
-    finally:
-        withdraw("forgetful")
+    missing = {name: getattr(npu.FAMILY, name) for name in ("judge_device", "needs_device", "device_help")}
+    forgetful = Forgetful()
+    for name in dir(npu.FAMILY):
+        if not name.startswith("_") and name not in missing and name != "accelerator":
+            setattr(forgetful, name, getattr(npu.FAMILY, name))
+    with pytest.raises(TypeError, match="has no device_help, judge_device, needs_device"):
+        checked(forgetful)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="has no device_help"):
+        families((forgetful,))  # type: ignore[arg-type]
 
 
-def test_smoke_planning_tells_the_probe_its_runtime(nm: Matrix) -> None:
+def test_smoke_planning_tells_the_probe_its_runtime(nm: Matrix, npu: ModuleType) -> None:
     target = npu_target(nm)
     facts = smoke.facts(target)
     assert facts["accelerator"] == "npu" and facts["expected_runtime_version"] == 201
@@ -207,19 +208,20 @@ def test_smoke_planning_tells_the_probe_its_runtime(nm: Matrix) -> None:
     assert steps and steps[-1].record
     json.dumps(facts)
     record = {"facts": {"accelerator": "npu", "runtime_version": 201}, "checks": []}
-    summary = smoke.summarize(record)
+    summary = smoke.summarize(record, (npu.FAMILY,))
     assert summary["npu_runtime_version"] == 201 and summary["cuda_runtime_version"] is None
-    assert smoke.summarize({"facts": {"accelerator": "cpu"}})["npu_runtime_version"] is None
+    assert smoke.summarize({"facts": {"accelerator": "cpu"}}, (npu.FAMILY,))["npu_runtime_version"] is None
 
 
 def test_verify_never_lets_its_driver_into_a_wheel(npu: ModuleType) -> None:
-    assert "libnpu_driver.so*" in verify.driver_libs()
+    assert "libnpu_driver.so*" in verify.driver_libs((npu.FAMILY,))
+    assert "libnpu_driver.so*" not in verify.driver_libs()  # only where it is passed
 
 
 def test_ccache_and_smoke_help_follow_the_registered_families(npu: ModuleType) -> None:
     from builders.cli.smoke import device_rules
 
-    assert "npu: /dev/npu0 and an NPU in npu-smi list" in device_rules()
+    assert "npu: /dev/npu0 and an NPU in npu-smi list" in device_rules((npu.FAMILY,))
     assert launchers()[:2] == ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER")
 
 
@@ -263,13 +265,14 @@ def test_the_scan_finds_a_family_named_in_code(tmp_path: Path) -> None:
 
 
 def test_the_schema_lists_no_family() -> None:
-    """The loader admits exactly the declared families; the shipped schema names none."""
+    """The loader admits exactly the families it is given; the shipped schema names none."""
     text = (PACKAGE / "schema" / "matrix.schema.json").read_text()
-    assert not [name for name in (f.accelerator.value for f in families()) if f'"{name}"' in text]
-    assert schema.schema()["properties"]["accelerators"]["propertyNames"] == {"enum": list(names())}
+    assert not [name for name in declared() if f'"{name}"' in text]
+    assert schema.schema(declared())["properties"]["accelerators"]["propertyNames"] == {"enum": list(declared())}
 
 
-def test_every_declared_family_has_its_module_registered() -> None:
-    """spec's names (what the matrix admits) and the registry (what builds, smokes, reports) cannot drift."""
-    assert names() == tuple(f.accelerator.value for f in families())
-    assert all(Accelerator(f.accelerator.value) is f.accelerator for f in families())
+def test_every_family_is_found_from_its_accelerator() -> None:
+    """What the matrix admits (the accelerators the loader is given) and what builds, smokes and reports (the
+    family each accelerator's facts name) cannot drift."""
+    assert declared() == tuple(a.value for a in accelerators())
+    assert all(family_for(f.accelerator) is f for f in families())

@@ -20,8 +20,8 @@ from builders.base.errors import EngineError, NothingToBuild
 from builders.engines.cibw import CibwEngine
 from builders.engines.container import missing_container_engine
 from builders.engines.local import LocalEngine
+from builders.families import loader as matrix
 from builders.families.device import DeviceMissing, Machine, Tool, judge, needed, probe, require
-from builders.matrix import loader as matrix
 from builders.matrix.model import OS, Accelerator
 from builders.matrix.targets import Target, expand
 from builders.pipeline.host import Host
@@ -29,6 +29,7 @@ from builders.pipeline.outcome import something_to_build
 from builders.pipeline.plan import BuildPlan, Context, Skipped
 from builders.pipeline.results import Result
 from tests import expected
+from tests.helpers import accelerator
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "examples" / "minifw"
@@ -208,27 +209,27 @@ ABSENT = "not on PATH"
 
 
 @pytest.mark.parametrize(("accelerator", "machine", "ok"), [
-    (Accelerator("cuda"), Machine(tools=(Tool(name="nvidia-smi", output=CUDA_GPU),)), True),
-    (Accelerator("cuda"), Machine(files=frozenset({"/dev/nvidia0"}), tools=(Tool(name="nvidia-smi", problem=ABSENT),)),
+    (accelerator("cuda"), Machine(tools=(Tool(name="nvidia-smi", output=CUDA_GPU),)), True),
+    (accelerator("cuda"), Machine(files=frozenset({"/dev/nvidia0"}), tools=(Tool(name="nvidia-smi", problem=ABSENT),)),
      True),
-    (Accelerator("cuda"), Machine(tools=(Tool(name="nvidia-smi", output="No devices were found\n"),)), False),
-    (Accelerator("cuda"), Machine(tools=(Tool(name="nvidia-smi", problem=ABSENT),)), False),
-    (Accelerator("rocm"), Machine(files=frozenset({"/dev/kfd"}), tools=(Tool(name="rocminfo", output=ROCMINFO),)), True),
-    (Accelerator("rocm"), Machine(files=frozenset({"/dev/kfd"}), tools=(
+    (accelerator("cuda"), Machine(tools=(Tool(name="nvidia-smi", output="No devices were found\n"),)), False),
+    (accelerator("cuda"), Machine(tools=(Tool(name="nvidia-smi", problem=ABSENT),)), False),
+    (accelerator("rocm"), Machine(files=frozenset({"/dev/kfd"}), tools=(Tool(name="rocminfo", output=ROCMINFO),)), True),
+    (accelerator("rocm"), Machine(files=frozenset({"/dev/kfd"}), tools=(
         Tool(name="rocminfo", problem=ABSENT), Tool(name="amd-smi", output="GPU: 0\n    BDF: 0000:c1:00.0\n"))), True),
-    (Accelerator("rocm"), Machine(tools=(Tool(name="rocminfo", output=ROCMINFO),)), False),  # no /dev/kfd
-    (Accelerator("rocm"), Machine(files=frozenset({"/dev/kfd"}), tools=(
+    (accelerator("rocm"), Machine(tools=(Tool(name="rocminfo", output=ROCMINFO),)), False),  # no /dev/kfd
+    (accelerator("rocm"), Machine(files=frozenset({"/dev/kfd"}), tools=(
         Tool(name="rocminfo", output="  Name:                    AMD EPYC 9654\n"), Tool(name="amd-smi", problem=ABSENT))),
      False),
-    (Accelerator("xpu"), Machine(render_vendors=(("/dev/dri/renderD128", "0x8086"),),
+    (accelerator("xpu"), Machine(render_vendors=(("/dev/dri/renderD128", "0x8086"),),
                               tools=(Tool(name="sycl-ls", problem=ABSENT),)), True),
-    (Accelerator("xpu"), Machine(render_vendors=(("/dev/dri/renderD128", "0x8086"),),
+    (accelerator("xpu"), Machine(render_vendors=(("/dev/dri/renderD128", "0x8086"),),
                               tools=(Tool(name="sycl-ls", output=SYCL_CPU + SYCL_GPU),)), True),
-    (Accelerator("xpu"), Machine(render_vendors=(("/dev/dri/renderD128", "0x8086"),),
+    (accelerator("xpu"), Machine(render_vendors=(("/dev/dri/renderD128", "0x8086"),),
                               tools=(Tool(name="sycl-ls", output=SYCL_CPU),)), False),
-    (Accelerator("xpu"), Machine(render_vendors=(("/dev/dri/renderD128", "0x10de"),),
+    (accelerator("xpu"), Machine(render_vendors=(("/dev/dri/renderD128", "0x10de"),),
                               tools=(Tool(name="sycl-ls", problem=ABSENT),)), False),
-    (Accelerator("xpu"), Machine(tools=(Tool(name="sycl-ls", output=SYCL_GPU),)), False),  # no render node
+    (accelerator("xpu"), Machine(tools=(Tool(name="sycl-ls", output=SYCL_GPU),)), False),  # no render node
 ])
 def test_what_counts_as_a_device(accelerator: Accelerator, machine: Machine, ok: bool) -> None:
     verdict = judge(accelerator, machine)
@@ -237,9 +238,9 @@ def test_what_counts_as_a_device(accelerator: Accelerator, machine: Machine, ok:
 
 
 def test_what_is_missing_is_said(targets, data) -> None:
-    missing = judge(Accelerator("cuda"), Machine(tools=(Tool(name="nvidia-smi", problem=ABSENT),))).missing
+    missing = judge(accelerator("cuda"), Machine(tools=(Tool(name="nvidia-smi", problem=ABSENT),))).missing
     assert missing == ("nvidia-smi: not on PATH", "/dev/nvidia0: absent")
-    xpu = judge(Accelerator("xpu"), Machine(render_vendors=(("/dev/dri/renderD128", "0x10de"),))).missing
+    xpu = judge(accelerator("xpu"), Machine(render_vendors=(("/dev/dri/renderD128", "0x10de"),))).missing
     assert xpu == ("/dev/dri/renderD*: none of Intel's (vendor 0x8086): /dev/dri/renderD128 (vendor 0x10de)",)
 
 
@@ -267,10 +268,10 @@ def test_probe_reads_device_files_and_render_vendors(tmp_path: Path) -> None:
     (sysfs / "class/drm/renderD128/device").mkdir(parents=True)
     (sysfs / "class/drm/renderD128/device/vendor").write_text("0x8086\n")
     empty = {"PATH": str(tmp_path / "no-tools")}  # every vendor tool is missing: recorded, never raised
-    assert probe(Accelerator("cuda"), empty, dev=dev, sysfs=sysfs).files == {"/dev/nvidia0"}
-    rocm = probe(Accelerator("rocm"), empty, dev=dev, sysfs=sysfs)
+    assert probe(accelerator("cuda"), empty, dev=dev, sysfs=sysfs).files == {"/dev/nvidia0"}
+    rocm = probe(accelerator("rocm"), empty, dev=dev, sysfs=sysfs)
     assert rocm.files == {"/dev/kfd"} and {t.name: t.problem for t in rocm.tools} == {"rocminfo": ABSENT,
                                                                                       "amd-smi": ABSENT}
-    xpu = probe(Accelerator("xpu"), empty, dev=dev, sysfs=sysfs)
+    xpu = probe(accelerator("xpu"), empty, dev=dev, sysfs=sysfs)
     assert xpu.render_vendors == (("/dev/dri/renderD128", "0x8086"), ("/dev/dri/renderD129", ""))
-    assert judge(Accelerator("xpu"), xpu).found == ("/dev/dri/renderD128", "/dev/dri/renderD129")
+    assert judge(accelerator("xpu"), xpu).found == ("/dev/dri/renderD128", "/dev/dri/renderD129")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.targets import expand
 from builders.release import ci
 from builders.release.estimate import Costs, compare, estimate, measured

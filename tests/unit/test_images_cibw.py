@@ -12,15 +12,15 @@ from builders.engines import images
 from builders.engines.cibw import cibw_options, identifier
 from builders.engines.container import CONTAINER_CA, container_env
 from builders.families import Family, families
+from builders.families import loader as matrix
 from builders.matrix import findings
-from builders.matrix import loader as matrix
 from builders.matrix.model import OS
 from builders.matrix.targets import Selection, expand, select
 from builders.wheel.repair import repair_argv, repair_command
-from tests.helpers import one
+from tests.helpers import one, settled_env
 
-ENV = {"THEROCK_INDEX_URL": "https://rocm.example/v2/gfx-all/", "ONEAPI_REPOSITORY": "https://oneapi.example/deb",
-       "ONEAPI_REPOSITORY_KEY": "https://oneapi.example/key.pub"}
+ENV = settled_env({"THEROCK_INDEX_URL": "https://rocm.example/v2/gfx-all/",
+                   "ONEAPI_REPOSITORY": "https://oneapi.example/deb", "ONEAPI_REPOSITORY_KEY": "https://oneapi.example/key.pub"})
 PYTHONS = ("3.11", "3.12", "3.13", "3.14", "3.15")
 
 

@@ -11,11 +11,11 @@ from packaging.version import Version
 
 from builders.base import untrusted, yamlmarks
 from builders.base.errors import DroppedError, EngineError, InputError, MatrixError
+from builders.families import loader as matrix
 from builders.matrix import findings, rules
-from builders.matrix import loader as matrix
-from builders.matrix.model import Accelerator, PythonVersion
+from builders.matrix.model import PythonVersion
 from tests import expected
-from tests.helpers import edit, only_problem, problems_of
+from tests.helpers import accelerator, edit, only_problem, problems_of
 
 
 def line_of(text: str, needle: str, nth: int = 0) -> int:
@@ -42,7 +42,7 @@ def test_shipped_matrix_loads(shipped_text: str) -> None:
 def test_family_defaults_are_inherited_and_overridden(shipped_text: str) -> None:
     m = matrix.loads(shipped_text)
     cu134 = m.variant("cu134")
-    assert cu134.accelerator is Accelerator("cuda") and cu134.version == "13.4"
+    assert cu134.accelerator == accelerator("cuda") and cu134.version == "13.4"
     assert "libcudart.so.13" in cu134.exclude_libs
     assert cu134.rpath == ("$ORIGIN/../nvidia/cu13/lib",)
     assert cu134.toolkit.root == "nvidia/cu13"
@@ -431,9 +431,9 @@ def test_arch_lists_name_real_architectures(shipped_text: str, arch: str, phrase
 
 
 def test_arch_list_rule_per_family() -> None:
-    assert findings.arch_list_problem(Accelerator("rocm"), "gfx90a;gfx942;gfx90a:xnack-") is None
-    assert findings.arch_list_problem(Accelerator("rocm"), "8.0") is not None
-    assert findings.arch_list_problem(Accelerator("cuda"), "7.5;9.0a;10.0f;12.0+PTX") is None
+    assert findings.arch_list_problem(accelerator("rocm"), "gfx90a;gfx942;gfx90a:xnack-") is None
+    assert findings.arch_list_problem(accelerator("rocm"), "8.0") is not None
+    assert findings.arch_list_problem(accelerator("cuda"), "7.5;9.0a;10.0f;12.0+PTX") is None
 
 
 @pytest.mark.parametrize(("entry", "phrase"), [

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builders.base.errors import BuildersError
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix import targets
 
 EXAMPLES = int(os.environ.get("BUILDERS_PROPERTY_EXAMPLES", "120"))

@@ -9,10 +9,10 @@ from __future__ import annotations
 import yaml
 from packaging.version import Version
 
-from builders.matrix import loader as matrix
-from builders.matrix.model import NULL_VARIANT, Accelerator
+from builders.families import loader as matrix
+from builders.matrix.model import NULL_VARIANT
 from tests import expected
-from tests.helpers import edit, only_problem, problems_of
+from tests.helpers import accelerator, edit, only_problem, problems_of
 
 
 def line_of(text: str, needle: str) -> int:
@@ -44,7 +44,7 @@ def test_shipped_cuda_variants_carry_the_lower_bound_and_every_arch_of_every_pla
 def test_the_variant_without_properties_is_the_null_variant(shipped_text: str) -> None:
     m = matrix.loads(shipped_text)
     nulls = [v for v in m.variants if not v.properties]
-    assert [v.accelerator for v in nulls] == [Accelerator("cpu")]
+    assert [v.accelerator for v in nulls] == [accelerator("cpu")]
     assert nulls[0].variant_label == NULL_VARIANT
 
 

@@ -17,7 +17,7 @@ from packaging.metadata import Metadata
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.targets import Target, expand
 from builders.release.promote import public_version, pypi_requirements
 from builders.wheel.archive import Wheel

@@ -19,7 +19,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
-from builders.matrix import loader
+from builders.families import loader
 from builders.matrix.model import DroppedKind, Matrix
 from builders.matrix.targets import Target, expand
 from builders.release import audit

@@ -167,7 +167,7 @@ def test_the_real_options_follow_the_rule(tmp_path: Path) -> None:
 
 
 def test_the_matrix_stands_in_for_source_only_when_no_flag_gives_it(tmp_path: Path) -> None:
-    from builders.matrix import loader
+    from builders.families import loader
 
     m = loader.load(MATRIX_FILE)
     assert build([], {}).with_matrix(m).source == m.project.source

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from builders.base.errors import ProcessError
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.findings import DEFAULT_RUNNERS
 from builders.matrix.targets import Selection, select
 from builders.pipeline import platform_policy

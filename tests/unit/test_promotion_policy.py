@@ -10,7 +10,7 @@ import pytest
 
 from builders import cli
 from builders.cli import arguments, promote_release
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB, PromotionPolicy
 from builders.matrix.targets import Target, expand

@@ -19,7 +19,7 @@ from packaging.requirements import Requirement
 from builders.base.arch import canonical_arch
 from builders.base.errors import VerifyError
 from builders.cli import main
-from builders.matrix import loader
+from builders.families import loader
 from builders.matrix.model import OS, Matrix, Platform, Variant
 from builders.matrix.targets import Target, expand
 from builders.release.promote import check_promoted, pypi_file_problems, pypi_requirements

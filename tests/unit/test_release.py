@@ -7,7 +7,8 @@ import hashlib
 import pytest
 from packaging.version import Version
 
-from builders.matrix import loader as matrix
+from builders.base.errors import MatrixError
+from builders.families import loader as matrix
 from builders.matrix.model import OS
 from builders.release.checks import release_problems, tag_kind, wheel_set_problems
 from tests import expected
@@ -84,7 +85,7 @@ def test_a_malformed_digest_is_refused_at_load_with_its_place(shipped_text: str,
     shipped_text = unpinned(shipped_text)
     name, base = next(iter(linux_bases(shipped_text).items()))
     text = shipped_text.replace(f"base_image: {base}\n", f"base_image: {base}@{digest}\n")
-    with pytest.raises(matrix.MatrixError) as err:
+    with pytest.raises(MatrixError) as err:
         matrix.loads(text, "m.yaml")
     (problem,) = err.value.problems
     assert "not pinned by a valid digest" in problem.message

@@ -8,7 +8,7 @@ import json
 import pytest
 from packaging.version import Version
 
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName
 from builders.matrix.targets import expand

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from builders import cli
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.targets import expand
 from builders.release import ci
 

@@ -14,7 +14,7 @@ from importlib import resources
 
 import pytest
 
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.pipeline.results import Result
 from builders.release import report
 from tests import expected

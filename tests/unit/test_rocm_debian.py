@@ -13,14 +13,14 @@ import pytest
 
 from builders.base.errors import EngineError, ToolchainError
 from builders.engines import images
+from builders.families import loader as matrix
 from builders.families.rocm import ROCM, check_hipcc, installed_dir, offload_archs, runtime_release
-from builders.matrix import loader as matrix
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Selection, Target, select
 from builders.resources import smoke_probe
 from builders.wheel.smoke import facts
 from builders.wheel.verify import check_label, check_libraries, check_providers
-from tests.helpers import one
+from tests.helpers import one, settled_env
 from tests.unit.test_verify_reader import build_wheel, findings, linux_ext, make_elf
 
 DEBIAN = Path(__file__).resolve().parents[1] / "projects/minifw-rocm-debian/matrix.yaml"
@@ -89,7 +89,8 @@ def test_a_missing_hip_version_line_is_an_error(debian: Matrix) -> None:
 
 
 def test_therock_stays_the_default(shipped: Matrix) -> None:
-    args = dict(images.image_spec(one(shipped, "rocm10.0-cp313-linux-x86_64"), PYTHONS, ENV).args)
+    """The options table settles the source (the command line hands it down); an image's arguments never guess it."""
+    args = dict(images.image_spec(one(shipped, "rocm10.0-cp313-linux-x86_64"), PYTHONS, settled_env(ENV)).args)
     assert args["ROCM_SOURCE"] == "therock" and args["TOOLKIT_SYSTEM_PACKAGES"] == ""
     assert args["TOOLKIT_REQUIREMENTS"] == "rocm[libraries,devel]==10.0.*"
     explicit = dict(images.image_spec(one(shipped, "rocm10.0-cp313-linux-x86_64"), PYTHONS,
@@ -112,7 +113,9 @@ def test_debian_source_installs_the_matrix_s_system_packages(debian: Matrix) -> 
 def test_the_source_is_never_guessed(shipped: Matrix, debian: Matrix) -> None:
     (stand_in,) = rocm_targets(debian)
     with pytest.raises(EngineError, match="BUILDERS_ROCM_SOURCE=debian"):
-        images.image_spec(stand_in, PYTHONS, {})  # system packages, but TheRock was not asked to step aside
+        images.image_spec(stand_in, PYTHONS, settled_env({}))  # system packages, but TheRock was not asked to step aside
+    with pytest.raises(EngineError, match="BUILDERS_ROCM_SOURCE is not in the environment .* options table settles it"):
+        images.image_spec(stand_in, PYTHONS, {})  # a caller past the command line that settled nothing
     release = one(shipped, "rocm7.14-cp313-linux-x86_64")
     with pytest.raises(EngineError, match="names none"):
         images.image_spec(release, PYTHONS, {**ENV, "BUILDERS_ROCM_SOURCE": "debian"})

@@ -26,10 +26,10 @@ from builders.base.process import Completed, ProcessError
 from builders.families import families
 from builders.families.cuda import runtime_version
 from builders.matrix import findings
-from builders.matrix.model import OS, Accelerator
+from builders.matrix.model import OS
 from builders.matrix.targets import Selection, select
 from builders.resources import smoke_probe as probe
-from tests.helpers import one
+from tests.helpers import accelerator, one
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -386,7 +386,7 @@ class FakeRunner:
 @pytest.mark.parametrize(("os_", "python"), [(OS.LINUX, "/s/venv/bin/python"), (OS.WINDOWS, "/s/venv/Scripts/python.exe")])
 def test_smoke_with_runs_the_probe_from_an_empty_dir_with_the_projects_timeout(m, os_: OS, python: str) -> None:
     """The venv's interpreter where the target's OS keeps it (an accelerator variant where the OS has one)."""
-    on_os = sorted(select(m, Selection()), key=lambda t: (t.variant.accelerator is Accelerator("cpu"), t.id))
+    on_os = sorted(select(m, Selection()), key=lambda t: (t.variant.accelerator == accelerator("cpu"), t.id))
     target = next(t for t in on_os if t.platform.os is os_ and t.python.abi == "cp313")
     call = FakeRunner(json.dumps(RECORD))
     out = smoke_mod.smoke_with(call, python="py3", wheel="/w/x.whl", staged="/staged", scratch="/s",
@@ -540,8 +540,7 @@ def test_uv_runs_with_its_settings_and_the_probe_without_them(m) -> None:
 
 
 def test_uv_cache_is_builders_own_on_the_host_and_a_mount_in_a_container(tmp_path: Path) -> None:
-    from builders.engines.container import Mount
-    from builders.engines.container import ContainerSpec
+    from builders.engines.container import ContainerSpec, Mount
     from builders.engines.local import HostSpec
 
     folder = tmp_path / "cache" / "uv"
@@ -660,7 +659,7 @@ def test_minifw_script_reports_wrong_numbers_and_runtime() -> None:
 
 def test_accelerators_with_runtime_probes_are_declared() -> None:
     probed = {f.accelerator for f in families() if f.runtime_probe is not None}
-    assert probed == {Accelerator("cuda"), Accelerator("rocm")}
+    assert probed == {accelerator("cuda"), accelerator("rocm")}
 
 
 # -- a variant's own runtime index (TheRock's for rocm) is added to the smoke install's ------------------

@@ -23,7 +23,7 @@ from packaging.tags import parse_tag
 from packaging.utils import canonicalize_name
 
 from builders.cli.verify import channel_of, check
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.model import OS, Accelerator, Matrix
 from builders.matrix.targets import Target, expand
 from builders.release.promote import pypi_requirements
@@ -44,6 +44,7 @@ from builders.wheel.verify import (
     verify,
 )
 from builders.wheel.writer import write_wheel
+from tests.helpers import accelerator
 
 EM = {"x86_64": 62, "aarch64": 183}
 LOADERS = {"x86_64": "ld-linux-x86-64.so.2", "aarch64": "ld-linux-aarch64.so.1"}
@@ -78,7 +79,7 @@ def make_elf(*, arch: str = "x86_64", needed: tuple[str, ...] = ("libc.so.6",), 
     return body + b"\0" * (dyn_off - len(body)) + dynamic + random.Random(pad).randbytes(pad)
 
 
-CUDA = Accelerator("cuda")
+CUDA = accelerator("cuda")
 
 
 def pick(m: Matrix, *, accelerator: Accelerator = CUDA, os: OS = OS.LINUX, arch: str = "x86_64",
@@ -306,12 +307,12 @@ def test_a_missing_extension_module_is_named(tmp_path: Path, gpu: Target) -> Non
 
 
 @pytest.mark.parametrize("accelerator, os, arch, free_threaded, suffix", [
-    (Accelerator("cuda"), OS.LINUX, "x86_64", True, ".cpython-{v}t-x86_64-linux-gnu.so"),
-    (Accelerator("cuda"), OS.LINUX, "aarch64", False, ".cpython-{v}-aarch64-linux-gnu.so"),
-    (Accelerator("cpu"), OS.WINDOWS, "x86_64", False, ".cp{v}-win_amd64.pyd"),
-    (Accelerator("cpu"), OS.WINDOWS, "x86_64", True, ".cp{v}t-win_amd64.pyd"),
-    (Accelerator("cpu"), OS.MACOS, "aarch64", False, ".cpython-{v}-darwin.so"),
-    (Accelerator("cpu"), OS.MACOS, "aarch64", False, ".abi3.so"),
+    (accelerator("cuda"), OS.LINUX, "x86_64", True, ".cpython-{v}t-x86_64-linux-gnu.so"),
+    (accelerator("cuda"), OS.LINUX, "aarch64", False, ".cpython-{v}-aarch64-linux-gnu.so"),
+    (accelerator("cpu"), OS.WINDOWS, "x86_64", False, ".cp{v}-win_amd64.pyd"),
+    (accelerator("cpu"), OS.WINDOWS, "x86_64", True, ".cp{v}t-win_amd64.pyd"),
+    (accelerator("cpu"), OS.MACOS, "aarch64", False, ".cpython-{v}-darwin.so"),
+    (accelerator("cpu"), OS.MACOS, "aarch64", False, ".abi3.so"),
 ])
 def test_extension_suffixes_per_target(shipped: Matrix, accelerator: Accelerator, os: OS, arch: str,
                                        free_threaded: bool, suffix: str) -> None:

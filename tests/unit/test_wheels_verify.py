@@ -10,7 +10,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.targets import Selection, select
 from builders.wheel.archive import Wheel, record_hash
 from builders.wheel.verify import (
