@@ -397,8 +397,11 @@ _VALIDATE = (
     Option(flags=("--channel",), commands=("validate",), choices=CHANNELS, default=ChannelName.TEST.value,
            help="the channel to validate (default: test)"),
     Option(flags=("--index-url",), commands=("validate",), metavar="URL",
-           help="where the channel's site is served: each variant's index is URL + the channel's layout (default: "
-                "the matrix's channels.index.base_url); with --pypi, the staging index's simple URL"),
+           help="the simple index (PEP 503) to install every selected target from, as pip's --index-url; with "
+                "--pypi, the staging index's (default: each variant's index on the channel's site, --site-url)"),
+    Option(flags=("--site-url",), commands=("validate",), metavar="URL",
+           help="where the channels' site is served: each variant's index is URL + the channel's layout (default: "
+                "the matrix's channels.index.base_url)"),
     Option(flags=("--pypi",), commands=("validate",), action="store_true", default=False,
            help="validate the PyPI-form wheels from a staging package index"),
     Option(flags=("--extra-index-url",), commands=("validate",), action="append", default=[], metavar="URL",
