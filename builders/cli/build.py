@@ -63,9 +63,11 @@ def execute(opts: Options, console: Console) -> int:
     m = local_only_matrix(m, host, opts)
     targets = selected(m, selection_of(opts))
     engine, why = choose_engine(opts, m, targets, host, env)
-    risk = platform_policy.repair_warning(targets, host) if engine.name == "local" and not opts.local_only else None
-    if risk is not None:
-        console.warning(risk)
+    if engine.name == "local" and not opts.local_only:  # the targets built here, with this host's libraries
+        here = [t for t in targets if engines.named(engine.name).unbuildable(t, host) is None]
+        risk = platform_policy.repair_warning(here, host)
+        if risk is not None:
+            console.warning(risk)
     shared = remotecache.resolve(m.compile_cache, env, write=opts.compile_cache_write, location=opts.compile_cache,
                                  dist=opts.sccache_dist, sccache=remotecache.find_sccache(env))
     ctx = run_context(host=host, env=env, source=opts.source, output=opts.output, cache=opts.cache,
