@@ -26,6 +26,7 @@ MAX_DIFFERING_WORDS = 2  # reasons differing in at most this many words are one 
 MAX_ALTERNATIVES = 4  # more differing words than this at one place are shown as "*"
 MAX_PATTERNS = 4  # id patterns shown per group before "+N more"
 REASON_CUT = 120  # a failure's reason is cut here in the -v table (the summary, results.json and the log have it all)
+PATTERN_WIDTH = 56  # the target column's width at most: a longer pattern pushes only its own line's detail
 MAX_LINES = 15  # the console summary's lines, the counts included, however large the matrix
 WHEELS = ("built", "reused")
 FAILURES = ("failed", "interrupted")
@@ -245,7 +246,7 @@ def rows(outcomes: Sequence[Result], budget: int = MAX_LINES - 1) -> list[Row]:
                 for r in outcomes if r.status in FAILURES]
     skips = _grouped(outcomes, ("skipped",))
     room = budget - len(wheels)
-    if len(failures) + len(skips) > room:
+    if len(failures) > room - min(len(skips), 1):  # the failures come first: each in full while they fit
         failures = _grouped(outcomes, FAILURES)
     failures = _folded(failures, room - min(len(skips), 1))
     return [_row(line, ids) for line in (*wheels, *failures, *_folded(skips, room - len(failures)))]
@@ -320,7 +321,7 @@ def console_lines(outcomes: Sequence[Result]) -> list[str]:
     head = counts(outcomes) + ("; every record in results.json, each target with -v" if table else "")
     if not table:
         return [head]
-    widths = [max(len(row[i]) for row in table) for i in range(2)]
+    widths = [min(max(len(row[i]) for row in table), PATTERN_WIDTH) for i in range(2)]  # a long pattern: its line
     return [head] + [f"{s:<{widths[0]}}  {t:<{widths[1]}}  {d}".rstrip() for s, t, d in table]
 
 
