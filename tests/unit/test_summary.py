@@ -225,3 +225,16 @@ def test_job_summary_has_the_groups_and_every_skip(ids, tmp_path) -> None:
 
 def test_nothing_selected() -> None:
     assert summary.console_lines([]) == ["nothing selected"]
+
+
+def test_the_readmes_sample_summary_has_the_summarys_shape() -> None:
+    """README's "What they print" block is a real run's summary: within MAX_LINES, the wheels on one line."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```\n(\d+ built, .*? of \d+ targets.*?)```", readme, re.DOTALL)
+    assert block, "README.md shows no build summary"
+    lines = block.group(1).splitlines()
+    built = int(lines[0].split()[0])
+    assert len(lines) <= summary.MAX_LINES and lines[1].startswith(f"{built} built ")
+    assert counted(lines) == int(re.search(r"of (\d+) targets", lines[0]).group(1))
