@@ -42,6 +42,7 @@ from builders.families.device import require
 from builders.families.hostfacts import Host
 from builders.matrix.targets import Target
 from builders.pipeline.host import foreign
+from builders.pipeline.summary import id_pattern
 from builders.release.manifest import ManifestFile
 from builders.release.promotion import project_files
 from builders.wheel.smoke import HIDDEN_ENV, find_uv, outcome, probe_argv, stage, venv_python
@@ -321,7 +322,8 @@ def validate_all(pairs: Sequence[tuple[Target, Source]], host: Host, env: Mappin
     (a run over whatever the channel holds) the index is read first and what it does not list is not published."""
     skipped = unpublished(pairs, project) if listed_only else {}
     if skipped:
-        show(f"not published (their index lists no wheel of theirs): {', '.join(sorted(skipped))}")
+        show(f"{len(skipped)} not published (their index lists no wheel of theirs): "
+             f"{id_pattern([t.id for t, _ in pairs if t.id in skipped], [t.id for t, _ in pairs])}")
     todo = [(t, s) for t, s in pairs if t.id not in skipped]
     results = dict(skipped)
     for number, (target, source) in enumerate(todo, 1):
