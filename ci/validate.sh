@@ -20,7 +20,7 @@ die() { echo "::error::ci/validate.sh: $*"; exit 1; }
 channel() {
   local record=$1 args=() target
   shift
-  [ -z "${INDEX_URL:-}" ] || args+=(--index-url "$INDEX_URL")
+  [ -z "${INDEX_URL:-}" ] || args+=(--site-url "$INDEX_URL")
   for target in "$@"; do args+=(--target "$target"); done
   python -m builders validate --channel test --require-device --manifest "$MANIFEST" --record "$record" "${args[@]}"
 }

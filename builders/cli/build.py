@@ -61,8 +61,11 @@ def execute(opts: Options, console: Console) -> int:
     m = local_only_matrix(m, host, opts)
     targets = selected(m, load.selection(opts))
     engine, why = choose_engine(opts, m, targets, host, env)
-    for risk in repair_risks(targets, host) if engine.name == "local" and not opts.local_only else ():
-        console.warning(risk)
+    if engine.name == "local" and not opts.local_only:  # the targets built here, with this host's libraries
+        here = [t for t in targets if engines.named(engine.name).unbuildable(t, host) is None]
+        risk = platform_policy.repair_warning(here, host)
+        if risk is not None:
+            console.warning(risk)
     shared = remotecache.resolve(m.compile_cache, env, write=opts.compile_cache_write, location=opts.compile_cache,
                                  dist=opts.sccache_dist, sccache=remotecache.find_sccache(env))
     ctx = run_context(host=host, env=env, source=opts.source, output=opts.output, cache=opts.cache,
@@ -117,11 +120,6 @@ def local_only_matrix(m: Matrix, host: Host, opts: Options) -> Matrix:
         raise EngineError(f"--local-only tags wheels at this host's own level, so it builds here: use --engine local "
                           f"(not {opts.engine})")
     return platform_policy.local_only(m, host)
-
-
-def repair_risks(targets: Sequence[Target], host: Host) -> list[str]:
-    """What the platform policy will do to builds on this host, once per distinct answer."""
-    return sorted({risk for t in targets if (risk := platform_policy.repair_risk(t, host))})
 
 
 def choose_engine(opts: Options, m: Matrix, targets: Sequence[Target], host: Host,

@@ -34,7 +34,7 @@ from builders.pipeline import caches
 from builders.pipeline.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV
 from builders.pipeline.host import CONTAINER_ENGINES
 from builders.pipeline.remotecache import DIST_TOKEN, DIST_VAR, MODE_VAR
-from builders.release.validate import INSTALLERS
+from builders.wheel.smoke import INSTALLERS
 
 ROOT = ""  # the options of ``python -m builders`` itself (before the command)
 CACHE_KINDS = ("toolchain", "ccache", "uv", "image", "store", "core", caches.PARTIAL)
@@ -411,8 +411,11 @@ _VALIDATE = (
     Option(flags=("--channel",), commands=("validate",), choices=CHANNELS, default=ChannelName.TEST.value,
            help="the channel to validate (default: test)"),
     Option(flags=("--index-url",), commands=("validate",), metavar="URL",
-           help="where the channel's site is served: each variant's index is URL + the channel's layout (default: "
-                "the matrix's channels.index.base_url); with --pypi, the staging index's simple URL"),
+           help="the simple index (PEP 503) to install every selected target from, as pip's --index-url; with "
+                "--pypi, the staging index's (default: each variant's index on the channel's site, --site-url)"),
+    Option(flags=("--site-url",), commands=("validate",), metavar="URL",
+           help="where the channels' site is served: each variant's index is URL + the channel's layout (default: "
+                "the matrix's channels.index.base_url)"),
     Option(flags=("--pypi",), commands=("validate",), action="store_true", default=False,
            help="validate the PyPI-form wheels from a staging package index"),
     Option(flags=("--extra-index-url",), commands=("validate",), action="append", default=[], metavar="URL",

@@ -1,4 +1,4 @@
-"""``validate --channel NAME --index-url URL``: install the published bytes over HTTP as a user would, then smoke-test."""
+"""``validate --channel NAME [--site-url URL]``: install the published bytes over HTTP as a user would, then smoke-test."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ HELP = "install a channel's published wheels over HTTP and smoke-test them"
 DESCRIPTION = ("For every selected target this host can run: a fresh venv, then `pip install --index-url <the "
                "variant's index> <project>==<version>` with no pip configuration of this machine (the index alone "
                "must serve the wheel and its requirements), and the same with uv, then the smoke test in each venv. "
+               "Without --target, --select or --manifest, each index is read first and the targets it does not list "
+               "are recorded as not published, without a venv. "
                "With --pypi, the PyPI-form wheels (`promote`'s) of the PyPI default variants, from a staging package "
                "index at --index-url. The record names each target: passed (with the sha256 of the file installed), "
                "failed and why, or not runnable here and why. Exit 42 when a target failed or none passed.")
@@ -46,7 +48,8 @@ def execute(opts: Options, console: Console) -> int:
                            manifest=release.digest if release else "")
     opts.record.parent.mkdir(parents=True, exist_ok=True)
     opts.record.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    console.line(f"{opts.record}: {data['passed']} passed, {data['failed']} failed, {data['not-runnable']} not runnable")
+    console.line(f"{opts.record}: {data['passed']} passed, {data['failed']} failed, {data['not-runnable']} not runnable, "
+                 f"{data['not-published']} not published")
     if data["failed"] or not data["passed"]:
         raise ValidationFailed(f"{data['failed']} target(s) failed, {data['passed']} passed (record: {opts.record})")
     return 0
@@ -56,16 +59,11 @@ def validated(m: Matrix, channel: ReleaseChannel, targets: tuple[Target, ...], o
               release: manifest.Manifest | None, console: Console) -> list[validate.Validated]:
     env = dict(opts.env)
     host = detect(m.pythons, env, engines=False)
-    results = []
-    for number, target in enumerate(targets, 1):
-        where = source(m, channel, target, opts, release, index_url=index_url)
-        outcome = validate.validate_target(target, host, where, env, None,
-                                           installers=opts.installer or validate.INSTALLERS,
-                                           require_device=opts.require_device)
-        console.line(f"[{number}/{len(targets)}] {target.id}: {outcome.status}"
-                     + (f" ({outcome.reason})" if outcome.reason else ""))
-        results.append(outcome)
-    return results
+    pairs = [(target, source(m, channel, target, opts, release, index_url=index_url)) for target in targets]
+    return validate.validate_all(pairs, host, env, project=m.project.name,
+                                 listed_only=release is None and not (opts.target or opts.select),
+                                 installers=opts.installer or validate.INSTALLERS,
+                                 require_device=opts.require_device, show=console.line)
 
 
 def chosen_targets(m: Matrix, opts: Options, release: manifest.Manifest | None = None) -> tuple[Target, ...]:
@@ -86,6 +84,9 @@ def source(m: Matrix, channel: ReleaseChannel, target: Target, opts: Options,
     """Where ``target`` is installed from: its variant's index on the channel, or the staging index (``--pypi``);
     with a manifest, the file it must be."""
     index_url = index_url or opts.index_url
+    if opts.site_url and (opts.pypi or opts.index_url):
+        raise SelectionError("--site-url (the channels' site root) goes with neither --pypi nor --index-url (one "
+                             "simple index for every target)")
     if opts.pypi:
         if not index_url:
             raise SelectionError("validate --pypi needs --pypi-wheels (a staging index for this run) or "
@@ -94,8 +95,8 @@ def source(m: Matrix, channel: ReleaseChannel, target: Target, opts: Options,
         return validate.Source(index_url=index_url, requirement=f"{m.project.name}=={public}",
                                dist_version=public, extra_index_urls=tuple(opts.extra_index_url),
                                expected=release.for_target(target.id, manifest.PYPI) if release else None)
-    base = (index_url or m.channels.index_base_url).rstrip("/") + "/"
-    return validate.Source(index_url=base + channel.index_path(target.variant.label),
+    site = (opts.site_url or m.channels.index_base_url).rstrip("/") + "/"
+    return validate.Source(index_url=index_url or site + channel.index_path(target.variant.label),
                            requirement=f"{m.project.name}=={public_version(m)}", dist_version=str(target.version),
                            pre=channel.prerelease,
                            expected=release.for_target(target.id, manifest.LABELLED) if release else None)

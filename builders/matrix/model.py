@@ -238,6 +238,13 @@ class Channels:
     def index_path(self, label: str) -> str:
         return self.index_layout.format(label=label)
 
+    def published_at(self, channel: ChannelName, label: str, *, on_pypi: bool) -> tuple[str, ...]:
+        """Where ``channel`` publishes a ``label`` wheel: on release its index, and PyPI for the platform's
+        default; on a pre-release channel its own index only (never PyPI)."""
+        if channel is ChannelName.RELEASE:
+            return ("pypi", self.index_path(label)) if on_pypi else (self.index_path(label),)
+        return (self.channel(channel).index_path(label),)
+
     def channel(self, name: ChannelName | str) -> ReleaseChannel:
         """The declared channel ``name``; KeyError names the declared ones."""
         wanted = ChannelName(name)
@@ -372,6 +379,7 @@ class Matrix:
     dropped: tuple[Dropped, ...]
     wheel_variants: WheelVariants | None = None
     compile_cache: CompileCache | None = None  # None: each machine's local ccache only
+    channel: ChannelName = ChannelName.RELEASE  # whose builds it describes (:meth:`on_channel`)
 
     def platform(self, name: str) -> Platform:
         return next(p for p in self.platforms if p.name == name)
@@ -391,5 +399,6 @@ class Matrix:
         """This matrix as ``name``'s builds see it: the project's version is the channel's
         (a nightly's dev release of ``base_version`` from ``commit_date``), so every target, wheel name
         and label follows."""
-        version = self.channels.channel(name).version(self.project.version, commit_date)
-        return replace(self, project=replace(self.project, version=version))
+        channel = self.channels.channel(name)
+        version = channel.version(self.project.version, commit_date)
+        return replace(self, project=replace(self.project, version=version), channel=channel.name)

@@ -37,7 +37,8 @@ class Target:
     python: PythonVersion
     platform: Platform = field(repr=False)
     on_pypi: bool = False
-    index_path: str = ""
+    index_path: str = ""  # its folder in the wheelhouse (the release channel's layout)
+    channels: tuple[str, ...] = ()  # where the matrix's channel publishes it: PyPI, index folders
 
     @property
     def id(self) -> str:
@@ -92,11 +93,6 @@ class Target:
     @property
     def arch_list(self) -> str | None:
         return self.variant.arch_list(self.platform.name)
-
-    @property
-    def channels(self) -> tuple[str, ...]:
-        """Where the wheel is published: its variant index, and PyPI for the default."""
-        return ("pypi", self.index_path) if self.on_pypi else (self.index_path,)
 
     @property
     def runner(self) -> str:
@@ -185,8 +181,10 @@ def expand(matrix: Matrix) -> tuple[tuple[Target, ...], tuple[Excluded, ...]]:
                 if rule is not None:
                     excluded.append(Excluded(id=tid, reason=rule.reason, where=str(rule.location)))
                     continue
+                published = matrix.channels.published_at(matrix.channel, variant.label, on_pypi=on_pypi)
                 targets.append(Target(project=matrix.project, variant=variant, python=python, platform=platform,
-                                      on_pypi=on_pypi, index_path=matrix.channels.index_path(variant.label)))
+                                      on_pypi=on_pypi, index_path=matrix.channels.index_path(variant.label),
+                                      channels=published))
     return tuple(targets), tuple(excluded)
 
 

@@ -3,12 +3,12 @@
 Per plan, over its runner (this host, a container, cibuildwheel on this host)::
 
     reuse (the plan's digest is in the store) | provision -> check -> build -> label -> repair
-                                                 -> verify -> smoke -> publish
+                                                 -> verify -> smoke -> store
 
 Each target works in its own scratch folder; only a wheel that passed verify and smoke is
 stored under its plan's digest and placed into ``<output>/<channel index path>/``. A failed
 target records the stage and reason and the others go on. ``jobs`` targets build at a time
-(provision to repair: the compiles); verify, smoke and publish of finished builds run beside
+(provision to repair: the compiles); verify, smoke and store of finished builds run beside
 them, so a smoke test never keeps a core idle that a compile could use (threads: the work is
 subprocesses). The main thread is the one writer of ``results.json``.
 """
@@ -61,7 +61,7 @@ Tick = Callable[[str, float], None]
 class BuildSlots:
     """At most ``jobs`` targets in their build stages (provision to repair) at once.
 
-    The other stages (verify, smoke, publish) need no slot: they are light (a zip read, a venv,
+    The other stages (verify, smoke, store) need no slot: they are light (a zip read, a venv,
     an import), and holding a slot through them would leave a core idle while the next target
     waits to compile. Waiting for a slot gives way to a cancelled run.
     """
@@ -281,7 +281,7 @@ def _stages(plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress, t
     run_stage("verify", lambda: _verify(final, plan, config, progress))
     if config.run_smoke:
         run_stage("smoke", lambda: _smoke(final, plan, config, log, progress))
-    return run_stage("publish", lambda: _publish(final, plan, config, log, progress))
+    return run_stage("store", lambda: _store(final, plan, config, log, progress))
 
 
 def provision(plan: BuildPlan, engine: Engine, log: Log) -> None:
@@ -386,7 +386,7 @@ def _smoke(path: Path, plan: BuildPlan, config: RunConfig, log: Log, progress: _
         raise SmokeError("; ".join(outcome.problems))
 
 
-def _publish(path: Path, plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress) -> Path:
+def _store(path: Path, plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress) -> Path:
     """Store the verified wheel under the plan's digest, then place it in the wheelhouse (all or nothing)."""
     record = {"id": plan.id, "digest": plan.digest, "engine": plan.engine, "sha256": file_sha256(path),
               "policy": progress.facts.get("policy", ""), "smoke": progress.facts.get("smoke", {}),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import cache
 from importlib import util
@@ -80,8 +81,8 @@ def policy_glibcxx(policy: str, arch: str) -> str | None:
 def repair_risk(target: Target, host: Host) -> str | None:
     """Why repair may refuse ``target``'s wheel when it is built on ``host`` itself, and the two ways out."""
     level = manylinux(target.platform.wheel_platform)
-    if target.platform.os is not OS.LINUX or level is None or host.glibc is None:
-        return None
+    if target.platform.os is not OS.LINUX or level is None or host.glibc is None or level[2] != host.arch:
+        return None  # another architecture is built in its own image or on its own runner, never with these libraries
     major, minor, arch = level
     policy, newer = f"manylinux_{major}_{minor}", []
     if version(host.glibc) > (major, minor):
@@ -93,6 +94,24 @@ def repair_risk(target: Target, host: Host) -> str | None:
         return None
     image = f", {target.platform.base_image}" if target.platform.base_image else ""
     return f"may be refused at repair ({policy}): {'; '.join(newer)}; {WAYS_OUT.format(image=image)}"
+
+
+def repair_warning(targets: Sequence[Target], host: Host) -> str | None:
+    """One warning for a whole run built on ``host`` itself: which targets' policy the host cannot meet and why,
+    or None when it meets every one (each distinct reason once, however many targets share it)."""
+    risks: dict[str, list[str]] = {}
+    for target in targets:
+        risk = repair_risk(target, host)
+        if risk is not None:
+            risks.setdefault(risk, []).append(target.id)
+    if not risks:
+        return None
+    return "; and ".join(f"{_ids(ids)}: {risk}" for risk, ids in risks.items())
+
+
+def _ids(ids: Sequence[str]) -> str:
+    """``cpu-cp311-linux-x86_64`` or ``12 targets (cpu-cp311-linux-x86_64, ...)``."""
+    return ids[0] if len(ids) == 1 else f"{len(ids)} targets ({ids[0]}, ...)"
 
 
 def host_level(host: Host) -> str | None:

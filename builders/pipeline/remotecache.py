@@ -252,13 +252,15 @@ def cell(record: Mapping[str, Any]) -> str:
 
 
 def stats_of(shown: Mapping[str, Any], mode: str) -> dict[str, Any]:
-    """results.json's ``compiler_cache`` from ``sccache --show-stats --stats-format json``."""
+    """results.json's ``compiler_cache`` from ``sccache --show-stats --stats-format json``. A read-only build
+    stores nothing by design: sccache counts each object it did not store as a write error, we count none."""
     stats = shown.get("stats", {})
+    failed = 0 if mode == Mode.READ.value else int(stats.get("cache_write_errors", 0))
     hits = sum(stats.get("cache_hits", {}).get("counts", {}).values())
     misses = sum(stats.get("cache_misses", {}).get("counts", {}).values())
     looked_up = hits + misses
     return {"backend": "sccache", "mode": mode, "location": shown.get("cache_location", ""), "hits": hits,
             "misses": misses, "uncacheable": int(stats.get("requests_not_cacheable", 0)),
             "hit_rate": round(hits / looked_up, 3) if looked_up else None,
-            "writes": int(stats.get("cache_writes", 0)), "write_errors": int(stats.get("cache_write_errors", 0)),
+            "writes": int(stats.get("cache_writes", 0)), "write_errors": failed,
             "dist_compiles": sum(stats.get("dist_compiles", {}).values())}

@@ -1,12 +1,13 @@
-"""The closing summary of a build, sized for a person: one row per wheel, one per group of skips.
+"""The closing summary of a build, sized for a person: at most :data:`MAX_LINES` lines at any matrix size.
 
-A run on a laptop skips most of a release matrix (another host, no such interpreter, no such
-toolkit), and a table with one row per skip hides the few rows that matter. So the summary
-lists every target that was built, reused, failed or interrupted, one row each, and the skips
-grouped by reason: their count, a glob-ish pattern of their ids and the reason once. Reasons
-that differ in a word or two (``no CPython 3.14`` / ``no CPython 3.15``) share a group, the
-differing words shown as ``{3.14,3.15}``. ``results.json`` keeps every record and ``-v`` the
-full per-target table (:func:`full_table`).
+A release matrix has dozens of targets and a laptop builds a few of them, so a row per target hides
+the rows that matter. The summary is one line of counts, then one line per status of the wheels
+(built, reused: how many, a glob-ish pattern of their ids, sizes and times), every failure with its
+whole reason, and the skips grouped by reason: their count, a pattern of their ids and the reason
+once. Reasons that differ in a word or two (``no CPython 3.14`` / ``no CPython 3.15``) share a group,
+the differing words shown as ``{3.14,3.15}``. When the lines would not fit, failures are grouped by
+reason too, and the last groups are folded into one line that says where the rest is: ``results.json``
+keeps every record and ``-v`` the full per-target table (:func:`full_table`).
 
 Pure functions over :class:`~builders.pipeline.results.Result`: nothing here prints.
 """
@@ -24,7 +25,11 @@ from builders.pipeline.results import STATUSES, Result
 MAX_DIFFERING_WORDS = 2  # reasons differing in at most this many words are one group
 MAX_ALTERNATIVES = 4  # more differing words than this at one place are shown as "*"
 MAX_PATTERNS = 4  # id patterns shown per group before "+N more"
-REASON_CUT = 120  # a failure's reason is cut here on the console (results.json and the log have it all)
+REASON_CUT = 120  # a failure's reason is cut here in the -v table (the summary, results.json and the log have it all)
+PATTERN_WIDTH = 56  # the target column's width at most: a longer pattern pushes only its own line's detail
+MAX_LINES = 15  # the console summary's lines, the counts included, however large the matrix
+WHEELS = ("built", "reused")
+FAILURES = ("failed", "interrupted")
 FULL_HEADERS = ("target", "status", "stage / reason", "size", "sha256", "time")
 SHARED_HEADER = "compile cache"  # a shared compile cache's hits per target (builders.pipeline.remotecache.cell)
 
@@ -219,13 +224,83 @@ def counts(outcomes: Sequence[Result]) -> str:
     return f"{said} of {len(outcomes)} {noun}" if said else "nothing selected"
 
 
-def rows(outcomes: Sequence[Result]) -> list[tuple[str, str, str]]:
-    """(status, target or pattern, detail): one per wheel or failure, then one per group of skips."""
-    out = [(r.status, r.id, _detail(r)) for r in outcomes if r.status != "skipped"]
+Row = tuple[str, str, str]  # (status, or count and status; target or pattern; detail)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Line:
+    """One row of the summary before it is written: the results it stands for and what it says of them."""
+
+    status: str
+    ids: tuple[str, ...]
+    detail: str
+    single: bool = False  # one result, named by its id (a wheel, or a failure in full)
+
+
+def rows(outcomes: Sequence[Result], budget: int = MAX_LINES - 1) -> list[Row]:
+    """At most ``budget`` rows: the wheels grouped per status, each failure in full (grouped by reason when they
+    would not fit), then the skips grouped by reason; groups that do not fit are folded into one last row."""
     ids = [r.id for r in outcomes]
-    for group in group_skips([(r.id, reason_of(r)) for r in outcomes if r.status == "skipped"]):
-        out.append((f"{len(group.ids)} skipped", id_pattern(group.ids, ids), group.reason))
-    return out
+    wheels = [line for status in WHEELS if (line := _wheels(status, [r for r in outcomes if r.status == status]))]
+    failures = [_Line(status=r.status, ids=(r.id,), detail=_oneline(r), single=True)
+                for r in outcomes if r.status in FAILURES]
+    skips = _grouped(outcomes, ("skipped",))
+    room = budget - len(wheels)
+    if len(failures) > room - min(len(skips), 1):  # the failures come first: each in full while they fit
+        failures = _grouped(outcomes, FAILURES)
+    failures = _folded(failures, room - min(len(skips), 1))
+    return [_row(line, ids) for line in (*wheels, *failures, *_folded(skips, room - len(failures)))]
+
+
+def _row(line: _Line, ids: Sequence[str]) -> Row:
+    if line.single:
+        return line.status, line.ids[0], line.detail
+    return f"{len(line.ids)} {line.status}", id_pattern(line.ids, ids), line.detail
+
+
+def _oneline(result: Result) -> str:
+    return " ".join(reason_of(result).split())
+
+
+def _wheels(status: str, done: Sequence[Result]) -> _Line | None:
+    """One row for every wheel of ``status``: a lone wheel as it is (size, sha256, time), several summed up."""
+    if not done:
+        return None
+    if len(done) == 1:
+        return _Line(status=status, ids=(done[0].id,), detail=_detail(done[0]), single=True)
+    sizes, times = sorted(r.size for r in done), sorted(sum(r.durations.values()) for r in done)
+    detail = (f"{size(sum(sizes))} in all ({size(sizes[0]) or '0'} to {size(sizes[-1])}), "
+              f"{times[0]:.0f}s to {times[-1]:.0f}s each")
+    return _Line(status=status, ids=tuple(r.id for r in done), detail=f"{detail}  {_shared_cells(done)}".strip())
+
+
+def _shared_cells(done: Sequence[Result]) -> str:
+    """The wheels' shared compile-cache figures summed (as :func:`cell` shows one target's), or ``""``."""
+    records = [r.compiler_cache for r in done if r.compiler_cache.get("backend")]
+    if not records:
+        return ""
+    hits, misses = sum(int(c.get("hits", 0)) for c in records), sum(int(c.get("misses", 0)) for c in records)
+    return cell({"backend": records[0]["backend"], "hits": hits, "misses": misses,
+                 "hit_rate": hits / (hits + misses) if hits + misses else None,
+                 "writes": sum(int(c.get("writes", 0)) for c in records),
+                 "mode": "/".join(dict.fromkeys(str(c.get("mode", "?")) for c in records))})
+
+
+def _grouped(outcomes: Sequence[Result], statuses: Sequence[str]) -> list[_Line]:
+    """The results of each of ``statuses`` grouped by reason: the reason once for all its targets."""
+    return [_Line(status=status, ids=g.ids, detail=g.reason) for status in statuses
+            for g in group_skips([(r.id, _oneline(r)) for r in outcomes if r.status == status])]
+
+
+def _folded(lines: list[_Line], room: int) -> list[_Line]:
+    """``lines`` in at most ``room`` rows (at least one): those past it as one row that says where they are."""
+    room = max(room, 1)
+    if len(lines) <= room:
+        return lines
+    kept, rest = lines[:room - 1], lines[room - 1:]
+    statuses = "/".join(dict.fromkeys(line.status for line in rest))
+    return [*kept, _Line(status=statuses, ids=tuple(i for line in rest for i in line.ids),
+                         detail=f"{len(rest)} more reasons: each with -v and in results.json")]
 
 
 def _detail(result: Result) -> str:
@@ -243,10 +318,10 @@ def _seconds(result: Result) -> str:
 def console_lines(outcomes: Sequence[Result]) -> list[str]:
     """The closing summary: the counts, then :func:`rows` in aligned columns."""
     table = rows(outcomes)
-    head = counts(outcomes) + ("; every record in results.json, each skip with -v" if table else "")
+    head = counts(outcomes) + ("; every record in results.json, each target with -v" if table else "")
     if not table:
         return [head]
-    widths = [max(len(row[i]) for row in table) for i in range(2)]
+    widths = [min(max(len(row[i]) for row in table), PATTERN_WIDTH) for i in range(2)]  # a long pattern: its line
     return [head] + [f"{s:<{widths[0]}}  {t:<{widths[1]}}  {d}".rstrip() for s, t, d in table]
 
 

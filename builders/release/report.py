@@ -31,6 +31,7 @@ from markupsafe import Markup
 from builders.base.console import markdown_table
 from builders.matrix.model import OS, Dropped, Matrix, Platform, PythonVersion, Variant
 from builders.matrix.policy import dropped_pythons
+from builders.matrix.release_channels import ChannelName
 from builders.matrix.targets import expand, target_id
 from builders.pipeline.results import Result
 
@@ -170,10 +171,18 @@ def variant_index_url(matrix: Matrix) -> str | None:
     return matrix.channels.index_base_url + wv.layout if wv is not None else None
 
 
+def variant_index_published(matrix: Matrix) -> bool:
+    """Whether anything publishes the variant index at the channels' site. A release run's own site has it
+    (``variants`` beside ``index``, then the deploy); with pre-release channels the release is promote-release's
+    copy of the test channel's per-variant indexes, which ``publish`` fills, and neither writes ``variants/``."""
+    return matrix.wheel_variants is not None and all(c.name is ChannelName.RELEASE for c in matrix.channels.lifecycle)
+
+
 def variant_install_command(matrix: Matrix) -> str | None:
-    """The one-line install that lets the installer pick the variant (uv only, as a preview feature)."""
+    """The one-line install that lets the installer pick the variant (uv only, as a preview feature), where the
+    variant index is published (never a command that answers "not found")."""
     url = variant_index_url(matrix)
-    if url is None:
+    if url is None or not variant_index_published(matrix):
         return None
     p = matrix.project
     return shlex.join(["uv", "pip", "install", "--preview-features", "wheel-variants",
@@ -239,7 +248,7 @@ def to_json(matrix: Matrix, results: Mapping[str, Result]) -> dict[str, Any]:
         "install": install_commands(matrix),
         "channels": channel_installs(matrix),
         "variant_install": ({"command": variant_install_command(matrix), "installers": VARIANT_INSTALLERS}
-                            if matrix.wheel_variants is not None else None),
+                            if variant_index_published(matrix) else None),
         "pypi_default": dict(matrix.channels.pypi),
         "variants": [variant_json(matrix, v) for v in matrix.variants],
         "dropped": [{"what": d.value, "kind": d.kind.value, "since": d.since, "reason": d.reason,

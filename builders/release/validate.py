@@ -15,21 +15,26 @@ with its sha256: the record keeps it, so that promotion can prove it releases ex
 that passed. The PyPI form (``promote``'s wheels, public version) is validated the same way
 from a staging package server before the upload.
 
-Each target ends as ``passed``, ``failed`` (with why) or ``not-runnable`` here (with why: another
-platform, no such interpreter, no device where one is required).
+Each target ends as ``passed``, ``failed`` (with why), ``not-runnable`` here (with why: another
+platform, no such interpreter, no device where one is required) or, when the run validates whatever
+the channel holds (no selection, no manifest), ``not-published``: its index lists no file of it, read
+once per index before any venv is made.
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from packaging.version import Version
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 
 from builders.base.errors import DeviceMissing, ProcessError, SelectionError
 from builders.base.process import HostRunner, LogLike
@@ -39,11 +44,13 @@ from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName, ReleaseChannel, nightly_date
 from builders.matrix.targets import Target
 from builders.pipeline.host import foreign
+from builders.pipeline.summary import id_pattern
 from builders.release.manifest import ManifestFile
-from builders.wheel.smoke import HIDDEN_ENV, find_uv, outcome, probe_argv, stage, venv_python
+from builders.release.promotion import project_files
+from builders.wheel.smoke import HIDDEN_ENV, INSTALLERS, find_uv, outcome, probe_argv, stage, venv_python
 
-PASSED, FAILED, NOT_RUNNABLE = "passed", "failed", "not-runnable"
-INSTALLERS = ("pip", "uv")
+PASSED, FAILED, NOT_RUNNABLE, NOT_PUBLISHED = "passed", "failed", "not-runnable", "not-published"
+STATUSES = (PASSED, FAILED, NOT_RUNNABLE, NOT_PUBLISHED)
 RECORD_VERSION = 2  # 2: manifest_sha256, and with a manifest both installers' sha256
 
 
@@ -232,8 +239,16 @@ def _last_line(exc: ProcessError) -> str:
 # --- every target -------------------------------------------------------------------------------
 
 
+Progress = Callable[[str], None]  # one line as each installer starts and ends ("pip: installing ...")
+
+
+def _quiet(_line: str) -> None:
+    """The default :data:`Progress`: nothing shown."""
+
+
 def validate_target(target: Target, host: Host, source: Source, env: Mapping[str, str], log: LogLike, *,
-                    installers: Sequence[str] = INSTALLERS, require_device: bool = False) -> Validated:
+                    installers: Sequence[str] = INSTALLERS, require_device: bool = False,
+                    progress: Progress = _quiet) -> Validated:
     """``target`` installed from ``source`` with each installer, smoke-tested; or why it cannot run here."""
     why = not_runnable(target, host, env, require_device=require_device)
     if why is not None:
@@ -242,7 +257,8 @@ def validate_target(target: Target, host: Host, source: Source, env: Mapping[str
     assert python is not None
     runner = HostRunner(clean_env(env), log)
     with tempfile.TemporaryDirectory(prefix="builders-validate-") as tmp:
-        installs = tuple(install_and_smoke(i, target, python, source, runner, Path(tmp)) for i in installers)
+        installs = tuple(_shown(i, progress, partial(install_and_smoke, i, target, python, source, runner, Path(tmp)))
+                         for i in installers)
     reasons = [f"{i.installer}: {i.reason}" for i in installs if i.status != PASSED]
     shas = sorted({i.sha256 for i in installs if i.sha256})
     if len(shas) > 1:
@@ -251,11 +267,84 @@ def validate_target(target: Target, host: Host, source: Source, env: Mapping[str
                      index_url=source.index_url, installs=installs)
 
 
+def _shown(installer: str, progress: Progress, run: Callable[[], Install]) -> Install:
+    """``run``'s install, a line before it (a venv and its installs take minutes) and one with its verdict after."""
+    progress(f"{installer}: installing and smoke-testing")
+    started = time.monotonic()
+    done = run()
+    progress(f"{installer}: {done.status} ({time.monotonic() - started:.0f} s)" + (f": {done.reason}" if done.reason
+                                                                                  else ""))
+    return done
+
+
+# --- what the index lists -------------------------------------------------------------------------
+
+
+def serves(filename: str, project: str, source: Source, target: Target) -> bool:
+    """Whether ``filename`` is ``target``'s wheel at the version ``source`` installs."""
+    try:
+        name, version, _build, tags = parse_wheel_filename(filename)
+        wanted = Version(source.dist_version)
+    except (InvalidWheelFilename, InvalidVersion):
+        return False
+    return name == canonicalize_name(project) and version == wanted and target.tag in tags
+
+
+def unpublished(pairs: Sequence[tuple[Target, Source]], project: str) -> dict[str, Validated]:
+    """The targets whose index lists no wheel of theirs (``not-published``; an index that cannot be read fails
+    its targets), each index read once: what a channel does not hold is never worth a venv."""
+    listings: dict[str, frozenset[str] | str] = {}
+    out = {}
+    for target, source in pairs:
+        if source.index_url not in listings:
+            listings[source.index_url] = _listing(source.index_url, project)
+        files = listings[source.index_url]
+        if isinstance(files, str):
+            out[target.id] = Validated(target=target.id, status=FAILED, reason=files, index_url=source.index_url)
+        elif not any(serves(name, project, source, target) for name in files):
+            out[target.id] = Validated(target=target.id, status=NOT_PUBLISHED, index_url=source.index_url,
+                                       reason=f"the index lists no {project} {source.dist_version} wheel for "
+                                              f"{target.tag}")
+    return out
+
+
+def _listing(index_url: str, project: str) -> frozenset[str] | str:
+    """The file names ``project``'s page at ``index_url`` lists, or why it could not be read."""
+    try:
+        return frozenset(project_files(index_url, project))
+    except (OSError, ValueError, KeyError) as exc:
+        return f"could not read the index {index_url}: {exc}"
+
+
+def validate_all(pairs: Sequence[tuple[Target, Source]], host: Host, env: Mapping[str, str], *,
+                 project: str, listed_only: bool, installers: Sequence[str] = INSTALLERS,
+                 require_device: bool = False, show: Progress = _quiet) -> list[Validated]:
+    """Every target validated in order, each line of progress shown as ``[n/N] ID: ...``; with ``listed_only``
+    (a run over whatever the channel holds) the index is read first and what it does not list is not published."""
+    skipped = unpublished(pairs, project) if listed_only else {}
+    if skipped:
+        show(f"{len(skipped)} not published (their index lists no wheel of theirs): "
+             f"{id_pattern([t.id for t, _ in pairs if t.id in skipped], [t.id for t, _ in pairs])}")
+    todo = [(t, s) for t, s in pairs if t.id not in skipped]
+    results = dict(skipped)
+    for number, (target, source) in enumerate(todo, 1):
+        step = _prefixed(show, f"[{number}/{len(todo)}] {target.id}")
+        done = validate_target(target, host, source, env, None, installers=installers,
+                               require_device=require_device, progress=step)
+        step(done.status + (f" ({done.reason})" if done.reason else ""))
+        results[target.id] = done
+    return [results[t.id] for t, _ in pairs]
+
+
+def _prefixed(show: Progress, prefix: str) -> Progress:
+    return lambda line: show(f"{prefix}: {line}")
+
+
 def record(results: Sequence[Validated], *, channel: str, version: str, project: str, host: Host,
            manifest: str = "") -> dict[str, Any]:
     """The validation record: each target's verdict, the totals, and the digest of the manifest validated against
     (``""``: none; promotion takes only records of its manifest)."""
-    counts = {s: sum(1 for r in results if r.status == s) for s in (PASSED, FAILED, NOT_RUNNABLE)}
+    counts = {s: sum(1 for r in results if r.status == s) for s in STATUSES}
     return {"record_version": RECORD_VERSION, "project": project, "channel": channel, "version": version,
             "host": host.platform, "manifest_sha256": manifest, "targets": [r.to_json() for r in results], **counts}
 

@@ -51,6 +51,7 @@ FACTS = "facts.json"
 # Seconds the probe may take on top of the project's script (imports, library checks).
 PROBE_MARGIN = 120.0
 HIDDEN_ENV = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")  # never passed to a smoke test
+INSTALLERS = ("pip", "uv")  # the installers validate runs, each in a fresh venv
 UV, PIP = "uv", "pip"
 # Where a container's smoke sees builders' uv cache, if its engine mounts it there.
 UV_CACHE_MOUNT = "/uv-cache"

@@ -343,7 +343,7 @@ def test_validate_installs_every_target_built_here_from_the_test_channel_over_ht
         published = builders("publish", str(wheelhouse), "--channel", "test", "--bucket", "s3://downloads/",
                              cwd=root, env=env, timeout=1800)
         assert published.returncode == 0, published.stdout + published.stderr
-        validated = builders("validate", "--channel", "test", "--index-url", s3.http_url + "downloads/", "--select", "c*",
+        validated = builders("validate", "--channel", "test", "--site-url", s3.http_url + "downloads/", "--select", "c*",
                              "--record", str(record), cwd=root, env=env, timeout=3600)
     assert validated.returncode == 0, validated.stdout + validated.stderr
     by_id = {t["target"]: t for t in json.loads(record.read_text())["targets"]}

@@ -129,7 +129,7 @@ def make_candidate(root: Path, s3: ObjectStore, matrix: Path, wheels: Path, tmp:
     ok(run(root, s3, "manifest", str(wheels), "--matrix", str(matrix), "--pypi-wheels", str(pypi), "--output",
            str(manifest), "--tag", tag, "--commit", "c0ffee" + tag, "--run-id", run_id))
     ok(run(root, s3, "publish", str(wheels), "--matrix", str(matrix), "--channel", "test", "--bucket", BUCKET))
-    ok(run(root, s3, "validate", "--matrix", str(matrix), "--channel", "test", "--index-url", s3.http_url + "downloads/",
+    ok(run(root, s3, "validate", "--matrix", str(matrix), "--channel", "test", "--site-url", s3.http_url + "downloads/",
            "--target", TARGET, "--manifest", str(manifest), "--record", str(validation),
            *(a for i in installers for a in ("--installer", i))))
     return Candidate(wheels=wheels, pypi=pypi, manifest=manifest, validation=validation)
@@ -153,7 +153,7 @@ def test_validate_installs_the_manifests_bytes_over_http_with_both_installers(
     key = s3.root / "downloads" / "whl/test/cpu/minifw" / built.name
     key.write_bytes(b"not the candidate's")
     for installer in ("pip", "uv"):
-        proc = run(root, s3, "validate", "--matrix", str(matrix_path), "--channel", "test", "--index-url",
+        proc = run(root, s3, "validate", "--matrix", str(matrix_path), "--channel", "test", "--site-url",
                    s3.http_url + "downloads/", "--target", TARGET, "--manifest", str(rc.manifest), "--installer",
                    installer, "--record", str(tmp_path / f"{installer}.json"))
         assert proc.returncode == ValidationFailed.exit_code, proc.stdout + proc.stderr
@@ -163,7 +163,7 @@ def test_validate_installs_the_manifests_bytes_over_http_with_both_installers(
 
 def test_validate_fails_a_target_the_index_does_not_serve(root: Path, matrix_path: Path, servers, tmp_path: Path) -> None:
     s3, _staging, _pypi = servers
-    proc = run(root, s3, "validate", "--matrix", str(matrix_path), "--channel", "test", "--index-url",
+    proc = run(root, s3, "validate", "--matrix", str(matrix_path), "--channel", "test", "--site-url",
                s3.http_url + "downloads/", "--target", TARGET, "--installer", "pip", "--record", str(tmp_path / "v.json"))
     assert proc.returncode == 42, proc.stdout + proc.stderr
     (entry,) = json.loads((tmp_path / "v.json").read_text())["targets"]
@@ -360,7 +360,7 @@ def test_a_nightly_is_built_with_its_dev_version_published_and_installed_with_pr
     assert f"{layout}minifw/{wheel.name}" in s3.files("downloads")
     record = tmp_path / "nightly.json"
     ok(run(root, s3, "validate", "--matrix", str(matrix_path), "--channel", "nightly", "--version", version.public,
-           "--index-url", s3.http_url + "downloads/", "--target", TARGET, "--record", str(record)))
+           "--site-url", s3.http_url + "downloads/", "--target", TARGET, "--record", str(record)))
     (entry,) = json.loads(record.read_text())["targets"]
     assert entry["status"] == "passed" and entry["sha256"] == sha256(wheel.read_bytes()), entry
 

@@ -1,7 +1,7 @@
 """Faults survived, measured: a real build SIGKILLed (its whole process group) at many points, then rerun.
 
 Each kill point waits until the build's console or its target's log shows a stage (provision,
-check, core, build, label, repair, verify, smoke, publish, the results), then kills the
+check, core, build, label, repair, verify, smoke, store, the results), then kills the
 process group of ``python -m builders build`` with SIGKILL: no handler runs. Right after the
 kill: ``results.json`` parses, every wheel in the wheel folders is whole, no command of the
 killed run is still running. The rerun (no ``--force``) must then complete, and leave a store
@@ -66,8 +66,8 @@ POINTS = (
     Point("smoke (venv)", "log", r"uv venv"),
     Point("smoke (install)", "log", r"uv pip install", 0.1),
     Point("smoke (probe)", "log", r"smoke_probe\.py"),
-    Point("publish", "console", rf"{TARGET} smoke \d+s"),
-    Point("results", "console", rf"{TARGET} publish \d+s"),
+    Point("store", "console", rf"{TARGET} smoke \d+s"),
+    Point("results", "console", rf"{TARGET} store \d+s"),
     Point("after the last target", "console", rf"{TARGET} built"),
 )
 
@@ -215,8 +215,8 @@ else:
     setattr(os if what == "replace" else shutil, what, die)
     Store(Path(out) / ".store").put(digest, Path(wheel), {"id": "killed"}, log=Path(log))
 """
-EXACT = (("publish (store: copying)", "copyfile"), ("publish (store: before its rename)", "replace"),
-         ("publish (wheel folder: before its rename)", "place"))
+EXACT = (("store (store: copying)", "copyfile"), ("store (store: before its rename)", "replace"),
+         ("store (wheel folder: before its rename)", "place"))
 
 
 def kill_inside_publish(root: Path, out: Path, what: str) -> tuple[str, set[int]]:

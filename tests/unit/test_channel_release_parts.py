@@ -95,6 +95,18 @@ def test_install_commands_use_the_index_alone() -> None:
     assert uv[uv.index("--prerelease") + 1] == "allow" and uv[-1] == source.requirement
 
 
+def test_a_target_is_published_only_by_a_wheel_of_its_project_version_and_tag(m: Matrix) -> None:
+    """What ``validate`` reads off the index before it makes a venv (a target no file serves is not published)."""
+    target, other = expand(m.on_channel("test"))[0][:2]
+    source = validate.Source(index_url="http://127.0.0.1:1/", requirement="x", dist_version=str(target.version))
+    assert validate.serves(target.wheel_name, m.project.name, source, target)
+    assert not validate.serves(other.wheel_name, m.project.name, source, target)
+    assert not validate.serves(target.wheel_name.replace(str(target.version), f"{target.version}1"),
+                               m.project.name, source, target)
+    assert not validate.serves("other-" + target.wheel_name.split("-", 1)[1], m.project.name, source, target)
+    assert not validate.serves("not-a-wheel.tar.gz", m.project.name, source, target)
+
+
 def test_with_a_manifest_uv_installs_the_project_pinned_to_its_sha256(tmp_path: Path) -> None:
     """uv keeps no report of what it installed: the manifest's sha256 goes into the requirement, which uv checks
     against the bytes it downloads (a mismatch is uv's "Hash mismatch" error)."""

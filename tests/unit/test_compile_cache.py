@@ -303,6 +303,14 @@ def test_sccache_statistics_become_the_targets_compiler_cache_record() -> None:
     assert record["uncacheable"] == 2 and record["dist_compiles"] == 3
 
 
+def test_a_read_only_build_counts_no_write_errors() -> None:
+    """sccache counts each object a read-only build did not store as a write error: by design, not a failure."""
+    shown = {"stats": {"cache_hits": {"counts": {"C/C++": 1}}, "cache_misses": {"counts": {"C/C++": 1}},
+                       "cache_write_errors": 1}}
+    assert remotecache.stats_of(shown, remotecache.Mode.READ.value)["write_errors"] == 0
+    assert remotecache.stats_of(shown, remotecache.Mode.WRITE.value)["write_errors"] == 1
+
+
 def test_a_dist_scheduler_gets_a_client_config_with_the_token_only_at_run_time(cached, tmp_path) -> None:
     cache = replace(cached.compile_cache, dist_scheduler="http://127.0.0.1:10600")
     remote = settled(cached, cache=cache)

@@ -14,7 +14,7 @@ import yaml
 from builders.base.errors import ProcessError
 from builders.families import loader as matrix
 from builders.matrix.findings import DEFAULT_RUNNERS
-from builders.matrix.targets import Selection, select
+from builders.matrix.targets import Selection, expand, select
 from builders.pipeline import platform_policy
 from builders.pipeline.private_source import COPY_SCRIPT, SKIPPED_DIRS, copy_command
 from builders.pipeline.store import tree_digest
@@ -95,6 +95,24 @@ def test_a_newer_host_is_named_with_both_ways_out(m) -> None:
     assert "--engine container" in risk and "--local-only" in risk and t.platform.base_image in risk
     assert platform_policy.repair_risk(t, policy_host(f"{major}.{minor}")) is None
     assert platform_policy.repair_risk(t, replace(HOST, glibc=None)) is None  # not a glibc host: nothing claimed
+
+
+def test_the_repair_warning_is_one_for_the_run_and_only_for_the_hosts_own_architecture(m) -> None:
+    """A run on an x86_64 host newer than the policy warns once, about its x86_64 manylinux targets; the aarch64
+    targets (built in their image or on their runner) and a host that meets the policy draw no warning."""
+    targets, _ = expand(m)
+    t = manylinux_target(m)
+    major, minor, arch = platform_policy.manylinux(t.platform.wheel_platform)
+    newer = policy_host(f"{major}.{minor + 8}")
+    mine = [x.id for x in targets if (platform_policy.manylinux(x.platform.wheel_platform) or (0, 0, ""))[2] == arch]
+    others = [x for x in targets if x.platform.os is t.platform.os and x.id not in mine]
+    assert others, "the shipped matrix has Linux targets of another architecture"
+    assert all(platform_policy.repair_risk(x, newer) is None for x in others)
+    warning = platform_policy.repair_warning(targets, newer)
+    assert warning is not None and warning.count("may be refused at repair") == 1
+    assert f"{len(mine)} targets ({mine[0]}, ...)" in warning and not any(x.id in warning for x in others)
+    assert platform_policy.repair_warning(targets, policy_host(f"{major}.{minor}")) is None
+    assert platform_policy.repair_warning([], newer) is None
 
 
 def test_local_only_tags_at_the_hosts_level_and_is_never_published(m) -> None:

@@ -39,6 +39,20 @@ def test_index_paths_follow_each_layout(m: Matrix, shipped_text: str) -> None:
         assert m.channels.index_url(channel, label) == raw["index"]["base_url"] + layout.replace("{label}", label)
 
 
+def test_targets_name_the_index_of_the_channel_they_are_built_for(m: Matrix, shipped_text: str) -> None:
+    """``plan --channel nightly`` shows whl/nightly/<label>/, not the release's whl/<label>/ (and never PyPI)."""
+    raw = expected.raw(shipped_text)["channels"]
+    for name in {"test", "nightly"} & raw.keys():
+        targets, _ = expand(m.on_channel(name, datetime.date(2026, 12, 1)))
+        assert targets
+        for t in targets:
+            assert t.channels == (raw[name]["layout"].replace("{label}", t.variant.label),)
+    released, _ = expand(m)
+    for t in released:
+        folder = raw["index"]["layout"].replace("{label}", t.variant.label)
+        assert t.channels == (("pypi", folder) if raw["pypi"].get(t.platform.name) == t.variant.label else (folder,))
+
+
 def with_base(text: str, base: str) -> str:
     keep = channel_raw(text, "nightly")["keep"]
     return edit(text, f"    keep: {keep}\n", f"    keep: {keep}\n    base_version: '{base}'\n")

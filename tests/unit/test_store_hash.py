@@ -12,7 +12,6 @@ ALLOWED_IMPORTS = {
     "cli.load": "build reads the matrix and its target selection through it: which targets, not their bytes",
     "cli.__init__": "the argparse types and the exit-code epilog: how a path is checked, not what is built",
     "cli.channel_args": "--channel picks the version (Matrix.on_channel, hashed), which every plan carries in its digest",
-    "release.validate": "the options table offers validate's installers as its choices: no build reads them",
 }
 
 

@@ -106,11 +106,20 @@ def test_a_matrix_without_wheel_variants_is_refused(m: Matrix, house: Path, tmp_
                       env=dict(os.environ))
 
 
+def release_only(m: Matrix) -> Matrix:
+    """``m`` without its pre-release channels: the release run's own site (``index``, ``variants``, the deploy)."""
+    from dataclasses import replace
+
+    release = m.channels.channel("release")
+    return replace(m, channels=replace(m.channels, lifecycle=(release,)))
+
+
 def test_the_report_shows_the_variant_install_next_to_the_per_index_ones(m: Matrix) -> None:
     import html
 
     from builders.release import report
 
+    m = release_only(m)
     command = report.variant_install_command(m)
     assert command is not None
     assert command.startswith("uv pip install --preview-features wheel-variants ")
@@ -120,6 +129,19 @@ def test_the_report_shows_the_variant_install_next_to_the_per_index_ones(m: Matr
     markdown = report.to_markdown(m, {})
     assert f"`{command}`" in markdown and report.index_url(m, "cu132") in markdown
     assert report.to_json(m, {})["variant_install"]["command"] == command
+
+
+def test_the_report_names_no_variant_index_that_the_channels_never_publish(m: Matrix) -> None:
+    """With pre-release channels the release is promote-release's copy of what ``publish`` wrote to the test
+    channel: per-variant indexes only. A variant index there would answer uv with "not found"."""
+    from builders.release import report
+
+    assert any(c.name.value != "release" for c in m.channels.lifecycle), "the shipped matrix declares a lifecycle"
+    url = m.channels.index_base_url + m.wheel_variants.layout
+    assert report.variant_install_command(m) is None and report.to_json(m, {})["variant_install"] is None
+    for page in (report.to_markdown(m, {}), report.to_html(m, {}), json.dumps(report.to_json(m, {}))):
+        assert url not in page and "wheel-variants" not in page
+        assert report.index_url(m, m.variants[0].label) in page
 
 
 def test_audit_reads_a_variant_index(m: Matrix, made, tmp_path: Path) -> None:
