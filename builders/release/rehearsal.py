@@ -290,7 +290,7 @@ def _installs(targets: Iterable[str], scope: Scope) -> tuple[float, float]:
 
 
 def _build(entry: Mapping[str, Any], scope: Scope) -> tuple[float, float, float, float]:
-    """(cold minutes, warm minutes, disk MB, outputs MB) of one build job's own work."""
+    """(cold minutes, warm minutes, disk MB besides its outputs, outputs MB) of one build job's own work."""
     group = _targets_of(entry, "targets", scope)
     if not group:
         return 0.0, 0.0, 0.0, 0.0
@@ -301,7 +301,7 @@ def _build(entry: Mapping[str, Any], scope: Scope) -> tuple[float, float, float,
     wheels = sum(scope.wheel_mb[i] for i in group)
     cold = s.core_cold_min + len(group) * s.per_python_min + pull
     warm = s.core_warm_min + len(group) * s.per_python_min * ratio + pull
-    return cold, warm, (s.image_mb if container else s.toolkit_mb) + s.build_tree_mb + wheels, wheels
+    return cold, warm, (s.image_mb if container else s.toolkit_mb) + s.build_tree_mb, wheels
 
 
 def _installed(job: Job, entry: Mapping[str, Any], scope: Scope) -> list[str]:
@@ -313,9 +313,9 @@ def _installed(job: Job, entry: Mapping[str, Any], scope: Scope) -> list[str]:
     return []
 
 
-def _used(job: Job, entry: Mapping[str, Any], scope: Scope, down: float) -> float:
-    """The MB of downloads a job needs: the wheels it installs or builds, the PyPI wheels it uploads; a job
-    of another kind (assembling, publishing to the bucket) needs all it downloads."""
+def _used(job: Job, entry: Mapping[str, Any], scope: Scope, down: float, wheels: float) -> float:
+    """The MB of downloads a job needs: the wheels it installs, the PyPI wheels it uploads, each wheel once where
+    it publishes to the bucket; a job of another kind (building, assembling) needs all it downloads."""
     if BUILD in job.commands:
         return down
     installed = _installed(job, entry, scope)
@@ -323,7 +323,7 @@ def _used(job: Job, entry: Mapping[str, Any], scope: Scope, down: float) -> floa
         return sum(scope.wheel_mb[i] for i in set(installed))
     if any(a in PYPI_ACTIONS for a in job.actions):
         return scope.pypi_mb
-    return down
+    return wheels if TO_BUCKET in job.commands else down
 
 
 def _work(job: Job, entry: Mapping[str, Any], scope: Scope) -> tuple[float, float, float, float]:
@@ -362,7 +362,7 @@ def instance(run: str, job: Job, entry: Mapping[str, Any], in_matrix: int, scope
                     minutes_cold=p.setup_min + cold + moved, minutes_warm=p.setup_min + warm + moved,
                     disk_mb=p.checkout_mb + disk + down + (up if outputs < 0 else outputs), down_mb=down, up_mb=up,
                     bucket_mb=to_bucket, copied_mb=copied, pypi_mb=pypi, largest_mb=largest,
-                    from_other_run=tuple(other), artifact_gb_days=days, used_mb=min(_used(job, entry, scope, down), down))
+                    from_other_run=tuple(other), artifact_gb_days=days, used_mb=min(_used(job, entry, scope, down, down_wheels), down))
 
 
 def _once(run: str, job: Job, entry: Mapping[str, Any], in_matrix: int, scope: Scope) -> Instance:
