@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from builders.base.process import ProcessError
+from builders.base.process import run as run_process
 from builders.cli.arguments import Options
 from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
@@ -79,3 +81,21 @@ def other(opts: Options, name: str) -> Rehearsed:
     """``--compare MATRIX``'s rehearsal at the same scale (every target of that matrix)."""
     m = matrix_mod.load(opts.compare, builds=False)
     return run(opts, m, expand(m)[0], name)
+
+
+def before_last_change(opts: Options, name: str) -> tuple[str, Rehearsed] | None:
+    """The matrix as it was before the last commit that changed it (git), rehearsed; None outside a
+    repository or where the matrix has no earlier version."""
+    path = opts.matrix.resolve()
+    env = dict(opts.env)
+    try:
+        last = run_process(["git", "log", "-1", "--format=%h", "--", path.name], env=env, cwd=path.parent,
+                           separate_stderr=True, timeout=60).stdout.strip()
+        text = run_process(["git", "show", f"{last}~1:./{path.name}"], env=env, cwd=path.parent,
+                           separate_stderr=True, timeout=60).stdout if last else ""
+    except (ProcessError, OSError):
+        return None
+    if not text:
+        return None
+    m = matrix_mod.loads(text, path)
+    return f"{path.name} before {last}", run(opts, m, expand(m)[0], name)

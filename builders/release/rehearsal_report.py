@@ -99,3 +99,21 @@ def _delta_row(name: str, b: Totals, a: Totals) -> tuple[str, ...]:
     return (name, f"{a.minutes_cold - b.minutes_cold:+,.0f}", f"{a.minutes_warm - b.minutes_warm:+,.0f}",
             f"{(a.wall_minutes - b.wall_minutes) / 60:+,.1f}", f"{a.dollars_cold - b.dollars_cold:+,.2f}",
             f"{a.dollars_warm - b.dollars_warm:+,.2f}")
+
+
+def cost_markdown(r: Rehearsal, earlier: tuple[str, Rehearsal] | None) -> str:
+    """``report --cost``: what a nightly, a candidate and a release cost and take, the month of nightlies, and
+    what the matrix's last change added (``earlier``: its name and its rehearsal)."""
+    rows = [("a nightly", r.totals["nightly"]), ("a candidate", r.totals["candidate"]),
+            ("a release (candidate, final tag, promotion)", release_totals(r))] if "nightly" in r.totals else []
+    lines = [f"# What a release costs at {r.profile.name}'s scale", "",
+             f"Profile: {r.profile.source} (read {r.profile.date}); prices of {r.prices.date}: {r.prices.source}.", "",
+             "| run | runner-minutes (cold / warm) | wall-clock h | $ (cold / warm) |", "|---|---|---|---|"]
+    lines += [f"| {name} | {t.minutes_cold:,.0f} / {t.minutes_warm:,.0f} | {t.wall_minutes / 60:,.1f} | "
+              f"{t.dollars_cold:,.2f} / {t.dollars_warm:,.2f} |" for name, t in rows]
+    lines += ["", *month_lines(r), ""]
+    if earlier is not None:
+        lines += [f"## What the matrix adds against {earlier[0]}", "", "```", delta(earlier[1], r), "```"]
+    else:
+        lines += ["No earlier matrix to compare with (give --compare MATRIX, or run in the matrix's repository)."]
+    return "\n".join(lines) + "\n"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from builders import cli
 from builders.matrix import loader
 from builders.matrix.targets import Target, expand
 from builders.release import layouts, prices, rehearsal, rehearsal_report, scale_profile
@@ -150,3 +151,37 @@ def test_a_published_index_sizes_the_wheels(targets: list[Target]) -> None:
     sizes = {f.filename: f.size for f in listed if f.size is not None}
     found = scale_profile.from_index(sizes, pair, fx.profile(), "the test index")
     assert [found.of(t).wheel_mb for t in pair] == [123, 246]
+
+
+def with_cuda(text: str, version: str = "13.9") -> str:
+    """``text`` with one more CUDA version, in the shipped matrix's shape."""
+    entry = (f'      "{version}":\n        label: cu{version.replace(".", "")}\n        arch_list:\n'
+             '          linux-x86_64: "8.0;9.0;10.0;12.0+PTX"\n          linux-aarch64: "8.0;9.0;10.0;12.0+PTX"\n'
+             f'        toolkit:\n          requirements: ["cuda-toolkit[nvcc,cudart,cccl,crt,nvvm]=={version}.0"]\n'
+             f'        runtime_requirements:\n          - \'cuda-toolkit[cudart]=={version}.0; platform_system == "Linux"\'\n')
+    return text.replace("\n    versions:\n", "\n    versions:\n" + entry, 1)
+
+
+def added_row(out: str, run: str) -> list[float]:
+    line = next(x for x in out.splitlines() if x.startswith(run + " "))
+    return [float(v.replace(",", "").lstrip("+")) for v in line[len(run):].split()]
+
+
+def test_plan_and_report_show_what_a_cuda_version_adds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A CUDA version more in a copy of the matrix: ``plan --rehearse --compare`` and ``report --cost --compare``
+    show the minutes and dollars it adds per nightly, per release and per month (the limits: exit 47)."""
+    root = Path(__file__).resolve().parents[2]
+    grown = tmp_path / "matrix.yaml"
+    grown.write_text(with_cuda((root / "matrix.yaml").read_text()))
+    # the grown matrix is the one rehearsed, the shipped one the earlier: what the CUDA version adds
+    argv = ["--matrix", str(grown), "--compare", str(root / "matrix.yaml")]
+    (tmp_path / ".github").symlink_to(root / ".github")
+    assert cli.main(["plan", *argv, "--rehearse", scale_profile.SHIPPED]) == 47
+    out = capsys.readouterr().out
+    for run in ("nightly", "candidate", "release"):
+        minutes, _, _, dollars, _ = added_row(out.split("adds against")[1], run)
+        assert minutes > 0 and dollars > 0, (run, out)
+    assert cli.main(["report", *argv, "--cost", scale_profile.SHIPPED, "--output", str(tmp_path / "r")]) == 0
+    page = (tmp_path / "r" / "cost.md").read_text()
+    assert "| a release (candidate, final tag, promotion) |" in page and "## What the matrix adds against" in page
+    assert added_row(page.split("```")[1].strip().split("\n", 2)[2], "month of nightlies")[0] > 0
