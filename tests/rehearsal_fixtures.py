@@ -32,7 +32,7 @@ def price_table(*runners: str) -> prices.Prices:
     """ubuntu-24.04 and ``runners`` (the targets' build runners) at :data:`PRICE` and :data:`DISK_GB`, hosted."""
     each = {"per_minute": PRICE, "disk_gb": DISK_GB, "hosted": True}
     return prices.from_data({"date": "2026-01-01", "source": "the test", "default_retention_days": 90,
-                             "runners": {r: each for r in ("ubuntu-24.04", *runners)},
+                             "runners": dict.fromkeys(("ubuntu-24.04", *runners), each),
                              "self_hosted": {"per_minute": 0, "disk_gb": 100}, "artifact_gb_day": 0.01,
                              "bucket_gb_month": 0.02, "egress_gb": 0.1})
 

@@ -8,12 +8,12 @@ from pathlib import Path
 from builders.base.console import Console
 from builders.base.errors import PathError
 from builders.base.safe_output import write_whole
+from builders.cli import rehearse
 from builders.cli.arguments import Options
 from builders.matrix import loader as matrix_mod
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
 from builders.pipeline import results
-from builders.cli import rehearse
 from builders.release import rehearsal_report, report
 
 DEFAULT_RESULTS = Path("wheelhouse/results.json")

@@ -124,7 +124,7 @@ def test_the_matrix_declared_weights_are_a_profile(shipped_text: str, targets: l
 class _Index(BaseHTTPRequestHandler):
     page = b""
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
         self.end_headers()
