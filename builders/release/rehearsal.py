@@ -133,7 +133,6 @@ class Rehearsal:
     instances: tuple[Instance, ...]
     artifacts: Mapping[str, Artifact]
     totals: Mapping[str, Totals]
-    retention: Mapping[str, int | None]  # artifact name pattern as uploaded -> retention-days
     wheel_gb: float  # every wheel of the release
     pypi_gb: float
     largest_pypi_mb: float
@@ -241,14 +240,17 @@ def shards(targets: Sequence[Target]) -> list[dict[str, Any]]:
 
 
 def plan_lists(targets: Sequence[Target]) -> dict[str, list[dict[str, Any]]]:
-    """The plan's job matrices by output name (``shards``, ``images``, ``validate``), as the plan job writes them."""
+    """The plan's job matrices by output name (``shards``, ``images``, ``validate``), as the plan job writes them
+    (``validate`` as ci/plan.sh groups the smoke jobs by runner, with a build job's ``ids`` and ``wheels`` too)."""
     plan = {"shards": shards(targets), "images": ci.images(targets)}
     smoke = [e for s in plan["shards"] for e in s["include"]]
     groups: dict[str, list[dict[str, Any]]] = {}
     for e in smoke:
         groups.setdefault(",".join(e["smoke_runner"]), []).append(e)
     validate = [{"name": k.replace(",", "-"), "runner": g[0]["smoke_runner"], "targets": " ".join(e["id"] for e in g),
-                 "pypi": " ".join(e["id"] for e in g if e["pypi"])} for k, g in groups.items()]
+                 "pypi": " ".join(e["id"] for e in g if e["pypi"]), "count": len(g),
+                 "ids": json.dumps([e["id"] for e in g]), "wheels": json.dumps([e["wheel"] for e in g])}
+                for k, g in groups.items()]
     return {"shards": plan["shards"], "images": plan["images"], "validate": validate,
             "builds": [b for s in plan["shards"] for b in s["builds"]], "include": smoke}
 
@@ -508,7 +510,7 @@ def rehearse(targets: Sequence[Target], release_workflow: Path, profile: Profile
         instances += these
         totals[run.name] = _totals(these, minutes)
     return Rehearsal(profile=profile, prices=prices, instances=tuple(instances), artifacts=scope.catalogue,
-                     totals=totals, retention={}, wheel_gb=sum(wheel_mb.values()) / 1000, pypi_gb=scope.pypi_mb / 1000,
+                     totals=totals, wheel_gb=sum(wheel_mb.values()) / 1000, pypi_gb=scope.pypi_mb / 1000,
                      largest_pypi_mb=max((wheel_mb[i] for i in pypi), default=0.0),
                      nightlies_per_month=nightlies_per_month, downloads=downloads, nightly_keep=nightly_keep,
                      targets=len(targets), unpriced=tuple(sorted({i.runner.name for i in instances if not i.runner.priced})))
