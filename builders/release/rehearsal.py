@@ -133,6 +133,7 @@ class Rehearsal:
     instances: tuple[Instance, ...]
     artifacts: Mapping[str, Artifact]
     totals: Mapping[str, Totals]
+    ends: Mapping[str, Mapping[str, float]]  # per run, ``workflow: job`` -> minutes from the run's start
     wheel_gb: float  # every wheel of the release
     pypi_gb: float
     largest_pypi_mb: float
@@ -443,12 +444,17 @@ def started(jobs: Sequence[Job], context: Mapping[str, str]) -> list[Job]:
     return [j for j in jobs if ran.get(j.name)]
 
 
-def wall(jobs: Sequence[Job], longest: Mapping[str, float]) -> float:
-    """The critical path through ``needs``: each job ends its slowest instance after the last of its needs."""
+def ends(jobs: Sequence[Job], longest: Mapping[str, float]) -> dict[str, float]:
+    """When each job ends, from the run's start: its slowest instance after the last of its needs ended."""
     done: dict[str, float] = {}
     for job in sorted(jobs, key=lambda j: _depth(j, {k.name: k for k in jobs})):
         done[job.name] = max((done.get(n, 0.0) for n in job.needs), default=0.0) + longest.get(job.name, 0.0)
-    return max(done.values(), default=0.0)
+    return done
+
+
+def wall(jobs: Sequence[Job], longest: Mapping[str, float]) -> float:
+    """The critical path through ``needs``: the last job's end."""
+    return max(ends(jobs, longest).values(), default=0.0)
 
 
 def _depth(job: Job, by_name: Mapping[str, Job], seen: frozenset[str] = frozenset()) -> int:
@@ -467,22 +473,29 @@ def _totals(items: Sequence[Instance], wall_minutes: float) -> Totals:
                   artifact_gb_days=sum(i.artifact_gb_days for i in items))
 
 
-def _run(run: Run, wfs: Workflows, lists: Mapping[str, list[dict[str, Any]]], scope: Scope) -> tuple[list[Instance], float]:
-    """The run's started jobs as instances, and its wall-clock minutes."""
+def _run(run: Run, wfs: Workflows, lists: Mapping[str, list[dict[str, Any]]], scope: Scope
+         ) -> tuple[list[Instance], dict[str, float]]:
+    """The run's started jobs as instances, and when each job ends (``workflow: job``, minutes from the start)."""
     context = _context(run, len(lists["images"]))
     jobs = started(wfs.of(run), context)
     out: list[Instance] = []
     longest: dict[str, float] = {}
+    inner: dict[str, dict[str, float]] = {}  # a calling job's called jobs, when each ends within it
     for job in jobs:
         these = [_once(run.name, j, e, n, scope) for j, e, n in expanded([job], wfs, lists)]
         out += these
         if job.calls:
             called = started(wfs.called.get(job.calls, ()), context)
             by_job = {j.name: max((i.minutes_cold for i in these if i.job.name == j.name), default=0.0) for j in called}
-            longest[job.name] = wall(called, by_job)
+            inner[job.name] = {f"{job.calls}: {k}": v for k, v in ends(called, by_job).items()}
+            longest[job.name] = max(inner[job.name].values(), default=0.0)
         else:
             longest[job.name] = max((i.minutes_cold for i in these), default=0.0)
-    return out, wall(jobs, longest)
+    done = ends(jobs, longest)
+    found = {f"{wfs.of(run)[0].workflow}: {k}": v for k, v in done.items()} if jobs else {}
+    for name, within in inner.items():
+        found |= {k: done[name] - longest[name] + v for k, v in within.items()}
+    return out, found
 
 
 def rehearse(targets: Sequence[Target], release_workflow: Path, profile: Profile, prices: Prices, *,
@@ -502,15 +515,16 @@ def rehearse(targets: Sequence[Target], release_workflow: Path, profile: Profile
                   pypi_mb=sum(wheel_mb[i] for i in pypi), catalogue={})
     scope.catalogue.update(catalogue(wfs, lists, scope, groups, runtime))
     instances: list[Instance] = []
-    totals = {}
+    totals, finished = {}, {}
     for run in RUNS:
         if run.workflow and not wfs.promotion:
             continue
-        these, minutes = _run(run, wfs, lists, scope)
+        these, finish = _run(run, wfs, lists, scope)
         instances += these
-        totals[run.name] = _totals(these, minutes)
+        totals[run.name] = _totals(these, max(finish.values(), default=0.0))
+        finished[run.name] = finish
     return Rehearsal(profile=profile, prices=prices, instances=tuple(instances), artifacts=scope.catalogue,
-                     totals=totals, wheel_gb=sum(wheel_mb.values()) / 1000, pypi_gb=scope.pypi_mb / 1000,
+                     totals=totals, ends=finished, wheel_gb=sum(wheel_mb.values()) / 1000, pypi_gb=scope.pypi_mb / 1000,
                      largest_pypi_mb=max((wheel_mb[i] for i in pypi), default=0.0),
                      nightlies_per_month=nightlies_per_month, downloads=downloads, nightly_keep=nightly_keep,
                      targets=len(targets), unpriced=tuple(sorted({i.runner.name for i in instances if not i.runner.priced})))

@@ -14,8 +14,8 @@ from builders.release.layouts import Layout
 from builders.release.limits import Finding
 from builders.release.rehearsal import RUNS, Instance, Rehearsal, Totals, release_totals
 
-JOB_COLUMNS = ("run", "job", "runner", "count", "min cold", "min warm", "longest", "disk GB", "down GB", "up GB",
-               "bucket GB", "PyPI GB", "$ cold", "$ warm")
+JOB_COLUMNS = ("run", "job", "runner", "count", "min cold", "min warm", "longest", "ends h", "disk GB", "down GB",
+               "up GB", "bucket GB", "PyPI GB", "$ cold", "$ warm")
 TOTAL_COLUMNS = ("run", "runner-min cold", "runner-min warm", "wall-clock h", "$ cold", "$ warm", "down GB", "up GB",
                  "bucket GB", "PyPI GB", "artifact GB-days")
 
@@ -24,13 +24,15 @@ def _gb(mb: float) -> str:
     return f"{mb / 1000:,.1f}"
 
 
-def job_rows(instances: Sequence[Instance]) -> list[tuple[str, ...]]:
-    """One row per run, job and runner: its count and sums (the disk and longest are the worst instance's)."""
+def job_rows(r: Rehearsal) -> list[tuple[str, ...]]:
+    """One row per run, job and runner: its count and sums (the disk and longest are the worst instance's), and
+    when the job ends on the run's critical path (hours from the start)."""
     groups: dict[tuple[str, str, str], list[Instance]] = {}
-    for i in instances:
+    for i in r.instances:
         groups.setdefault((i.run, f"{i.job.workflow}: {i.job.name}", i.runner.name), []).append(i)
     return [(run, job, runner, str(len(g)), f"{sum(i.minutes_cold for i in g):,.0f}",
              f"{sum(i.minutes_warm for i in g):,.0f}", f"{max(i.minutes_cold for i in g):,.0f}",
+             f"{r.ends.get(run, {}).get(job, 0.0) / 60:,.1f}",
              _gb(max(i.disk_mb for i in g)), _gb(sum(i.down_mb for i in g)), _gb(sum(i.up_mb for i in g)),
              _gb(sum(i.bucket_mb + i.copied_mb for i in g)), _gb(sum(i.pypi_mb for i in g)),
              f"{sum(i.dollars_cold for i in g):,.2f}", f"{sum(i.dollars_warm for i in g):,.2f}")
@@ -71,7 +73,7 @@ def text(r: Rehearsal, layouts: Sequence[Layout], findings: Sequence[Finding]) -
             f"({r.prices.source})")
     unpriced = [f"unpriced self-hosted runners (no runner_costs in the matrix): {', '.join(r.unpriced)}"] if r.unpriced else []
     limits = [f"limits crossed: {len(findings)}", *(f"  {f}" for f in findings)] if findings else ["limits crossed: none"]
-    return "\n".join([head, render_table(JOB_COLUMNS, job_rows(r.instances)), totals_table(r), *month_lines(r),
+    return "\n".join([head, render_table(JOB_COLUMNS, job_rows(r)), totals_table(r), *month_lines(r),
                       *unpriced, layouts_table(layouts), *limits])
 
 

@@ -45,6 +45,8 @@ def test_a_nightly_of_two_targets_by_hand(tmp_path: Path, targets: list[Target])
     assert nightly.minutes_cold == pytest.approx(build_cold + 2 * smoke + publish)
     assert nightly.minutes_warm == pytest.approx(build_warm + 2 * smoke + publish)
     assert nightly.wall_minutes == pytest.approx(build_cold + smoke + publish)
+    assert r.ends["nightly"] == pytest.approx({"release.yml: build": build_cold, "release.yml: smoke": build_cold + smoke,
+                                               "release.yml: nightly": build_cold + smoke + publish})
     assert nightly.dollars_cold == pytest.approx((build_cold + 2 * smoke + publish) * 0.01)
     assert (nightly.down_gb, nightly.up_gb, nightly.bucket_gb) == pytest.approx((0.4, 0.4, 0.2))
     assert nightly.artifact_gb_days == pytest.approx(0.4 * 5)
