@@ -33,7 +33,7 @@ class Rehearsed:
 
     rehearsal: rehearsal.Rehearsal
     layouts: list[layouts.Layout]
-    findings: list[limits.Finding]
+    findings: list[limits.Crossed]
 
 
 def profile_for(opts: Options, m: Matrix, targets: Sequence[Target], name: str) -> scale_profile.Profile:
@@ -73,7 +73,7 @@ def run(opts: Options, m: Matrix, targets: Sequence[Target], name: str) -> Rehea
                            nightly_keep=nightly_keep(m), nightlies_per_month=nightlies_per_month(workflow_of(opts.matrix)))
     held = opts.pypi_held if opts.pypi_held is not None else profile.pypi_held_gb
     found = limits.check(r, m.channels.promotion, held_gb=held,
-                         limits=limits.Limits(promotion_window_days=opts.promotion_window))
+                         limits=limits.ScaleLimits(promotion_window_days=opts.promotion_window))
     return Rehearsed(rehearsal=r, layouts=layouts.compare(targets, profile, table), findings=found)
 
 

@@ -21,7 +21,7 @@ SELF_HOSTED = "self-hosted"
 
 
 @dataclass(frozen=True, kw_only=True)
-class Runner:
+class PricedRunner:
     """One runner as the rehearsal prices it."""
 
     name: str
@@ -37,28 +37,28 @@ class Prices:
 
     date: str
     source: str
-    runners: Mapping[str, Runner]
-    self_hosted: Runner
+    runners: Mapping[str, PricedRunner]
+    self_hosted: PricedRunner
     artifact_gb_day: float
     default_retention_days: int
     bucket_gb_month: float
     egress_gb: float
 
-    def runner(self, labels: str | Sequence[str]) -> Runner:
+    def runner(self, labels: str | Sequence[str]) -> PricedRunner:
         """The runner a job's ``runs-on`` names; an unknown hosted label is refused with the fix."""
         names = [labels] if isinstance(labels, str) else list(labels)
         key = ",".join(names)
         if key in self.runners:
             return self.runners[key]
         if SELF_HOSTED in names:
-            return Runner(name=key, per_minute=self.self_hosted.per_minute, disk_gb=self.self_hosted.disk_gb,
+            return PricedRunner(name=key, per_minute=self.self_hosted.per_minute, disk_gb=self.self_hosted.disk_gb,
                           hosted=False, priced=False)
         raise RehearsalError(f"runner {key}: not in the price table ({self.source}, {self.date}); add it to the "
                              "matrix's runner_costs with its per_minute and disk_gb")
 
 
-def _runner(name: str, raw: Mapping[str, Any]) -> Runner:
-    return Runner(name=name, per_minute=float(raw["per_minute"]), disk_gb=float(raw["disk_gb"]),
+def _runner(name: str, raw: Mapping[str, Any]) -> PricedRunner:
+    return PricedRunner(name=name, per_minute=float(raw["per_minute"]), disk_gb=float(raw["disk_gb"]),
                   hosted=bool(raw.get("hosted", False)))
 
 
@@ -69,7 +69,7 @@ def from_data(data: Mapping[str, Any], declared: Sequence[RunnerCost] = ()) -> P
         runners = {name: _runner(name, raw) for name, raw in data["runners"].items()}
         for cost in declared:
             name = ",".join(cost.labels)
-            runners[name] = Runner(name=name, per_minute=cost.per_minute, hosted=cost.hosted,
+            runners[name] = PricedRunner(name=name, per_minute=cost.per_minute, hosted=cost.hosted,
                                    disk_gb=cost.disk_gb if cost.disk_gb is not None else fallback.disk_gb)
         return Prices(date=str(data["date"]), source=str(data["source"]), runners=runners, self_hosted=fallback,
                       artifact_gb_day=float(data["artifact_gb_day"]),

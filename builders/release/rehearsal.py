@@ -32,7 +32,7 @@ from builders.base.errors import WorkflowDrift
 from builders.matrix.targets import Target
 from builders.release import ci
 from builders.release import expressions as ex
-from builders.release.prices import Prices, Runner
+from builders.release.prices import PricedRunner, Prices
 from builders.release.scale_profile import Profile, Scale
 from builders.release.workflow_graph import Job, Unset, entries, expand, read, value
 from builders.release.workflow_jobs import PYPI_ACTIONS
@@ -84,7 +84,7 @@ class Instance:
     run: str
     job: Job
     label: str  # the job and its matrix entry, for findings
-    runner: Runner
+    runner: PricedRunner
     in_matrix: int  # the jobs its matrix starts (in its caller's instance)
     minutes_cold: float
     minutes_warm: float

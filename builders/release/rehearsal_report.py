@@ -11,7 +11,7 @@ from typing import Any
 
 from builders.base.console import render_table
 from builders.release.layouts import Layout
-from builders.release.limits import Finding
+from builders.release.limits import Crossed
 from builders.release.rehearsal import RUNS, Instance, Rehearsal, Totals, release_totals
 
 JOB_COLUMNS = ("run", "job", "runner", "count", "min cold", "min warm", "longest", "ends h", "disk GB", "down GB",
@@ -67,7 +67,7 @@ def layouts_table(layouts: Sequence[Layout]) -> str:
                         rows)
 
 
-def text(r: Rehearsal, layouts: Sequence[Layout], findings: Sequence[Finding]) -> str:
+def text(r: Rehearsal, layouts: Sequence[Layout], findings: Sequence[Crossed]) -> str:
     """The whole rehearsal: jobs, totals, the month, layouts, and every limit crossed."""
     head = (f"rehearsal at {r.profile.name} ({r.profile.source}; read {r.profile.date}); prices of {r.prices.date} "
             f"({r.prices.source})")
@@ -77,7 +77,7 @@ def text(r: Rehearsal, layouts: Sequence[Layout], findings: Sequence[Finding]) -
                       *unpriced, layouts_table(layouts), *limits])
 
 
-def record(r: Rehearsal, layouts: Sequence[Layout], findings: Sequence[Finding]) -> dict[str, Any]:
+def record(r: Rehearsal, layouts: Sequence[Layout], findings: Sequence[Crossed]) -> dict[str, Any]:
     """The rehearsal as JSON: totals per run, the release, the month, layouts, findings."""
     return {"profile": {"name": r.profile.name, "source": r.profile.source, "date": r.profile.date},
             "prices": {"date": r.prices.date, "source": r.prices.source},

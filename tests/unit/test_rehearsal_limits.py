@@ -28,13 +28,13 @@ def pair(shipped_text: str) -> list[Target]:
 
 
 def found(tmp_path: Path, pair: list[Target], release: dict[str, Any] | None = None,
-          promote: dict[str, Any] | None = None, held: float = 0.0, **change: float) -> list[limits.Finding]:
+          promote: dict[str, Any] | None = None, held: float = 0.0, **change: float) -> list[limits.Crossed]:
     path = fx.write(tmp_path, release or fx.release_workflow(), promote)
     r = rehearsal.rehearse(pair, path, fx.profile(**change), fx.price_table(*{t.runner for t in pair}))
     return limits.check(r, POLICY, held_gb=held)
 
 
-def only(findings: list[limits.Finding], limit: str) -> limits.Finding:
+def only(findings: list[limits.Crossed], limit: str) -> limits.Crossed:
     hits = [f for f in findings if f.limit == limit]
     assert hits, [str(f) for f in findings]
     return hits[0]
