@@ -43,7 +43,7 @@ IMAGE = "ci/images.sh push"
 SMOKE = "ci/smoke.sh run"
 VALIDATE = "ci/validate.sh"
 TO_BUCKET = "builders publish"
-COPY_IN_BUCKET = ("ci/promote.sh index", "promote-release")
+COPY_IN_BUCKET = ("ci/promote.sh index", "promote-release")  # every wheel, copied inside the bucket
 RELEASE_ASSETS = "ci/github-release.sh"
 BUCKET = "s3://rehearsal/"
 PROMOTION_WORKFLOW = "promote.yml"
@@ -353,8 +353,7 @@ def instance(run: str, job: Job, entry: Mapping[str, Any], in_matrix: int, scope
     up = sum(scope.catalogue[n].mb for n, _ in ups if n in scope.catalogue)
     cold, warm, disk, outputs = _work(job, entry, scope)
     to_bucket = down_wheels if TO_BUCKET in job.commands else 0.0
-    copied = scope.catalogue.get("release-wheels", Artifact(mb=0, wheels_mb=0, largest_mb=0, retention_days=None)
-                                 ).wheels_mb if any(c in job.commands for c in COPY_IN_BUCKET) else 0.0
+    copied = sum(scope.wheel_mb.values()) if any(c in job.commands for c in COPY_IN_BUCKET) else 0.0
     pypi = scope.pypi_mb if any(a in PYPI_ACTIONS for a in job.actions) else 0.0
     moved = (down + up + to_bucket + pypi) / p.transfer_mb_s / 60
     retention = scope.prices.default_retention_days
