@@ -171,7 +171,9 @@ def check(r: Rehearsal, policy: PromotionPolicy, *, held_gb: float = 0.0,
 
 
 def overdownloads(r: Rehearsal) -> list[Crossed]:
-    """The jobs that download what their work does not use and so outgrow their runner's disk
-    (``workflow --check`` refuses them at the shipped profile)."""
-    found = [(i.run, f) for i in r.instances if i.down_mb > i.used_mb and (f := disk(i, r, ScaleLimits())) is not None]
+    """The jobs whose work is some wheels (those it installs, the PyPI wheels it uploads) that download more and
+    so outgrow their runner's disk (``workflow --check`` refuses them at the shipped profile). A job that builds,
+    assembles or publishes the release to the bucket is judged by ``plan --rehearse`` alone."""
+    found = [(i.run, f) for i in r.instances
+             if i.specific and i.down_mb > i.used_mb and (f := disk(i, r, ScaleLimits())) is not None]
     return collapse(found)

@@ -96,6 +96,7 @@ class Instance:
     pypi_mb: float = 0.0
     largest_mb: float = 0.0  # the largest file it downloads or sends
     used_mb: float = 0.0  # of what it downloads, what its work needs (:func:`_used`)
+    specific: bool = False  # its work is some wheels: those it installs, or the PyPI wheels it uploads
     from_other_run: tuple[str, ...] = ()
     artifact_gb_days: float = 0.0
 
@@ -167,6 +168,7 @@ class Scope:
     scale: Mapping[str, Scale]  # by target id
     wheel_mb: Mapping[str, float]  # by target id
     pypi_mb: float
+    largest_pypi_mb: float
     catalogue: dict[str, Artifact]
     done: dict[tuple[str, str, int], tuple[Any, Instance]] = field(default_factory=dict)  # per job and entry
 
@@ -193,6 +195,8 @@ def _held(name: str, scope: Scope, groups: Mapping[str, list[str]], runtime: flo
             return sum(sizes), sum(sizes), max(sizes, default=0.0)
         if holds == "release":
             return 2 * every + scope.pypi_mb, every, largest
+        if holds == "pypi":
+            return scope.pypi_mb, scope.pypi_mb, scope.largest_pypi_mb
         if holds == "indexes":
             return every + runtime, every, largest
         return records, 0.0, 0.0
@@ -364,7 +368,8 @@ def instance(run: str, job: Job, entry: Mapping[str, Any], in_matrix: int, scope
                     minutes_cold=p.setup_min + cold + moved, minutes_warm=p.setup_min + warm + moved,
                     disk_mb=p.checkout_mb + disk + down + (up if outputs < 0 else outputs), down_mb=down, up_mb=up,
                     bucket_mb=to_bucket, copied_mb=copied, pypi_mb=pypi, largest_mb=largest,
-                    from_other_run=tuple(other), artifact_gb_days=days, used_mb=min(_used(job, entry, scope, down, down_wheels), down))
+                    from_other_run=tuple(other), artifact_gb_days=days, used_mb=min(_used(job, entry, scope, down, down_wheels), down),
+                    specific=BUILD not in job.commands and bool(_installed(job, entry, scope) or pypi))
 
 
 def _once(run: str, job: Job, entry: Mapping[str, Any], in_matrix: int, scope: Scope) -> Instance:
@@ -511,7 +516,8 @@ def rehearse(targets: Sequence[Target], release_workflow: Path, profile: Profile
     runtime = sum(max(scale[i].runtime_mb for i in g) for g in groups.values())
     pypi = [i for i, t in zip(ids, targets) if t.on_pypi]
     scope = Scope(profile=profile, prices=prices, scale=scale, wheel_mb=wheel_mb,
-                  pypi_mb=sum(wheel_mb[i] for i in pypi), catalogue={})
+                  pypi_mb=sum(wheel_mb[i] for i in pypi), largest_pypi_mb=max((wheel_mb[i] for i in pypi), default=0.0),
+                  catalogue={})
     scope.catalogue.update(catalogue(wfs, lists, scope, groups, runtime))
     instances: list[Instance] = []
     totals, finished = {}, {}
@@ -524,7 +530,7 @@ def rehearse(targets: Sequence[Target], release_workflow: Path, profile: Profile
         finished[run.name] = finish
     return Rehearsal(profile=profile, prices=prices, instances=tuple(instances), artifacts=scope.catalogue,
                      totals=totals, ends=finished, wheel_gb=sum(wheel_mb.values()) / 1000, pypi_gb=scope.pypi_mb / 1000,
-                     largest_pypi_mb=max((wheel_mb[i] for i in pypi), default=0.0),
+                     largest_pypi_mb=scope.largest_pypi_mb,
                      nightlies_per_month=nightlies_per_month, downloads=downloads, nightly_keep=nightly_keep,
                      targets=len(targets), unpriced=tuple(sorted({i.runner.name for i in instances if not i.runner.priced})))
 

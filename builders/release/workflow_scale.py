@@ -1,9 +1,10 @@
 """``workflow --check`` at scale: the workflows rehearsed at the shipped profile (docs/rehearsal.md).
 
 One rule, so that a workflow edit that would fail on the real run is refused like any other drift: no job
-may download what its work does not use and so outgrow its runner's disk (a validate job that downloads
-every wheel of the release to test the few of its runner). The other limits the rehearsal finds depend on
-the profile and the runners more than on the workflow: ``plan --rehearse`` reports them.
+whose work is some wheels (those it installs, the PyPI wheels it uploads) may download more and so outgrow
+its runner's disk (a validate job that downloads every wheel of the release to test the few of its runner).
+The other limits the rehearsal finds depend on the profile and the runners more than on the workflow:
+``plan --rehearse`` reports them.
 """
 
 from __future__ import annotations
