@@ -131,3 +131,18 @@ def test_workflow_check_refuses_a_smoke_job_that_downloads_its_build_jobs_wheelh
     after = [p for p in scale_problems(m, mutated(tmp_path / "b", wheelhouse, "release-shard.yml"))
              if "release-shard.yml: smoke" in p]
     assert before == [] and after and all("runner disk" in p and "downloaded but not used" in p for p in after)
+
+
+@pytest.mark.parametrize(("artifact", "refused"), [("release-wheels", True), ("pypi-files", False)])
+def test_a_pypi_job_may_take_the_pypi_wheels_not_the_whole_release(tmp_path: Path, pair: list[Target], artifact: str,
+                                                                   refused: bool) -> None:
+    """Two 5 GB PyPI wheels: the whole release artifact (every wheel twice, the PyPI wheels once: 30 GB) outgrows
+    the runner for the 10 GB the upload needs; the PyPI wheels alone (10 GB and the checkout) fit."""
+    release = fx.release_workflow()
+    release["jobs"]["assemble"] = {"needs": "build", "runs-on": "ubuntu-24.04", "steps": [
+        fx.download("build-*"), {"run": "true"}, fx.upload("release-wheels"), fx.upload("pypi-files")]}
+    release["jobs"]["pypi"] = {"needs": "assemble", "runs-on": "ubuntu-24.04", "steps": [
+        {"uses": fx.DOWNLOAD, "with": {"name": artifact}}, {"uses": "pypa/gh-action-pypi-publish@v1"}]}
+    path = fx.write(tmp_path, release)
+    r = rehearsal.rehearse(pair, path, fx.profile(wheel_mb=5000), fx.price_table(*{t.runner for t in pair}))
+    assert [f.job.split(" on ")[0] for f in limits.overdownloads(r)] == (["release.yml: pypi"] if refused else [])
