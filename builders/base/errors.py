@@ -332,6 +332,16 @@ class PreflightRefused(BuildersError):
             "the package server); the release channel and the package server are as they were")
 
 
+class RehearsalError(BuildersError):
+    """``plan --rehearse``: a scale profile or price table cannot be read, or the release crosses a limit."""
+
+    exit_code = 47
+    what = ("plan --rehearse: a release at the profile's scale would cross a limit (GitHub's jobs per matrix, hours "
+            "per job, a runner's disk, artifact retention, PyPI's file or project limit, S3's single PUT, a Release "
+            "asset, a credential's life), each named with its job and the fix; or the profile or price table is "
+            "unreadable")
+
+
 # The codes no error class returns: success, argparse's usage error, a reader that went away.
 OTHER_EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "ok"),

@@ -239,7 +239,28 @@ _PLAN = (
                 "platform) against one per target (with --format github: under 'estimate')"),
     Option(flags=("--results",), commands=("plan",), action="append", default=[], parse=input_file, metavar="FILE",
            group="the release workflow",
-           help="with --estimate: stage times measured by these results.json files (repeatable)"),
+           help="with --estimate: stage times measured by these results.json files (repeatable); with --rehearse: "
+                "wheel sizes and core times over the profile's"),
+    Option(flags=("--rehearse",), commands=("plan",), metavar="PROFILE", group="rehearsal at scale",
+           help="rehearse every release run at PROFILE's scale (a file, a shipped name such as torch-2.15.0, or "
+                "'declared': the matrix's own weights): per job its runner, count, minutes cold and warm, disk, bytes "
+                "and dollars; per run and per month; build layouts side by side; every limit crossed (exit 47). "
+                "docs/rehearsal.md"),
+    Option(flags=("--index-sizes",), commands=("plan",), metavar="URL", group="rehearsal at scale",
+           help="with --rehearse: wheel sizes as this published index serves them (PEP 691 JSON 'size'), over the "
+                "profile's"),
+    Option(flags=("--compare",), commands=("plan", "report"), parse=input_file, metavar="MATRIX",
+           group="rehearsal at scale",
+           help="with --rehearse (plan) or --cost (report): what this matrix adds against it, per nightly, per "
+                "release and per month, in minutes and dollars"),
+    Option(flags=("--downloads",), commands=("plan", "report"), parse=int, default=10_000, metavar="N",
+           group="rehearsal at scale", help="wheel downloads a month, for the egress figure (default 10,000)"),
+    Option(flags=("--pypi-held",), commands=("plan", "report"), parse=float, metavar="GB", group="rehearsal at scale",
+           help="what the project already holds on PyPI (default: the profile's pypi_held_gb)"),
+    Option(flags=("--promotion-window",), commands=("plan", "report"), parse=int, default=30, metavar="DAYS",
+           group="rehearsal at scale",
+           help="how long after its candidate a release may be promoted: the candidate's artifacts must be kept "
+                "as long (default 30)"),
 )
 
 _BUILD = (
@@ -336,6 +357,9 @@ _WHEEL_CHECKS = (
 _RELEASE = (
     Option(flags=("--output",), commands=("report",), parse=output_dir, default=Path("report"), metavar="DIR",
            help="folder for compatibility.{md,json,html} (default: report/)"),
+    Option(flags=("--cost",), commands=("report",), metavar="PROFILE",
+           help="also cost.md: the cost and duration of a nightly, a candidate and a release at PROFILE's scale "
+                "(plan --rehearse), and with --compare what the matrix adds against an earlier one"),
     Option(flags=("--results",), commands=("report",), parse=input_file, action="append", default=[], metavar="PATH",
            help="build results to show, repeatable (default: wheelhouse/results.json, if it exists); the HTML page "
                 "links each target's log next to its results file"),

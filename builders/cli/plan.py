@@ -9,16 +9,16 @@ from typing import Any
 
 from builders import engines
 from builders.base.console import Console, render_table
-from builders.base.errors import SelectionError
+from builders.base.errors import RehearsalError, SelectionError
 from builders.base.safe_output import write_whole
-from builders.cli import load
+from builders.cli import load, rehearse
 from builders.cli.arguments import Options
 from builders.engines.images import engine_env
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand, selected
 from builders.pipeline import platform_policy
 from builders.pipeline.host import detect
-from builders.release import ci, disk
+from builders.release import ci, disk, rehearsal_report
 from builders.release.checks import refuse_release, tag_kind
 from builders.release.estimate import compare, costs_from
 
@@ -36,6 +36,8 @@ def execute(opts: Options, console: Console) -> int:
     if opts.estimate:
         console.out(estimate_table(m, targets, opts.results))
         return 0
+    if opts.rehearse:
+        return rehearse_plan(opts, m, targets, console)
     host = detect(m.pythons, engine_env(opts.env))
     unbuildable = engines.named(opts.engine).unbuildable
     reasons = {t.id: unbuildable(t, host) for t in targets}
@@ -116,3 +118,20 @@ def estimate_table(m: Matrix, targets: Sequence[Target], results: Sequence[Path]
     rates = ", ".join(f"{k} {v:.0%}" for k, v in found["hit_rates"].items()) or "none measured (warm = cold)"
     return render_table(("release run of " + m.project.name, "one build job per target", "per (variant, platform)",
                          "same, warm compile cache"), rows) + f"\nstage times: {source}\ncompile-cache hit rates: {rates}"
+
+
+def rehearse_plan(opts: Options, m: Matrix, targets: Sequence[Target], console: Console) -> int:
+    """``--rehearse``: the table (or JSON), ``--compare``'s delta; exit 47 naming every limit crossed."""
+    done = rehearse.run(opts, m, targets, opts.rehearse)
+    if opts.format == "json":
+        found = rehearsal_report.record(done.rehearsal, done.layouts, done.findings)
+        emit(json.dumps(found, indent=2), opts.output, console)
+    else:
+        console.out(rehearsal_report.text(done.rehearsal, done.layouts, done.findings))
+    if opts.compare is not None:
+        console.out(f"what {m.path} adds against {opts.compare}:")
+        console.out(rehearsal_report.delta(rehearse.other(opts, opts.rehearse).rehearsal, done.rehearsal))
+    if done.findings:
+        raise RehearsalError(f"at {done.rehearsal.profile.name}'s scale the release crosses {len(done.findings)} "
+                             "limit(s), each named above with its job and the fix")
+    return 0

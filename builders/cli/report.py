@@ -8,12 +8,12 @@ from pathlib import Path
 from builders.base.console import Console
 from builders.base.errors import PathError
 from builders.base.safe_output import write_whole
-from builders.cli import load
+from builders.cli import load, rehearse
 from builders.cli.arguments import Options
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
 from builders.pipeline import results
-from builders.release import report
+from builders.release import rehearsal_report, report
 
 DEFAULT_RESULTS = Path("wheelhouse/results.json")
 
@@ -37,6 +37,8 @@ def execute(opts: Options, console: Console) -> int:
         "compatibility.json": json.dumps(report.to_json(m, found), indent=2) + "\n",
         "compatibility.html": report.to_html(m, found),
     }
+    if opts.cost:
+        written["cost.md"] = cost_page(opts, m)
     write_all(opts.output, written, console)
     console.job_summary(md)
     return 0
@@ -68,3 +70,12 @@ def write_all(folder: Path, files: dict[str, str], console: Console) -> None:
             console.line(f"wrote {folder / name}")
     except OSError as exc:
         raise PathError(f"--output {folder}: cannot write: {exc.strerror or exc}") from None
+
+
+def cost_page(opts: Options, m: Matrix) -> str:
+    """``--cost PROFILE``: the release's cost at that scale, and what the matrix added (``--compare``, else git)."""
+    done = rehearse.run(opts, m, expand(m)[0], opts.cost)
+    earlier = ((str(opts.compare), rehearse.other(opts, opts.cost)) if opts.compare is not None
+               else rehearse.before_last_change(opts, opts.cost))
+    named = (earlier[0], earlier[1].rehearsal) if earlier is not None else None
+    return rehearsal_report.cost_markdown(done.rehearsal, named)

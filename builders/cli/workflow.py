@@ -15,6 +15,7 @@ from builders.cli import load
 from builders.cli.arguments import Options
 from builders.release import linters
 from builders.release.workflow import Workflow, drift, local_calls
+from builders.release.workflow_scale import scale_problems
 
 MAX_BYTES = untrusted.MIB
 
@@ -38,7 +39,7 @@ def execute(opts: Options, console: Console) -> int:
     for name in local_calls(Workflow.read(opts.workflow)).values():
         if (opts.workflow.parent / name).is_file():
             check_shape(opts.workflow.parent / name)
-    problems = drift(m, opts.workflow)
+    problems = drift(m, opts.workflow) + scale_problems(m, opts.workflow)
     root = repository_root(opts.workflow)
     files = linters.workflow_files(root)
     policy = linters.load_policy(root / linters.CONFIG)

@@ -18,7 +18,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from builders.base.yamlmarks import Marks
-from builders.matrix import compile_cache, promotion_policy, release_channels
+from builders.matrix import compile_cache, promotion_policy, release_channels, runner_costs
 from builders.matrix.draft import (
     At,
     ChannelsDraft,
@@ -147,7 +147,7 @@ def read(data: Any, bad: Collection[KeyPath], marks: Marks, families: Mapping[st
         platforms=read_platforms(platforms), platform_names=platforms.names() if platforms else None,
         families=drafts, accelerators_complete=complete, wheel_variants=read_wheel_variants(root.node("wheel_variants")),
         exclusions=read_exclusions(root.items("exclude"), marks), channels=read_channels(root.node("channels")),
-        compile_cache=root.table(compile_cache.KEY),
+        compile_cache=root.table(compile_cache.KEY), runner_costs=root.table(runner_costs.KEY),
     )
 
 
@@ -311,6 +311,7 @@ def assemble(draft: Draft, marks: Marks, path: Path, source: Path | None) -> Mat
         wheel_variants=wheel_variants(draft.wheel_variants, marks) if draft.wheel_variants else None,
         compile_cache=compile_cache.parse(plain(draft.compile_cache), marks.at(draft.compile_cache.key))
         if draft.compile_cache else None,
+        runner_costs=runner_costs.parse(plain(draft.runner_costs)) if draft.runner_costs else (),
     )
 
 

@@ -254,6 +254,7 @@ class Draft:
     exclusions: tuple[At[Exclusion], ...]
     channels: ChannelsDraft | None
     compile_cache: Section | None = None  # the shared compiler cache (its shape is all the schema's)
+    runner_costs: Section | None = None  # what self-hosted runners cost (its shape is all the schema's)
 
     @property
     def variants(self) -> tuple[VariantDraft, ...]:

@@ -26,6 +26,7 @@ from builders.matrix.family import Accelerator
 from builders.matrix.findings import expand_env
 from builders.matrix.promotion_policy import PromotionPolicy
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
+from builders.matrix.runner_costs import RunnerCost
 
 Pairs = tuple[tuple[str, str], ...]
 NULL_VARIANT = "null"
@@ -380,6 +381,7 @@ class Matrix:
     wheel_variants: WheelVariants | None = None
     compile_cache: CompileCache | None = None  # None: each machine's local ccache only
     channel: ChannelName = ChannelName.RELEASE  # whose builds it describes (:meth:`on_channel`)
+    runner_costs: tuple[RunnerCost, ...] = ()  # self-hosted runners' prices (plan --rehearse)
 
     def platform(self, name: str) -> Platform:
         return next(p for p in self.platforms if p.name == name)

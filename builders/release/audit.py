@@ -110,6 +110,7 @@ class IndexFile:
     yanked: str | None = None  # None: not yanked; otherwise the reason ("" when none given)
     metadata: bool = False
     metadata_sha256: str | None = None
+    size: int | None = None  # bytes, where the page says (PEP 700's ``size``)
 
 
 def files_from_json(data: object, base: str) -> list[IndexFile]:
@@ -128,7 +129,12 @@ def _json_file(f: Mapping[str, object], base: str) -> IndexFile:
         sha256=_text(hashes.get("sha256")) if isinstance(hashes, dict) else None,
         requires_python=_text(f.get("requires-python")),
         yanked=(yanked if isinstance(yanked, str) else "") if yanked else None,
-        metadata=bool(meta), metadata_sha256=_text(meta.get("sha256")) if isinstance(meta, dict) else None)
+        metadata=bool(meta), metadata_sha256=_text(meta.get("sha256")) if isinstance(meta, dict) else None,
+        size=_size(f.get("size")))
+
+
+def _size(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _text(value: object) -> str | None:

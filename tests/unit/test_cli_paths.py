@@ -92,7 +92,7 @@ def test_every_path_argument_of_every_command_is_checked() -> None:
     assert all("matrix" in dests for name, dests in declared.items() if name not in {"release-check", "merge-index"})
     assert declared["release-check"] == {"wheelhouse", "plan"}
     assert declared["merge-index"] == {"new", "into"}
-    assert declared["report"] == {"matrix", "output", "results"}
+    assert declared["report"] == {"matrix", "output", "results", "compare"}
     assert declared["promote"] == {"matrix", "wheel", "output"}
     assert declared["index"] == {"matrix", "wheelhouse", "output"}
     assert declared["build"] == {"matrix", "output", "source", "cache"}
