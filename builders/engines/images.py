@@ -31,10 +31,7 @@ from builders.pipeline.caches import Entry
 
 
 def _containers_dir() -> Path:
-    """The Containerfiles and their scripts: package data, so an installed builders finds them.
-
-    A build context must be a real folder; setuptools installs package data as files.
-    """
+    """Package data, so an installed builders finds them; a build context must be a real folder."""
     folder = resources.files("builders").joinpath("resources", "containers")
     if not isinstance(folder, Path):
         raise EngineError(f"builders' Containerfiles are not on the file system ({folder}); install builders unzipped")
@@ -125,8 +122,7 @@ class Dialect:
         return ["--network", "host"] if self.docker else []
 
     def remove(self, name: str) -> list[str]:
-        """Force-remove a container now: podman's ``rm --force`` first waits ``--time`` (10 s) for a SIGTERM that
-        ``sleep`` as PID 1 ignores; docker's kills at once and has no ``--time``."""
+        """podman's ``rm --force`` waits 10 s for a SIGTERM that ``sleep`` as PID 1 ignores; docker has no ``--time``."""
         return [self.exe, "rm", "--force", *([] if self.docker else ["--time", "0"]), name]
 
     def build_env(self) -> dict[str, str]:
@@ -185,8 +181,7 @@ def _exists(engine: str, tag: str, env: Mapping[str, str], log: LogLike) -> bool
 
 
 def image_lock_folder(engine: str, tag: str) -> Path:
-    """Where the lock of one image's build lives: per user (an engine's image store is the user's,
-    rootless or root), per engine and tag, in the system's temporary folder (a lock outlives no boot)."""
+    """Per user (an engine's image store is the user's), engine and tag, in the temp folder: no lock outlives a boot."""
     key = hashlib.sha256(f"{os.path.basename(engine)}\0{tag}".encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"builders-images-{os.getuid()}" / key
 

@@ -87,8 +87,7 @@ def host_provision(target: Target, toolchain: ToolchainPin, cache: Path) -> Prov
 
 
 def private_copy(python: str, ctx: Context, dest: str) -> Command:
-    """The command that copies the run's source to ``dest`` on this host (never the output folder, which may
-    lie inside the source tree)."""
+    """The output folder is never copied: it may lie inside the source tree."""
     return copy_command(python, str(ctx.source), dest, skip=(str(ctx.output),))
 
 

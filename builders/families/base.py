@@ -73,8 +73,7 @@ class Family(Toolchain, Protocol):
         """The number the runtime probe must report for ``variant`` (after the probe's divisor), if any."""
 
     def smoke_summary(self, seen: Mapping[str, Any]) -> dict[str, Any]:
-        """The family's own fields of results.json's smoke record, from the probe's facts (all keys,
-        values None where ``seen`` says nothing)."""
+        """The family's fields of results.json's smoke record: every key, None where ``seen`` says nothing."""
 
     # device: every family says whether its smoke jobs need a device, and how to see one
     needs_device: bool

@@ -123,8 +123,7 @@ MERGED = tuple(f.name for f in fields(Level) if f.name not in ("key", "refused")
 
 
 def overlay(defaults: Level, own: Level) -> Level:
-    """The one merge of a variant: ``own`` (a version's keys) over ``defaults`` (its family's); a mapping
-    present in both merges one level down, anything else present in ``own`` replaces."""
+    """The one merge of a variant: a mapping in both merges one level down, anything else in ``own`` replaces."""
     merged = {name: _one_down(getattr(defaults, name), getattr(own, name)) for name in MERGED}
     return Level(key=own.key, refused=defaults.refused | own.refused, **merged)
 

@@ -25,8 +25,7 @@ KeyPath = tuple[str | int, ...]
 
 
 def schema(families: Iterable[str]) -> dict[str, Any]:
-    """The JSON Schema shipped in the package (also what editors use), with ``families`` (the names
-    of those the loader was given) as the names ``accelerators`` admits."""
+    """The shipped schema (editors use it too), admitting the families the loader was given."""
     return _schema(tuple(sorted(families)))
 
 

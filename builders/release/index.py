@@ -93,8 +93,7 @@ def default_layout(label: str) -> str:
 
 
 def find_wheels(wheelhouse: Path) -> list[Path]:
-    """Every ``*.whl`` under ``wheelhouse``, sorted; hidden files and folders are not looked into (a build's
-    ``.store/`` holds earlier builds' wheels under the same names, an index's ``.index-staging-*`` its copies)."""
+    """Hidden folders are skipped: ``.store/`` and ``.index-staging-*`` hold copies under the same names."""
     return sorted(p for p in wheelhouse.rglob("*.whl")
                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(wheelhouse).parts))
 

@@ -142,20 +142,15 @@ class Bucket:
         return None if found is None else StoredObject(key=key, size=int(found["ContentLength"]))
 
     def stored_sha256(self, key: str) -> str | None:
-        """The store's own sha256 of the whole object (hex), from HeadObject with ChecksumMode; None where it keeps
-        none or only a checksum of the parts' checksums (a multipart upload's: :func:`full_object_sha256`).
-
-        AWS S3 checks an upload's checksum against the bytes it received and refuses a mismatch; the loopback
-        servers (``rclone serve s3``, moto) keep the uploader's claim unchecked, and rclone forgets it when it
-        restarts or the file changes under it (measured: tests/integration/test_objectstore.py)."""
+        """None for a multipart upload's checksum of checksums. AWS checks the claim; rclone and moto keep it
+        unchecked and rclone forgets it on restart (measured: tests/integration/test_objectstore.py)."""
         found = self._head(key, ChecksumMode="ENABLED")
         if found is None:
             raise ObjectStoreError(f"{self.url}{key}: no such object (its checksum was asked)")
         return full_object_sha256(found)
 
     def verified_sha256(self, key: str) -> str:
-        """The sha256 of the object's bytes: the store's whole-object checksum where it has one (no read), else the
-        bytes read back and hashed (never an ETag: a multipart upload's is no digest)."""
+        """Never an ETag: a multipart upload's is no digest."""
         return self.stored_sha256(key) or self.sha256(key)
 
     def sha256(self, key: str) -> str:

@@ -172,9 +172,7 @@ def variant_index_url(matrix: Matrix) -> str | None:
 
 
 def variant_index_published(matrix: Matrix) -> bool:
-    """Whether anything publishes the variant index at the channels' site. A release run's own site has it
-    (``variants`` beside ``index``, then the deploy); with pre-release channels the release is promote-release's
-    copy of the test channel's per-variant indexes, which ``publish`` fills, and neither writes ``variants/``."""
+    """Only a release-only lifecycle writes ``variants/``: promote-release copies the test channel's indexes."""
     return matrix.wheel_variants is not None and all(c.name is ChannelName.RELEASE for c in matrix.channels.lifecycle)
 
 
@@ -548,8 +546,7 @@ def template() -> jinja2.Template:
 
 
 def rebase_logs(results: Mapping[str, Result], results_dir: str, output_dir: str) -> dict[str, Result]:
-    """``results`` with each ``log`` made relative to ``output_dir`` (where the page is written)
-    instead of ``results_dir`` (where the results file is), so the page's links open the logs."""
+    """Relative to the page, not the results file, so the page's links open the logs."""
     return {tid: _rebased(result, results_dir, output_dir) for tid, result in results.items()}
 
 

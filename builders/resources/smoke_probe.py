@@ -302,11 +302,7 @@ def tail(text: str, limit: int = STDERR_TAIL) -> str:
 
 
 def parse_document(stdout: str) -> dict[str, Any] | None:
-    """The one JSON object a script printed: the whole stdout, or else its last line-start object.
-
-    The whole stdout is read, never a tail; a banner printed before the document (a library at
-    import) is tolerated, anything after it is not.
-    """
+    """A banner before the document (a library at import) is tolerated, anything after it is not."""
     try:
         doc = json.loads(stdout)
     except ValueError:

@@ -96,8 +96,7 @@ class SmokeOutcome:
 
 
 def expected_runtime_version(variant: Variant) -> int | None:
-    """The number the variant's runtime must report (``13020`` for CUDA 13.2; ``702`` for ROCm 7.2,
-    after the probe's divisor), if it has a probe."""
+    """``13020`` for CUDA 13.2; ``702`` for ROCm 7.2, after the probe's divisor."""
     return family_for(variant.accelerator).expected_runtime_version(variant)
 
 
@@ -180,9 +179,7 @@ class Installer:
         return tuple(dict.fromkeys(url for url in found if url))
 
     def for_target(self, target: Target, env: Mapping[str, str]) -> Installer:
-        """This installer with ``target``'s runtime indexes (TheRock's for rocm) added to whatever index it
-        is configured with: its requirements are on no other index. Expanded from ``env`` where the smoke
-        runs, like pip's settings, so no plan shows a registry address."""
+        """Expanded from ``env`` where the smoke runs, like pip's settings, so no plan shows a registry address."""
         return replace(self, indexes=target.variant.runtime_indexes(env))
 
 
@@ -433,11 +430,7 @@ def with_uv_indexes(env: Pairs, indexes: Sequence[str]) -> Pairs:
 
 def smoke_with(runner: Runner, *, python: str, wheel: str, staged: str, scratch: str, target: Target,
                installer: Installer = VENV_PIP) -> SmokeOutcome:
-    """The smoke steps through any runner; paths are in that runner's filesystem.
-
-    ``staged`` is a folder written by :func:`stage`. Where uv fails to make the venv or install the
-    wheel, venv + pip runs in a fresh folder under ``scratch`` and the outcome says why.
-    """
+    """Paths are the runner's; where uv fails, venv + pip runs in a fresh folder and the outcome says why."""
     steps = planned_steps(python=python, wheel=wheel, staged=staged, scratch=scratch, target=target,
                           installer=installer)
     fallback = fallback_steps(python=python, wheel=wheel, staged=staged, scratch=scratch, target=target,

@@ -196,12 +196,7 @@ def _zip_time(epoch: int) -> tuple[int, int, int, int, int, int]:
 
 
 def label(wheel: Wheel, version: Version, requirements: tuple[Requirement, ...], dest_dir: Path, epoch: int) -> Path:
-    """Give ``wheel`` the variant's labelled version and the whole Requires-Dist ``requirements`` (the
-    pipeline passes the build's own list with the variant's runtime requirements added).
-
-    A build that already did (PyTorch's ``PYTORCH_BUILD_VERSION`` style) is copied unchanged;
-    otherwise the version and Requires-Dist are rewritten and RECORD regenerated.
-    """
+    """A build that already did (PyTorch's ``PYTORCH_BUILD_VERSION`` style) is copied unchanged."""
     dest_dir.mkdir(parents=True, exist_ok=True)
     same_reqs = sorted(map(str, wheel.requires_dist)) == sorted(map(str, requirements))
     if wheel.version == version and same_reqs:
