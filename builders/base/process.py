@@ -124,7 +124,6 @@ def cancel_all() -> None:
 
 
 def reset_cancel() -> None:
-    """A new run starts uncancelled."""
     _CANCEL.clear()
 
 

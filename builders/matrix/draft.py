@@ -52,7 +52,6 @@ class Items:
     entries: tuple[Any, ...] = ()
 
     def strings(self) -> list[At[str]]:
-        """The entries that are strings."""
         return [e for e in self.entries if isinstance(e, At) and isinstance(e.value, str)]
 
     def values(self) -> tuple[Any, ...]:
@@ -96,7 +95,6 @@ def plain(value: Any) -> Any:
 
 
 def value_of(value: Any) -> Any:
-    """The scalar of an :class:`At` (or None)."""
     return value.value if isinstance(value, At) else None
 
 

@@ -148,7 +148,6 @@ def probe_argv(python: str, staged: str, *, strict: bool = False) -> list[str]:
 
 
 def venv_python(venv: str, os: OS) -> str:
-    """The interpreter of a venv made on ``os``."""
     return f"{venv}/Scripts/python.exe" if os is OS.WINDOWS else f"{venv}/bin/python"
 
 
