@@ -81,11 +81,8 @@ def declared_args(containerfile: Path) -> set[str]:
 
 def image_spec(target: Target, pythons: tuple[str, ...], env: Mapping[str, str], base_image: str | None = None,
                *, unset: set[str] | None = None) -> ImageSpec:
-    """The image ``target`` builds in; ``base_image`` (``--base-image`` as the options table settled it) overrides
-    the platform's: the table's per-target matrix key, applied here and only here.
-
-    ``unset`` collects the variables a dry run could not fill (see :func:`expand`).
-    """
+    """``base_image`` (as the options table settled it) overrides the platform's here and only here; ``unset``
+    collects what a dry run could not fill."""
     family = family_for(target.variant.accelerator)
     base = base_image or target.platform.base_image
     if not base:
@@ -157,11 +154,8 @@ def build_argv(engine: str, spec: ImageSpec, ca_bundle: Path | None) -> list[str
 
 def ensure(engine: str, spec: ImageSpec, env: Mapping[str, str], log: LogLike, ca_bundle: Path | None,
            *, timeout: float = 3600) -> str:
-    """Build the image unless an image with its content-addressed tag exists; return the tag.
-
-    Two runs on one host (two terminals, two CI jobs on one runner, a test suite's workers) that
-    need one image build it once: the builder holds a lock named for the engine and tag, and a
-    waiter finds the image made when the lock is its turn."""
+    """The tag is content-addressed; two runs on one host that need one image build it once (a lock per
+    engine and tag: the waiter finds it made)."""
     if _exists(engine, spec.tag, env, log):
         return spec.tag
     sink = as_log(log)

@@ -166,14 +166,11 @@ class Bucket:
 
     def upload(self, key: str, source: Path | bytes, *, cache_control: str | None = None,
                if_absent: bool = False) -> None:
-        """``source`` (a file, streamed with multipart above boto3's threshold, or bytes) as object ``key``, with
-        ``cache_control`` for the caches in front of the bucket and a SHA-256 checksum the store keeps (rclone and
-        moto accept the checksum arguments, so there is no fallback without them).
+        """With a SHA-256 the store keeps (rclone and moto accept it too, so there is no fallback without one).
 
-        ``if_absent``: written only where no object ``key`` exists (``If-None-Match: *``), else
-        :class:`ObjectExists`. boto3's ``upload_file`` does not take ``IfNoneMatch``, so such a file goes in one
-        PutObject (S3's limit: 5 GB). Stores that ignore the condition overwrite (``rclone serve s3`` does): a
-        caller that must never overwrite looks first (:meth:`head`)."""
+        ``if_absent`` (``If-None-Match: *``, else :class:`ObjectExists`) goes in one PutObject, as ``upload_file``
+        takes no ``IfNoneMatch`` (S3's limit: 5 GB); ``rclone serve s3`` ignores it, so a caller that must never
+        overwrite looks first (:meth:`head`)."""
         extra: dict[str, Any] = {"ContentType": content_type(key), "ChecksumAlgorithm": CHECKSUM,
                                  **({"CacheControl": cache_control} if cache_control else {})}
         if if_absent:

@@ -178,12 +178,8 @@ def promotable(matrix: Matrix, wheel: Wheel) -> Target:
 
 def promote(matrix: Matrix, wheel: Wheel, dest_dir: Path, *, epoch: int | None = None,
             checked: Target | None = None) -> Promoted:
-    """Write the PyPI wheel for ``wheel`` into ``dest_dir`` and verify it; raise on any finding.
-
-    ``epoch`` (the zip timestamp) defaults to the input wheel's own, so promoting the same
-    wheel twice gives the same bytes. ``checked`` is the target :func:`promotable` already
-    verified ``wheel`` as (a folder is checked whole before anything is written).
-    """
+    """Raise on any finding. ``epoch`` defaults to the input's own, so promoting one wheel twice gives the same
+    bytes; ``checked``: :func:`promotable` already verified it (a folder is checked whole first)."""
     target = checked or promotable(matrix, wheel)
     dest_dir.mkdir(parents=True, exist_ok=True)
     if epoch is None:

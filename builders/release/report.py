@@ -428,11 +428,7 @@ class Answer:
 
 
 def to_html(matrix: Matrix, results: Mapping[str, Result]) -> str:
-    """The self-contained compatibility page.
-
-    Every value that comes from the matrix or a results file is escaped by the template
-    engine (autoescape, quotes included); only the template's own markup is written raw.
-    """
+    """Every value from the matrix or a results file is autoescaped (quotes too); only the template is raw."""
     by_key = {(c.platform, c.python, c.variant): c for c in cells(matrix, results)}
     notes = Notes()
     for d in matrix.dropped:  # every dropped item is a note, numbered first

@@ -398,11 +398,8 @@ def install_steps(installer: Installer, *, python: str, venv: str, py: str, whee
 
 
 def at_run(step: Step, installer: Installer) -> Step:
-    """The one place a planned smoke step gets what is known only where and when the smoke runs (a plan shows each
-    step without it; its JSON names uv's variables, ``smoke_env_at_run``): on uv's steps uv's settings
-    (``installer.env``: pip's configuration there, translated, and uv's cache); on the install step the
-    variant's runtime indexes (``installer.indexes``: pip's ``--extra-index-url`` before the wheel, uv's
-    ``UV_INDEX`` appended to)."""
+    """The one place a planned step gets what is known only where the smoke runs (pip's configuration translated
+    for uv, the runtime indexes); a plan shows each step without it."""
     if step.at_run == "uv":
         return replace(step, env=pairs({**dict(installer.env), **dict(step.env)}), at_run="")
     if step.at_run == "uv-install":

@@ -42,12 +42,8 @@ def rewrite(
     requirements: Iterable[Requirement] | None = None,
     epoch: int = ZIP_EPOCH,
 ) -> Path:
-    """Write a copy of ``wheel`` into ``dest_dir`` with a new version and/or Requires-Dist.
-
-    The dist-info folder is renamed with the version, METADATA and RECORD are rewritten,
-    every other member keeps its bytes, streamed from the input (memory stays flat). A wheel
-    whose archive has any problem is refused before anything is written. Returns the new path.
-    """
+    """Other members keep their bytes, streamed (memory stays flat); a wheel whose archive has any problem is
+    refused before anything is written."""
     version = version or wheel.version
     name = wheel.name
     dest = dest_dir / (wheel_filename(name, version, _single_tag(wheel)) if len(wheel.tags) == 1 else _rename(wheel, version))
@@ -83,12 +79,8 @@ def _rename(wheel: Wheel, version: Version) -> str:
 
 
 def _new_metadata(raw: bytes, version: Version, requirements: Iterable[Requirement] | None) -> bytes:
-    """METADATA with its Version (and, given ``requirements``, its Requires-Dist) replaced;
-    every other header line and the body keep their bytes, whatever their encoding.
-
-    Fields are found as pip and packaging read them (:func:`header_fields`); a new line ends
-    as the METADATA's first line does (CRLF or LF).
-    """
+    """Every other line keeps its bytes, whatever their encoding; fields are found as pip reads them, and a new
+    line ends as the first line does (CRLF or LF)."""
     fields, rest = header_fields(raw)
     eol = _eol(fields[0][-1] if fields else b"")
     out: list[bytes] = []
@@ -149,12 +141,7 @@ def partial_writer(path: Path) -> int | None:
 
 
 def write_members(dest: Path, sources: Mapping[str, Source], dist_info: str, modes: Mapping[str, int], epoch: int) -> None:
-    """:func:`write_wheel` from streamed sources: each member hashed for RECORD as it is written.
-
-    Sorted order, dist-info last, one timestamp, written to a hidden temporary file of this
-    process (:func:`partial_path`) that replaces ``dest`` only when complete (and is removed on
-    any failure).
-    """
+    """Members hashed as they are written; ``dest`` is replaced only when complete (:func:`partial_path`)."""
     record_name = f"{dist_info}/RECORD"
     order = sorted(sources, key=lambda n: (n.startswith(dist_info + "/"), n))
     stamp = _zip_time(epoch)
