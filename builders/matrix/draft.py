@@ -79,7 +79,6 @@ class Section:
         return value if isinstance(value, At) and isinstance(value.value, str) else None
 
     def plain(self) -> dict[str, Any]:
-        """The entries as plain values, for the model."""
         return {name: plain(value) for name, value in self.entries}
 
 

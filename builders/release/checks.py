@@ -92,7 +92,6 @@ def local_only_note(name: str, expected: set[str]) -> str:
 
 
 def _levelless(tags: frozenset[Tag]) -> set[tuple[str, str, str]]:
-    """The tags of a manylinux wheel with their glibc level taken out."""
     return {(t.interpreter, t.abi, level[2]) for t in tags if (level := manylinux(t.platform))}
 
 

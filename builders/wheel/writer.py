@@ -125,7 +125,6 @@ def _ends_line(line: bytes) -> bool:
 
 
 def _eol(line: bytes) -> bytes:
-    """The line end of ``line`` (LF when it has none)."""
     return next((e for e in _LINE_ENDS if line.endswith(e)), b"\n")
 
 
