@@ -101,11 +101,7 @@ def image_toolkit_root(toolkit: Toolkit) -> str:
 
 
 def expand(variant: Variant, name: str, env: Mapping[str, str], unset: set[str] | None = None) -> str:
-    """``variant.toolkit.<name>`` with its ``${VAR}`` references filled from ``env``.
-
-    With ``unset`` (a dry run), a variable that is not set stays as ``${VAR}`` in the result
-    and is added to ``unset`` instead of failing: the commands are shown, the gaps named.
-    """
+    """With ``unset`` (a dry run), an unset ``${VAR}`` stays and is collected: the commands shown, the gaps named."""
     value = getattr(variant.toolkit, name) or ""
     if unset is None:
         return variant.toolkit_url(name, env)

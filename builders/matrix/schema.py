@@ -38,11 +38,7 @@ def _schema(families: tuple[str, ...]) -> dict[str, Any]:
 
 def check_schema(data: Any, marks: Marks, invalid: Iterable[KeyPath] = (), *,
                  families: Iterable[str]) -> tuple[list[Problem], set[KeyPath]]:
-    """Schema problems, and the paths whose values the semantic rules must not trust.
-
-    ``invalid`` are values the YAML reader already refused (``!!int abc``): not reported again;
-    ``families`` are the names ``accelerators`` admits.
-    """
+    """Also the paths the semantic rules must not trust; ``invalid`` (``!!int abc``) is not reported again."""
     report = _SchemaReport(marks)
     refused = set(invalid)
     report.bad.update(refused)

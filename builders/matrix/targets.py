@@ -108,10 +108,7 @@ class Target:
 
     @property
     def env(self) -> tuple[tuple[str, str], ...]:
-        """The variant's settings, keyed by the env var names the project declares.
-
-        ``toolkit_root`` is left out: it is a host path the toolchain fills in at build time.
-        """
+        """``toolkit_root`` is left out: a host path the toolchain fills in at build time."""
         values = {
             "accelerator": self.variant.accelerator.value,
             "accelerator_version": self.variant.version or "",

@@ -126,11 +126,7 @@ def facts(target: Target, *, dist_version: str | None = None) -> dict[str, Any]:
 
 
 def stage(folder: Path, targets: Sequence[Target], *, dist_version: str | None = None) -> Path:
-    """Write the probe, the project's script and the facts into ``folder``.
-
-    Several targets (one cibuildwheel run over many interpreters) share one folder: the facts
-    are then keyed by ABI and the probe picks its own.
-    """
+    """Several targets (one cibuildwheel run over many interpreters) share one folder: facts keyed by ABI."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / PROBE).write_bytes(probe_resource().read_bytes())
     script = targets[0].project.smoke_script
@@ -219,11 +215,7 @@ def chosen_installer(wanted: str = "auto", inbox: str = "") -> Installer:
 
 def smoke(wheel: Path, target: Target, interpreter: Path, env: Mapping[str, str], log: LogLike,
           dist_version: str | None = None, installer: str = "auto") -> SmokeOutcome:
-    """Smoke-test ``wheel`` on this host with ``interpreter`` (a fresh venv in a temp dir).
-
-    ``installer`` is ``auto``, ``uv`` or ``pip`` (:func:`chosen_installer`); uv's cache is ``uv`` beside
-    builders' toolchain cache, so runtime requirements are downloaded once across smoke tests.
-    """
+    """In a fresh venv; uv's cache sits beside the toolchain cache, so runtime requirements download once."""
     clean = {k: v for k, v in env.items() if k not in HIDDEN_ENV}
     runner, python = HostRunner(clean, log), str(interpreter)
     cache = {"UV_CACHE_DIR": str(uv_cache_folder((), clean))}
@@ -443,11 +435,7 @@ def fallback_steps(*, python: str, wheel: str, staged: str, scratch: str, target
 
 
 def run_planned(runner: Runner, steps: Sequence[Step], fallback: Sequence[Step], installer: Installer) -> SmokeOutcome:
-    """Planned ``steps`` (:func:`planned_steps`) through ``runner``, each filled in by :func:`at_run`.
-
-    Where uv was planned but ``installer`` is venv + pip (uv does not run there), or uv fails to make the venv
-    or install the wheel, the planned ``fallback`` runs instead and the outcome says why.
-    """
+    """Where uv cannot run or fails, the planned ``fallback`` runs instead and the outcome says why."""
     if installer.kind != UV and fallback:
         steps, fallback = fallback, ()
     *setup, probe = (at_run(step, installer) for step in steps)
