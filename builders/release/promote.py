@@ -219,9 +219,8 @@ def pypi_target(matrix: Matrix, wheel: Wheel) -> Target | None:
 
 
 def pypi_file_problems(matrix: Matrix, wheel: Wheel) -> list[str]:
-    """What the promotion preflight refuses a PyPI file for, as to its requirements: a file no PyPI target of the
-    matrix carries, or each Requires-Dist that installs another variant's runtime on its own platform
-    (:func:`~builders.wheel.verify.pypi_requirement_problems`). Raises WheelError for a file it cannot read."""
+    """A file no PyPI target carries, or each Requires-Dist that installs another variant's runtime on its own
+    platform. Raises WheelError for a file it cannot read."""
     target = pypi_target(matrix, wheel)
     if target is None:
         return [f"{wheel.path.name}: no PyPI default target of the matrix has tags "

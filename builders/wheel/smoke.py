@@ -240,9 +240,8 @@ def host_key(python: str, env: Mapping[str, str]) -> Hashable:
 # ---- uv where the smoke runs: the binary, pip's settings translated, the cache ------------------
 
 def ready(planned: Installer, runner: Runner, *, python: str, key: Hashable, cache: Mapping[str, str]) -> Installer:
-    """``planned`` made ready where the smoke runs: the uv binary copied in where the runner cannot see this
-    host's, run once, and given pip's settings there plus ``cache``; venv + pip, with a note, where uv
-    does not run. ``key`` names the place for :func:`pip_config` (read once per place)."""
+    """uv copied in where the runner cannot see this host's and given pip's settings there; venv + pip, with a
+    note, where uv does not run. ``key``: pip's configuration is read once per place."""
     if planned.kind != UV:
         return planned
     try:
@@ -323,9 +322,8 @@ def uv_cache_folder(places: Sequence[tuple[str, str]], env: Mapping[str, str]) -
 
 
 def uv_cache(spec: RunnerSpec, folder: Path) -> dict[str, str]:
-    """uv's cache for a smoke in ``spec``: ``folder`` where the runner sees it: on this host, ``folder`` itself; in
-    a container, where the engine mounts it (:data:`UV_CACHE_MOUNT`; made here first; copied from, another
-    filesystem), else the container's own (gone with it)."""
+    """``folder`` as the runner sees it: itself on this host, the mount in a container (:data:`UV_CACHE_MOUNT`,
+    made here first), else the container's own (gone with it)."""
     seen = spec.sees(folder)
     if seen is None:
         return {}
