@@ -1,9 +1,9 @@
-"""The floor plan of builders, measured: modules per folder, floors, cycles, upward imports.
+"""The floor plan of builders, measured: modules per folder, floors, cycles, upward imports, long docstrings.
 
 The import graph is read with ``ast`` (:mod:`tests.importgraph`: module-level and function-level
 imports alike), so a checkout of any revision can be measured without importing it:
 
-    python benchmarks/house.py [PACKAGE_DIR]      # default: this checkout's builders/
+    python benchmarks/house.py [PACKAGE_DIR] [--verbose]     # default: this checkout's builders/
 
 - *modules per folder*: ``.py`` files per package folder (``(top)`` is the package root);
 - *module floors*: the longest import chain, counted in modules, after merging each cycle
@@ -11,12 +11,16 @@ imports alike), so a checkout of any revision can be measured without importing 
 - *package floors*: the same over packages (two packages in a cycle share a floor; packages
   that do not import each other may share one too: the order the layering test enforces is
   ``tests/unit/test_layering.py``'s ``FLOORS``);
-- *cycles*: strongly connected components of more than one module or package.
+- *cycles*: strongly connected components of more than one module or package;
+- *docstrings*: functions with a docstring, and those whose docstring has as many lines as their
+  body or more (the body counted from the first statement after the docstring to the end of the
+  last, so a body of only a docstring counts as 0 lines); ``--verbose`` lists the worst.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import sys
 from collections import Counter
 from pathlib import Path
@@ -111,10 +115,33 @@ def measure(package: Path) -> dict[str, object]:
     }
 
 
+def docstring_lines(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, int]:
+    """(docstring lines, body lines after it) of a function that has a docstring."""
+    doc, *rest = function.body
+    body = (rest[-1].end_lineno or rest[-1].lineno) - rest[0].lineno + 1 if rest else 0
+    return (doc.end_lineno or doc.lineno) - doc.lineno + 1, body
+
+
+def docstrings(package: Path) -> tuple[int, list[tuple[int, int, str]]]:
+    """How many functions have a docstring, and (docstring, body, where) for each one as long as its body."""
+    documented, long = 0, []
+    for path in importgraph.modules(package).values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and ast.get_docstring(node) is not None:
+                documented += 1
+                doc, body = docstring_lines(node)
+                if doc >= body:
+                    where = f"{path.relative_to(package.parent)}:{node.lineno} {node.name}"
+                    long.append((doc, body, where))
+    return documented, sorted(long, key=lambda t: (t[1] - t[0], t[2]))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("package", nargs="?", type=Path, default=importgraph.PACKAGE,
                         help="a builders/ folder of any checkout (default: this one)")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="list every function whose docstring is as long as its body, worst first")
     args = parser.parse_args(argv)
     m = measure(args.package.resolve())
     print(f"modules: {m['modules']}")
@@ -123,6 +150,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"module cycles: {len(m['module_cycles'])} " + "; ".join(" ".join(c) for c in m["module_cycles"]))  # type: ignore[attr-defined]
     print("package floors: " + ", ".join(f"{k} {v}" for k, v in m["package_floors"].items()))  # type: ignore[attr-defined]
     print(f"package cycles: {len(m['package_cycles'])} " + "; ".join(" ".join(c) for c in m["package_cycles"]))  # type: ignore[attr-defined]
+    documented, long = docstrings(args.package.resolve())
+    print(f"documented functions: {documented}, docstring as long as the body or longer: {len(long)}")
+    if args.verbose:
+        for doc, body, where in long:
+            print(f"  {doc:3} doc / {body:3} body  {where}")
     return 0
 
 

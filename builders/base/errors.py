@@ -359,7 +359,6 @@ def error_classes(base: type[BuildersError] = BuildersError) -> Iterator[type[Bu
 
 
 def exit_codes() -> tuple[tuple[int, str], ...]:
-    """(code, what it means) for every code the tool can return, by code; a class that declares no ``exit_code``
-    of its own returns its parent's and is that row."""
+    """Every (code, meaning) the tool can return; a class without its own ``exit_code`` shares its parent's row."""
     own = (c for c in error_classes() if "exit_code" in vars(c))
     return tuple(sorted([*OTHER_EXIT_CODES, *((c.exit_code, c.what) for c in own)]))

@@ -124,7 +124,6 @@ def cancel_all() -> None:
 
 
 def reset_cancel() -> None:
-    """A new run starts uncancelled."""
     _CANCEL.clear()
 
 
@@ -228,13 +227,9 @@ def run(
     shown_env: Mapping[str, str] | None = None,
     cancellable: bool = True,
 ) -> Completed:
-    """Run ``argv`` to completion, streaming its output to ``log`` as it comes.
+    """Output streams to ``log`` as it comes; ``separate_stderr`` is for output that is data (JSON).
 
-    The result's stdout is stdout and stderr together, or with ``separate_stderr`` stdout
-    alone (for commands whose output is data, like JSON; stderr still goes to the log).
-    ``shown_env`` is written under the command in the log (the variables a plan sets).
-    A command with ``cancellable=False`` (cleanup, such as removing a container) runs even
-    after :func:`cancel_all`.
+    ``cancellable=False`` is for cleanup (removing a container): it runs even after :func:`cancel_all`.
     """
     if cancellable:
         check_cancelled()

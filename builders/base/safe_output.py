@@ -30,8 +30,7 @@ MAX_LINKS = 40  # as the kernel's own limit on symlinks followed in one lookup
 
 
 def partial_path(dest: Path) -> Path:
-    """Where ``dest`` is written before it is renamed into place: hidden, beside it, and this process's own, so
-    that two runs writing one file at once never write into each other's half-written copy."""
+    """Per process, so two runs writing one file at once never write into each other's half-written copy."""
     return dest.with_name(f".{dest.name}.{os.getpid()}.partial")
 
 

@@ -90,12 +90,8 @@ def read_text(path: Path | str, *, what: str, limit: int) -> str:
 
 def load_json(source: Path | str, *, limit: int = JSON_LIMIT, max_depth: int = JSON_DEPTH,
               what: str = "JSON document", file: str | None = None) -> Any:
-    """Parse a JSON document: a :class:`~pathlib.Path` is read (capped), a ``str`` is the text.
-
-    ``file`` names a text in messages (default ``<what>``). Refused: more than ``limit`` bytes,
-    nesting deeper than ``max_depth``, a duplicate key, ``NaN``/``Infinity``, a number a float
-    cannot hold, and any syntax error, each with its ``file:line:column``.
-    """
+    """A path is read (capped), a ``str`` is the text. Refused with ``file:line:column``: over ``limit``, deeper
+    than ``max_depth``, a duplicate key, ``NaN``/``Infinity``, a number a float cannot hold."""
     if isinstance(source, Path):
         text, file = read_text(source, what=what, limit=limit), str(source)
     else:

@@ -69,11 +69,8 @@ def module(name: str) -> ModuleType:
 
 
 def commands(only: str | None = None) -> tuple[Subcommand, ...]:
-    """Every command as ``--help`` lists it; their options come from :mod:`builders.cli.options`.
-
-    With ``only``, that command's module alone is imported and the others keep their names with no
-    help: their ``HELP`` and ``DESCRIPTION`` show in ``--help`` only, and importing all seventeen
-    modules was most of every start (about 1 s of 1.3). Parsing does not read help text."""
+    """With ``only``, the others keep their names but no help: importing every command module was most of
+    every start (about 1 s of 1.3), and parsing reads no help text."""
     return tuple(described(name) if only in (None, name) else Subcommand(name=name, help="", description="")
                  for name in COMMANDS)
 

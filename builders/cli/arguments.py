@@ -63,8 +63,7 @@ class Options:
         return self.origins[name]
 
     def with_matrix(self, matrix: object) -> Options:
-        """The same options with the matrix standing in where neither the command line nor the environment
-        gave a value (``--source``: ``project.source``)."""
+        """The matrix fills what neither the command line nor the environment gave (``--source``: ``project.source``)."""
         return resolve(self.command, self.given, self.env, matrix)
 
 

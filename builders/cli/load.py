@@ -13,8 +13,7 @@ from builders.matrix.targets import Selection
 
 
 def matrix(opts: Options, *, builds: bool = False, source: Path | None = None, channel: bool = False) -> Matrix:
-    """``--matrix``, read and checked; ``builds`` checks the source tree and smoke script too (a command that
-    builds or smoke-tests uses them). With ``channel``, the matrix as ``--channel`` builds it."""
+    """``builds``: a command that builds or smoke-tests, so the source tree and smoke script are checked too."""
     m = loader.load(opts.matrix, builds=builds, source=source)
     return on_channel(m, opts.channel, opts.commit_date) if channel else m
 

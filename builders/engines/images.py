@@ -31,10 +31,7 @@ from builders.pipeline.caches import Entry
 
 
 def _containers_dir() -> Path:
-    """The Containerfiles and their scripts: package data, so an installed builders finds them.
-
-    A build context must be a real folder; setuptools installs package data as files.
-    """
+    """Package data, so an installed builders finds them; a build context must be a real folder."""
     folder = resources.files("builders").joinpath("resources", "containers")
     if not isinstance(folder, Path):
         raise EngineError(f"builders' Containerfiles are not on the file system ({folder}); install builders unzipped")
@@ -84,11 +81,8 @@ def declared_args(containerfile: Path) -> set[str]:
 
 def image_spec(target: Target, pythons: tuple[str, ...], env: Mapping[str, str], base_image: str | None = None,
                *, unset: set[str] | None = None) -> ImageSpec:
-    """The image ``target`` builds in; ``base_image`` (``--base-image`` as the options table settled it) overrides
-    the platform's: the table's per-target matrix key, applied here and only here.
-
-    ``unset`` collects the variables a dry run could not fill (see :func:`expand`).
-    """
+    """``base_image`` (as the options table settled it) overrides the platform's here and only here; ``unset``
+    collects what a dry run could not fill."""
     family = family_for(target.variant.accelerator)
     base = base_image or target.platform.base_image
     if not base:
@@ -125,8 +119,7 @@ class Dialect:
         return ["--network", "host"] if self.docker else []
 
     def remove(self, name: str) -> list[str]:
-        """Force-remove a container now: podman's ``rm --force`` first waits ``--time`` (10 s) for a SIGTERM that
-        ``sleep`` as PID 1 ignores; docker's kills at once and has no ``--time``."""
+        """podman's ``rm --force`` waits 10 s for a SIGTERM that ``sleep`` as PID 1 ignores; docker has no ``--time``."""
         return [self.exe, "rm", "--force", *([] if self.docker else ["--time", "0"]), name]
 
     def build_env(self) -> dict[str, str]:
@@ -161,11 +154,8 @@ def build_argv(engine: str, spec: ImageSpec, ca_bundle: Path | None) -> list[str
 
 def ensure(engine: str, spec: ImageSpec, env: Mapping[str, str], log: LogLike, ca_bundle: Path | None,
            *, timeout: float = 3600) -> str:
-    """Build the image unless an image with its content-addressed tag exists; return the tag.
-
-    Two runs on one host (two terminals, two CI jobs on one runner, a test suite's workers) that
-    need one image build it once: the builder holds a lock named for the engine and tag, and a
-    waiter finds the image made when the lock is its turn."""
+    """The tag is content-addressed; two runs on one host that need one image build it once (a lock per
+    engine and tag: the waiter finds it made)."""
     if _exists(engine, spec.tag, env, log):
         return spec.tag
     sink = as_log(log)
@@ -185,8 +175,7 @@ def _exists(engine: str, tag: str, env: Mapping[str, str], log: LogLike) -> bool
 
 
 def image_lock_folder(engine: str, tag: str) -> Path:
-    """Where the lock of one image's build lives: per user (an engine's image store is the user's,
-    rootless or root), per engine and tag, in the system's temporary folder (a lock outlives no boot)."""
+    """Per user (an engine's image store is the user's), engine and tag, in the temp folder: no lock outlives a boot."""
     key = hashlib.sha256(f"{os.path.basename(engine)}\0{tag}".encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"builders-images-{os.getuid()}" / key
 

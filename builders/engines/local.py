@@ -76,9 +76,7 @@ def host_toolchain(target: Target, ctx: Context) -> ToolchainPin:
 
 
 def host_provision(target: Target, toolchain: ToolchainPin, cache: Path) -> Provision:
-    """What :meth:`LocalEngine.provision` makes ready: the pinned toolkit installed where the plan finds it, the
-    vendor's offline installer run (Windows), or the compiler the toolchain needs on PATH; nothing for the host's
-    own compiler."""
+    """The pinned toolkit where the plan finds it, the vendor's installer (Windows), or a compiler on PATH."""
     if (found := installer.windows_installer(target)) is not None:
         return Provision(installer=installer.lines(found, str(installer.folder(target, cache))))
     if toolchain.pins:
@@ -87,8 +85,7 @@ def host_provision(target: Target, toolchain: ToolchainPin, cache: Path) -> Prov
 
 
 def private_copy(python: str, ctx: Context, dest: str) -> Command:
-    """The command that copies the run's source to ``dest`` on this host (never the output folder, which may
-    lie inside the source tree)."""
+    """The output folder is never copied: it may lie inside the source tree."""
     return copy_command(python, str(ctx.source), dest, skip=(str(ctx.output),))
 
 

@@ -73,8 +73,7 @@ class Family(Toolchain, Protocol):
         """The number the runtime probe must report for ``variant`` (after the probe's divisor), if any."""
 
     def smoke_summary(self, seen: Mapping[str, Any]) -> dict[str, Any]:
-        """The family's own fields of results.json's smoke record, from the probe's facts (all keys,
-        values None where ``seen`` says nothing)."""
+        """The family's fields of results.json's smoke record: every key, None where ``seen`` says nothing."""
 
     # device: every family says whether its smoke jobs need a device, and how to see one
     needs_device: bool
@@ -102,11 +101,7 @@ def image_toolkit_root(toolkit: Toolkit) -> str:
 
 
 def expand(variant: Variant, name: str, env: Mapping[str, str], unset: set[str] | None = None) -> str:
-    """``variant.toolkit.<name>`` with its ``${VAR}`` references filled from ``env``.
-
-    With ``unset`` (a dry run), a variable that is not set stays as ``${VAR}`` in the result
-    and is added to ``unset`` instead of failing: the commands are shown, the gaps named.
-    """
+    """With ``unset`` (a dry run), an unset ``${VAR}`` stays and is collected: the commands shown, the gaps named."""
     value = getattr(variant.toolkit, name) or ""
     if unset is None:
         return variant.toolkit_url(name, env)

@@ -37,7 +37,6 @@ def toolchains_under(root: str) -> Path:
 
 def pip_prefix(name: str, requirements: Sequence[str], cache: Path, env: Mapping[str, str],
                log: LogLike, index_url: str | None = None, *, timeout: float = 3600) -> Path:
-    """A folder holding ``requirements`` installed with ``pip install --target``."""
     return _cached(name, ["install", "--target"], requirements, cache, env, log, index_url, timeout)
 
 

@@ -73,10 +73,7 @@ def parse(raw: Mapping[str, Any], where: Location | None) -> CompileCache:
 
 
 def location_problem(location: str) -> str | None:
-    """Why a location given at run time cannot be used (the matrix's is checked by the schema), or None.
-
-    The message never repeats the location: it may hold the very secret it must not.
-    """
+    """The message never repeats the location: it may hold the very secret it must not."""
     try:
         parts = urlsplit(location)
     except ValueError:

@@ -52,7 +52,6 @@ class Items:
     entries: tuple[Any, ...] = ()
 
     def strings(self) -> list[At[str]]:
-        """The entries that are strings."""
         return [e for e in self.entries if isinstance(e, At) and isinstance(e.value, str)]
 
     def values(self) -> tuple[Any, ...]:
@@ -80,7 +79,6 @@ class Section:
         return value if isinstance(value, At) and isinstance(value.value, str) else None
 
     def plain(self) -> dict[str, Any]:
-        """The entries as plain values, for the model."""
         return {name: plain(value) for name, value in self.entries}
 
 
@@ -96,7 +94,6 @@ def plain(value: Any) -> Any:
 
 
 def value_of(value: Any) -> Any:
-    """The scalar of an :class:`At` (or None)."""
     return value.value if isinstance(value, At) else None
 
 
@@ -123,8 +120,7 @@ MERGED = tuple(f.name for f in fields(Level) if f.name not in ("key", "refused")
 
 
 def overlay(defaults: Level, own: Level) -> Level:
-    """The one merge of a variant: ``own`` (a version's keys) over ``defaults`` (its family's); a mapping
-    present in both merges one level down, anything else present in ``own`` replaces."""
+    """The one merge of a variant: a mapping in both merges one level down, anything else in ``own`` replaces."""
     merged = {name: _one_down(getattr(defaults, name), getattr(own, name)) for name in MERGED}
     return Level(key=own.key, refused=defaults.refused | own.refused, **merged)
 

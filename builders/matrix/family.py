@@ -21,7 +21,6 @@ FAMILY_NAME = re.compile(r"[a-z][a-z0-9]*")
 
 
 def as_written(entry: str) -> tuple[str, ...]:
-    """An arch-list entry as a variant property value: itself."""
     return (entry,)
 
 

@@ -407,12 +407,8 @@ def next_minor(release: str) -> str:
 
 
 def expand_env(value: str | None, env: Mapping[str, str], *, key: str) -> str:
-    """``value`` with each ``${VAR}`` taken from ``env``; the result must be a safe URL.
-
-    ``key`` names where the value is used (``m.yaml:12:9: accelerators.rocm...index_url``);
-    an unset or empty variable, or a value that is not a safe URL, is an :class:`EngineError`
-    naming it. Every engine (local toolchains, container images, cibuildwheel) calls this.
-    """
+    """The one expansion every engine calls: an unset variable or unsafe URL is an :class:`EngineError` naming
+    ``key`` (``m.yaml:12:9: accelerators.rocm...index_url``)."""
     if not value:
         return ""
 

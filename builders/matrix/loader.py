@@ -33,15 +33,10 @@ MATRIX_LIMIT = untrusted.MIB
 
 
 def load(path: Path | str, *, families: Iterable[Accelerator], source: Path | None = None, builds: bool = True) -> Matrix:
-    """Read and validate ``path``; raise :class:`MatrixError` listing every problem.
+    """Raise :class:`MatrixError` listing every problem. This layer knows no family: the caller passes them.
 
-    ``families`` are the accelerator families the matrix may use: this layer knows none
-    (:func:`builders.families.loader.load` passes builders' own, and a test adds its own).
-
-    ``source`` is a source tree given on the command line (``--source``): it replaces
-    ``project.source``, which then is not checked at all. ``builds=False`` is for a command that
-    neither builds nor smoke-tests (``verify``, ``audit``, ``plan``...): it uses neither the source
-    tree nor the smoke script, so neither is checked (a downloaded wheel verifies without them).
+    ``source`` (``--source``) replaces ``project.source`` unchecked; ``builds=False`` skips the source tree
+    and smoke script checks, so a downloaded wheel verifies without them.
     """
     try:
         text = untrusted.read_text(path, what="matrix", limit=MATRIX_LIMIT)

@@ -86,8 +86,7 @@ class Platform:
 
     @property
     def image_digest(self) -> str | None:
-        """``sha256:...`` when ``base_image`` is pinned by digest (its form is checked at load), else None:
-        a tag can be moved to other content, a digest cannot, so a release builds only on digests."""
+        """A tag can be moved to other content, a digest cannot, so a release builds only on digests."""
         _, at, digest = (self.base_image or "").partition("@")
         return digest if at else None
 
@@ -137,8 +136,7 @@ class Variant:
 
     @property
     def variant_label(self) -> str:
-        """The label of its variant wheel: the matrix's label, or ``null`` (PEP 825's reserved label) for the
-        variant without properties."""
+        """``null`` (PEP 825's reserved label) for the variant without properties."""
         return self.label if self.properties else NULL_VARIANT
 
     def arch_list(self, platform: str) -> str | None:
@@ -150,16 +148,12 @@ class Variant:
         return dict(self.smoke_runners).get(platform)
 
     def toolkit_url(self, name: str, env: Mapping[str, str]) -> str:
-        """``toolkit.<name>`` (``index_url``, ``system_repository``...) with its ``${VAR}`` filled from ``env``
-        (:func:`~builders.matrix.findings.expand_env`: an unset variable is an error naming this variant's
-        ``file:line``)."""
+        """An unset ``${VAR}`` is an error naming this variant's ``file:line``."""
         where = self.location
         return expand_env(getattr(self.toolkit, name), env, key=f"{where}: {where.key}.toolkit.{name}")
 
     def runtime_indexes(self, env: Mapping[str, str]) -> tuple[str, ...]:
-        """The extra package indexes its wheels install their runtime requirements from: ``toolkit.index_url``
-        expanded (TheRock's for ``rocm[libraries]``, which no default index has), or none when it names none
-        (cuda, cpu: the default index has them)."""
+        """Extra indexes for runtime requirements no default index has (TheRock's for ``rocm[libraries]``)."""
         url = self.toolkit_url("index_url", env)
         return (url,) if url else ()
 
@@ -398,9 +392,7 @@ class Matrix:
             raise SelectionError(f"{exc.args[0]} in {self.path}") from None
 
     def on_channel(self, name: ChannelName | str, commit_date: datetime.date | None = None) -> Matrix:
-        """This matrix as ``name``'s builds see it: the project's version is the channel's
-        (a nightly's dev release of ``base_version`` from ``commit_date``), so every target, wheel name
-        and label follows."""
+        """The channel's version (a nightly's dev release of ``commit_date``), so every wheel name follows."""
         channel = self.channels.channel(name)
         version = channel.version(self.project.version, commit_date)
         return replace(self, project=replace(self.project, version=version), channel=channel.name)

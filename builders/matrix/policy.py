@@ -39,7 +39,6 @@ def dropped_admitted_by(spec: SpecifierSet, dropped: Iterable[Dropped]) -> tuple
 
 
 def exclusion_for(target_id: str, exclusions: Iterable[Exclusion]) -> Exclusion | None:
-    """The first exclusion whose glob matches ``target_id``."""
     return next((e for e in exclusions if fnmatch.fnmatchcase(target_id, e.pattern)), None)
 
 

@@ -20,14 +20,12 @@ PROPERTY_PLACEHOLDERS = ("version", "major", "arch")
 
 
 def arch_values(accel: Accelerator, entries: Iterable[str]) -> list[str]:
-    """Arch-list entries in the form the family's variant provider reports them (the family's
-    ``arch_properties``: CUDA ``12.0+PTX`` is ``120_real`` and ``120_virtual``)."""
+    """As the family's variant provider reports them: CUDA ``12.0+PTX`` is ``120_real`` and ``120_virtual``."""
     return list(dict.fromkeys(value for entry in entries for value in accel.facts.arch_properties(entry)))
 
 
 def arch_entries(arch_lists: Iterable[tuple[str, str]]) -> list[str]:
-    """Every architecture of a variant, all platforms together, in first-seen order: one label has one
-    property set on a variant index, whatever platform its wheel is for."""
+    """All platforms together: one label has one property set on a variant index, whatever its wheel's platform."""
     return list(dict.fromkeys(e for _platform, text in arch_lists for e in text.split(";") if e))
 
 

@@ -61,9 +61,7 @@ class ReleaseChannel:
 
     @property
     def replaces(self) -> bool:
-        """Whether a publication may replace a file of the same name with other bytes: on test, a later candidate.
-        Never on release; never on nightly either, where the same name is the same commit date (a day without
-        merges): the same bytes are a no-op, other bytes a refusal."""
+        """Only test's later candidate: a nightly's same name is the same commit date, so other bytes are refused."""
         return self.name is ChannelName.TEST
 
     @property

@@ -25,8 +25,7 @@ KeyPath = tuple[str | int, ...]
 
 
 def schema(families: Iterable[str]) -> dict[str, Any]:
-    """The JSON Schema shipped in the package (also what editors use), with ``families`` (the names
-    of those the loader was given) as the names ``accelerators`` admits."""
+    """The shipped schema (editors use it too), admitting the families the loader was given."""
     return _schema(tuple(sorted(families)))
 
 
@@ -39,11 +38,7 @@ def _schema(families: tuple[str, ...]) -> dict[str, Any]:
 
 def check_schema(data: Any, marks: Marks, invalid: Iterable[KeyPath] = (), *,
                  families: Iterable[str]) -> tuple[list[Problem], set[KeyPath]]:
-    """Schema problems, and the paths whose values the semantic rules must not trust.
-
-    ``invalid`` are values the YAML reader already refused (``!!int abc``): not reported again;
-    ``families`` are the names ``accelerators`` admits.
-    """
+    """Also the paths the semantic rules must not trust; ``invalid`` (``!!int abc``) is not reported again."""
     report = _SchemaReport(marks)
     refused = set(invalid)
     report.bad.update(refused)

@@ -68,8 +68,7 @@ class Target:
 
     @property
     def extension_modules(self) -> tuple[str, ...]:
-        """The compiled modules this target's wheel must hold: every plain entry, and each conditional one whose
-        platforms and Pythons include this target's."""
+        """Every plain entry, and each conditional one whose platforms and Pythons include this target's."""
         return (*self.project.extension_modules, *(m.module for m in self._conditional_modules))
 
     @property
@@ -86,8 +85,7 @@ class Target:
 
     @property
     def declared_requirements(self) -> tuple[Requirement, ...] | None:
-        """The whole Requires-Dist the matrix promises, or None where the project lists no dependencies (its
-        build's own list stands, with the variant's added)."""
+        """None where the project lists no dependencies: the build's own list stands, with the variant's added."""
         return self.requirements if self.project.declares_requirements else None
 
     @property
@@ -110,10 +108,7 @@ class Target:
 
     @property
     def env(self) -> tuple[tuple[str, str], ...]:
-        """The variant's settings, keyed by the env var names the project declares.
-
-        ``toolkit_root`` is left out: it is a host path the toolchain fills in at build time.
-        """
+        """``toolkit_root`` is left out: a host path the toolchain fills in at build time."""
         values = {
             "accelerator": self.variant.accelerator.value,
             "accelerator_version": self.variant.version or "",

@@ -32,11 +32,7 @@ def launchers() -> tuple[str, ...]:
 
 
 def cache_env(cache_dir: str, basedir: str, stats_log: str) -> dict[str, str]:
-    """Variables that send every CMake compile through ccache into ``cache_dir``.
-
-    ``basedir`` makes absolute paths below it relative, and the working directory is not hashed, so
-    the same sources built from another scratch folder (another target of the variant) still hit.
-    """
+    """Paths below ``basedir`` made relative, the working directory unhashed: another target's scratch folder hits."""
     env = dict.fromkeys(launchers(), "ccache")
     return env | {"CCACHE_DIR": cache_dir, "CCACHE_BASEDIR": basedir, "CCACHE_NOHASHDIR": "1",
                   "CCACHE_STATSLOG": stats_log}

@@ -369,9 +369,8 @@ def _verify(path: Path, plan: BuildPlan, config: RunConfig, progress: _Progress)
 
 
 def _smoke(path: Path, plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress) -> None:
-    """In a fresh runner of the plan's smoke kind: the wheel and the staged probe copied in (and uv, where the
-    runner cannot see this host's), then the plan's smoke steps run, filled in there (:func:`smoke.at_run`);
-    the installer that ran is part of the smoke facts."""
+    """In a fresh runner: the plan's smoke steps, filled in there (:func:`smoke.at_run`); the installer that ran
+    is part of the smoke facts."""
     staged = stage(Path(plan.work) / "probe", [plan.target])
     spec, planned = plan.smoke_runner, plan.smoke
     cache = uv_cache(spec, uv_cache_folder(plan.places, config.env))

@@ -128,9 +128,5 @@ def _first_working(python: PythonVersion, found: Iterable[Candidate], env: Mappi
 
 
 def image_interpreter(python: PythonVersion) -> str:
-    """Where build images keep an interpreter: the manylinux layout, ``/opt/python/cp314-cp314t/bin/python``.
-
-    manylinux images ship it; builders' images on a distribution base make it (venvs of the
-    distribution's CPythons, see builders/resources/containers/install-build-deps.sh).
-    """
+    """The manylinux layout; builders' own images make it too (resources/containers/install-build-deps.sh)."""
     return f"/opt/python/{python.interpreter}-{python.abi}/bin/python"

@@ -43,8 +43,7 @@ BUILD_INPUT_VARS = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "C
 
 
 def location_vars() -> frozenset[str]:
-    """Never part of the digest: where tools are found and how compilations are cached, not what they
-    make (asked when a key is made: builders' own families' CMake languages name the launchers)."""
+    """Never in the digest: where tools are found and how compiles are cached, not what they make."""
     return frozenset({"PATH", *cache_env("", "", ""), *PLAN_VARS})
 
 
@@ -460,10 +459,8 @@ def build_env(target: Target, ctx: Context, recipe: Recipe) -> dict[str, str]:
 
 
 def per_run_vars(target: Target) -> frozenset[str]:
-    """The build's variables that change from run to run of one plan and reach object code, if at all, only
-    through the compiler's arguments or the sources (which sccache's own hash covers): SOURCE_DATE_EPOCH and
-    the wheel's version (a nightly's dev version, then the candidate's). Left out of the shared cache's
-    namespace, so that the candidate reads what the nightly compiled."""
+    """Out of the shared cache's namespace so the candidate reads what the nightly compiled: they reach object
+    code only through arguments or sources, which sccache hashes itself."""
     version = dict(target.project.build_env).get("version")
     return frozenset({"SOURCE_DATE_EPOCH", *([version] if version else [])})
 
@@ -529,8 +526,7 @@ def core_plan(target: Target, ctx: Context, recipe: Recipe, env: Mapping[str, st
 
 
 def core_copy(recipe: Recipe, dest: str) -> tuple[Command, ...]:
-    """The target's copy of the source, made once more into the core's own folder: the core is the variant's,
-    so it compiles from one path whichever target builds it (a compiler cache keys on the paths it sees)."""
+    """The core is the variant's: one path whichever target builds it, since a compiler cache keys on paths."""
     return tuple(Command(argv=tuple(dest if a == recipe.source else a for a in c.argv), env=c.env, cwd=c.cwd,
                          timeout=c.timeout) for c in recipe.prepare if recipe.source in c.argv)
 

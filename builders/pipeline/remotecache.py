@@ -127,9 +127,7 @@ class RemoteCache:
 
 def resolve(cache: CompileCache | None, env: Mapping[str, str], *, write: bool, sccache: str | None,
             location: str | None, dist: str | None) -> RemoteCache | None:
-    """The run's shared cache from the matrix's ``compile_cache``, at ``location`` with compiles sent to ``dist``
-    (both as the options table settled them: ``--compile-cache``, ``--sccache-dist``), and the CI context in
-    ``env``; None without a store."""
+    """``location`` and ``dist`` come settled by the options table; None without a store."""
     if cache is None or not location:
         return None
     problem = location_problem(location)

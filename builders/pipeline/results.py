@@ -72,7 +72,6 @@ class Result:
 
 @cache
 def schema() -> dict[str, Any]:
-    """The JSON Schema of a results file, shipped in the package."""
     return json.loads(resources.files("builders").joinpath("schema/results.schema.json").read_text(encoding="utf-8"))
 
 

@@ -162,8 +162,7 @@ def temp_prefix(key: str) -> str:
 
 
 def writer_alive(name: str) -> bool:
-    """Whether the process that is writing the temporary folder ``name`` (:func:`temp_prefix`) still runs: a
-    folder of a killed run is a leftover, one of a running build is not."""
+    """A folder of a killed run is a leftover, one of a running build is not."""
     parts = name.split("-")
     return len(parts) >= 3 and parts[1].isdigit() and pid_alive(int(parts[1]))
 

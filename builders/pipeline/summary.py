@@ -334,7 +334,6 @@ def full_table(outcomes: Sequence[Result]) -> tuple[tuple[str, ...], list[tuple[
 
 
 def _shared(outcomes: Sequence[Result]) -> tuple[str, ...]:
-    """The extra header of a run that used a shared compile cache (none otherwise)."""
     return (SHARED_HEADER,) if any(r.compiler_cache.get("backend") for r in outcomes) else ()
 
 

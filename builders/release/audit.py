@@ -311,8 +311,7 @@ def _replaces(filename: str, missing: Mapping[str, Promise]) -> Promise | None:
 
 
 def os_arch(platform: str) -> tuple[str, str]:
-    """(operating system, architecture) of a platform tag: ``linux_x86_64``, ``manylinux_2_28_x86_64``
-    and ``musllinux_1_2_x86_64`` are all ("linux", "x86_64")."""
+    """``manylinux_2_28_x86_64`` and ``musllinux_1_2_x86_64`` are both ("linux", "x86_64")."""
     family, arch = platform_kind(platform)
     return {"manylinux": "linux", "musllinux": "linux", "macosx": "macos"}.get(family, family), arch
 

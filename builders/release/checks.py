@@ -26,9 +26,7 @@ CANDIDATE = re.compile(r"-rc[1-9][0-9]*")  # v{version}-rc{N}: a release candida
 
 
 def release_problems(matrix: Matrix, tag: str) -> list[str]:
-    """Why ``tag`` cannot release ``matrix``: a tag that names another version than ``project.version``,
-    and Linux platforms whose base image is not pinned by digest (a tag can be moved to other content
-    between the plan and the build; a digest cannot)."""
+    """Base images must be pinned by digest: a tag can move to other content between plan and build."""
     return [*_tag_problems(matrix, tag), *_unpinned_bases(matrix)]
 
 
@@ -94,7 +92,6 @@ def local_only_note(name: str, expected: set[str]) -> str:
 
 
 def _levelless(tags: frozenset[Tag]) -> set[tuple[str, str, str]]:
-    """The tags of a manylinux wheel with their glibc level taken out."""
     return {(t.interpreter, t.abi, level[2]) for t in tags if (level := manylinux(t.platform))}
 
 

@@ -179,7 +179,6 @@ def renew_margin(seconds: int) -> int:
 
 
 def refresh_due(expiry: datetime.datetime, now: datetime.datetime, margin: float) -> bool:
-    """Whether credentials ending at ``expiry`` are renewed at ``now``: less than ``margin`` seconds are left."""
     return (expiry - now).total_seconds() < margin
 
 

@@ -93,8 +93,7 @@ def default_layout(label: str) -> str:
 
 
 def find_wheels(wheelhouse: Path) -> list[Path]:
-    """Every ``*.whl`` under ``wheelhouse``, sorted; hidden files and folders are not looked into (a build's
-    ``.store/`` holds earlier builds' wheels under the same names, an index's ``.index-staging-*`` its copies)."""
+    """Hidden folders are skipped: ``.store/`` and ``.index-staging-*`` hold copies under the same names."""
     return sorted(p for p in wheelhouse.rglob("*.whl")
                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(wheelhouse).parts))
 
@@ -144,14 +143,10 @@ def _identity(filename: str, label: str) -> tuple[str, Version, str]:
 def build_index(wheels: Iterable[Path], output: Path, *, layout: Callable[[str], str] = default_layout,
                 labels: Iterable[str] | None = None, check: Checker = integrity,
                 requirements: Requirements | None = None) -> IndexResult:
-    """Lay out ``wheels`` as one static index per local version label under ``output``.
+    """One static index per local version label; unlabelled wheels are returned in ``skipped``.
 
-    Unlabelled wheels are skipped (returned in ``skipped``); with ``labels`` given, a label
-    outside it is an error. Every wheel is copied into ``output`` first and the copy is checked,
-    described and published (renamed into place): what ``check`` passed is what is served. Two
-    different files with the same name are an error, and so is a wheel ``check`` finds anything
-    in: nothing is published unless every wheel passes. With ``requirements``, each label's index
-    also holds the requirement wheels it returns for that label's wheels (returned in ``mirrored``).
+    The copy is what is checked, so what ``check`` passed is what is served; nothing is published unless every
+    wheel passes and no two different files share a name.
     """
     known = set(labels) if labels is not None else None
     labelled, skipped = _labelled(wheels, known)
@@ -387,14 +382,8 @@ DERIVED = frozenset({"index.html", "index.json", "SHA256SUMS", RECORD})
 
 
 def merge_into(new: Path, published: Path) -> tuple[str, ...]:
-    """Add one release's indexes (``new``, what ``index`` wrote) to ``published``, earlier releases kept.
-
-    A published file never changes: a file of ``new`` whose name is published with other bytes
-    is refused before anything is written (a re-release needs a new version). Each label's
-    ``mirror.json`` records both releases' requirement wheels, and every project's pages and
-    each label's root pages are rewritten from the wheels the merged folder holds. Returns the
-    files added, relative to ``published``.
-    """
+    """A published file never changes: a name published with other bytes is refused before anything is written
+    (a re-release needs a new version); the pages are rewritten from the wheels the merged folder holds."""
     copies = [(src, published / src.relative_to(new)) for src in sorted(new.rglob("*"))
               if src.is_file() and src.name not in DERIVED and not src.name.startswith(".")]
     clashes = [str(dest.relative_to(published)) for src, dest in copies

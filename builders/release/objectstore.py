@@ -142,20 +142,15 @@ class Bucket:
         return None if found is None else StoredObject(key=key, size=int(found["ContentLength"]))
 
     def stored_sha256(self, key: str) -> str | None:
-        """The store's own sha256 of the whole object (hex), from HeadObject with ChecksumMode; None where it keeps
-        none or only a checksum of the parts' checksums (a multipart upload's: :func:`full_object_sha256`).
-
-        AWS S3 checks an upload's checksum against the bytes it received and refuses a mismatch; the loopback
-        servers (``rclone serve s3``, moto) keep the uploader's claim unchecked, and rclone forgets it when it
-        restarts or the file changes under it (measured: tests/integration/test_objectstore.py)."""
+        """None for a multipart upload's checksum of checksums. AWS checks the claim; rclone and moto keep it
+        unchecked and rclone forgets it on restart (measured: tests/integration/test_objectstore.py)."""
         found = self._head(key, ChecksumMode="ENABLED")
         if found is None:
             raise ObjectStoreError(f"{self.url}{key}: no such object (its checksum was asked)")
         return full_object_sha256(found)
 
     def verified_sha256(self, key: str) -> str:
-        """The sha256 of the object's bytes: the store's whole-object checksum where it has one (no read), else the
-        bytes read back and hashed (never an ETag: a multipart upload's is no digest)."""
+        """Never an ETag: a multipart upload's is no digest."""
         return self.stored_sha256(key) or self.sha256(key)
 
     def sha256(self, key: str) -> str:
@@ -171,14 +166,11 @@ class Bucket:
 
     def upload(self, key: str, source: Path | bytes, *, cache_control: str | None = None,
                if_absent: bool = False) -> None:
-        """``source`` (a file, streamed with multipart above boto3's threshold, or bytes) as object ``key``, with
-        ``cache_control`` for the caches in front of the bucket and a SHA-256 checksum the store keeps (rclone and
-        moto accept the checksum arguments, so there is no fallback without them).
+        """With a SHA-256 the store keeps (rclone and moto accept it too, so there is no fallback without one).
 
-        ``if_absent``: written only where no object ``key`` exists (``If-None-Match: *``), else
-        :class:`ObjectExists`. boto3's ``upload_file`` does not take ``IfNoneMatch``, so such a file goes in one
-        PutObject (S3's limit: 5 GB). Stores that ignore the condition overwrite (``rclone serve s3`` does): a
-        caller that must never overwrite looks first (:meth:`head`)."""
+        ``if_absent`` (``If-None-Match: *``, else :class:`ObjectExists`) goes in one PutObject, as ``upload_file``
+        takes no ``IfNoneMatch`` (S3's limit: 5 GB); ``rclone serve s3`` ignores it, so a caller that must never
+        overwrite looks first (:meth:`head`)."""
         extra: dict[str, Any] = {"ContentType": content_type(key), "ChecksumAlgorithm": CHECKSUM,
                                  **({"CacheControl": cache_control} if cache_control else {})}
         if if_absent:

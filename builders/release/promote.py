@@ -178,12 +178,8 @@ def promotable(matrix: Matrix, wheel: Wheel) -> Target:
 
 def promote(matrix: Matrix, wheel: Wheel, dest_dir: Path, *, epoch: int | None = None,
             checked: Target | None = None) -> Promoted:
-    """Write the PyPI wheel for ``wheel`` into ``dest_dir`` and verify it; raise on any finding.
-
-    ``epoch`` (the zip timestamp) defaults to the input wheel's own, so promoting the same
-    wheel twice gives the same bytes. ``checked`` is the target :func:`promotable` already
-    verified ``wheel`` as (a folder is checked whole before anything is written).
-    """
+    """Raise on any finding. ``epoch`` defaults to the input's own, so promoting one wheel twice gives the same
+    bytes; ``checked``: :func:`promotable` already verified it (a folder is checked whole first)."""
     target = checked or promotable(matrix, wheel)
     dest_dir.mkdir(parents=True, exist_ok=True)
     if epoch is None:
@@ -223,9 +219,8 @@ def pypi_target(matrix: Matrix, wheel: Wheel) -> Target | None:
 
 
 def pypi_file_problems(matrix: Matrix, wheel: Wheel) -> list[str]:
-    """What the promotion preflight refuses a PyPI file for, as to its requirements: a file no PyPI target of the
-    matrix carries, or each Requires-Dist that installs another variant's runtime on its own platform
-    (:func:`~builders.wheel.verify.pypi_requirement_problems`). Raises WheelError for a file it cannot read."""
+    """A file no PyPI target carries, or each Requires-Dist that installs another variant's runtime on its own
+    platform. Raises WheelError for a file it cannot read."""
     target = pypi_target(matrix, wheel)
     if target is None:
         return [f"{wheel.path.name}: no PyPI default target of the matrix has tags "

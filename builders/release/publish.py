@@ -277,11 +277,9 @@ def _never_changes(channel: ReleaseChannel) -> str:
 
 
 def apply(bucket: Bucket, publication: Publication) -> None:
-    """Files, then pages, then the pruned deletions (module docstring); refused plans write nothing. Each object
-    gets its channel's Cache-Control (:func:`cache_control`). A wheel the plan found absent is written only if it
-    is still absent (a conditional write: another publication since the plan raises ObjectExists where the
-    store enforces it; rclone does not, which is why the plan looked first). A ``.metadata`` is not conditional:
-    the plan never looked for one (a replaced wheel's is replaced too)."""
+    """Files, then pages, then deletions; a refused plan writes nothing. A wheel the plan found absent is written
+    only if still absent (rclone ignores the condition, which is why the plan looked first); a ``.metadata`` is
+    not conditional, the plan never looked for one."""
     refuse(publication)
     name = publication.channel.name.value
     absent = {key for key in publication.added if key.endswith(".whl")}

@@ -172,9 +172,7 @@ def variant_index_url(matrix: Matrix) -> str | None:
 
 
 def variant_index_published(matrix: Matrix) -> bool:
-    """Whether anything publishes the variant index at the channels' site. A release run's own site has it
-    (``variants`` beside ``index``, then the deploy); with pre-release channels the release is promote-release's
-    copy of the test channel's per-variant indexes, which ``publish`` fills, and neither writes ``variants/``."""
+    """Only a release-only lifecycle writes ``variants/``: promote-release copies the test channel's indexes."""
     return matrix.wheel_variants is not None and all(c.name is ChannelName.RELEASE for c in matrix.channels.lifecycle)
 
 
@@ -430,11 +428,7 @@ class Answer:
 
 
 def to_html(matrix: Matrix, results: Mapping[str, Result]) -> str:
-    """The self-contained compatibility page.
-
-    Every value that comes from the matrix or a results file is escaped by the template
-    engine (autoescape, quotes included); only the template's own markup is written raw.
-    """
+    """Every value from the matrix or a results file is autoescaped (quotes too); only the template is raw."""
     by_key = {(c.platform, c.python, c.variant): c for c in cells(matrix, results)}
     notes = Notes()
     for d in matrix.dropped:  # every dropped item is a note, numbered first
@@ -548,8 +542,7 @@ def template() -> jinja2.Template:
 
 
 def rebase_logs(results: Mapping[str, Result], results_dir: str, output_dir: str) -> dict[str, Result]:
-    """``results`` with each ``log`` made relative to ``output_dir`` (where the page is written)
-    instead of ``results_dir`` (where the results file is), so the page's links open the logs."""
+    """Relative to the page, not the results file, so the page's links open the logs."""
     return {tid: _rebased(result, results_dir, output_dir) for tid, result in results.items()}
 
 

@@ -179,8 +179,7 @@ def write_index(matrix: Matrix, made: Sequence[Made], root: Path, output: Path, 
 
 
 def twin_described(one: Made) -> IndexedFile:
-    """The variant wheel as an index entry: its twin's METADATA and Requires-Python (the same bytes), its own
-    name, size and hash."""
+    """Its twin's METADATA (the same bytes), its own name, size and hash."""
     info = describe(one.twin, one.target.variant.variant_label)
     return replace(info, filename=one.path.name, sha256=file_sha256(one.path), size=one.path.stat().st_size)
 

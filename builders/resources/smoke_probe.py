@@ -200,11 +200,7 @@ def check_extension(name: str, file: str | None, loaded: list[str] | None, prefi
 
 
 def matching_libraries(patterns: Iterable[str], loaded: list[str]) -> list[tuple[str, str]]:
-    """(pattern, path) for each loaded library whose file name matches one of the globs.
-
-    Paths are real paths: a soname such as ``libamdhip64.so.7`` is often a link to the file
-    ``libamdhip64.so.7.2.53211``, which matches too.
-    """
+    """Real paths match too: ``libamdhip64.so.7`` is often a link to ``libamdhip64.so.7.2.53211``."""
     pats = list(patterns)
     hits = []
     for path in loaded:
@@ -251,10 +247,7 @@ def _runtime_library(path: str, prefix: str) -> Check:
 
 def check_runtime_version(facts: dict[str, Any], loaded: list[str] | None,
                           query: Callable[[str, str], int] | None = None) -> tuple[Check, str | None, int | None]:
-    """The accelerator runtime loaded in the process reports the version the variant promises.
-
-    Returns the check, the runtime library's path and the version it reported.
-    """
+    """The runtime loaded in this process reports the version the variant promises."""
     probe, accel = facts.get("runtime_probe"), facts.get("accelerator")
     if not probe:
         return check("runtime version", True, f"no runtime-version probe for accelerator {accel!r}", skipped=True), None, None
@@ -302,11 +295,7 @@ def tail(text: str, limit: int = STDERR_TAIL) -> str:
 
 
 def parse_document(stdout: str) -> dict[str, Any] | None:
-    """The one JSON object a script printed: the whole stdout, or else its last line-start object.
-
-    The whole stdout is read, never a tail; a banner printed before the document (a library at
-    import) is tolerated, anything after it is not.
-    """
+    """A banner before the document (a library at import) is tolerated, anything after it is not."""
     try:
         doc = json.loads(stdout)
     except ValueError:

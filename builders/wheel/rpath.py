@@ -43,10 +43,7 @@ def interpreter_rpaths(interpreter: str, call: Call) -> frozenset[str]:
 
 def strip_rpaths(wheel: Path, unwanted: frozenset[str], env: Mapping[str, str], log: LogLike,
                  epoch: int) -> bool:
-    """Drop ``unwanted`` RPATH/RUNPATH entries from every ELF member of ``wheel``, in place.
-
-    Returns whether anything changed; an unchanged wheel keeps its bytes.
-    """
+    """In place; an unchanged wheel keeps its bytes (returns whether anything changed)."""
     if not unwanted:
         return False
     members: dict[str, bytes] = {}

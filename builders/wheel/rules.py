@@ -151,8 +151,7 @@ def requirement_key(r: Requirement) -> tuple[object, ...]:
 
 
 def requirement_identity(r: Requirement) -> tuple[object, ...]:
-    """What a requirement installs, whatever its marker says of where: a PyPI wheel's copy of a variant's runtime
-    requirement carries a narrower marker than the variant's own and is still that variant's."""
+    """Marker left out: a PyPI wheel's copy of a variant's requirement has a narrower marker and is still that one."""
     return (canonicalize_name(r.name), frozenset(canonicalize_name(e) for e in r.extras), r.specifier, r.url or "")
 
 

@@ -96,8 +96,7 @@ class SmokeOutcome:
 
 
 def expected_runtime_version(variant: Variant) -> int | None:
-    """The number the variant's runtime must report (``13020`` for CUDA 13.2; ``702`` for ROCm 7.2,
-    after the probe's divisor), if it has a probe."""
+    """``13020`` for CUDA 13.2; ``702`` for ROCm 7.2, after the probe's divisor."""
     return family_for(variant.accelerator).expected_runtime_version(variant)
 
 
@@ -127,11 +126,7 @@ def facts(target: Target, *, dist_version: str | None = None) -> dict[str, Any]:
 
 
 def stage(folder: Path, targets: Sequence[Target], *, dist_version: str | None = None) -> Path:
-    """Write the probe, the project's script and the facts into ``folder``.
-
-    Several targets (one cibuildwheel run over many interpreters) share one folder: the facts
-    are then keyed by ABI and the probe picks its own.
-    """
+    """Several targets (one cibuildwheel run over many interpreters) share one folder: facts keyed by ABI."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / PROBE).write_bytes(probe_resource().read_bytes())
     script = targets[0].project.smoke_script
@@ -149,7 +144,6 @@ def probe_argv(python: str, staged: str, *, strict: bool = False) -> list[str]:
 
 
 def venv_python(venv: str, os: OS) -> str:
-    """The interpreter of a venv made on ``os``."""
     return f"{venv}/Scripts/python.exe" if os is OS.WINDOWS else f"{venv}/bin/python"
 
 
@@ -180,9 +174,7 @@ class Installer:
         return tuple(dict.fromkeys(url for url in found if url))
 
     def for_target(self, target: Target, env: Mapping[str, str]) -> Installer:
-        """This installer with ``target``'s runtime indexes (TheRock's for rocm) added to whatever index it
-        is configured with: its requirements are on no other index. Expanded from ``env`` where the smoke
-        runs, like pip's settings, so no plan shows a registry address."""
+        """Expanded from ``env`` where the smoke runs, like pip's settings, so no plan shows a registry address."""
         return replace(self, indexes=target.variant.runtime_indexes(env))
 
 
@@ -223,11 +215,7 @@ def chosen_installer(wanted: str = "auto", inbox: str = "") -> Installer:
 
 def smoke(wheel: Path, target: Target, interpreter: Path, env: Mapping[str, str], log: LogLike,
           dist_version: str | None = None, installer: str = "auto") -> SmokeOutcome:
-    """Smoke-test ``wheel`` on this host with ``interpreter`` (a fresh venv in a temp dir).
-
-    ``installer`` is ``auto``, ``uv`` or ``pip`` (:func:`chosen_installer`); uv's cache is ``uv`` beside
-    builders' toolchain cache, so runtime requirements are downloaded once across smoke tests.
-    """
+    """In a fresh venv; uv's cache sits beside the toolchain cache, so runtime requirements download once."""
     clean = {k: v for k, v in env.items() if k not in HIDDEN_ENV}
     runner, python = HostRunner(clean, log), str(interpreter)
     cache = {"UV_CACHE_DIR": str(uv_cache_folder((), clean))}
@@ -252,9 +240,8 @@ def host_key(python: str, env: Mapping[str, str]) -> Hashable:
 # ---- uv where the smoke runs: the binary, pip's settings translated, the cache ------------------
 
 def ready(planned: Installer, runner: Runner, *, python: str, key: Hashable, cache: Mapping[str, str]) -> Installer:
-    """``planned`` made ready where the smoke runs: the uv binary copied in where the runner cannot see this
-    host's, run once, and given pip's settings there plus ``cache``; venv + pip, with a note, where uv
-    does not run. ``key`` names the place for :func:`pip_config` (read once per place)."""
+    """uv copied in where the runner cannot see this host's and given pip's settings there; venv + pip, with a
+    note, where uv does not run. ``key``: pip's configuration is read once per place."""
     if planned.kind != UV:
         return planned
     try:
@@ -335,9 +322,8 @@ def uv_cache_folder(places: Sequence[tuple[str, str]], env: Mapping[str, str]) -
 
 
 def uv_cache(spec: RunnerSpec, folder: Path) -> dict[str, str]:
-    """uv's cache for a smoke in ``spec``: ``folder`` where the runner sees it: on this host, ``folder`` itself; in
-    a container, where the engine mounts it (:data:`UV_CACHE_MOUNT`; made here first; copied from, another
-    filesystem), else the container's own (gone with it)."""
+    """``folder`` as the runner sees it: itself on this host, the mount in a container (:data:`UV_CACHE_MOUNT`,
+    made here first), else the container's own (gone with it)."""
     seen = spec.sees(folder)
     if seen is None:
         return {}
@@ -402,11 +388,8 @@ def install_steps(installer: Installer, *, python: str, venv: str, py: str, whee
 
 
 def at_run(step: Step, installer: Installer) -> Step:
-    """The one place a planned smoke step gets what is known only where and when the smoke runs (a plan shows each
-    step without it; its JSON names uv's variables, ``smoke_env_at_run``): on uv's steps uv's settings
-    (``installer.env``: pip's configuration there, translated, and uv's cache); on the install step the
-    variant's runtime indexes (``installer.indexes``: pip's ``--extra-index-url`` before the wheel, uv's
-    ``UV_INDEX`` appended to)."""
+    """The one place a planned step gets what is known only where the smoke runs (pip's configuration translated
+    for uv, the runtime indexes); a plan shows each step without it."""
     if step.at_run == "uv":
         return replace(step, env=pairs({**dict(installer.env), **dict(step.env)}), at_run="")
     if step.at_run == "uv-install":
@@ -433,11 +416,7 @@ def with_uv_indexes(env: Pairs, indexes: Sequence[str]) -> Pairs:
 
 def smoke_with(runner: Runner, *, python: str, wheel: str, staged: str, scratch: str, target: Target,
                installer: Installer = VENV_PIP) -> SmokeOutcome:
-    """The smoke steps through any runner; paths are in that runner's filesystem.
-
-    ``staged`` is a folder written by :func:`stage`. Where uv fails to make the venv or install the
-    wheel, venv + pip runs in a fresh folder under ``scratch`` and the outcome says why.
-    """
+    """Paths are the runner's; where uv fails, venv + pip runs in a fresh folder and the outcome says why."""
     steps = planned_steps(python=python, wheel=wheel, staged=staged, scratch=scratch, target=target,
                           installer=installer)
     fallback = fallback_steps(python=python, wheel=wheel, staged=staged, scratch=scratch, target=target,
@@ -454,11 +433,7 @@ def fallback_steps(*, python: str, wheel: str, staged: str, scratch: str, target
 
 
 def run_planned(runner: Runner, steps: Sequence[Step], fallback: Sequence[Step], installer: Installer) -> SmokeOutcome:
-    """Planned ``steps`` (:func:`planned_steps`) through ``runner``, each filled in by :func:`at_run`.
-
-    Where uv was planned but ``installer`` is venv + pip (uv does not run there), or uv fails to make the venv
-    or install the wheel, the planned ``fallback`` runs instead and the outcome says why.
-    """
+    """Where uv cannot run or fails, the planned ``fallback`` runs instead and the outcome says why."""
     if installer.kind != UV and fallback:
         steps, fallback = fallback, ()
     *setup, probe = (at_run(step, installer) for step in steps)

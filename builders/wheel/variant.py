@@ -130,7 +130,6 @@ def package_findings(path: Path, labelled: Path) -> list[Finding]:
 
 
 def _package_members(reader: WheelReader) -> dict[str, str]:
-    """Every member outside ``.dist-info`` and its sha256."""
     return {name: digest for name, digest in _digests(reader).items() if not name.split("/", 1)[0].endswith(".dist-info")}
 
 

@@ -44,8 +44,7 @@ from builders.wheel.zipcheck import Finding
 
 
 def driver_libs(extra: Iterable[Family] = ()) -> tuple[str, ...]:
-    """Driver-side libraries (every family's, and ``extra``'s: a plug-in's): they come with the GPU driver on the
-    user's machine, never in a wheel."""
+    """They come with the GPU driver on the user's machine, never in a wheel."""
     return tuple(glob for family in families(extra) for glob in family.driver_libraries)
 
 
@@ -138,10 +137,7 @@ Check = Callable[[Contents, Expectation], Iterator[Finding]]
 
 
 def verify(wheel: Wheel, expect: Expectation) -> list[Finding]:
-    """All findings for ``wheel``; an empty list means it is what the matrix promised.
-
-    Raises :class:`WheelError` only for a file that is not a readable zip archive.
-    """
+    """Raises :class:`WheelError` only for a file that is not a readable zip archive."""
     with wheel.open() as reader:
         return run_checks(Contents(reader), expect, CHECKS)
 
@@ -507,8 +503,7 @@ def check_pypi_requirements(wheel: Contents, expect: Expectation) -> Iterator[Fi
 
 
 def pypi_requirement_problems(matrix: Matrix, target: Target, requires_dist: Iterable[Requirement]) -> list[str]:
-    """Why ``requires_dist``, the Requires-Dist of ``target``'s PyPI wheel, is wrong for ``target``'s platform: one
-    message per requirement of another variant that would install there. Empty: none would."""
+    """One message per requirement of another variant that would install on ``target``'s platform."""
     return foreign_requirement_problems(target, other_variants(matrix, target), requires_dist)
 
 

@@ -42,12 +42,8 @@ def rewrite(
     requirements: Iterable[Requirement] | None = None,
     epoch: int = ZIP_EPOCH,
 ) -> Path:
-    """Write a copy of ``wheel`` into ``dest_dir`` with a new version and/or Requires-Dist.
-
-    The dist-info folder is renamed with the version, METADATA and RECORD are rewritten,
-    every other member keeps its bytes, streamed from the input (memory stays flat). A wheel
-    whose archive has any problem is refused before anything is written. Returns the new path.
-    """
+    """Other members keep their bytes, streamed (memory stays flat); a wheel whose archive has any problem is
+    refused before anything is written."""
     version = version or wheel.version
     name = wheel.name
     dest = dest_dir / (wheel_filename(name, version, _single_tag(wheel)) if len(wheel.tags) == 1 else _rename(wheel, version))
@@ -83,12 +79,8 @@ def _rename(wheel: Wheel, version: Version) -> str:
 
 
 def _new_metadata(raw: bytes, version: Version, requirements: Iterable[Requirement] | None) -> bytes:
-    """METADATA with its Version (and, given ``requirements``, its Requires-Dist) replaced;
-    every other header line and the body keep their bytes, whatever their encoding.
-
-    Fields are found as pip and packaging read them (:func:`header_fields`); a new line ends
-    as the METADATA's first line does (CRLF or LF).
-    """
+    """Every other line keeps its bytes, whatever their encoding; fields are found as pip reads them, and a new
+    line ends as the first line does (CRLF or LF)."""
     fields, rest = header_fields(raw)
     eol = _eol(fields[0][-1] if fields else b"")
     out: list[bytes] = []
@@ -133,7 +125,6 @@ def _ends_line(line: bytes) -> bool:
 
 
 def _eol(line: bytes) -> bytes:
-    """The line end of ``line`` (LF when it has none)."""
     return next((e for e in _LINE_ENDS if line.endswith(e)), b"\n")
 
 
@@ -149,12 +140,7 @@ def partial_writer(path: Path) -> int | None:
 
 
 def write_members(dest: Path, sources: Mapping[str, Source], dist_info: str, modes: Mapping[str, int], epoch: int) -> None:
-    """:func:`write_wheel` from streamed sources: each member hashed for RECORD as it is written.
-
-    Sorted order, dist-info last, one timestamp, written to a hidden temporary file of this
-    process (:func:`partial_path`) that replaces ``dest`` only when complete (and is removed on
-    any failure).
-    """
+    """Members hashed as they are written; ``dest`` is replaced only when complete (:func:`partial_path`)."""
     record_name = f"{dist_info}/RECORD"
     order = sorted(sources, key=lambda n: (n.startswith(dist_info + "/"), n))
     stamp = _zip_time(epoch)
@@ -196,12 +182,7 @@ def _zip_time(epoch: int) -> tuple[int, int, int, int, int, int]:
 
 
 def label(wheel: Wheel, version: Version, requirements: tuple[Requirement, ...], dest_dir: Path, epoch: int) -> Path:
-    """Give ``wheel`` the variant's labelled version and the whole Requires-Dist ``requirements`` (the
-    pipeline passes the build's own list with the variant's runtime requirements added).
-
-    A build that already did (PyTorch's ``PYTORCH_BUILD_VERSION`` style) is copied unchanged;
-    otherwise the version and Requires-Dist are rewritten and RECORD regenerated.
-    """
+    """A build that already did (PyTorch's ``PYTORCH_BUILD_VERSION`` style) is copied unchanged."""
     dest_dir.mkdir(parents=True, exist_ok=True)
     same_reqs = sorted(map(str, wheel.requires_dist)) == sorted(map(str, requirements))
     if wheel.version == version and same_reqs:
