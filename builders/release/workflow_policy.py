@@ -269,11 +269,13 @@ def _gate(policy: Policy, wf: Workflow, name: str, job: dict[str, Any], kind: Ki
     if isinstance(condition, str) and "\n" in condition.strip():
         yield (f"{where(wf, name, 'if')} a block scalar (`if: |`) is a string GitHub reads as always true; write "
                "the condition on one line")
-    elif condition is not None and kind is not None and kind.gate:
+    if kind is None or not kind.gate:
+        return
+    if condition is not None and "\n" not in str(condition).strip():
         yield from _gate_if(wf, name, condition, strict=kind.strict_if)
-    if kind is not None and kind.gate and job.get("continue-on-error") not in (None, False):
+    if job.get("continue-on-error") not in (None, False):
         yield f"{where(wf, name, 'continue-on-error')} a gate job's failure must stop the release"
-    for step in job_steps(job, actions) if kind is not None and kind.gate else ():
+    for step in job_steps(job, actions):
         quiet = step.get("continue-on-error")
         if quiet not in (None, False) and str(quiet) not in kind.step_continue_on_error:
             yield (f"{where(wf, name, 'continue-on-error')} the step {_label(step)} may fail quietly in a gate job "
@@ -333,8 +335,10 @@ def _concurrency(wf: Workflow, name: str, concurrency: Any) -> Iterator[str]:
 
 def _steps(policy: Policy, wf: Workflow, name: str, job: dict[str, Any], kind: Kind | None,
            actions: Mapping[str, list[dict[str, Any]]]) -> Iterator[str]:
+    if kind is None:
+        return
     unconditional = [s for s in job_steps(job, actions) if "if" not in s]
-    for needed in kind.steps if kind else ():
+    for needed in kind.steps:
         if isinstance(needed, str):
             found = any(action(s) == needed.removeprefix("uses:") for s in unconditional)
         else:
