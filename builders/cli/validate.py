@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import json
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from packaging.version import Version
 
@@ -43,13 +44,17 @@ def execute(opts: Options, console: Console) -> int:
         if opts.pypi_wheels:
             index_url = stack.enter_context(staging_index(manifest.public_wheels(opts.pypi_wheels)))
             console.line(f"staging index of {opts.pypi_wheels}: {index_url}")
-        results = validated(built, channel, targets, opts, index_url, release, console)
-    host = detect(built.pythons, dict(opts.env), engines=False)
-    data = validate.record(results, channel="pypi" if opts.pypi else channel.name.value,
-                           version=str(built.project.version), project=m.project.name, host=host,
-                           manifest=release.digest if release else "")
-    opts.record.parent.mkdir(parents=True, exist_ok=True)
-    opts.record.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        host = detect(built.pythons, dict(opts.env), engines=False)
+
+        def keep(done: Sequence[validate.Validated]) -> dict[str, Any]:
+            data = validate.record(done, channel="pypi" if opts.pypi else channel.name.value,
+                                   version=str(built.project.version), project=m.project.name, host=host,
+                                   manifest=release.digest if release else "")
+            validate.write_record(opts.record, data)
+            return data
+
+        results = validated(built, channel, targets, opts, index_url, release, console, keep)
+    data = keep(results)
     console.line(f"{opts.record}: {data['passed']} passed, {data['failed']} failed, {data['not-runnable']} not runnable")
     if data["failed"] or not data["passed"]:
         raise ValidationFailed(f"{data['failed']} target(s) failed, {data['passed']} passed (record: {opts.record})")
@@ -57,7 +62,9 @@ def execute(opts: Options, console: Console) -> int:
 
 
 def validated(m: Matrix, channel: ReleaseChannel, targets: tuple[Target, ...], opts: Options, index_url: str | None,
-              release: manifest.Manifest | None, console: Console) -> list[validate.Validated]:
+              release: manifest.Manifest | None, console: Console,
+              keep: Callable[[Sequence[validate.Validated]], object] = lambda done: None) -> list[validate.Validated]:
+    """Each target validated in turn, the record rewritten by ``keep`` as each ends (a timeout keeps them)."""
     env = dict(opts.env)
     host = detect(m.pythons, env, engines=False)
     results = []
@@ -69,6 +76,7 @@ def validated(m: Matrix, channel: ReleaseChannel, targets: tuple[Target, ...], o
         console.line(f"[{number}/{len(targets)}] {target.id}: {outcome.status}"
                      + (f" ({outcome.reason})" if outcome.reason else ""))
         results.append(outcome)
+        keep(results)
     return results
 
 

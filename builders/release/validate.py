@@ -254,3 +254,12 @@ def record(results: Sequence[Validated], *, channel: str, version: str, project:
     counts = {s: sum(1 for r in results if r.status == s) for s in (PASSED, FAILED, NOT_RUNNABLE)}
     return {"record_version": RECORD_VERSION, "project": project, "channel": channel, "version": version,
             "host": host.platform, "manifest_sha256": manifest, "targets": [r.to_json() for r in results], **counts}
+
+
+def write_record(path: Path, data: Mapping[str, Any]) -> None:
+    """Write the record whole (a temporary file renamed over it): written after each target, so a job that
+    reaches its timeout keeps every verdict it reached, and a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    partial.replace(path)

@@ -73,6 +73,7 @@ class Kind:
     release_bytes: bool = False
     outputs_from: str | None = None
     step_continue_on_error: tuple[str, ...] = ()
+    always_uploads: tuple[str, ...] = ()  # globs of the artifacts uploaded whatever happened (records)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,7 +118,8 @@ def load(path: Path) -> Policy:
 def _kind(path: Path, name: str, raw: Any) -> Kind:
     raw = raw or {}
     unknown = set(raw) - {"may", "channels", "gate", "strict_if", "publishes", "environment", "steps", "downloads",
-                          "release_bytes", "outputs_from", "step_continue_on_error"}
+                          "release_bytes", "outputs_from", "step_continue_on_error",
+                          "always_uploads"}
     bad = set(raw.get("may", ())) - set(CAPABILITIES)
     if unknown or bad:
         raise _refused(path, f"kind {name!r}: unknown {sorted(unknown | bad)}")
@@ -130,7 +132,8 @@ def _kind(path: Path, name: str, raw: Any) -> Kind:
                 environment=None if env is None else tuple(map(str, env)), steps=needed,
                 downloads=None if downloads is None else tuple(map(str, downloads)),
                 release_bytes=bool(raw.get("release_bytes")), outputs_from=raw.get("outputs_from"),
-                step_continue_on_error=tuple(map(str, raw.get("step_continue_on_error", ()))))
+                step_continue_on_error=tuple(map(str, raw.get("step_continue_on_error", ()))),
+                always_uploads=tuple(map(str, raw.get("always_uploads", ()))))
 
 
 def _file(path: Path, name: str, raw: Any, kinds: Mapping[str, Kind]) -> FilePolicy:
@@ -266,12 +269,13 @@ def _channels(policy: Policy, wf: Workflow, name: str, job: dict[str, Any], kind
 def _gate(policy: Policy, wf: Workflow, name: str, job: dict[str, Any], kind: Kind | None,
           actions: Mapping[str, list[dict[str, Any]]]) -> Iterator[str]:
     condition = job.get("if")
-    if isinstance(condition, str) and "\n" in condition.strip():
+    block = condition is not None and ("\n" in str(condition) or name in block_scalar_ifs(wf))
+    if block:
         yield (f"{where(wf, name, 'if')} a block scalar (`if: |`) is a string GitHub reads as always true; write "
                "the condition on one line")
     if kind is None or not kind.gate:
         return
-    if condition is not None and "\n" not in str(condition).strip():
+    if condition is not None and not block:
         yield from _gate_if(wf, name, condition, strict=kind.strict_if)
     if job.get("continue-on-error") not in (None, False):
         yield f"{where(wf, name, 'continue-on-error')} a gate job's failure must stop the release"
@@ -282,13 +286,28 @@ def _gate(policy: Policy, wf: Workflow, name: str, job: dict[str, Any], kind: Ki
                    "(its failure must stop the release)")
 
 
+def block_scalar_ifs(wf: Workflow) -> frozenset[str]:
+    """The jobs whose ``if`` is written as a block scalar (``|``, ``|-``, ``>``): the parsed value cannot tell."""
+    try:
+        root = yaml.compose(wf.text)
+    except yaml.YAMLError:
+        return frozenset()
+    jobs = next((v for k, v in getattr(root, "value", []) if getattr(k, "value", None) == "jobs"), None)
+    found = set()
+    for name, job in getattr(jobs, "value", []) if isinstance(jobs, yaml.MappingNode) else []:
+        for key, value in job.value if isinstance(job, yaml.MappingNode) else []:
+            if key.value == "if" and isinstance(value, yaml.ScalarNode) and value.style in ("|", ">"):
+                found.add(str(name.value))
+    return frozenset(found)
+
+
 def _gate_if(wf: Workflow, name: str, condition: Any, *, strict: bool) -> Iterator[str]:
     try:
         node = ex.parse(condition)
     except WorkflowDrift as exc:
         yield f"{where(wf, name, 'if')} {exc.problems[0].message}"
         return
-    if not ex.references(node):
+    if not ex.references(node) and not ex.calls(node):
         yield f"{where(wf, name, 'if')} the constant {condition!r}: a gate that never or always holds"
     if not strict:
         return
@@ -345,7 +364,7 @@ def _steps(policy: Policy, wf: Workflow, name: str, job: dict[str, Any], kind: K
             found = any(has_command(str(s.get("run", "")), needed) for s in unconditional)
         if not found:
             shown = needed.removeprefix("uses:") if isinstance(needed, str) else " ".join(needed)
-            yield (f"{where(wf, name, 'steps')} no unconditional step runs `{shown}`, which a {kind.name} job "
+            yield (f"{where(wf, name, 'steps')} no unconditional step runs `{shown}`, which every {kind.name} job "
                    "must (without it the gate it is for is gone)")
 
 
@@ -367,8 +386,14 @@ def _downloads(policy: Policy, wf: Workflow, name: str, job: dict[str, Any], kin
 def _uploads(policy: Policy, wf: Workflow, name: str, job: dict[str, Any], kind: Kind | None,
              actions: Mapping[str, list[dict[str, Any]]]) -> Iterator[str]:
     for step in job_steps(job, actions):
-        days = given(step).get("retention-days")
-        if action(step) == UPLOAD_ACTION and days != policy.retention_days:
+        days, named = given(step).get("retention-days"), str(given(step).get("name", ""))
+        if action(step) != UPLOAD_ACTION:
+            continue
+        if kind and any(fnmatch.fnmatchcase(named, g) for g in kind.always_uploads) and "always()" not in str(
+                step.get("if", "")):
+            yield (f"{where(wf, name, 'if')} the record {named!r} is uploaded only when the job succeeds; a failed or "
+                   "timed-out job loses the verdicts it reached: upload it if: always()")
+        if days != policy.retention_days:
             yield (f"{where(wf, name, 'retention-days')} the upload {given(step).get('name')!r} keeps its artifact "
                    f"{days if days is not None else 'the repository default (90)'} days, not the policy's "
                    f"{policy.retention_days} (the promotion window)")
