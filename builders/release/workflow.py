@@ -31,7 +31,10 @@ checked, in the release workflow and the local reusable workflows it calls:
   job or in one it needs;
 - the channel lifecycle (:mod:`builders.release.workflow_lifecycle`): the nightly and candidate
   jobs of the release workflow, and the promotion workflow ``promote.yml`` beside it, which is
-  held to the same timeouts, uploads, provenance, PyPI batches and per-job structure.
+  held to the same timeouts, uploads, provenance, PyPI batches and per-job structure;
+- the release policy (:mod:`builders.release.workflow_policy`, ``.github/workflow-policy.yml``) over
+  every workflow file beside it, a new one included, and the repository's local composite actions;
+  every file also keeps the per-workflow rules (permissions, pins, timeouts, provenance, uploads).
 """
 
 from __future__ import annotations
