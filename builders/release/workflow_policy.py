@@ -115,25 +115,36 @@ def load(path: Path) -> Policy:
                   files=files, kinds=kinds)
 
 
+KIND_KEYS = frozenset({"may", "channels", "gate", "strict_if", "publishes", "environment", "steps", "downloads",
+                       "release_bytes", "outputs_from", "step_continue_on_error", "always_uploads"})
+
+
 def _kind(path: Path, name: str, raw: Any) -> Kind:
-    raw = raw or {}
-    unknown = set(raw) - {"may", "channels", "gate", "strict_if", "publishes", "environment", "steps", "downloads",
-                          "release_bytes", "outputs_from", "step_continue_on_error",
-                          "always_uploads"}
-    bad = set(raw.get("may", ())) - set(CAPABILITIES)
-    if unknown or bad:
-        raise _refused(path, f"kind {name!r}: unknown {sorted(unknown | bad)}")
-    needed = tuple(tuple(map(str, s)) if isinstance(s, list) else f"uses:{s['uses']}" for s in raw.get("steps", ()))
-    env = raw.get("environment")
-    downloads = raw.get("downloads")
-    return Kind(name=name, may=frozenset(raw.get("may", ())), channels=tuple(raw.get("channels", ())),
-                gate=bool(raw.get("gate")), strict_if=bool(raw.get("strict_if") or raw.get("publishes")),
-                publishes=bool(raw.get("publishes")),
-                environment=None if env is None else tuple(map(str, env)), steps=needed,
-                downloads=None if downloads is None else tuple(map(str, downloads)),
+    raw = raw if isinstance(raw, dict) else {}
+    unknown = (set(raw) - KIND_KEYS) | (set(raw.get("may", ())) - set(CAPABILITIES))
+    if unknown:
+        raise _refused(path, f"kind {name!r}: unknown {sorted(map(str, unknown))}")
+    env, downloads = raw.get("environment"), raw.get("downloads")
+
+    def strings(key: str) -> tuple[str, ...]:
+        return tuple(map(str, raw.get(key, ())))
+
+    return Kind(name=name, may=frozenset(strings("may")), channels=strings("channels"), gate=bool(raw.get("gate")),
+                strict_if=bool(raw.get("strict_if") or raw.get("publishes")), publishes=bool(raw.get("publishes")),
+                environment=None if env is None else strings("environment"),
+                steps=tuple(_requirement(path, name, s) for s in raw.get("steps", ())),
+                downloads=None if downloads is None else strings("downloads"),
                 release_bytes=bool(raw.get("release_bytes")), outputs_from=raw.get("outputs_from"),
-                step_continue_on_error=tuple(map(str, raw.get("step_continue_on_error", ()))),
-                always_uploads=tuple(map(str, raw.get("always_uploads", ()))))
+                step_continue_on_error=strings("step_continue_on_error"), always_uploads=strings("always_uploads"))
+
+
+def _requirement(path: Path, kind: str, raw: Any) -> tuple[str, ...] | str:
+    """A required step: the words of a command (``[ci/promote.sh, preflight]``) or ``{uses: ACTION}``."""
+    if isinstance(raw, list) and raw:
+        return tuple(map(str, raw))
+    if isinstance(raw, dict) and isinstance(raw.get("uses"), str):
+        return f"uses:{raw['uses']}"
+    raise _refused(path, f"kind {kind!r}: the step {raw!r} is neither a command's words nor {{uses: ACTION}}")
 
 
 def _file(path: Path, name: str, raw: Any, kinds: Mapping[str, Kind]) -> FilePolicy:
