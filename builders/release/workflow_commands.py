@@ -3,12 +3,11 @@
 A regex over the text misses ``--channel=release``, a ``--channel`` on a backslash-continuation line
 and ``python -m builders publish`` split over lines; here continuations are joined, each command is
 split by :mod:`shlex` (comments dropped, quotes honoured) at ``;``, ``&&``, ``||``, ``|`` and newlines,
-and the options are read by :mod:`argparse` as builders' own parser reads them.
+and an option is read as argparse reads it (``--channel X``, ``--channel=X``, the last one wins).
 """
 
 from __future__ import annotations
 
-import argparse
 import re
 import shlex
 from collections.abc import Sequence
@@ -56,14 +55,18 @@ def has_command(run: str, wanted: Sequence[str]) -> bool:
 
 
 def channel_of(words: Sequence[str]) -> str | None:
-    """The ``--channel`` a command passes (``--channel X``, ``--channel=X``), read as argparse reads it."""
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
-    parser.add_argument("--channel")
-    try:
-        known, _ = parser.parse_known_args(list(words))
-    except (argparse.ArgumentError, SystemExit):
-        return None
-    return str(known.channel) if known.channel is not None else None
+    """The ``--channel`` a command passes, read as argparse reads an option (``--channel X`` or
+    ``--channel=X``, the last one wins, nothing after ``--``); builders' parser is the one place that
+    declares options, so this reads the words, it declares nothing."""
+    found = None
+    for i, word in enumerate(words):
+        if word == "--":
+            break
+        if word == "--channel" and i + 1 < len(words):
+            found = words[i + 1]
+        elif word.startswith("--channel="):
+            found = word.split("=", 1)[1]
+    return found
 
 
 def builders_command(words: Sequence[str]) -> str | None:
