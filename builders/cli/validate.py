@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import json
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from builders.base.console import Console
 from builders.base.errors import SelectionError, ValidationFailed
@@ -41,13 +42,17 @@ def execute(opts: Options, console: Console) -> int:
         if opts.pypi_wheels:
             index_url = stack.enter_context(staging_index(manifest.public_wheels(opts.pypi_wheels)))
             console.line(f"staging index of {opts.pypi_wheels}: {index_url}")
-        results = validated(built, channel, targets, opts, index_url, release, console)
-    host = detect(built.pythons, dict(opts.env), engines=False)
-    data = validate.record(results, channel="pypi" if opts.pypi else channel.name.value,
-                           version=str(built.project.version), project=m.project.name, host=host,
-                           manifest=release.digest if release else "")
-    opts.record.parent.mkdir(parents=True, exist_ok=True)
-    opts.record.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        host = detect(built.pythons, dict(opts.env), engines=False)
+
+        def keep(done: Sequence[validate.Validated]) -> dict[str, Any]:
+            data = validate.record(done, channel="pypi" if opts.pypi else channel.name.value,
+                                   version=str(built.project.version), project=m.project.name, host=host,
+                                   manifest=release.digest if release else "")
+            validate.write_record(opts.record, data)
+            return data
+
+        results = validated(built, channel, targets, opts, index_url, release, console, keep)
+    data = keep(results)
     console.line(f"{opts.record}: {data['passed']} passed, {data['failed']} failed, {data['not-runnable']} not runnable, "
                  f"{data['not-published']} not published")
     if data["failed"] or not data["passed"]:
@@ -56,14 +61,16 @@ def execute(opts: Options, console: Console) -> int:
 
 
 def validated(m: Matrix, channel: ReleaseChannel, targets: tuple[Target, ...], opts: Options, index_url: str | None,
-              release: manifest.Manifest | None, console: Console) -> list[validate.Validated]:
+              release: manifest.Manifest | None, console: Console,
+              keep: Callable[[Sequence[validate.Validated]], object] = lambda done: None) -> list[validate.Validated]:
+    """Each target validated in turn, the record rewritten by ``keep`` as each ends (a timeout keeps them)."""
     env = dict(opts.env)
     host = detect(m.pythons, env, engines=False)
     pairs = [(target, source(m, channel, target, opts, release, index_url=index_url)) for target in targets]
     return validate.validate_all(pairs, host, env, project=m.project.name,
                                  listed_only=release is None and not (opts.target or opts.select),
                                  installers=opts.installer or validate.INSTALLERS,
-                                 require_device=opts.require_device, show=console.line)
+                                 require_device=opts.require_device, show=console.line, keep=keep)
 
 
 def chosen_targets(m: Matrix, opts: Options, release: manifest.Manifest | None = None) -> tuple[Target, ...]:

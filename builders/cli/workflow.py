@@ -13,8 +13,8 @@ from builders.base.console import Console
 from builders.base.errors import InputError, Problem, WorkflowDrift
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.release import linters
-from builders.release.workflow import Workflow, drift, local_calls
+from builders.release import linters, workflow_policy
+from builders.release.workflow import checkout_root, drift
 from builders.release.workflow_scale import scale_problems
 
 MAX_BYTES = untrusted.MIB
@@ -26,7 +26,9 @@ DESCRIPTION = ("Check that .github/workflows/release.yml (and the local workflow
                "job, smoke jobs that do not wait for every build to succeed, build provenance "
                "before anything is published, and per job its if (the release gate as a term, "
                "no always()), needs, least permissions, environment, per-tag concurrency and "
-               "commit-pinned actions; and run zizmor (offline) and actionlint over every workflow and local "
+               "commit-pinned actions; apply the release policy (.github/workflow-policy.yml: per file its "
+               "triggers, per job its kind and what the kind may and must do) to every workflow file; and "
+               "run zizmor (offline) and actionlint over every workflow and local "
                "action of the repository, each finding drift unless .github/workflow-lint.yml lets it through "
                "with a written reason (exit 17 on drift, or when a file is not a "
                "workflow). The workflow is not generated: adding a Python or a variant to "
@@ -36,29 +38,21 @@ DESCRIPTION = ("Check that .github/workflows/release.yml (and the local workflow
 def execute(opts: Options, console: Console) -> int:
     m = load.matrix(opts)
     check_shape(opts.workflow)
-    for name in local_calls(Workflow.read(opts.workflow)).values():
-        if (opts.workflow.parent / name).is_file():
-            check_shape(opts.workflow.parent / name)
+    for path in sorted(opts.workflow.parent.glob("*.y*ml")):  # every file beside it: the policy reads them all
+        check_shape(path)
     problems = drift(m, opts.workflow) + scale_problems(m, opts.workflow)
-    root = repository_root(opts.workflow)
+    root = checkout_root(opts.workflow)
     files = linters.workflow_files(root)
     policy = linters.load_policy(root / linters.CONFIG)
     problems += [str(f) for f in linters.lint(files, root, opts.env, policy)]
     problems += linters.unused_ignores(policy, files, root)
     if problems:
         raise WorkflowDrift([Problem(message=p) for p in problems])
-    console.line(f"{opts.workflow}: in step with {opts.matrix}; zizmor (from {policy.min_severity}) and actionlint "
+    console.line(f"{opts.workflow}: in step with {opts.matrix}; the release policy ({workflow_policy.POLICY}) "
+                 f"kept in every file; zizmor (from {policy.min_severity}) and actionlint "
                  f"found nothing in the {len(files)} workflow file(s) ({len(policy.ignores)} finding(s) let through, "
                  f"each with its reason in {linters.CONFIG})")
     return 0
-
-
-def repository_root(workflow: Path) -> Path:
-    """The checkout ``workflow`` belongs to: above ``.github/workflows/``, else the current folder."""
-    resolved = workflow.resolve()
-    if resolved.parent.name == "workflows" and resolved.parent.parent.name == ".github":
-        return resolved.parent.parent.parent
-    return Path.cwd()
 
 
 def check_shape(path: Path) -> None:

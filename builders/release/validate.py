@@ -318,9 +318,11 @@ def _listing(index_url: str, project: str) -> frozenset[str] | str:
 
 def validate_all(pairs: Sequence[tuple[Target, Source]], host: Host, env: Mapping[str, str], *,
                  project: str, listed_only: bool, installers: Sequence[str] = INSTALLERS,
-                 require_device: bool = False, show: Progress = _quiet) -> list[Validated]:
+                 require_device: bool = False, show: Progress = _quiet,
+                 keep: Callable[[Sequence[Validated]], object] = lambda done: None) -> list[Validated]:
     """Every target validated in order, each line of progress shown as ``[n/N] ID: ...``; with ``listed_only``
-    (a run over whatever the channel holds) the index is read first and what it does not list is not published."""
+    (a run over whatever the channel holds) the index is read first and what it does not list is not published;
+    ``keep`` gets the verdicts reached as each target ends (the record is rewritten, so a timeout keeps them)."""
     skipped = unpublished(pairs, project) if listed_only else {}
     if skipped:
         show(f"{len(skipped)} not published (their index lists no wheel of theirs): "
@@ -333,6 +335,7 @@ def validate_all(pairs: Sequence[tuple[Target, Source]], host: Host, env: Mappin
                                require_device=require_device, progress=step)
         step(done.status + (f" ({done.reason})" if done.reason else ""))
         results[target.id] = done
+        keep([results[t.id] for t, _ in pairs if t.id in results])
     return [results[t.id] for t, _ in pairs]
 
 
@@ -358,3 +361,10 @@ def channel_matrix(m: Matrix, channel: ReleaseChannel, version: str | None) -> M
         raise SelectionError("validate --channel nightly needs --version, the dev release (such as "
                              f"{channel.nightly_base(m.project.version)}.dev20261201)")
     return m.on_channel(channel.name, day)
+def write_record(path: Path, data: Mapping[str, Any]) -> None:
+    """Write the record whole (a temporary file renamed over it): written after each target, so a job that
+    reaches its timeout keeps every verdict it reached, and a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    partial.replace(path)

@@ -31,7 +31,10 @@ checked, in the release workflow and the local reusable workflows it calls:
   job or in one it needs;
 - the channel lifecycle (:mod:`builders.release.workflow_lifecycle`): the nightly and candidate
   jobs of the release workflow, and the promotion workflow ``promote.yml`` beside it, which is
-  held to the same timeouts, uploads, provenance, PyPI batches and per-job structure.
+  held to the same timeouts, uploads, provenance, PyPI batches and per-job structure;
+- the release policy (:mod:`builders.release.workflow_policy`, ``.github/workflow-policy.yml``) over
+  every workflow file beside it, a new one included, and the repository's local composite actions;
+  every file also keeps the per-workflow rules (permissions, pins, timeouts, provenance, uploads).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from pathlib import Path
 from builders.base.errors import WorkflowDrift
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
-from builders.release import disk
+from builders.release import disk, workflow_policy
 from builders.release import expressions as ex
 from builders.release.ci import build_entry, build_groups, images, plan_outputs, shards, smoke_entry
 from builders.release.workflow_jobs import (
@@ -85,13 +88,22 @@ SMOKE_RECORD_NAME = "${{ matrix.id }}"
 RELEASE_INPUT = "${{ needs.plan.outputs.release == 'true' || needs.plan.outputs.candidate == 'true' }}"
 
 
-def drift(matrix: Matrix, workflow: Path) -> list[str]:
-    """Every way ``workflow`` (and the local workflows it calls) no longer matches the plan (empty: in step)."""
+def drift(matrix: Matrix, workflow: Path, policy: Path | None = None) -> list[str]:
+    """Every way ``workflow`` (and the local workflows it calls) no longer matches the plan, and every way a
+    workflow file beside it breaks the release policy (``policy``: default ``.github/workflow-policy.yml`` of
+    the checkout) (empty: in step)."""
     release = Workflow.read(workflow)
     called, missing = _called(release, workflow.parent)
     promotion = lifecycle_workflows(workflow.parent)
+    known = {wf.name for wf in (release, *called, *promotion)}
+    others = [Workflow.read(p) for p in sorted(workflow.parent.glob("*.y*ml")) if p.name not in known]
+    root = checkout_root(workflow)
+    rules = workflow_policy.load(policy or root / workflow_policy.POLICY)
     problems = [*missing, *_plan_problems(release), *_shard_problems(release, called)]
-    for wf in (release, *called, *promotion):
+    problems += workflow_policy.policy_problems(rules, [release, *called, *promotion, *others],
+                                                workflow_policy.composite_actions(root))
+    problems += [p for wf in others for p in per_workflow_problems(wf, {})]
+    for wf in (release, *called, *promotion, *others):
         problems += [*_timeout_problems(wf), *_smoke_problems(wf), *_provenance_problems(wf), *_upload_problems(wf),
                      *_smoke_record_problems(wf)]
     problems += structural_problems(release, called)
@@ -103,6 +115,14 @@ def drift(matrix: Matrix, workflow: Path) -> list[str]:
     problems += _wheel_artifact_problems(matrix, called)
     problems += _key_problems(matrix, (release, *called))
     return problems
+
+
+def checkout_root(workflow: Path) -> Path:
+    """The checkout ``workflow`` belongs to: above ``.github/workflows/``, else the current folder."""
+    resolved = workflow.resolve()
+    if resolved.parent.name == "workflows" and resolved.parent.parent.name == ".github":
+        return resolved.parent.parent.parent
+    return Path.cwd()
 
 
 def _called(release: Workflow, folder: Path) -> tuple[list[Workflow], list[str]]:

@@ -21,12 +21,12 @@ Read per job from the parsed workflows, as :mod:`builders.release.workflow_rules
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from builders.base.errors import WorkflowDrift
 from builders.release import expressions as ex
+from builders.release.workflow_commands import builders_command, channel_of, commands
 from builders.release.workflow_jobs import (
     Workflow,
     first,
@@ -50,7 +50,6 @@ PROMOTE_WORKFLOW = "promote.yml"
 PROMOTE_COMMAND = "promote-release"  # or ci/promote.sh index, which runs it
 DEPLOY_COMMAND = "ci/deploy-index.sh"
 PROMOTE_ENVIRONMENT = "release"
-PUBLISH_CHANNEL = re.compile(r"builders publish\b[^\n]*?--channel\s+([A-Za-z]+)")
 CHANNEL_GATES = {"nightly": "needs.plan.outputs.nightly", "test": "needs.plan.outputs.candidate"}
 CHANNEL_ENVIRONMENTS = {"nightly": "nightly", "test": "candidates"}
 BUCKET_VARIABLE = "vars.INDEX_BUCKET"
@@ -77,9 +76,14 @@ def lifecycle_problems(release: Workflow, promotion: list[Workflow]) -> list[str
 
 
 def channel_jobs(wf: Workflow) -> dict[str, str]:
-    """``{job: channel}`` for the jobs that run ``builders publish --channel CHANNEL``."""
-    found = {name: PUBLISH_CHANNEL.search(runs(job)) for name, job in wf.jobs.items()}
-    return {name: match.group(1) for name, match in found.items() if match}
+    """``{job: channel}`` for the jobs that run ``builders publish --channel CHANNEL`` (read as the shell and
+    argparse read it: ``--channel=X`` and continuation lines too)."""
+    found = {}
+    for name, job in wf.jobs.items():
+        channels = [channel_of(c) for c in commands(runs(job)) if builders_command(c) == "publish"]
+        if channel := next((c for c in channels if c is not None), None):
+            found[name] = channel
+    return found
 
 
 # -- the release workflow's channel jobs -----------------------------------------------------
@@ -157,11 +161,7 @@ def triggers(wf: Workflow) -> dict[str, object]:
 
 
 def _promotion_problems(wf: Workflow) -> Iterator[str]:
-    on = triggers(wf)
-    if set(on) != {"workflow_dispatch"}:
-        yield (f"{wf.name}: key 'on': {sorted(on)}; a promotion runs only when someone dispatches it "
-               "(workflow_dispatch), never on a push or a schedule")
-    dispatch = on.get("workflow_dispatch")
+    dispatch = triggers(wf).get("workflow_dispatch")  # its triggers are the release policy's
     inputs = dispatch.get("inputs") if isinstance(dispatch, dict) else None
     if not isinstance(inputs, dict) or "version" not in inputs:
         yield f"{wf.name}: key 'on': the dispatch has no `version` input naming what it releases"

@@ -16,9 +16,7 @@ Read per job from the parsed workflow, never as substrings of its text:
   (actions/attest) or publishes to PyPI;
 - ``environment``: the PyPI upload runs in the ``pypi`` environment (its trusted publisher is
   registered for that environment, which only release tags may deploy to);
-- ``concurrency``: a publishing job's group names the tag, so no release waits in a group that
-  a later tag's run shares (GitHub keeps one pending job per group and cancels the older one,
-  whatever ``cancel-in-progress`` says);
+- ``concurrency``: the release policy's (:mod:`builders.release.workflow_policy`), for every file;
 - ``uses``: every action is pinned by a 40-hex commit (a tag can be moved);
 - ``timeout-minutes``: a positive whole number on every job that runs steps;
 - images fail closed: a job that runs the build shards needs every images job, and its ``if``, evaluated as
@@ -76,7 +74,6 @@ STATUS: dict[str, Callable[[tuple[str, ...]], bool]] = {
 PYPI_ENVIRONMENT = "pypi"
 WORKFLOW_PERMISSIONS: tuple[dict[str, str], ...] = ({}, {"contents": "read"})
 PINNED = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}")
-PER_TAG = ("github.ref", "github.ref_name")
 BYPASSES = frozenset({"always", "cancelled", "failure"})
 LEVELS = {"none": 0, "read": 1, "write": 2}
 # What a step needs, by what it runs: (scope, level, why).
@@ -91,7 +88,7 @@ RUN_NEEDS = (("ci/images.sh push", "packages", "write", "pushes images"),
 def structural_problems(release: Workflow, called: list[Workflow]) -> list[str]:
     """Every structural problem of the release workflow and the workflows it calls."""
     by_name = {wf.name: wf for wf in called}
-    problems = [*_gate_problems(release), *_needs_problems(release), *_concurrency_problems(release),
+    problems = [*_gate_problems(release), *_needs_problems(release),
                 *pypi_last_problems(release), *image_gate_problems(release)]
     for wf in (release, *called):
         problems += per_workflow_problems(wf, by_name)
@@ -211,19 +208,6 @@ def pypi_last_problems(wf: Workflow) -> Iterator[str]:
         for index in sorted(indexes - upstream(wf, name) - {name}):
             yield (f"{where(wf, name, 'needs')} uploads to PyPI without coming after {index!r}, which publishes the "
                    "release index: PyPI never takes a file name twice, so it goes last, once the index is published")
-
-
-def _concurrency_problems(wf: Workflow) -> Iterator[str]:
-    groups = [("(workflow)", wf.top.get("concurrency"))]
-    groups += [(name, wf.jobs[name].get("concurrency")) for name in sorted(publishing_jobs(wf))]
-    for name, concurrency in groups:
-        if concurrency is None:
-            continue
-        group = concurrency.get("group", "") if isinstance(concurrency, dict) else concurrency
-        if not any(ref in str(group) for ref in PER_TAG):
-            yield (f"{where(wf, name, 'concurrency')} group {group!r} is shared by every tag: GitHub keeps one "
-                   "pending job per group and cancels the older pending one, so a third tag would cancel the "
-                   "second's release; name the tag in the group (github.ref)")
 
 
 # -- permissions and environment -----------------------------------------------------------

@@ -77,10 +77,12 @@ def test_workflow_check_runs_zizmor_and_actionlint_and_the_committed_workflows_a
 
 
 def repository_copy(root: Path, tmp_path: Path) -> Path:
-    """The repository's workflows (and lint policy) in ``tmp_path/.github``: what ``workflow --check`` lints there."""
+    """The repository's workflows (and lint and release policies) in ``tmp_path/.github``: what ``workflow --check``
+    reads there."""
     shutil.copytree(root / WORKFLOWS, tmp_path / WORKFLOWS)
-    if (root / ".github/workflow-lint.yml").is_file():
-        shutil.copy(root / ".github/workflow-lint.yml", tmp_path / ".github/workflow-lint.yml")
+    for config in (".github/workflow-lint.yml", ".github/workflow-policy.yml"):
+        if (root / config).is_file():
+            shutil.copy(root / config, tmp_path / config)
     return tmp_path / WORKFLOW
 
 
