@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from builders.matrix import loader as matrix
+from builders.families import loader as matrix
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand
 from builders.pipeline.host import detect

@@ -26,7 +26,7 @@ def test_the_record_holds_each_target_as_it_ends(m: Matrix, tmp_path: Path) -> N
     opts = arguments.parse(cli.parser(), ["validate", "--channel", "test", "--record", str(record),
                                           "--index-url", "http://127.0.0.1:9/whl/test/",
                                           *(a for t in targets for a in ("--target", t.id))], {})
-    channel = validate_command.declared(m, opts.channel)
+    channel = m.declared_channel(opts.channel)
     seen: list[list[str]] = []
 
     def keep(done: Sequence[validate.Validated]) -> None:

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from builders.base.errors import WorkflowDrift
-from builders.matrix import loader
+from builders.families import loader
 from builders.release import workflow_policy
 from builders.release.workflow import drift
 from builders.release.workflow_commands import channel_of, commands
