@@ -49,6 +49,7 @@ import bench_verify
 import yaml
 
 from builders.base.process import Log, run
+from builders.ci import jobs as ci
 from builders.engines.images import engine_env
 from builders.engines.local import LocalEngine
 from builders.families import loader as matrix_mod
@@ -58,7 +59,6 @@ from builders.matrix.targets import Selection, expand, select
 from builders.pipeline.context import commit_epoch
 from builders.pipeline.host import Host
 from builders.pipeline.plan import BuildPlan, Context
-from builders.release import ci
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from builders.release.staging import serving_folder
+from builders.index.staging import serving_folder
 
 
 def free_port() -> int:

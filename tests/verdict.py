@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from builders.index import audit
 from builders.matrix.model import Matrix
-from builders.release import audit
 from builders.wheel import verify
 from builders.wheel.archive import Wheel
 

@@ -171,14 +171,14 @@ class AuditError(BuildersError):
 
 
 class ReleaseError(BuildersError):
-    """A tag cannot be released from this matrix (see :mod:`builders.release.checks`): the tag names another
+    """A tag cannot be released from this matrix (see :mod:`builders.ci.checks`): the tag names another
     version than ``project.version``, a Linux base image is not pinned by digest, or the wheels found
     are not the wheels planned. The message lists every problem, one per line."""
 
     exit_code = 25
     what = ("release: the tag does not name the matrix's `project.version`, a Linux platform's `base_image` is "
             "not pinned by digest, or the wheels found are not the wheels planned (each problem listed; "
-            "`builders/release/checks.py`)")
+            "`builders/ci/checks.py`)")
 
 
 class ProcessError(BuildersError):

@@ -13,10 +13,10 @@ from builders.base.errors import AuditError
 from builders.base.process import ProcessError, run
 from builders.cli import load
 from builders.cli.arguments import Options
+from builders.index import audit, variant_audit
+from builders.index.variants import settings
 from builders.matrix.model import Matrix
-from builders.release import audit, variant_audit
-from builders.release.report import index_url, variant_index_url
-from builders.release.variants import settings
+from builders.report.compatibility import index_url, variant_index_url
 
 HELP = "compare a published index with the matrix"
 DESCRIPTION = ("Read a published index (PEP 691 JSON or PEP 503 HTML, PEP 658/714 metadata "

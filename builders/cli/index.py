@@ -7,12 +7,12 @@ from pathlib import Path
 from builders.base.console import Console
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.release.index import (
+from builders.index.mirror import RECORD
+from builders.index.pages import (
     IndexBuildError,
     find_wheels,
     index_with_requirements,
 )
-from builders.release.mirror import RECORD
 
 HELP = "write a static package index of a wheelhouse"
 DESCRIPTION = ("Lay out every *.whl under WHEELHOUSE as a static index per local version label "

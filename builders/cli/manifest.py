@@ -7,7 +7,7 @@ from builders.base.errors import SelectionError
 from builders.base.safe_output import write_whole
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.release import manifest
+from builders.index import manifest
 
 HELP = "write the release manifest of a candidate's files (name, sha256, size, target; tag, commit, run)"
 DESCRIPTION = ("List exactly the files a candidate run built, the labelled wheels under WHEELHOUSE (each verified "

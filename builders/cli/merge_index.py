@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from builders.base.console import Console
 from builders.cli.arguments import Options
-from builders.release.index import IndexBuildError, find_wheels, merge_into
+from builders.index.pages import IndexBuildError, find_wheels, merge_into
 
 HELP = "add a release's indexes to the published ones (earlier releases kept)"
 DESCRIPTION = ("Copy the files of NEW (what `index` wrote for one release) into PUBLISHED (a "

@@ -626,7 +626,7 @@ ENVIRONMENT: tuple[EnvironmentFact, ...] = (
     EnvironmentFact(name="BUILDERS_RUN", read_by="builders/base/process.py",
                     why="set on every command builders starts (never read from the user): the watchdog finds a "
                         "run's stray processes by it in /proc after the run died"),
-    *(EnvironmentFact(name=name, read_by="builders/release/objectstore.py",
+    *(EnvironmentFact(name=name, read_by="builders/index/objectstore.py",
                       why=f"`publish` and `promote-release`: {why}, as any AWS client reads it")
       for name, why in (("AWS_ENDPOINT_URL_S3", "the S3-compatible store's endpoint"),
                         ("AWS_ENDPOINT_URL", "the endpoint when AWS_ENDPOINT_URL_S3 is unset (neither: AWS itself)"),

@@ -11,6 +11,10 @@ from builders import engines
 from builders.base.console import Console, render_table
 from builders.base.errors import RehearsalError, SelectionError
 from builders.base.safe_output import write_whole
+from builders.ci import disk, rehearsal_report
+from builders.ci import jobs as ci
+from builders.ci.checks import refuse_release, tag_kind
+from builders.ci.estimate import compare, costs_from
 from builders.cli import load, rehearse
 from builders.cli.arguments import Options
 from builders.engines.images import engine_env
@@ -18,9 +22,6 @@ from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand, selected
 from builders.pipeline import platform_policy
 from builders.pipeline.host import detect
-from builders.release import ci, disk, rehearsal_report
-from builders.release.checks import refuse_release, tag_kind
-from builders.release.estimate import compare, costs_from
 
 HELP = "list the targets the matrix implies"
 DESCRIPTION = ("Expand matrix.yaml into targets and show, for this host, which can be built "
@@ -114,7 +115,7 @@ def estimate_table(m: Matrix, targets: Sequence[Target], results: Sequence[Path]
     rows = [(key.replace("_", " "), *(str(found[side][key]) for side in ("before", "after", "warm"))) for key in keys]
     rows.append(("runner-minutes, after / before", "", str(found["runner_minutes_ratio"]), ""))
     rows.append(("runner-minutes, warm / cold", "", "", str(found["warm_runner_minutes_ratio"])))
-    source = ", ".join(map(str, results)) if results else "default stage times (builders.release.estimate.Costs)"
+    source = ", ".join(map(str, results)) if results else "default stage times (builders.ci.estimate.Costs)"
     rates = ", ".join(f"{k} {v:.0%}" for k, v in found["hit_rates"].items()) or "none measured (warm = cold)"
     return render_table(("release run of " + m.project.name, "one build job per target", "per (variant, platform)",
                          "same, warm compile cache"), rows) + f"\nstage times: {source}\ncompile-cache hit rates: {rates}"

@@ -7,9 +7,9 @@ from pathlib import Path
 from builders.base.console import Console
 from builders.cli import load
 from builders.cli.arguments import Options
+from builders.index.pages import find_wheels
+from builders.index.promote import PromoteError, promotable, promote, target_of
 from builders.matrix.model import Matrix
-from builders.release.index import find_wheels
-from builders.release.promote import PromoteError, promotable, promote, target_of
 from builders.wheel.archive import Wheel
 from builders.wheel.variant import split_label
 

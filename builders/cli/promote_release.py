@@ -10,13 +10,13 @@ from builders.base.console import Console
 from builders.base.errors import SelectionError
 from builders.cli import load
 from builders.cli.arguments import FLAG, Options
+from builders.index import manifest, promotion
+from builders.index.objectstore import open_bucket
+from builders.index.pages import find_wheels
+from builders.index.promote import requirement_problems
 from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import AcceptedNotRunnable
 from builders.matrix.targets import select
-from builders.release import manifest, promotion
-from builders.release.index import find_wheels
-from builders.release.objectstore import open_bucket
-from builders.release.promote import requirement_problems
 
 HELP = "release exactly a candidate's validated files: test to release, then PyPI"
 DESCRIPTION = ("Release the candidate that --manifest describes, without rebuilding: a preflight first, reading "

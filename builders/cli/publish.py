@@ -11,11 +11,11 @@ from builders.base.console import Console
 from builders.base.errors import ObjectStoreError, SelectionError
 from builders.cli import load
 from builders.cli.arguments import Options
+from builders.index import publish
+from builders.index.manifest import labelled_wheels
+from builders.index.objectstore import Bucket, open_bucket
+from builders.index.pages import index_with_requirements
 from builders.matrix.release_channels import ChannelName
-from builders.release import publish
-from builders.release.index import index_with_requirements
-from builders.release.manifest import labelled_wheels
-from builders.release.objectstore import Bucket, open_bucket
 
 SHOWN = 10  # dead links named in the message
 HELP = "publish a channel's per-variant indexes to an S3-compatible bucket"

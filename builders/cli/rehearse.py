@@ -12,16 +12,16 @@ from pathlib import Path
 
 from builders.base.process import ProcessError
 from builders.base.process import run as run_process
+from builders.ci import layouts, limits, prices, rehearsal, scale_profile
+from builders.ci.workflow_graph import load
 from builders.cli.arguments import Options
 from builders.families import loader as matrix_mod
+from builders.index.audit import read_project
+from builders.index.remote import Client
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName
 from builders.matrix.targets import Target, expand
 from builders.pipeline import results as results_mod
-from builders.release import layouts, limits, prices, rehearsal, scale_profile
-from builders.release.audit import read_project
-from builders.release.remote import Client
-from builders.release.workflow_graph import load
 
 DECLARED = "declared"
 RELEASE_WORKFLOW = Path(".github/workflows/release.yml")
@@ -61,7 +61,7 @@ def nightly_keep(m: Matrix) -> int:
 
 
 def nightlies_per_month(workflow: Path) -> float:
-    """Runs a month of the release workflow's ``schedule`` (:func:`builders.release.rehearsal.per_month`)."""
+    """Runs a month of the release workflow's ``schedule`` (:func:`builders.ci.rehearsal.per_month`)."""
     return rehearsal.per_month(load(workflow).top) if workflow.is_file() else 0.0
 
 

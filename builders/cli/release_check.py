@@ -5,9 +5,9 @@ from __future__ import annotations
 from builders.base import untrusted
 from builders.base.console import Console
 from builders.base.errors import InputError, ReleaseError
+from builders.ci.checks import wheel_set_problems
 from builders.cli.arguments import Options
-from builders.release.checks import wheel_set_problems
-from builders.release.index import find_wheels
+from builders.index.pages import find_wheels
 
 PLAN_LIMIT = 8 * untrusted.MIB
 

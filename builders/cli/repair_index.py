@@ -5,8 +5,8 @@ from __future__ import annotations
 from builders.base.console import Console
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.release import repair
-from builders.release.objectstore import open_bucket
+from builders.index import repair
+from builders.index.objectstore import open_bucket
 
 HELP = "rebuild a channel's pages from the wheels the bucket holds (what publish's exit 40 asks for)"
 DESCRIPTION = ("For every label's index of --channel: list the bucket's objects, describe each wheel from its own "

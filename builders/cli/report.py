@@ -8,12 +8,13 @@ from pathlib import Path
 from builders.base.console import Console
 from builders.base.errors import PathError
 from builders.base.safe_output import write_whole
+from builders.ci import rehearsal_report
 from builders.cli import load, rehearse
 from builders.cli.arguments import Options
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
 from builders.pipeline import results
-from builders.release import rehearsal_report, report
+from builders.report import compatibility as report
 
 DEFAULT_RESULTS = Path("wheelhouse/results.json")
 

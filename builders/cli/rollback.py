@@ -10,9 +10,9 @@ from builders.base.console import Console
 from builders.base.errors import InputError, Problem
 from builders.cli import load
 from builders.cli.arguments import Options
+from builders.index import yank
+from builders.index.objectstore import Bucket, open_bucket
 from builders.matrix.release_channels import ChannelName
-from builders.release import yank
-from builders.release.objectstore import Bucket, open_bucket
 
 HELP = "undo a promotion: its files yanked on the release channel, the pages as they were restored"
 DESCRIPTION = ("Read the promotion's publish record (the key promote-release printed, under "

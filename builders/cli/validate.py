@@ -10,13 +10,13 @@ from builders.base.console import Console
 from builders.base.errors import SelectionError, ValidationFailed
 from builders.cli import load
 from builders.cli.arguments import Options
+from builders.index import manifest, validate
+from builders.index.promote import public_version
+from builders.index.staging import staging_index
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ReleaseChannel
 from builders.matrix.targets import Target, select
 from builders.pipeline.host import detect
-from builders.release import manifest, validate
-from builders.release.promote import public_version
-from builders.release.staging import staging_index
 
 HELP = "install a channel's published wheels over HTTP and smoke-test them"
 DESCRIPTION = ("For every selected target this host can run: a fresh venv, then `pip install --index-url <the "

@@ -11,9 +11,9 @@ from builders.base.console import Console
 from builders.base.errors import SmokeError
 from builders.cli import load
 from builders.cli.arguments import Options
+from builders.index.mirror import pip_mirror
+from builders.index.variants import Made, VariantIndex, labelled_wheels, make_variants, settings
 from builders.pipeline.host import detect
-from builders.release.mirror import pip_mirror
-from builders.release.variants import Made, VariantIndex, labelled_wheels, make_variants, settings
 from builders.wheel.smoke import smoke
 
 HELP = "make the wheel variants (PEP 825) and their index"

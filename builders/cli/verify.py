@@ -8,9 +8,9 @@ from builders.base.console import Console
 from builders.base.errors import VerifyError
 from builders.cli import load
 from builders.cli.arguments import Options
+from builders.index.promote import check_promoted
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, one_target
-from builders.release.promote import check_promoted
 from builders.wheel.archive import Wheel
 from builders.wheel.verify import Expectation, Finding, verify
 

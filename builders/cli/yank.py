@@ -10,8 +10,8 @@ from builders.base.console import Console
 from builders.base.errors import SelectionError
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.release import yank
-from builders.release.objectstore import open_bucket
+from builders.index import yank
+from builders.index.objectstore import open_bucket
 
 HELP = "mark a version yanked on every page of a channel (PEP 592), keeping its bytes"
 DESCRIPTION = ("Rewrite every label's pages of --channel so that each file of VERSION is listed as yanked with "

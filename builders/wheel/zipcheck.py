@@ -2,7 +2,7 @@
 way builders opens a zip to read it (:func:`open_zip`).
 
 Every wheel is read through here, whether it lies on disk (:mod:`builders.wheel.archive`) or on an
-index, read with HTTP range requests (:mod:`builders.release.remote`): ``zipfile`` parses the end
+index, read with HTTP range requests (:mod:`builders.index.remote`): ``zipfile`` parses the end
 record and the central directory, over a file object that refuses any one read over
 :data:`MAX_CENTRAL_DIRECTORY`, and a zip of more than :data:`MAX_MEMBERS` entries is refused before
 anything else is looked at. What one entry shows is wrong (:func:`member_problems`, :func:`refusal`)

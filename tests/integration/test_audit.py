@@ -30,7 +30,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from builders.release.index import build_index
+from builders.index.pages import build_index
 from tests import expected
 
 pytestmark = pytest.mark.slow
@@ -381,7 +381,7 @@ def test_metadata_of_a_large_real_wheel_over_ranges(sites) -> None:
     its METADATA read over HTTP ranges is byte for byte zipfile's, for a few MiB at most."""
     import importlib.util
 
-    from builders.release.audit import Client, is_metadata, remote_member
+    from builders.index.audit import Client, is_metadata, remote_member
 
     spec = importlib.util.spec_from_file_location("bench_verify", Path(__file__).parents[2] / "benchmarks/bench_verify.py")
     assert spec and spec.loader

@@ -22,10 +22,10 @@ import pytest
 from packaging.metadata import Metadata
 
 from builders.families import loader as matrix
+from builders.index import audit
+from builders.index.promote import check_promoted, public_version, pypi_requirements
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand
-from builders.release import audit
-from builders.release.promote import check_promoted, public_version, pypi_requirements
 from builders.wheel.archive import Wheel
 from builders.wheel.verify import METADATA_CODES, Expectation, verify
 from builders.wheel.writer import label, rewrite

@@ -31,8 +31,8 @@ import pytest
 from packaging.requirements import Requirement
 
 from builders.base.errors import ObjectStoreError, PreflightRefused, PublishRefused, ValidationFailed
-from builders.release.index import find_wheels
-from builders.release.objectstore import open_bucket
+from builders.index.objectstore import open_bucket
+from builders.index.pages import find_wheels
 from builders.wheel.archive import ZIP_EPOCH, Wheel
 from builders.wheel.writer import rewrite
 from tests import expected, helpers

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from builders.release.staging import serving_folder
+from builders.index.staging import serving_folder
 from builders.wheel.archive import Wheel
 from tests import helpers
 

@@ -32,10 +32,10 @@ from packaging.version import Version
 from builders.base.errors import ObjectExists, ObjectStoreError, SelectionError
 from builders.cli import main
 from builders.families import loader as matrix
+from builders.index import objectstore
+from builders.index import publish as publish_mod
+from builders.index.objectstore import Bucket, open_bucket
 from builders.matrix.model import Matrix
-from builders.release import objectstore
-from builders.release import publish as publish_mod
-from builders.release.objectstore import Bucket, open_bucket
 from builders.wheel.writer import write_wheel
 from tests import expected
 from tests.helpers import edit

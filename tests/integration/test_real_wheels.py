@@ -97,7 +97,7 @@ def test_torch_cpu_wheel_passes_smoke_with_its_own_script(torch_wheel: Path, tmp
 def test_verify_and_audit_give_torchs_metadata_one_verdict(torch_wheel: Path) -> None:
     """The shared METADATA rules on METADATA nobody here wrote: torch's own, accepted by both sides."""
     from builders.families import loader as matrix
-    from builders.release import audit
+    from builders.index import audit
     from builders.wheel.verify import Expectation
     from tests import helpers
     from tests.verdict import same_verdict

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from builders.families import loader as matrix
+from builders.index import validate
+from builders.index.staging import serving_folder
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand
 from builders.pipeline.host import detect
-from builders.release import validate
-from builders.release.staging import serving_folder
 from tests.helpers import builders
 
 ROOT = Path(__file__).resolve().parents[2]

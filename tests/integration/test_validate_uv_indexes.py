@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from builders.release import validate
+from builders.index import validate
 from builders.wheel.writer import write_wheel
 
 

@@ -29,8 +29,8 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
+from builders.index.staging import serving_folder
 from builders.matrix.model import Matrix
-from builders.release.staging import serving_folder
 from builders.wheel.smoke import expected_runtime_version, find_uv, outcome, probe_argv, stage
 from tests import expected, helpers
 

@@ -17,10 +17,10 @@ import pytest
 import yaml
 from packaging.version import Version
 
+from builders.ci import jobs as ci
+from builders.ci.workflow import drift
 from builders.families import loader as matrix
 from builders.matrix.targets import expand
-from builders.release import ci
-from builders.release.workflow import drift
 from tests import helpers
 from tests.unit.test_ci_shards import synthetic
 
@@ -574,7 +574,7 @@ def release_site(folder: Path, version: str) -> list[Path]:
     """What `index` writes for one release, in its shape: each label's wheels under whl/<label>/<project>/."""
     from dataclasses import replace
 
-    from builders.release.index import refresh_pages
+    from builders.index.pages import refresh_pages
     from tests.hostile import make_wheels
 
     wheels = []

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from builders.base.errors import AuditError, SelectionError
-from builders.release import audit, remote
+from builders.index import audit, remote
 from builders.wheel import zipcheck
 from tests import expected
 from tests.hostile import make_wheels as mw

@@ -2,7 +2,7 @@
 
 GitHub starts at most 256 jobs from one job matrix and takes at most 1 MB of outputs per job
 (sized as UTF-16); those two numbers are restated here from GitHub's documentation, not read
-from builders.release.ci, and the sizes are measured here the way GitHub measures them.
+from builders.ci.jobs, and the sizes are measured here the way GitHub measures them.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from builders.base.errors import SelectionError
+from builders.ci import jobs as ci
 from builders.families import loader as matrix
 from builders.matrix.targets import expand
-from builders.release import ci
 
 GITHUB_MAX_JOBS = 256
 GITHUB_MAX_OUTPUT_BYTES = 1_000_000

@@ -38,7 +38,7 @@ from builders.matrix.targets import Selection, Target, select
 from builders.pipeline.compilercache import launchers
 from builders.pipeline.host import Host, unbuildable
 from builders.pipeline.plan import BuildPlan, Context
-from builders.release import report
+from builders.report import compatibility as report
 from builders.wheel import smoke, verify
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from builders.base import errors
 from builders.base.process import ProcessError
 from builders.pipeline import results
 from builders.pipeline.results import ResultsError
-from builders.release import report
+from builders.report import compatibility as report
 from tests import expected
 
 
@@ -123,7 +123,7 @@ def test_no_error_leaves_with_the_base_class_code(root) -> None:
 
 
 def test_index_errors_exit_16() -> None:
-    from builders.release.index import IndexBuildError
+    from builders.index.pages import IndexBuildError
 
     assert IndexBuildError.exit_code == 16
 

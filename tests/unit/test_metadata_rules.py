@@ -20,10 +20,10 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 from builders.families import loader
+from builders.index import audit
+from builders.index.promote import public_version, pypi_requirements
 from builders.matrix.model import DroppedKind, Matrix
 from builders.matrix.targets import Target, expand
-from builders.release import audit
-from builders.release.promote import public_version, pypi_requirements
 from builders.wheel import rules as metadata_rules
 from builders.wheel import verify
 from builders.wheel.writer import write_wheel

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from builders.base.errors import EngineError
+from builders.index import mirror
+from builders.index.pages import IndexBuildError, build_index
 from builders.matrix import findings
 from builders.matrix.targets import Selection, expand, select
-from builders.release import mirror
-from builders.release.index import IndexBuildError, build_index
 from tests import expected
 
 

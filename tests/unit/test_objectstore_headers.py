@@ -14,9 +14,9 @@ import json
 import pytest
 
 from builders.base.errors import ObjectExists, ObjectStoreError
+from builders.index import publish
+from builders.index.objectstore import cache_control, content_type, full_object_sha256, refused_deletes
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
-from builders.release import publish
-from builders.release.objectstore import cache_control, content_type, full_object_sha256, refused_deletes
 
 WHEEL = "whl/cpu/minifw/minifw-2.15.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl"
 PAGES = ("whl/cpu/minifw/index.html", "whl/cpu/minifw/index.json", "whl/cpu/index.html", "whl/cpu/index.json",

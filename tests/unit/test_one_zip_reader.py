@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from builders.base.errors import WheelError
-from builders.release import index
+from builders.index import pages as index
 from builders.wheel import rpath
 from builders.wheel import variant as wheel_variant
 from builders.wheel.writer import write_wheel

@@ -12,13 +12,13 @@ import pytest
 import yaml
 
 from builders.base.errors import ProcessError
+from builders.ci import checks
 from builders.families import loader as matrix
 from builders.matrix.findings import DEFAULT_RUNNERS
 from builders.matrix.targets import Selection, expand, select
 from builders.pipeline import platform_policy
 from builders.pipeline.private_source import COPY_SCRIPT, SKIPPED_DIRS, copy_command
 from builders.pipeline.store import tree_digest
-from builders.release import checks
 from builders.wheel import repair
 from tests import helpers
 from tests.unit.test_buildplan import HOST, LOCAL, built, context, plans

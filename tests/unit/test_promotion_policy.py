@@ -11,11 +11,11 @@ import pytest
 from builders import cli
 from builders.cli import arguments, promote_release
 from builders.families import loader as matrix
+from builders.index import promotion
+from builders.index.manifest import LABELLED, PYPI, Manifest, ManifestFile
 from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB, PromotionPolicy
 from builders.matrix.targets import Target, expand
-from builders.release import promotion
-from builders.release.manifest import LABELLED, PYPI, Manifest, ManifestFile
 from builders.wheel.archive import file_sha256
 from tests import expected
 from tests.helpers import edit, only_problem

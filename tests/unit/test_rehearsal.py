@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from builders import cli
+from builders.ci import layouts, prices, rehearsal, rehearsal_report, scale_profile
 from builders.families import loader
+from builders.index.audit import read_project
+from builders.index.remote import Client
 from builders.matrix.targets import Target, expand
-from builders.release import layouts, prices, rehearsal, rehearsal_report, scale_profile
-from builders.release.audit import read_project
-from builders.release.remote import Client
 from tests import rehearsal_fixtures as fx
 
 

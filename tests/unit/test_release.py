@@ -8,9 +8,9 @@ import pytest
 from packaging.version import Version
 
 from builders.base.errors import MatrixError
+from builders.ci.checks import release_problems, tag_kind, wheel_set_problems
 from builders.families import loader as matrix
 from builders.matrix.model import OS
-from builders.release.checks import release_problems, tag_kind, wheel_set_problems
 from tests import expected
 
 DIGEST = "sha256:" + hashlib.sha256(b"a base image").hexdigest()

@@ -12,7 +12,7 @@ from builders.families import loader as matrix
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName
 from builders.matrix.targets import expand
-from builders.release import report
+from builders.report import compatibility as report
 from tests import expected
 from tests.helpers import edit, only_problem, problems_of
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from builders import cli
+from builders.ci import jobs as ci
 from builders.families import loader as matrix
 from builders.matrix.targets import expand
-from builders.release import ci
 
 
 @pytest.fixture

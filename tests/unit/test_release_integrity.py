@@ -12,13 +12,13 @@ import pytest
 from packaging.version import Version
 
 from builders.base.errors import InputError
+from builders.index import manifest, promotion, yank
+from builders.index.manifest import LABELLED, PYPI, Manifest, ManifestFile
+from builders.index.pages import IndexedFile, project_html, project_json
+from builders.index.publish import SiteEntry, yanked
+from builders.index.staging import staging_index
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand
-from builders.release import manifest, promotion, yank
-from builders.release.index import IndexedFile, project_html, project_json
-from builders.release.manifest import LABELLED, PYPI, Manifest, ManifestFile
-from builders.release.publish import SiteEntry, yanked
-from builders.release.staging import staging_index
 
 
 def sha(text: str) -> str:

@@ -16,7 +16,7 @@ import pytest
 
 from builders.families import loader as matrix
 from builders.pipeline.results import Result
-from builders.release import report
+from builders.report import compatibility as report
 from tests import expected
 
 VOID = {"meta", "br", "input", "link", "img", "hr", "col", "source", "wbr"}

@@ -42,7 +42,7 @@ def test_a_new_module_or_package_is_hashed_by_default() -> None:
     assert store.hashed(Path("pipeline/newstage.py")) and store.hashed(Path("engines/newengine.py"))
     assert store.hashed(Path("families/newfamily.py")) and store.hashed(Path("newpackage/__init__.py"))
     assert store.hashed(Path("resources/containers/new.Containerfile"))
-    assert not store.hashed(Path("release/newreport.py"))
+    assert not store.hashed(Path("report/newreport.py"))
 
 
 def test_what_builds_label_repairs_verifies_or_smokes_a_wheel_is_hashed() -> None:

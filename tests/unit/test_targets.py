@@ -11,8 +11,8 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 from builders.base.errors import DroppedError, SelectionError
+from builders.ci import jobs as ci
 from builders.matrix.targets import Selection, expand, select
-from builders.release import ci
 from tests import expected
 
 # The release policy of the 2.15 issue, as a floor: these variants ship on these platforms.

@@ -12,10 +12,10 @@ from builders import cli
 from builders.base.console import Console
 from builders.cli import arguments
 from builders.cli import validate as validate_command
+from builders.index import validate
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
 from builders.pipeline.host import detect, foreign
-from builders.release import validate
 
 
 def test_the_record_holds_each_target_as_it_ends(m: Matrix, tmp_path: Path) -> None:

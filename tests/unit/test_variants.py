@@ -13,8 +13,8 @@ import pytest
 
 from builders.base.errors import VariantError
 from builders.cli import main
+from builders.index.variants import make_variants
 from builders.matrix.model import NULL_VARIANT, Matrix
-from builders.release.variants import make_variants
 from builders.wheel import variant as wheel_variant
 from builders.wheel.archive import Wheel
 from tests.unit.test_promote_index import LINUX, _reqs, make_wheel
@@ -117,7 +117,7 @@ def release_only(m: Matrix) -> Matrix:
 def test_the_report_shows_the_variant_install_next_to_the_per_index_ones(m: Matrix) -> None:
     import html
 
-    from builders.release import report
+    from builders.report import compatibility as report
 
     m = release_only(m)
     command = report.variant_install_command(m)
@@ -134,7 +134,7 @@ def test_the_report_shows_the_variant_install_next_to_the_per_index_ones(m: Matr
 def test_the_report_names_no_variant_index_that_the_channels_never_publish(m: Matrix) -> None:
     """With pre-release channels the release is promote-release's copy of what ``publish`` wrote to the test
     channel: per-variant indexes only. A variant index there would answer uv with "not found"."""
-    from builders.release import report
+    from builders.report import compatibility as report
 
     assert any(c.name.value != "release" for c in m.channels.lifecycle), "the shipped matrix declares a lifecycle"
     url = m.channels.index_base_url + m.wheel_variants.layout
@@ -147,7 +147,7 @@ def test_the_report_names_no_variant_index_that_the_channels_never_publish(m: Ma
 def test_audit_reads_a_variant_index(m: Matrix, made, tmp_path: Path) -> None:
     import shutil
 
-    from builders.release.variant_audit import audit_variants
+    from builders.index.variant_audit import audit_variants
 
     folder = made.root / m.project.canonical_name
     result = audit_variants(m, made.root.as_uri() + "/")
@@ -168,7 +168,7 @@ def test_audit_reads_a_variant_index(m: Matrix, made, tmp_path: Path) -> None:
 
 def test_a_variant_index_merged_into_a_published_one_keeps_its_pages(m: Matrix, made, tmp_path: Path) -> None:
     """What the deploy job does (merge_into): the project's pages are rewritten from the files, variants.json linked."""
-    from builders.release.index import merge_into
+    from builders.index.pages import merge_into
 
     published = tmp_path / "published"
     published.mkdir()

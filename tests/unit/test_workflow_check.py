@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
+from builders.ci import expressions as ex
+from builders.ci.jobs import build_groups
+from builders.ci.workflow import drift
 from builders.families import loader
 from builders.matrix.targets import expand
-from builders.release import expressions as ex
-from builders.release.ci import build_groups
-from builders.release.workflow import drift
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github/workflows"
@@ -347,7 +347,7 @@ def test_the_old_fail_open_build_condition_is_refused_for_candidates(matrix: Any
     ("needs.images.result == 'success' || needs.plan.outputs.candidate", True),  # 'false' is a true string
 ])
 def test_the_images_gate_is_evaluated_as_github_would(condition: str, candidate_over_failed_images: bool) -> None:
-    from builders.release.workflow_rules import attested_run, outcomes
+    from builders.ci.workflow_rules import attested_run, outcomes
 
     results = {"plan": "success", "images": "skipped"}  # the images job did not run
     context = attested_run("candidate", results=results)
@@ -408,8 +408,8 @@ def test_precedence_and_references() -> None:
 
 def test_wheels_larger_than_the_batches_allow_need_more_steps(tmp_path: Path) -> None:
     """The size budget bounds each wheel: at 3 GB a wheel, every PyPI wheel is its own batch."""
+    from builders.ci import disk
     from builders.matrix.targets import expand
-    from builders.release import disk
 
     text = (ROOT / "matrix.yaml").read_text()
     assert "  wheel_size_budget_mb: 64\n" in text

@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from builders.base.errors import WorkflowDrift
+from builders.ci import workflow_policy
+from builders.ci.workflow import drift
+from builders.ci.workflow_commands import channel_of, commands
 from builders.families import loader
-from builders.release import workflow_policy
-from builders.release.workflow import drift
-from builders.release.workflow_commands import channel_of, commands
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github/workflows"
@@ -301,7 +301,7 @@ def test_a_local_composite_action_is_read_in_place_of_the_step_that_uses_it(tmp_
     wf = tmp_path / "ci.yml"
     wf.write_text(yaml.safe_dump({"on": {"push": None}, "jobs": {"lint": {
         "runs-on": "ubuntu-24.04", "steps": [{"uses": "./.github/actions/upload"}]}}}))
-    from builders.release.workflow_jobs import Workflow
+    from builders.ci.workflow_jobs import Workflow
     problems = workflow_policy.policy_problems(workflow_policy.load(POLICY), [Workflow.read(wf)],
                                                workflow_policy.composite_actions(tmp_path))
     assert any(p.startswith("ci.yml: job 'lint', key 'steps':") and "pypi" in p for p in problems), problems

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from builders.base.errors import BuildersError, ToolchainError
+from builders.ci import jobs as ci
 from builders.engines.local import host_provision, host_toolchain
 from builders.families import installer
 from builders.families.hostfacts import Host
@@ -16,7 +17,6 @@ from builders.families.xpu import XPU
 from builders.matrix.model import OS, Matrix, ToolkitInstaller
 from builders.matrix.targets import expand
 from builders.pipeline.plan import Context
-from builders.release import ci
 
 ENV = {"ONEAPI_WINDOWS_INSTALLER_URL": "https://downloads.example.invalid/oneapi/w_dpcpp_offline.exe",
        "ONEAPI_WINDOWS_INSTALLER_SHA256": "AB" * 32}

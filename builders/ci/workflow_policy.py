@@ -25,9 +25,9 @@ from typing import Any
 import yaml
 
 from builders.base.errors import Problem, WorkflowDrift
-from builders.release import expressions as ex
-from builders.release.workflow_commands import builders_command, channel_of, commands, has_command, program
-from builders.release.workflow_jobs import (
+from builders.ci import expressions as ex
+from builders.ci.workflow_commands import builders_command, channel_of, commands, has_command, program
+from builders.ci.workflow_jobs import (
     CHECKOUT_ACTION,
     DOWNLOAD_ACTION,
     PYPI_ACTIONS,
@@ -36,8 +36,8 @@ from builders.release.workflow_jobs import (
     action,
     given,
 )
-from builders.release.workflow_lifecycle import triggers
-from builders.release.workflow_rules import environment, outcomes, where
+from builders.ci.workflow_lifecycle import triggers
+from builders.ci.workflow_rules import environment, outcomes, where
 
 POLICY = Path(".github/workflow-policy.yml")
 CAPABILITIES = ("pypi", "channel", "github-release", "release-role", "id-token")

@@ -2,7 +2,7 @@
 
 Two layouts of the same targets are compared: one build job per target (each compiles its
 variant's ``build.core`` again) and one build job per (variant, platform) that builds the core
-once and every Python after it (the release workflow's layout, :mod:`builders.release.ci`). Smoke jobs
+once and every Python after it (the release workflow's layout, :mod:`builders.ci.jobs`). Smoke jobs
 are one per target in both. A job costs a fixed set-up (runner start, checkout, the locked tools,
 nox's environment) plus its work; jobs of one stage run side by side, so the critical path is
 the slowest job of each stage in turn.
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from builders.ci.jobs import build_groups, build_id, images
 from builders.matrix.targets import Target
 from builders.pipeline import results as results_mod
-from builders.release.ci import build_groups, build_id, images
 
 # Jobs outside the build and smoke matrices: plan, report, release files, publish, deploy, and
 # one shard-matrix job per shard.

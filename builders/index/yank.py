@@ -21,10 +21,10 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from builders.base.errors import InputError, Problem, SelectionError
+from builders.index.objectstore import Bucket, cache_control
+from builders.index.publish import SiteEntry, Upload, index_pages, published_entries, store_record
+from builders.index.repair import stored_entry
 from builders.matrix.release_channels import ReleaseChannel
-from builders.release.objectstore import Bucket, cache_control
-from builders.release.publish import SiteEntry, Upload, index_pages, published_entries, store_record
-from builders.release.repair import stored_entry
 
 
 @dataclass(frozen=True, kw_only=True)

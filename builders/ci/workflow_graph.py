@@ -19,9 +19,9 @@ from typing import Any
 
 import yaml
 
-from builders.release.workflow_jobs import DOWNLOAD_ACTION, UPLOAD_ACTION, Workflow, action, given, local_calls, needs
-from builders.release.workflow_jobs import matrix_of as matrix_value
-from builders.release.workflow_jobs import steps as steps_of
+from builders.ci.workflow_jobs import DOWNLOAD_ACTION, UPLOAD_ACTION, Workflow, action, given, local_calls, needs
+from builders.ci.workflow_jobs import matrix_of as matrix_value
+from builders.ci.workflow_jobs import steps as steps_of
 
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 MATRIX_KEY = re.compile(r"matrix\.([A-Za-z_][A-Za-z0-9_-]*)")

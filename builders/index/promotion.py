@@ -1,6 +1,6 @@
 """Promotion without a rebuild: exactly the manifest's validated files, copied from test to release, then PyPI.
 
-Plan, preflight, apply. The plan reads the candidate's release manifest (:mod:`builders.release.manifest`),
+Plan, preflight, apply. The plan reads the candidate's release manifest (:mod:`builders.index.manifest`),
 the validation records, the bucket (the test channel's pages and objects, the release channel's
 objects) and the package server; the preflight refuses, before anything irreversible, when
 
@@ -44,14 +44,14 @@ from packaging.version import Version
 
 from builders.base.errors import AuditError, InputError, PreflightRefused, Problem
 from builders.base.process import run
+from builders.index.manifest import LABELLED, PYPI, Manifest, ManifestFile, identity_problems
+from builders.index.mirror import RECORD
+from builders.index.objectstore import Bucket, cache_control
+from builders.index.publish import SiteEntry, Upload, index_pages, published_entries, store_record
 from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB, AcceptedNotRunnable
 from builders.matrix.release_channels import ChannelName
 from builders.matrix.targets import Target
-from builders.release.manifest import LABELLED, PYPI, Manifest, ManifestFile, identity_problems
-from builders.release.mirror import RECORD
-from builders.release.objectstore import Bucket, cache_control
-from builders.release.publish import SiteEntry, Upload, index_pages, published_entries, store_record
 from builders.wheel.archive import file_sha256
 
 MB = 1_000_000

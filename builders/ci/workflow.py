@@ -9,7 +9,7 @@ checked, in the release workflow and the local reusable workflows it calls:
   take the shard's build matrix (one per variant and platform) and run the local build
   command with ``--target``, the smoke jobs take the shard's smoke matrix, and every matrix
   key used is one the plan emits;
-- the structure (:mod:`builders.release.workflow_rules`): per job its ``if`` (the release gate
+- the structure (:mod:`builders.ci.workflow_rules`): per job its ``if`` (the release gate
   as a term of the condition, no status-function bypass), ``needs``, ``permissions`` (the least
   its steps need), ``environment``, ``concurrency``, ``timeout-minutes`` and commit-pinned
   ``uses``;
@@ -29,10 +29,10 @@ checked, in the release workflow and the local reusable workflows it calls:
 - no job publishes wheels (PyPI, the per-variant indexes) without build provenance: an
   unconditional ``actions/attest`` step with its subjects before the publishing step, in the
   job or in one it needs;
-- the channel lifecycle (:mod:`builders.release.workflow_lifecycle`): the nightly and candidate
+- the channel lifecycle (:mod:`builders.ci.workflow_lifecycle`): the nightly and candidate
   jobs of the release workflow, and the promotion workflow ``promote.yml`` beside it, which is
   held to the same timeouts, uploads, provenance, PyPI batches and per-job structure;
-- the release policy (:mod:`builders.release.workflow_policy`, ``.github/workflow-policy.yml``) over
+- the release policy (:mod:`builders.ci.workflow_policy`, ``.github/workflow-policy.yml``) over
   every workflow file beside it, a new one included, and the repository's local composite actions;
   every file also keeps the per-workflow rules (permissions, pins, timeouts, provenance, uploads).
 """
@@ -44,12 +44,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from builders.base.errors import WorkflowDrift
-from builders.matrix.model import Matrix
-from builders.matrix.targets import expand
-from builders.release import disk, workflow_policy
-from builders.release import expressions as ex
-from builders.release.ci import build_entry, build_groups, images, plan_outputs, shards, smoke_entry
-from builders.release.workflow_jobs import (
+from builders.ci import disk, workflow_policy
+from builders.ci import expressions as ex
+from builders.ci.jobs import build_entry, build_groups, images, plan_outputs, shards, smoke_entry
+from builders.ci.workflow_jobs import (
     DOWNLOAD_ACTION,
     PYPI_ACTIONS,
     UPLOAD_ACTION,
@@ -64,15 +62,17 @@ from builders.release.workflow_jobs import (
     runs,
     steps,
 )
-from builders.release.workflow_jobs import matrix_of as _matrix
-from builders.release.workflow_lifecycle import lifecycle_problems, lifecycle_workflows
-from builders.release.workflow_rules import (
+from builders.ci.workflow_jobs import matrix_of as _matrix
+from builders.ci.workflow_lifecycle import lifecycle_problems, lifecycle_workflows
+from builders.ci.workflow_rules import (
     ATTESTED_RUNS,
     attested_run,
     outcomes,
     per_workflow_problems,
     structural_problems,
 )
+from builders.matrix.model import Matrix
+from builders.matrix.targets import expand
 
 PLAN_COMMAND = "nox -s plan -- --format github"
 RELEASE_OPTION = "--release-tag"

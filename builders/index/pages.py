@@ -10,7 +10,7 @@ Layout, for each label (``index_path`` comes from the matrix, ``whl/{label}/`` b
     DIR/whl/<label>/<project>/<wheel>     the wheel itself
     DIR/whl/<label>/<project>/<wheel>.metadata   its METADATA bytes (PEP 658)
     DIR/whl/<label>/<requirement>/...     with ``requirements``: the wheels the label's wheels
-                                          need, mirrored (builders.release.mirror), laid out the same way
+                                          need, mirrored (builders.index.mirror), laid out the same way
 
 Any static file server (or a ``file://`` URL) serves it to ``pip install --index-url``. The
 output is a function of the wheels alone: everything is sorted, nothing carries a time.
@@ -43,9 +43,9 @@ from packaging.version import Version
 
 from builders.base.errors import IndexBuildError, WheelError
 from builders.base.safe_output import replace_into, write_whole
+from builders.index.mirror import RECORD, MirrorError, pip_mirror
+from builders.index.promote import PromoteError, target_of
 from builders.matrix.model import Matrix
-from builders.release.mirror import RECORD, MirrorError, pip_mirror
-from builders.release.promote import PromoteError, target_of
 from builders.wheel.archive import Wheel, file_sha256, header
 from builders.wheel.variant import split_label
 from builders.wheel.verify import Expectation, Finding, integrity, verify
@@ -101,7 +101,7 @@ def find_wheels(wheelhouse: Path) -> list[Path]:
 # What a wheel is checked with before it is indexed: findings, empty when it may be indexed.
 Checker = Callable[[Wheel], Sequence[Finding]]
 
-# What gives the requirement wheels of one label's wheels (a builders.release.mirror.Mirror): resolved
+# What gives the requirement wheels of one label's wheels (a builders.index.mirror.Mirror): resolved
 # for each wheel's target, hash-checked, so that the label's index installs with --index-url alone.
 Requirements = Callable[[str, Sequence[Path]], Sequence[Path]]
 
@@ -436,7 +436,7 @@ def refresh_pages(root: Path) -> None:
         _write(_inside(root, base / "index.json"), _dumps(root_json(sorted(names))))
 
 
-# --- one project's folder from given entries (the variant index of builders.release.variants) ------------
+# --- one project's folder from given entries (the variant index of builders.index.variants) ------------
 
 
 def write_project(output: Path, folder: Path, entries: Sequence[tuple[Path, IndexedFile]],

@@ -17,10 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 
+from builders.index.audit import Audit, Client, Drift, IndexFile, read_project
+from builders.index.promote import public_version
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand, wheel_filename
-from builders.release.audit import Audit, Client, Drift, IndexFile, read_project
-from builders.release.promote import public_version
 from builders.wheel import variant as wheel_variant
 
 CHANNEL = "variants"

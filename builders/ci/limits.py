@@ -1,6 +1,6 @@
 """The limits a release at scale crosses, each found with the job that crosses it and the fix.
 
-Checked over a :class:`~builders.release.rehearsal.Rehearsal`: GitHub's 256 jobs per matrix, 6 hours
+Checked over a :class:`~builders.ci.rehearsal.Rehearsal`: GitHub's 256 jobs per matrix, 6 hours
 per job on a hosted runner (and the job's own ``timeout-minutes``), a runner's disk, the retention of an
 artifact another run downloads against the promotion window, PyPI's file and project limits (with what
 the project already holds), S3's 5 GB single PUT, a GitHub Release's 2 GB per asset, and the life of
@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from builders.ci.disk import PYPI_BATCH_MB
+from builders.ci.rehearsal import RELEASE_ASSETS, Instance, Rehearsal
 from builders.matrix.promotion_policy import PromotionPolicy
-from builders.release.disk import PYPI_BATCH_MB
-from builders.release.rehearsal import RELEASE_ASSETS, Instance, Rehearsal
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,7 +58,7 @@ def matrix_jobs(i: Instance, r: Rehearsal, limits: ScaleLimits) -> Crossed | Non
     if i.in_matrix <= limits.matrix_jobs:
         return None
     return Crossed(limit="jobs per matrix", job=_key(i), found=f"its matrix starts {i.in_matrix} jobs, GitHub at most "
-                   f"{limits.matrix_jobs}", fix="cut the matrix into shards of at most 256 (builders.release.ci.shards)")
+                   f"{limits.matrix_jobs}", fix="cut the matrix into shards of at most 256 (builders.ci.jobs.shards)")
 
 
 def hours(i: Instance, r: Rehearsal, limits: ScaleLimits) -> Crossed | None:
@@ -128,7 +128,7 @@ def pypi_token(i: Instance, r: Rehearsal, limits: ScaleLimits) -> Crossed | None
         return None
     return Crossed(limit="credential lifetime", job=_key(i), found=f"one upload step sends for {minutes:.0f} min, a "
                    f"trusted-publishing token lives {limits.pypi_token_minutes:.0f}",
-                   fix="smaller PyPI batches (builders.release.disk.PYPI_BATCH_MB), one token each")
+                   fix="smaller PyPI batches (builders.ci.disk.PYPI_BATCH_MB), one token each")
 
 
 PER_JOB: tuple[Check, ...] = (matrix_jobs, hours, timeout, disk, retention, single_put, release_asset, bucket_session,

@@ -1,7 +1,7 @@
 """The release workflow's files read as jobs and steps, and what each step does.
 
-Shared by the contract checks (:mod:`builders.release.workflow`) and the structural rules
-(:mod:`builders.release.workflow_rules`); nothing here judges a workflow.
+Shared by the contract checks (:mod:`builders.ci.workflow`) and the structural rules
+(:mod:`builders.ci.workflow_rules`); nothing here judges a workflow.
 """
 
 from __future__ import annotations

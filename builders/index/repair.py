@@ -21,10 +21,10 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from builders.index.objectstore import Bucket, cache_control
+from builders.index.pages import IndexedFile
+from builders.index.publish import SiteEntry, Upload, index_pages, yanked
 from builders.matrix.release_channels import ReleaseChannel
-from builders.release.index import IndexedFile
-from builders.release.objectstore import Bucket, cache_control
-from builders.release.publish import SiteEntry, Upload, index_pages, yanked
 from builders.wheel.archive import Wheel, header, parse_metadata
 
 

@@ -1,6 +1,6 @@
 """Publish a channel's per-variant indexes to a bucket, cumulatively: plan, then apply.
 
-``site`` is what :func:`builders.release.index.build_index` wrote for this publication with the
+``site`` is what :func:`builders.index.pages.build_index` wrote for this publication with the
 channel's layout (``whl/test/<label>/...``: the wheels, their ``.metadata`` files, the mirrored
 requirements and ``mirror.json``). The plan reads what the bucket holds under each of those
 label folders, so that earlier releases, candidates and nightlies stay listed:
@@ -37,11 +37,11 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from builders.base.errors import ObjectStoreError, PublishRefused, SelectionError
+from builders.index.mirror import RECORD
+from builders.index.objectstore import Bucket, StoredObject, cache_control
+from builders.index.pages import IndexedFile, describe, merge_record, project_html, project_json, root_html, root_json
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName, ReleaseChannel, nightly_date
-from builders.release.index import IndexedFile, describe, merge_record, project_html, project_json, root_html, root_json
-from builders.release.mirror import RECORD
-from builders.release.objectstore import Bucket, StoredObject, cache_control
 from builders.wheel.archive import Wheel
 
 RECORDS = "publish-records/"  # the site-level folder of publication records, one JSON per publication

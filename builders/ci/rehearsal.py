@@ -1,11 +1,11 @@
 """A release rehearsed at a profile's scale: every job's minutes, disk, bytes and dollars, before the run.
 
-The workflows are read as they are (:mod:`builders.release.workflow_graph`), for four runs: the
+The workflows are read as they are (:mod:`builders.ci.workflow_graph`), for four runs: the
 nightly (a schedule of the release workflow), a candidate (a tag ``v{version}-rcN``: built, published
 to the test channel, validated), the final tag (built and checked, published nowhere: the bucket path)
 and the promotion (``promote.yml``: the release channel, then PyPI and the GitHub Release). Which jobs
 a run starts comes from their ``if:`` conditions evaluated with that run's plan outputs and
-``vars.INDEX_BUCKET`` set (:func:`builders.release.workflow_rules.outcomes`; a condition that depends on
+``vars.INDEX_BUCKET`` set (:func:`builders.ci.workflow_rules.outcomes`; a condition that depends on
 something else counts as started); how many from their job matrices, filled from the plan of the
 matrix's targets. A job's work follows from what its steps run: a build command compiles its targets'
 core once and each Python after it, an image push builds the image, a smoke or validate command
@@ -29,14 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from builders.base.errors import WorkflowDrift
+from builders.ci import expressions as ex
+from builders.ci import jobs as ci
+from builders.ci.prices import PricedRunner, Prices
+from builders.ci.scale_profile import Profile, Scale
+from builders.ci.workflow_graph import Job, Unset, entries, expand, read, value
+from builders.ci.workflow_jobs import PYPI_ACTIONS
+from builders.ci.workflow_rules import outcomes
 from builders.matrix.targets import Target
-from builders.release import ci
-from builders.release import expressions as ex
-from builders.release.prices import PricedRunner, Prices
-from builders.release.scale_profile import Profile, Scale
-from builders.release.workflow_graph import Job, Unset, entries, expand, read, value
-from builders.release.workflow_jobs import PYPI_ACTIONS
-from builders.release.workflow_rules import outcomes
 
 BUILD = "nox -s build"
 IMAGE = "ci/images.sh push"

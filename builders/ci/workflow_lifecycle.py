@@ -1,6 +1,6 @@
 """The channel lifecycle's half of ``workflow --check``: nightly, candidate and promotion jobs.
 
-Read per job from the parsed workflows, as :mod:`builders.release.workflow_rules` reads them:
+Read per job from the parsed workflows, as :mod:`builders.ci.workflow_rules` reads them:
 
 - in the release workflow, a job that publishes a channel to the bucket (``builders publish
   --channel nightly|test``) has its channel's gate as an ``&&`` term of its ``if``
@@ -25,9 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from builders.base.errors import WorkflowDrift
-from builders.release import expressions as ex
-from builders.release.workflow_commands import builders_command, channel_of, commands
-from builders.release.workflow_jobs import (
+from builders.ci import expressions as ex
+from builders.ci.workflow_commands import builders_command, channel_of, commands
+from builders.ci.workflow_jobs import (
     Workflow,
     first,
     local_calls,
@@ -37,7 +37,7 @@ from builders.release.workflow_jobs import (
     steps,
     upstream,
 )
-from builders.release.workflow_rules import (
+from builders.ci.workflow_rules import (
     BYPASSES,
     environment,
     producers,

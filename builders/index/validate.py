@@ -40,13 +40,13 @@ from builders.base.errors import DeviceMissing, ProcessError, SelectionError
 from builders.base.process import HostRunner, LogLike
 from builders.families.device import require
 from builders.families.hostfacts import Host
+from builders.index.manifest import ManifestFile
+from builders.index.promotion import project_files
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName, ReleaseChannel, nightly_date
 from builders.matrix.targets import Target
 from builders.pipeline.host import foreign
 from builders.pipeline.summary import id_pattern
-from builders.release.manifest import ManifestFile
-from builders.release.promotion import project_files
 from builders.wheel.smoke import HIDDEN_ENV, INSTALLERS, find_uv, outcome, probe_argv, stage, venv_python
 
 PASSED, FAILED, NOT_RUNNABLE, NOT_PUBLISHED = "passed", "failed", "not-runnable", "not-published"

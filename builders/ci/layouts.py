@@ -4,7 +4,7 @@
 - one core job per (variant, platform), then one job per Python on its core: the core once, every
   Python in parallel, each job paying its set-up (and image pull) again;
 - one job per (variant, platform) that builds every Python after the core (the release workflow's,
-  :func:`builders.release.ci.build_groups`): the fewest runner-minutes, the longest wall-clock
+  :func:`builders.ci.jobs.build_groups`): the fewest runner-minutes, the longest wall-clock
   (PyTorch measured 57 to 62 % fewer runner-minutes at 2.5 times the wall-clock, pytorch/pytorch#183931).
 
 Minutes are cold (no compile cache); dollars at the build runner's price.
@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from builders.ci import jobs as ci
+from builders.ci.prices import Prices
+from builders.ci.scale_profile import Profile
 from builders.matrix.targets import Target
-from builders.release import ci
-from builders.release.prices import Prices
-from builders.release.scale_profile import Profile
 
 PER_TARGET = "one job per target"
 FAN_OUT = "core job, then one job per Python"

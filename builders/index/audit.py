@@ -5,7 +5,7 @@ target published there, with a file name, a version, Requires-Dist and Requires-
 audit reads the index's project page (PEP 691 JSON, or PEP 503 HTML with its PEP 658/714
 attributes) and each promised file's metadata: the ``.metadata`` file the index declares, or,
 where it declares none, ``METADATA`` read out of the wheel with HTTP range requests
-(:mod:`builders.release.remote`: the zip's end record, its central directory, then the one
+(:mod:`builders.index.remote`: the zip's end record, its central directory, then the one
 member, all through the zip reader a wheel on disk is read with). Whole wheels are never
 downloaded.
 
@@ -43,11 +43,11 @@ from packaging.utils import (
 from packaging.version import Version
 
 from builders.base.errors import AuditError, SelectionError
+from builders.index.promote import public_version, pypi_requirements
+from builders.index.remote import MAX_METADATA, Client, RangeUnsupported, is_metadata, remote_member
 from builders.matrix.model import Matrix, PythonVersion
 from builders.matrix.policy import dropped_pythons, exclusion_for
 from builders.matrix.targets import Target, expand, target_id, wheel_filename
-from builders.release.promote import public_version, pypi_requirements
-from builders.release.remote import MAX_METADATA, Client, RangeUnsupported, is_metadata, remote_member
 from builders.wheel import rules as metadata_rules
 from builders.wheel.verify import platform_kind
 from builders.wheel.zipcheck import MIB, printable

@@ -16,7 +16,7 @@ Read per job from the parsed workflow, never as substrings of its text:
   (actions/attest) or publishes to PyPI;
 - ``environment``: the PyPI upload runs in the ``pypi`` environment (its trusted publisher is
   registered for that environment, which only release tags may deploy to);
-- ``concurrency``: the release policy's (:mod:`builders.release.workflow_policy`), for every file;
+- ``concurrency``: the release policy's (:mod:`builders.ci.workflow_policy`), for every file;
 - ``uses``: every action is pinned by a 40-hex commit (a tag can be moved);
 - ``timeout-minutes``: a positive whole number on every job that runs steps;
 - images fail closed: a job that runs the build shards needs every images job, and its ``if``, evaluated as
@@ -35,9 +35,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from builders.base.errors import Problem, WorkflowDrift
-from builders.release import credentials
-from builders.release import expressions as ex
-from builders.release.workflow_jobs import (
+from builders.ci import expressions as ex
+from builders.ci.workflow_jobs import (
     ATTEST_ACTIONS,
     CHECKOUT_ACTION,
     DOWNLOAD_ACTION,
@@ -54,6 +53,7 @@ from builders.release.workflow_jobs import (
     uploads_to_pypi,
     upstream,
 )
+from builders.index import credentials
 
 GATE = ("needs.plan.outputs.release", "true")
 CANDIDATE = "needs.plan.outputs.candidate"

@@ -1,0 +1,3 @@
+"""The package indexes: per-variant pages (PEP 503/691/658), the object store and its credentials,
+publishing a channel, the release manifest, validation over HTTP, promotion, yank, rollback, repair, and
+the audit of a published index."""

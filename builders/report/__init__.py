@@ -1,0 +1,1 @@
+"""The compatibility report a release manager and users read (Markdown, JSON, HTML)."""
