@@ -22,6 +22,7 @@ from builders import engines
 from builders.families import registry
 from builders.matrix.model import Matrix
 from tests import importgraph
+from tests.conftest import shipped_matrix_path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "builders"
@@ -78,8 +79,8 @@ def test_the_registries_answer_in_their_listed_order() -> None:
     assert engines.DEFAULT in engines.names()
 
 
-LOAD = ("m = builders.matrix.loader.load('matrix.yaml', builds=False, families=[f.ACCELERATOR for f in ({given})])\n"
-        "print(len(m.variants))")
+LOAD = ("m = builders.matrix.loader.load(" + repr(str(shipped_matrix_path())) + ", builds=False, "
+        "families=[f.ACCELERATOR for f in ({given})])\nprint(len(m.variants))")
 
 
 @pytest.mark.parametrize("first", [

@@ -70,8 +70,9 @@ def test_a_candidate_starts_no_nightly_job_and_the_month_is_the_schedule(tmp_pat
 
 def test_a_python_more_adds_its_wheel_and_its_smoke_job(tmp_path: Path, shipped_text: str) -> None:
     """Adding a Python to a copy of the matrix: per nightly, one more wheel in the build job and one smoke job."""
-    last = loader.loads(shipped_text, "matrix.yaml").pythons[-1]
-    grown = shipped_text.replace(f'  - "{last}"\n', f'  - "{last}"\n  - "3.16"\n', 1)
+    listed = [str(p) for p in loader.loads(shipped_text, "matrix.yaml").pythons]
+    new = next(f"3.{n}" for n in range(11, 99) if f"3.{n}" not in listed and int(listed[-1].rstrip("t")[2:]) < n)
+    grown = shipped_text.replace(f'  - "{listed[-1]}"\n', f'  - "{listed[-1]}"\n  - "{new}"\n', 1)
     before = fx.pypi_pair(list(expand(loader.loads(shipped_text, "matrix.yaml"))[0]))
     after = fx.pypi_pair(list(expand(loader.loads(grown, "matrix.yaml"))[0]))
     assert len(after) == len(before) + 1
