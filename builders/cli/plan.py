@@ -11,11 +11,11 @@ from builders import engines
 from builders.base.console import Console, render_table
 from builders.base.errors import RehearsalError, SelectionError
 from builders.base.safe_output import write_whole
-from builders.ci import disk, rehearsal_report
+from builders.ci import disk
 from builders.ci import jobs as ci
 from builders.ci.checks import refuse_release, tag_kind
 from builders.ci.estimate import compare, costs_from
-from builders.cli import load, rehearse
+from builders.cli import load
 from builders.cli.arguments import Options
 from builders.engines.images import engine_env
 from builders.matrix.model import Matrix
@@ -123,6 +123,10 @@ def estimate_table(m: Matrix, targets: Sequence[Target], results: Sequence[Path]
 
 def rehearse_plan(opts: Options, m: Matrix, targets: Sequence[Target], console: Console) -> int:
     """``--rehearse``: the table (or JSON), ``--compare``'s delta; exit 47 naming every limit crossed."""
+    # Imported here: the rehearsal's modules cost every other `plan` start (the workflow's plan job) 0.25 s.
+    from builders.ci import rehearsal_report
+    from builders.cli import rehearse
+
     done = rehearse.run(opts, m, targets, opts.rehearse)
     if opts.format == "json":
         found = rehearsal_report.record(done.rehearsal, done.layouts, done.findings)
