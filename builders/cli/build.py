@@ -69,7 +69,7 @@ def execute(opts: Options, console: Console) -> int:
     shared = remotecache.resolve(m.compile_cache, env, write=opts.compile_cache_write, location=opts.compile_cache,
                                  dist=opts.sccache_dist, sccache=remotecache.find_sccache(env))
     ctx = run_context(host=host, env=env, source=opts.source, output=opts.output, cache=opts.cache,
-                      compile_cache=shared)
+                      compile_cache=shared, exclude=m.project.source_exclude)
     resolved = [engine.plan(t, ctx) for t in targets]
     config = RunConfig(matrix=m, output=ctx.output, engine=engine, env=env, run_smoke=opts.smoke, force=opts.force,
                        jobs=opts.jobs, verbose=opts.verbose, keep_failed=opts.keep_failed)

@@ -86,7 +86,7 @@ def keep_set(opts: Options, cache: Path, outputs: Sequence[Path], env: dict[str,
     m = matrix_mod.load(matrix)
     host = detect(m.pythons, env, engines=True)
     ctx = run_context(host=host, env=env, source=opts.with_matrix(m).source,
-                      output=outputs[0] if outputs else WHEELHOUSE, cache=cache)
+                      output=outputs[0] if outputs else WHEELHOUSE, cache=cache, exclude=m.project.source_exclude)
     targets = select(m, Selection())
     setup = EngineSetup(matrix=m, targets=tuple(targets), host=host, env=env, cache=cache,
                         container_engine=opts.container_engine, base_image=opts.base_image)

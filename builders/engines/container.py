@@ -217,10 +217,11 @@ class ContainerEngine:
     @staticmethod
     def copy_source(ctx: Context) -> Command:
         """The source is mounted read-only; the build gets a copy of its own, less build outputs (the private
-        copy, :mod:`builders.pipeline.private_source`), and less the output folder where it lies inside."""
+        copy, :mod:`builders.pipeline.private_source`): less what the run left out of the source, as paths relative
+        to it, and less the output folder where it lies inside."""
         output = os.path.relpath(ctx.output, ctx.source)
-        skip = () if output.startswith("..") else (f"/src/{output}",)
-        return copy_command(IMAGE_PYTHON, "/src", "/tmp/src", skip=skip)
+        skip = () if output.startswith("..") else (output,)
+        return copy_command(IMAGE_PYTHON, "/src", "/tmp/src", skip=tuple(sorted({*ctx.source_excluded, *skip})))
 
     def provisions(self, target: Target, source: Path) -> Provision:
         """What :meth:`provision` makes ready: the image, the offline wheelhouse, the compiler cache."""

@@ -85,8 +85,9 @@ def host_provision(target: Target, toolchain: ToolchainPin, cache: Path) -> Prov
 
 
 def private_copy(python: str, ctx: Context, dest: str) -> Command:
-    """The output folder is never copied: it may lie inside the source tree."""
-    return copy_command(python, str(ctx.source), dest, skip=(str(ctx.output),))
+    """The source less what the run left out of it (its VCS's ignored files, the output folder where it lies
+    inside); the output folder is never copied, whatever the list says, since it may lie inside the tree."""
+    return copy_command(python, str(ctx.source), dest, skip=(*ctx.source_excluded, str(ctx.output)))
 
 
 def host_smoke_runner(target: Target) -> HostSpec:

@@ -47,6 +47,7 @@ from builders.matrix.model import (
     Exclusion,
     ExtensionModule,
     Matrix,
+    Pairs,
     Platform,
     Project,
     PythonVersion,
@@ -190,6 +191,8 @@ def read_project(node: RawMapping | None) -> ProjectDraft | None:
         core=core, core_commands=commands if isinstance(commands, Items) else None,
         environment_pass=build.items("environment_pass") if build else None,
         build_variables=build.table("variables") if build else None,
+        variant_variables=build.table("variant_variables") if build else None,
+        exclude=build.items("exclude") if build else None,
         dependencies=node.items("dependencies"), optional_dependencies=node.table("optional_dependencies"),
         extension_modules=node.items("extension_modules"),
         smoke_script=smoke.at("script", str) if smoke else None,
@@ -328,6 +331,8 @@ def project(p: ProjectDraft, path: Path, source: Path | None) -> Project:
         dependencies=plain(p.dependencies) or (),
         optional_dependencies=tuple(plain(p.optional_dependencies).items()) if p.optional_dependencies else (),
         build_variables=tuple(sorted(plain(p.build_variables).items())) if p.build_variables else (),
+        variant_variables=variant_variables(plain(p.variant_variables) or {}),
+        source_exclude=tuple(plain(p.exclude)) if p.exclude is not None else None,
         declares_requirements=p.dependencies is not None or p.optional_dependencies is not None,
         extension_modules=tuple(m for m in plain(p.extension_modules) or () if isinstance(m, str)),
         conditional_modules=conditional_modules(plain(p.extension_modules) or ()),
@@ -335,6 +340,11 @@ def project(p: ProjectDraft, path: Path, source: Path | None) -> Project:
         smoke_timeout=float(p.smoke_timeout.value) if p.smoke_timeout else 300.0,
         timeouts=Timeouts(**{k: float(v) for k, v in (plain(p.timeouts) or {}).items()}),
     )
+
+
+def variant_variables(raw: dict[str, dict[str, str]]) -> tuple[tuple[str, Pairs], ...]:
+    """``build.variant_variables``: (family or variant label, its variables), each sorted."""
+    return tuple(sorted((key, tuple(sorted(table.items()))) for key, table in raw.items()))
 
 
 def platform(p: PlatformDraft, marks: Marks) -> Platform:

@@ -198,6 +198,8 @@ class ProjectDraft:
     core_commands: Items | None
     environment_pass: Items | None
     build_variables: Section | None
+    variant_variables: Section | None
+    exclude: Items | None
     dependencies: Items | None
     optional_dependencies: Section | None
     extension_modules: Items | None

@@ -43,6 +43,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from builders.base import placeholders
 from builders.base.arch import ARCHES
 from builders.base.errors import EngineError
 from builders.matrix.family import Accelerator
@@ -184,6 +185,28 @@ def path_problem(base: Path, text: str, *, folder: bool) -> Violation | None:
         return Violation(f"{what} {text!r} {problem} (looked for {target})",
                          hint="the path is relative to the matrix file" + ("; --source DIR overrides it" if folder else ""))
     return None
+
+
+# The variant's facts a build variable, build.command and build.core may hold as {name}
+# (builders.pipeline.plan.variable_values fills them).
+VARIANT_FACTS = ("label", "accelerator", "accelerator_version", "version", "platform", "gpu_archs", "cmake_archs",
+                 "toolkit_root", "rpath")
+
+
+def fill_problem(text: str, allowed: tuple[str, ...]) -> Violation | None:
+    """A ``{name}`` that is not one of ``allowed`` (a typo would reach the build as written); ``${VAR}`` and any
+    other brace are the command's own (:mod:`builders.base.placeholders`)."""
+    found = placeholders.unknown(text, allowed)
+    if not found:
+        return None
+    return Violation(f"unknown placeholder {{{found[0]}}} in {short(text)!r}",
+                     hint=f"the placeholders here are {', '.join('{' + a + '}' for a in allowed)}; a shell's ${{VAR}} "
+                          f"stays as written; write {{{{{found[0]}}}}} for a literal {{{found[0]}}}")
+
+
+def fact_problem(text: str) -> Violation | None:
+    """A build variable's ``{placeholders}`` are the variant's facts (:data:`VARIANT_FACTS`)."""
+    return fill_problem(text, VARIANT_FACTS)
 
 
 def placeholder_problem(text: str, allowed: tuple[str, ...]) -> Violation | None:

@@ -317,6 +317,11 @@ class Project:
     environment_pass: tuple[str, ...] = ()
     # build.variables: constant variables every build (and core) gets, wherever it runs.
     build_variables: Pairs = ()
+    # build.variant_variables: per accelerator family (cuda) or variant label (cu132), over build.variables;
+    # values may hold the variant's facts as {placeholders} (builders.pipeline.plan.variable_values).
+    variant_variables: tuple[tuple[str, Pairs], ...] = ()
+    # build.exclude: root-relative globs the private copy and the digest leave out (None: not declared).
+    source_exclude: tuple[str, ...] | None = None
     dependencies: tuple[str, ...] = ()
     # Whether the matrix lists dependencies (or optional_dependencies) at all: then a wheel's own
     # Requires-Dist is checked against them; else the build's own list stands (the variant's is added).
@@ -336,7 +341,14 @@ class Project:
     @property
     def build_env_names(self) -> frozenset[str]:
         """The environment variables through which the project receives build settings (its constants too)."""
-        return frozenset({*(var for _, var in self.build_env), *(name for name, _ in self.build_variables)})
+        per_variant = {name for _, table in self.variant_variables for name, _ in table}
+        return frozenset({*(var for _, var in self.build_env), *(name for name, _ in self.build_variables), *per_variant})
+
+    def variables_for(self, family: str, label: str) -> dict[str, str]:
+        """The build variables of one variant, placeholders unfilled: build.variables, then the family's
+        entry of build.variant_variables, then the variant label's (the most specific wins)."""
+        tables = dict(self.variant_variables)
+        return {**dict(self.build_variables), **dict(tables.get(family, ())), **dict(tables.get(label, ()))}
 
     @property
     def core_dir_var(self) -> str | None:

@@ -47,15 +47,17 @@ from builders.matrix.draft import (
     Section,
 )
 from builders.matrix.findings import (
+    VARIANT_FACTS,
     Violation,
     arch_problem,
     base_image_problem,
     date_problem,
+    fact_problem,
+    fill_problem,
     layout_problem,
     module_problem,
     next_minor,
     path_problem,
-    placeholder_problem,
     platform_name_problem,
     positive_problem,
     runner_problem,
@@ -78,8 +80,8 @@ from builders.matrix.release_channels import ChannelName, base_version_problem, 
 from builders.matrix.variant_rules import VariantRules
 
 MAX_TARGETS = 4_000  # candidate targets; a release of ~1,000 plans in about 0.4 s
-BUILD_PLACEHOLDERS = ("python", "source", "outdir")
-CORE_PLACEHOLDERS = ("source", "builddir", "coredir")
+BUILD_PLACEHOLDERS = ("python", "source", "outdir", *VARIANT_FACTS)
+CORE_PLACEHOLDERS = ("source", "builddir", "coredir", *VARIANT_FACTS)
 Ids = dict[tuple[str, str], list[str]]
 
 
@@ -107,6 +109,8 @@ class Rules(VariantRules):
         if draft.project is not None:
             self.contract(draft.project, platforms or [])
         labels = self.accelerators(draft, platforms)
+        if draft.project is not None and labels is not None:
+            self.variant_variables(draft.project, labels, [f.accelerator.value for f in draft.families])
         self.wheel_variants(draft.wheel_variants)
         ids = None
         if pythons is not None and platforms is not None and labels is not None:
@@ -129,7 +133,7 @@ class Rules(VariantRules):
         self.check(p.wheel_size_budget_mb, positive_problem)
         self.check(p.smoke_timeout, positive_problem)
         for part in p.build_command.strings() if p.build_command else ():
-            self.report(part.key, placeholder_problem(part.value, BUILD_PLACEHOLDERS))
+            self.report(part.key, fill_problem(part.value, BUILD_PLACEHOLDERS))
         self.core(p)
         if self.check_source:
             self.check(p.source, lambda text: path_problem(self.base, text, folder=True))
@@ -145,7 +149,7 @@ class Rules(VariantRules):
         """``build.core``'s placeholders; the core and the variable that carries its folder come together."""
         for command in p.core_commands.entries if p.core_commands else ():
             for part in command.strings() if isinstance(command, Items) else ():
-                self.report(part.key, placeholder_problem(part.value, CORE_PLACEHOLDERS))
+                self.report(part.key, fill_problem(part.value, CORE_PLACEHOLDERS))
         core_dir = p.build_env.get("core_dir") if p.build_env else None
         if p.core is not None and core_dir is None:
             self.report(p.core.key, Violation("build.core needs build.env.core_dir: the variable through which "
@@ -163,7 +167,21 @@ class Rules(VariantRules):
                 self.report(entry.key, module_problem(entry.plain(), extras, platforms))
         carried = [str(v.value) for _, v in p.build_env.entries if isinstance(v, At)] if p.build_env else []
         for name, value in p.build_variables.entries if p.build_variables else ():
-            self.report(value.key, variable_problem(name, carried))
+            self.report(value.key, variable_problem(name, carried)
+                        or (fact_problem(value.value) if isinstance(value, At) else None))
+
+    def variant_variables(self, p: ProjectDraft, labels: list[str], families: list[str]) -> None:
+        """build.variant_variables is keyed by a family or label the matrix has; its values' placeholders are the
+        variant's facts; a name builders or build.env sets is refused as in build.variables."""
+        carried = [str(v.value) for _, v in p.build_env.entries if isinstance(v, At)] if p.build_env else []
+        for key, table in p.variant_variables.entries if p.variant_variables else ():
+            if key not in labels and key not in families:
+                self.report(table.key, Violation(f"build.variant_variables.{key} names no accelerator family or "
+                                                 "variant label of this matrix",
+                                                 hint=f"one of {', '.join(sorted({*families, *labels}))}"))
+            for name, value in table.entries if isinstance(table, Section) else ():
+                self.report(value.key, variable_problem(name, carried)
+                            or (fact_problem(value.value) if isinstance(value, At) else None))
 
     def requires_python(self, text: At[str] | None, dropped: tuple[Dropped, ...]) -> SpecifierSet | None:
         self.check(text, specifier_problem)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from builders.base.process import ProcessError, run
+from builders.pipeline import sourcetree
 from builders.pipeline.host import Host
 from builders.pipeline.plan import Context
 from builders.pipeline.remotecache import RemoteCache
@@ -20,14 +21,16 @@ from builders.wheel.archive import source_date_epoch
 
 
 def run_context(*, host: Host, env: dict[str, str], source: Path, output: Path, cache: Path,
-                compile_cache: RemoteCache | None = None) -> Context:
+                compile_cache: RemoteCache | None = None, exclude: tuple[str, ...] | None = None) -> Context:
     """The context of a run building ``source`` into ``output`` with toolchains in ``cache`` (all made absolute),
-    through the run's shared compiler cache, if any (:func:`builders.pipeline.remotecache.resolve`)."""
+    through the run's shared compiler cache, if any (:func:`builders.pipeline.remotecache.resolve`); ``exclude``
+    is the matrix's ``build.exclude`` (None: not declared)."""
     source = source.resolve()
-    return Context(host=host, env=env, source=source, source_digest=tree_digest(source),
+    left_out = sourcetree.excluded(source, env, exclude, output)
+    return Context(host=host, env=env, source=source, source_digest=tree_digest(source, left_out),
                    epoch=commit_epoch(source, env), output=output.resolve(), cache=cache.resolve(),
                    tools_python=sys.executable, builders_version=builders_version(),
-                   compile_cache=compile_cache)
+                   compile_cache=compile_cache, source_excluded=left_out)
 
 
 def commit_epoch(source: Path, env: Mapping[str, str]) -> int:

@@ -22,6 +22,7 @@ from typing import Any
 
 from packaging.tags import Tag
 
+from builders.base import placeholders
 from builders.base.runnerspec import Pairs, RunnerSpec
 from builders.families import toolchain_for
 from builders.matrix.model import OS
@@ -331,6 +332,8 @@ class Context:
     tools_python: str  # builders' own interpreter (its auditwheel, cibuildwheel)
     builders_version: str
     compile_cache: RemoteCache | None = None  # the shared compiler cache and this run's access (not in any digest)
+    # Root-relative paths of the source the copy and the digest leave out (builders.pipeline.sourcetree).
+    source_excluded: tuple[str, ...] = ()
 
     def work(self, target: Target) -> Path:
         return self.output / ".work" / target.id
@@ -367,10 +370,33 @@ class Recipe:
     provision: Provision = field(default_factory=Provision)  # what the engine makes ready first
 
 
+def cmake_archs(arch_list: str) -> str:
+    """``7.5;8.0;12.0+PTX`` as CMake's CUDA architectures, ``75-real;80-real;120`` (PTX only where asked for);
+    an entry that is not a compute capability (a gfx name) as it is."""
+    out = []
+    for entry in filter(None, arch_list.split(";")):
+        arch, ptx = entry.removesuffix("+PTX"), entry.endswith("+PTX")
+        number = arch.replace(".", "")
+        out.append(entry if not number.isdigit() else number if ptx else f"{number}-real")
+    return ";".join(out)
+
+
+def variable_values(target: Target, toolkit_root: str | None) -> dict[str, str]:
+    """The variant's facts a build variable or command may hold as ``{name}`` (matrix.findings.VARIANT_FACTS)."""
+    variant, archs = target.variant, target.arch_list or ""
+    return {"label": variant.label, "accelerator": variant.accelerator.value,
+            "accelerator_version": variant.version or "", "version": str(target.version),
+            "platform": target.platform.name, "gpu_archs": archs, "cmake_archs": cmake_archs(archs),
+            "toolkit_root": toolkit_root or "", "rpath": ";".join(variant.rpath)}
+
+
 def settings(target: Target, toolkit_root: str | None, epoch: int) -> dict[str, str]:
-    """The variables a build gets: the project's constants, the target's settings, the toolkit root,
-    SOURCE_DATE_EPOCH."""
-    env = {**dict(target.project.build_variables), **dict(target.env)}
+    """The variables a build gets: the project's variables for this variant (build.variables, then the family's
+    and the label's build.variant_variables) with the variant's facts filled in, the target's settings, the
+    toolkit root, SOURCE_DATE_EPOCH."""
+    facts = variable_values(target, toolkit_root)
+    declared = target.project.variables_for(target.variant.accelerator.value, target.variant.label)
+    env = {**{k: placeholders.fill(v, facts) for k, v in declared.items()}, **dict(target.env)}
     names = dict(target.project.build_env)
     if toolkit_root is not None and "toolkit_root" in names:
         env[names["toolkit_root"]] = toolkit_root
@@ -378,10 +404,9 @@ def settings(target: Target, toolkit_root: str | None, epoch: int) -> dict[str, 
     return env
 
 
-def fill(command: Sequence[str], *, python: str, source: str, outdir: str) -> tuple[str, ...]:
-    """The project's build command with ``{python}``, ``{source}`` and ``{outdir}`` filled in."""
-    values = {"python": python, "source": source, "outdir": outdir}
-    return tuple(part.format(**values) for part in command)
+def fill(command: Sequence[str], values: Mapping[str, str]) -> tuple[str, ...]:
+    """A project's command with its known ``{placeholders}`` filled; ``${VAR}`` and other braces as written."""
+    return tuple(placeholders.fill(part, values) for part in command)
 
 
 def labelled_name(target: Target, repaired: bool) -> str:
@@ -406,9 +431,10 @@ def assemble(target: Target, ctx: Context, recipe: Recipe) -> BuildPlan:
     work = ctx.work(target)
     env = build_env(target, ctx, recipe)
     record = target.record()
-    build = recipe.build or Command(
-        argv=fill(target.project.build_command, python=recipe.interpreter, source=recipe.source,
-                  outdir=f"{recipe.work}/raw"), env=pairs(env), cwd=recipe.build_cwd, timeout=t.build)
+    values = {**variable_values(target, recipe.toolchain.root), "python": recipe.interpreter,
+              "source": recipe.source, "outdir": f"{recipe.work}/raw"}
+    build = recipe.build or Command(argv=fill(target.project.build_command, values), env=pairs(env),
+                                    cwd=recipe.build_cwd, timeout=t.build)
     repair = diagnose = None
     if recipe.repair_tools is not None:
         labelled = f"{recipe.work}/labelled/{labelled_name(target, True)}"
@@ -509,10 +535,11 @@ def core_plan(target: Target, ctx: Context, recipe: Recipe, env: Mapping[str, st
     seen = f"{ctx.output}/.work/core-{name}" if on_host else f"{recipe.work}/core"
     copy = core_copy(recipe, f"{seen}/src") if on_host else ()
     source = f"{seen}/src" if copy else recipe.source
-    values = {"source": source, "builddir": f"{seen}/build", "coredir": f"{seen}/install"}
+    values = {**variable_values(target, recipe.toolchain.root), "source": source, "builddir": f"{seen}/build",
+              "coredir": f"{seen}/install"}
     core_env = pairs({k: v for k, v in env.items() if k != target.project.core_dir_var})
     cwd = source if recipe.build_cwd == recipe.source else recipe.build_cwd
-    commands = tuple(Command(argv=tuple(part.format(**values) for part in argv), env=core_env, cwd=cwd,
+    commands = tuple(Command(argv=fill(argv, values), env=core_env, cwd=cwd,
                              timeout=target.project.timeouts.build) for argv in target.project.core_commands)
     where = (*places(ctx), ("{core}", seen), ("{work}", str(ctx.work(target))))  # the first target's copy of the source
     basis = {"builders": ctx.builders_version, "source": ctx.source_digest, "epoch": ctx.epoch,

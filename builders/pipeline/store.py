@@ -17,7 +17,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -25,28 +25,33 @@ from typing import Any
 
 from builders import __version__
 from builders.base.safe_output import replace_into
+from builders.pipeline.sourcetree import BYTECODE_DIRS, BYTECODE_SUFFIXES, VCS_DIRS
 from builders.wheel.writer import partial_path, partial_writer
 
-# Never part of a source's identity: VCS data, caches and build outputs.
-IGNORED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
-                          ".nox", ".tox", ".venv", "build", "dist", "wheelhouse", "_skbuild"})
-IGNORED_SUFFIXES = (".pyc", ".pyo", ".egg-info")
+# Never part of a source's identity, wherever they are: VCS data and bytecode caches (see
+# :mod:`builders.pipeline.sourcetree`; build outputs are left out by path, never by name).
+IGNORED_DIRS = VCS_DIRS | BYTECODE_DIRS
+IGNORED_SUFFIXES = BYTECODE_SUFFIXES
 RECORD = "record.json"
 LOG = "build.log"
 
 
-def _source_files(root: Path) -> Iterator[Path]:
+def _source_files(root: Path, excluded: Collection[str] = ()) -> Iterator[Path]:
+    """Every file under ``root`` but VCS data, bytecode and the root-relative paths ``excluded``, in a fixed order."""
+    skipped = frozenset(excluded)
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in IGNORED_DIRS and not d.endswith(IGNORED_SUFFIXES))
+        here = Path(folder).relative_to(root)
+        dirs[:] = sorted(d for d in dirs if d not in IGNORED_DIRS and (here / d).as_posix() not in skipped)
         for name in sorted(files):
-            if not name.endswith(IGNORED_SUFFIXES):
+            if name not in VCS_DIRS and not name.endswith(IGNORED_SUFFIXES) and (here / name).as_posix() not in skipped:
                 yield Path(folder) / name
 
 
-def tree_digest(root: Path) -> str:
-    """sha256 over every file's relative path, kind, executable bit and content (symlinks: their target)."""
+def tree_digest(root: Path, excluded: Collection[str] = ()) -> str:
+    """sha256 over every file's relative path, kind, executable bit and content (symlinks: their target), less
+    the root-relative paths ``excluded`` (:func:`builders.pipeline.sourcetree.excluded`)."""
     h = hashlib.sha256()
-    for path in _source_files(root):
+    for path in _source_files(root, excluded):
         info = path.lstat()
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
         if stat.S_ISLNK(info.st_mode):

@@ -17,7 +17,7 @@ from builders.base.console import Console
 from builders.base.errors import ToolchainError
 from builders.base.once import Once
 from builders.base.process import Cancelled
-from builders.pipeline import results
+from builders.pipeline import results, sourcetree
 from builders.pipeline.store import Store, place, tree_digest
 
 
@@ -118,15 +118,40 @@ def test_the_source_digest_is_content_not_time_or_build_outputs(tmp_path: Path) 
     (tmp_path / "src" / "a.py").write_text("x = 1\n")
     first = tree_digest(tmp_path)
     os.utime(tmp_path / "src" / "a.py", (0, 0))
-    for junk in (".git/HEAD", "build/tmp.o", "src/__pycache__/a.cpython-312.pyc", "dist/x.whl"):
+    for junk in (".git/HEAD", "build/tmp.o", "src/__pycache__/a.cpython-312.pyc", "dist/x.whl", "sub/.git"):
         (tmp_path / junk).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / junk).write_text("junk")
-    assert tree_digest(tmp_path) == first
+    assert tree_digest(tmp_path, ("build", "dist")) == first  # left out by the run's list, VCS data and bytecode
+    assert tree_digest(tmp_path) != first  # never by a folder's name alone
     (tmp_path / "src" / "a.py").write_text("x = 2\n")
-    assert tree_digest(tmp_path) != first
+    assert tree_digest(tmp_path, ("build", "dist")) != first
     (tmp_path / "src" / "a.py").write_text("x = 1\n")
     (tmp_path / "src" / "a.py").chmod(0o755)
-    assert tree_digest(tmp_path) != first
+    assert tree_digest(tmp_path, ("build", "dist")) != first
+
+
+def test_packages_named_build_and_dist_are_source_at_any_depth(tmp_path: Path) -> None:
+    for name in ("pkg/__init__.py", "pkg/build/__init__.py", "pkg/dist/__init__.py", "build/lib/pkg/__init__.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    left_out = sourcetree.declared(tmp_path, sourcetree.DEFAULT_EXCLUDE)
+    assert left_out == ("build",)  # the top-level build/ of an earlier setuptools build, not pkg/build/
+    first = tree_digest(tmp_path, left_out)
+    for edited in ("pkg/build/__init__.py", "pkg/dist/__init__.py"):
+        (tmp_path / edited).write_text("changed = True\n")
+        assert tree_digest(tmp_path, left_out) != first
+        (tmp_path / edited).write_text("")
+    (tmp_path / "build/lib/pkg/__init__.py").write_text("stale = True\n")
+    assert tree_digest(tmp_path, left_out) == first
+
+
+def test_a_declared_list_and_the_output_folder_are_root_relative(tmp_path: Path) -> None:
+    for name in ("a/build/x", "a/gen/y", "gen/z", "out/w"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert sourcetree.declared(tmp_path, ("gen", "*/gen", "missing")) == ("a/gen", "gen")
+    assert sourcetree.inside(tmp_path, tmp_path / "out") == "out"
+    assert sourcetree.inside(tmp_path, tmp_path.parent) is None and sourcetree.inside(tmp_path, tmp_path) is None
 
 
 def test_one_writer_keeps_every_result_of_concurrent_targets(tmp_path: Path) -> None:

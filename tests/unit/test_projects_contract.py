@@ -16,7 +16,7 @@ from builders.ci import checks
 from builders.families import loader as matrix
 from builders.matrix.findings import DEFAULT_RUNNERS
 from builders.matrix.targets import Selection, expand, select
-from builders.pipeline import platform_policy
+from builders.pipeline import platform_policy, sourcetree
 from builders.pipeline.private_source import COPY_SCRIPT, SKIPPED_DIRS, copy_command
 from builders.pipeline.store import tree_digest
 from builders.wheel import repair
@@ -33,19 +33,21 @@ def run_copy(argv: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_copy_holds_what_the_digest_covers_and_the_vcs_data(tmp_path: Path, monkeypatch) -> None:
     src = tmp_path / "src"
-    for name in ("pkg/a.c", "pkg/build/stale.o", "build/temp.linux/x.o", "x.egg-info/PKG-INFO", ".git/HEAD",
-                 "out/.work/t/raw/w.whl", "pkg/__pycache__/m.pyc"):
+    for name in ("pkg/a.c", "pkg/build/b.py", "pkg/dist/c.py", "pkg/build/stale.o", "build/temp.linux/x.o",
+                 "x.egg-info/PKG-INFO", ".git/HEAD", "out/.work/t/raw/w.whl", "pkg/__pycache__/m.pyc"):
         (src / name).parent.mkdir(parents=True, exist_ok=True)
         (src / name).write_text(name)
     dest = tmp_path / "copy"
     dest.mkdir()
     (dest / "left-over").write_text("from an earlier build")
-    run_copy(copy_command(sys.executable, str(src), str(dest), skip=(str(src / "out"),)).argv, monkeypatch)
+    # not a VCS checkout: the default list, root-relative; the output folder by its path
+    left_out = (*sourcetree.declared(src, sourcetree.DEFAULT_EXCLUDE), "out")
+    assert left_out == ("build", "x.egg-info", "out")
+    run_copy(copy_command(sys.executable, str(src), str(dest), skip=left_out).argv, monkeypatch)
     found = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
-    assert found == [".git/HEAD", "pkg/a.c"]
-    shutil.rmtree(src / "out")
-    assert tree_digest(dest) == tree_digest(src)  # the build sees what the digest covers (and the VCS data)
-    assert "build" in SKIPPED_DIRS and ".git" not in SKIPPED_DIRS
+    assert found == [".git/HEAD", "pkg/a.c", "pkg/build/b.py", "pkg/build/stale.o", "pkg/dist/c.py"]
+    assert tree_digest(dest) == tree_digest(src, left_out)  # the build sees what the digest covers (and the VCS data)
+    assert "build" not in SKIPPED_DIRS and ".git" not in SKIPPED_DIRS
 
 
 def test_every_local_build_runs_in_its_own_copy(m) -> None:
