@@ -139,7 +139,9 @@ class CibwEngine:
         """cibuildwheel on the host itself (macOS, Windows): no container, no image; smoke in a venv there."""
         work, toolchain = str(ctx.work(target)), host_toolchain(target, ctx)
         build = self.command(target, ctx, work, settings(target, toolchain.root, ctx.epoch), here=here)
-        return Recipe(engine=self.name, runner=HostSpec(inherits=ctx.inherits() if here else ()),
+        keep = ctx.host_passed() if here else ()  # a clean build environment on this host (cibuildwheel builds here)
+        return Recipe(engine=self.name, runner=HostSpec(inherits=ctx.inherits() if here else (), keep=keep if here else None),
+                      host_vars=keep,
                       smoke_runner=host_smoke_runner(target), interpreter=identifier(target), smoke_interpreter=python,
                       toolchain=toolchain, source=f"{work}/src", work=work, build_cwd=f"{work}/src",
                       prepare=(self.copy(ctx, work, here=here),),

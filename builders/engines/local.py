@@ -34,17 +34,20 @@ from builders.wheel.smoke import HIDDEN_ENV
 
 @dataclass(frozen=True, kw_only=True)
 class HostSpec:
-    """Commands on this host: its environment less ``unset``, plus ``env`` (a :class:`~builders.base.runnerspec.RunnerSpec`)."""
+    """Commands on this host: its environment (only ``keep`` of it, where given) less ``unset``, plus ``env`` (a
+    :class:`~builders.base.runnerspec.RunnerSpec`)."""
 
     env: Pairs = ()  # set on top of the host's environment
     unset: tuple[str, ...] = ()  # variables taken out of the host's environment
     inherits: Pairs = ()  # the build-relevant variables it inherits (plan.BUILD_INPUT_VARS): part of the digest
+    keep: tuple[str, ...] | None = None  # the host variables kept (Context.host_passed); None: all of them
 
     kind = "host"
     on_host = True
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "env": dict(self.env), "unset": list(self.unset), "inherits": dict(self.inherits)}
+        return {"kind": self.kind, "env": dict(self.env), "unset": list(self.unset), "inherits": dict(self.inherits),
+                "keep": None if self.keep is None else list(self.keep)}
 
     def key(self) -> dict[str, Any]:
         return {"kind": self.kind, "image": "", "inherits": dict(self.inherits)}
@@ -60,8 +63,12 @@ class HostSpec:
 
     @contextlib.contextmanager
     def open(self, host_env: Mapping[str, str], log: Log) -> Iterator[Runner]:
-        env = {k: v for k, v in host_env.items() if k not in self.unset}
-        yield HostRunner({**env, **dict(self.env)}, log)
+        yield HostRunner({**kept(host_env, self.keep, self.unset), **dict(self.env)}, log)
+
+
+def kept(host_env: Mapping[str, str], keep: tuple[str, ...] | None, unset: tuple[str, ...]) -> dict[str, str]:
+    """The part of this host's environment a runner starts from: ``keep`` of it (None: all), less ``unset``."""
+    return {k: v for k, v in host_env.items() if k not in unset and (keep is None or k in keep)}
 
 
 def host_toolchain(target: Target, ctx: Context) -> ToolchainPin:
@@ -109,8 +116,9 @@ class LocalEngine:
         python = str(ctx.host.interpreter(target.python.abi))
         work, toolchain = str(ctx.work(target)), host_toolchain(target, ctx)
         source = f"{work}/src"  # the target's own copy: no build reuses another's objects
+        keep = ctx.host_passed()  # a clean build environment: host variables reach the build only by name
         return Recipe(
-            engine=self.name, runner=HostSpec(inherits=ctx.inherits()),
+            engine=self.name, runner=HostSpec(inherits=ctx.inherits(), keep=keep), host_vars=keep,
             smoke_runner=host_smoke_runner(target), interpreter=python, smoke_interpreter=python,
             toolchain=toolchain, provision=host_provision(target, toolchain, ctx.cache), source=source, work=work,
             prepare=(private_copy(ctx.tools_python, ctx, source),),

@@ -30,17 +30,38 @@ from builders.matrix.targets import Target, wheel_filename
 from builders.pipeline import interpreters
 from builders.pipeline.compilercache import STATS_LOG, cache_env
 from builders.pipeline.host import Host
-from builders.pipeline.remotecache import CONTAINER_SCCACHE, PLAN_VARS, RemoteCache
+from builders.pipeline.remotecache import AT_RUN, CONTAINER_SCCACHE, PLAN_VARS, RemoteCache
 from builders.pipeline.remotecache import build_env as shared_cache_env
 from builders.pipeline.remotecache import namespace as cache_namespace
 from builders.pipeline.store import canonical, digest
 from builders.wheel import smoke
 from builders.wheel.repair import Tools, diagnose_argv, repair_argv
 
-# Host variables a build on the host inherits that change what compilers produce: part of
-# a host plan (and so of its digest); everything else of the host's environment is not.
-BUILD_INPUT_VARS = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "CMAKE_ARGS", "CMAKE_GENERATOR",
-                    "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONSTRAINT")
+# A build on this host starts from a clean environment: these host variables, and the ones the matrix names
+# (build.environment_pass), are all it gets. Where tools are and a home, a scratch folder and a locale for them;
+# what pip (or uv) needs to fetch build requirements for an isolated build: its index configuration, the proxies,
+# the CA bundle; what Windows needs to start a process at all. Never a compiler or its flags (CC, CFLAGS,
+# CMAKE_ARGS, ...), nor other pip settings (PIP_CONSTRAINT): a shell's leftovers must not change a wheel.
+HOST_BASE_VARS = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "TEMP", "TMP", "LANG", "LANGUAGE", "TZ",
+    "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+    "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_TRUSTED_HOST", "PIP_CERT",
+    "PIP_CLIENT_CERT", "PIP_CONFIG_FILE",
+    "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX", "UV_FIND_LINKS", "UV_NO_INDEX",
+    "SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "PROGRAMDATA",
+    "PROGRAMFILES", "PROGRAMFILES(X86)", "PROCESSOR_ARCHITECTURE", "NUMBER_OF_PROCESSORS",
+})
+HOST_BASE_PREFIXES = ("LC_",)  # the locale's categories
+# Of those, the ones that can change what a build fetches, and so its wheel: part of a host plan's digest
+# (everything else a host passes is not).
+BUILD_INPUT_VARS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")
+
+
+def host_base(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The names of ``env`` a build on this host gets without the matrix naming them (:data:`HOST_BASE_VARS`)."""
+    return tuple(sorted(k for k in env if k in HOST_BASE_VARS or k.startswith(HOST_BASE_PREFIXES)))
 
 
 def location_vars() -> frozenset[str]:
@@ -268,6 +289,11 @@ class BuildPlan:
     core: CorePlan | None = None
     provision: Provision = field(default_factory=Provision)  # not in the digest: the runner's image is
     check: Check | None = None  # None: the engine's own build checks (cibuildwheel)
+    # The host variables the build takes from this host: by default (the runner keeps them) and named by the
+    # matrix (build.environment_pass, set in the build's env). Shown by the plan; their digest is the runner's
+    # and the build's.
+    host_vars: tuple[str, ...] = ()
+    host_named: tuple[str, ...] = ()
 
     def key(self) -> dict[str, Any]:
         """What decides the wheel's bytes: the inputs the digest covers."""
@@ -285,10 +311,20 @@ class BuildPlan:
 
     def steps(self) -> list[tuple[str, str]]:
         """Every step the plan runs, in order, named by its stage: what provision makes ready and what the
-        check verifies (in words), then every command as one shell line."""
+        check verifies (in words), then every command as one shell line, the build's preceded by which host
+        variables reach it."""
         made = [("provision", line) for line in self.provision.lines()]
         checked = [("check", line) for line in self.check.lines()] if self.check else []
-        return made + checked + [(name, command.shell()) for name, command in self.commands()]
+        run = [(name, command.shell()) for name, command in self.commands()]
+        at = next(i for i, (name, _) in enumerate(run) if name == "build")
+        return made + checked + run[:at] + [("host", self.host_line())] + run[at:]
+
+    def host_line(self) -> str:
+        """Which host variables reach the build, in words."""
+        named = ", ".join(self.host_named) or "none"
+        kept = f"keeps {', '.join(self.host_vars)} of this host's environment" if self.host_vars else \
+            "gets nothing of this host's environment by default"
+        return f"the build {kept}; named by build.environment_pass: {named}"
 
     def commands(self) -> list[tuple[str, Command]]:
         """Every command the plan runs, in order, named by its stage."""
@@ -304,6 +340,7 @@ class BuildPlan:
                 "toolchain": self.toolchain.to_json(), "source": self.source, "source_digest": self.source_digest,
                 "epoch": self.epoch, "work": self.work, "builders_version": self.builders_version,
                 "provision": self.provision.to_json(), "check": self.check.to_json() if self.check else None,
+                "host_variables": {"kept": list(self.host_vars), "named": list(self.host_named)},
                 "prepare": [c.to_json() for c in self.prepare], "build": self.build.to_json(),
                 "core": {"name": self.core.name, "digest": self.core.digest,
                          "commands": [c.to_json() for c in self.core.steps]} if self.core else None,
@@ -346,6 +383,13 @@ class Context:
     def inherits(self) -> Pairs:
         return pairs({k: self.env[k] for k in BUILD_INPUT_VARS if k in self.env})
 
+    def host_passed(self) -> tuple[str, ...]:
+        """The host variables a build on this host keeps (the rest is cleared): the base set, and the shared
+        compiler cache's credentials where the run uses one (read at run time, never part of a plan)."""
+        cache = self.compile_cache
+        at_run = {k for k in AT_RUN if k in self.env} if cache is not None and cache.active else set()
+        return tuple(sorted({*host_base(self.env), *at_run}))
+
 
 @dataclass(frozen=True, kw_only=True)
 class Recipe:
@@ -368,6 +412,7 @@ class Recipe:
     repair_env: Pairs = ()
     build: Command | None = None  # an engine's own build command (cibuildwheel); None: the project's
     provision: Provision = field(default_factory=Provision)  # what the engine makes ready first
+    host_vars: tuple[str, ...] = ()  # the host variables the build's runner keeps by default (HOST_BASE_VARS)
 
 
 def cmake_archs(arch_list: str) -> str:
@@ -453,7 +498,8 @@ def assemble(target: Target, ctx: Context, recipe: Recipe) -> BuildPlan:
         outputs=Outputs(labelled=labelled_name(target, repair is not None), wheel=target.wheel_name,
                         destination=f"{target.index_path.rstrip('/')}/{target.wheel_name}"),
         builders_version=ctx.builders_version, core=core_plan(target, ctx, recipe, env, record),
-        provision=recipe.provision, check=check_of(target, recipe))
+        provision=recipe.provision, check=check_of(target, recipe), host_vars=recipe.host_vars,
+        host_named=tuple(sorted(n for n in target.project.environment_pass if n in ctx.env)))
 
 
 def check_of(target: Target, recipe: Recipe) -> Check | None:

@@ -123,7 +123,7 @@ def test_builders_own_runner_specs_print_and_hash_as_before() -> None:
 
     host = HostSpec(unset=("X",), inherits=(("CC", "gcc"),))
     box = ContainerSpec(image="i:t", engine="podman", base="b", mounts=(Mount(source="/s", target="/t"),))
-    assert list(host.to_json()) == ["kind", "env", "unset", "inherits"]
+    assert list(host.to_json()) == ["kind", "env", "unset", "inherits", "keep"]
     assert list(box.to_json()) == ["kind", "image", "base", "engine", "network", "mounts", "env", "unset", "inherits"]
     assert box.to_json()["mounts"] == ["/s:/t:ro"] and (box.describe(), host.describe()) == ("podman i:t", "host")
     assert host.key() == {"kind": "host", "image": "", "inherits": {"CC": "gcc"}}
