@@ -44,7 +44,7 @@ from builders.wheel.repair import Tools, diagnose_argv, repair_argv
 # CMAKE_ARGS, ...), nor other pip settings (PIP_CONSTRAINT): a shell's leftovers must not change a wheel.
 HOST_BASE_VARS = frozenset({
     "PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "TEMP", "TMP", "LANG", "LANGUAGE", "TZ",
-    "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
+    "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "CARGO_HOME", "RUSTUP_HOME",
     "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
     "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_TRUSTED_HOST", "PIP_CERT",
