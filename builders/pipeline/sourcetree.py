@@ -50,7 +50,8 @@ def git_ignored(root: Path, env: Mapping[str, str]) -> tuple[str, ...] | None:
         out = run(argv, env=env, separate_stderr=True, timeout=GIT_TIMEOUT).stdout
     except (ProcessError, OSError):
         return None
-    return tuple(sorted(p.rstrip("/") for p in out.split("\0") if p.rstrip("/")))
+    entries = out.rstrip("\n").split("\0")  # NUL-separated; the output helper ends it with a newline
+    return tuple(sorted(p.rstrip("/") for p in entries if p.rstrip("/")))
 
 
 def declared(root: Path, patterns: Iterable[str]) -> tuple[str, ...]:
