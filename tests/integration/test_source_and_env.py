@@ -135,7 +135,7 @@ def test_packages_named_build_and_dist_are_in_the_wheel_and_the_digest(tmp_path:
     assert "nested/stale.py" not in names and not any(n.endswith(".tmp") for n in names)  # the top-level build/ stays out
     shown = plan(tree, out)
     ignored = ["build", *(["nested/build/scratch.tmp"] if vcs else [])]  # git's list, or the default one
-    assert shown["prepare"][0]["argv"][7:] == [*ignored, str(out)]  # the output folder is never copied
+    assert shown["prepare"][0]["argv"][8:] == [*ignored, str(out)]  # the output folder is never copied
     left_out = ("build/lib/nested/stale.py", *(["nested/build/scratch.tmp"] if vcs else []))
     edits_change_the_digest(tree, shown["source_digest"], ("nested/build/__init__.py", "nested/dist/__init__.py"),
                             left_out)
