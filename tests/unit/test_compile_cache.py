@@ -231,14 +231,20 @@ def prefixes(found) -> dict[str, str]:
     return {k: dict(p.build.env)["SCCACHE_REDIS_KEY_PREFIX"] for k, p in built(found).items()}
 
 
-def test_each_toolchain_has_its_own_namespace_and_flags_change_it(cached) -> None:
+def test_each_toolchain_has_its_own_namespace_and_flags_change_it(cached, shipped_text: str) -> None:
     found = prefixes(plans(cached, ctx=shared(cached, {})))
     by_variant = {}
     for tid, prefix in found.items():
         by_variant.setdefault(tid.split("-")[0], set()).add(prefix)
     assert len(by_variant) > 1 and all(len(p) == 1 for p in by_variant.values())  # one per variant
     assert len({next(iter(p)) for p in by_variant.values()}) == len(by_variant)  # no two variants share one
-    flagged = prefixes(plans(cached, ctx=shared(cached, {"CXXFLAGS": "-O1"})))
+    # the build's flags change it: the matrix's, or a host's named by build.environment_pass; a shell's own do not
+    # reach the build at all (issue 42)
+    assert prefixes(plans(cached, ctx=shared(cached, {"CXXFLAGS": "-O1"}))) == found
+    line = "    environment_pass: [MINIFW_CORE_WEIGHT]\n"
+    named = matrix.loads(with_cache(shipped_text, "backend: sccache\nlocation: redis://127.0.0.1:6379/ci")
+                         .replace(line, "    environment_pass: [MINIFW_CORE_WEIGHT, CXXFLAGS]\n", 1))
+    flagged = prefixes(plans(named, ctx=shared(named, {"CXXFLAGS": "-O1"})))
     assert set(flagged) == set(found) and not set(flagged.values()) & set(found.values())
 
 
