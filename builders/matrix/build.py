@@ -38,6 +38,7 @@ from builders.matrix.draft import (
     value_of,
 )
 from builders.matrix.family import Accelerator
+from builders.matrix.runpath import runtime_dirs_of
 from builders.matrix.findings import DEFAULT_RUNNERS, default_base_image
 from builders.matrix.model import (
     OS,
@@ -252,6 +253,7 @@ def read_level(node: RawMapping) -> Level:
         arch_list=node.at("arch_list") if isinstance(arch, str) else node.table("arch_list") if arch is not None else None,
         toolkit=node.table("toolkit"), runtime_requirements=node.items("runtime_requirements"),
         exclude_libs=node.table("exclude_libs"), system_libs=node.table("system_libs"), rpath=node.items("rpath"),
+        runtime_dirs=node.items("runtime_dirs"),
         smoke_runners=node.table("smoke_runners"), variant_properties=node.items("variant_properties"),
         refused=frozenset(name for name in node.names() if node.refused(name)),
     )
@@ -362,7 +364,8 @@ def variant(v: VariantDraft, marks: Marks) -> Variant:
         arch_lists=arch_lists, toolkit=toolkit(plain(m.toolkit) or {}),
         runtime_requirements=plain(m.runtime_requirements) or (),
         lib_providers=tuple(sorted((plain(m.exclude_libs) or {}).items())),
-        system_libs=tuple(sorted((plain(m.system_libs) or {}).items())), rpath=plain(m.rpath) or (),
+        system_libs=tuple(sorted((plain(m.system_libs) or {}).items())),
+        runtime_dirs=runtime_dirs_of(plain(m.runtime_dirs) or (), plain(m.rpath) or ()),
         smoke_runners=tuple(sorted((plain(m.smoke_runners) or {}).items())),
         properties=tuple(expand_properties(plain(m.variant_properties) or (), accel=v.accelerator, version=v.version,
                                            arches=arch_entries(arch_lists))),

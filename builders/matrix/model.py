@@ -27,6 +27,7 @@ from builders.matrix.findings import expand_env
 from builders.matrix.promotion_policy import PromotionPolicy
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 from builders.matrix.runner_costs import RunnerCost
+from builders.matrix.runpath import origin_entry
 
 Pairs = tuple[tuple[str, str], ...]
 NULL_VARIANT = "null"
@@ -127,7 +128,8 @@ class Variant:
     runtime_requirements: tuple[str, ...] = ()
     lib_providers: Pairs = ()
     system_libs: Pairs = ()  # library -> the system package that provides it (no pip requirement)
-    rpath: tuple[str, ...] = ()
+    # folders the runtime requirements install their libraries into, relative to site-packages (matrix.runpath)
+    runtime_dirs: tuple[str, ...] = ()
     smoke_runners: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # PEP 825 properties of its variant wheel ("nvidia :: sm_arch :: 90_real"), placeholders filled, sorted;
     # none: the null variant
@@ -138,6 +140,12 @@ class Variant:
     def variant_label(self) -> str:
         """``null`` (PEP 825's reserved label) for the variant without properties."""
         return self.label if self.properties else NULL_VARIANT
+
+    @property
+    def rpath(self) -> tuple[str, ...]:
+        """The RUNPATH entries an ELF file directly in ``site-packages/<pkg>/`` needs (what a build that sets its
+        extension's RPATH itself may ask for through ``build.env.rpath``; repair gives every ELF its own)."""
+        return tuple(e for e in (origin_entry("pkg", d) for d in self.runtime_dirs) if e is not None)
 
     def arch_list(self, platform: str) -> str | None:
         """The GPU arch list for ``platform`` (``*`` is the all-platform default)."""

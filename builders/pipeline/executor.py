@@ -37,7 +37,7 @@ from builders.base.once import Once
 from builders.base.process import Log, ProcessError, Runner
 from builders.base.safe_output import replace_into
 from builders.families import toolchain_for
-from builders.matrix.model import Matrix
+from builders.matrix.model import OS, Matrix
 from builders.pipeline import remotecache, results, summary
 from builders.pipeline.compilercache import STATS_LOG, parse_stats_log
 from builders.pipeline.core import CoreStore, ensure_core
@@ -48,7 +48,7 @@ from builders.pipeline.results import Result
 from builders.pipeline.store import Store, place
 from builders.wheel.archive import Wheel, file_sha256
 from builders.wheel.repair import RepairError, failed, only_wheel
-from builders.wheel.rpath import interpreter_rpaths, strip_rpaths
+from builders.wheel.rpath import interpreter_rpaths, set_runtime_rpaths, strip_rpaths
 from builders.wheel.rules import merged
 from builders.wheel.smoke import ready, run_planned, stage, uv_cache, uv_cache_folder
 from builders.wheel.verify import Expectation, verify
@@ -278,6 +278,7 @@ def _stages(plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress, t
             final = run_stage("label", lambda: label_as_planned(plan, raw))
             if plan.repair is not None:
                 final = run_stage("repair", lambda: repair(plan, runner))
+            runtime_runpaths(final, plan, config, log)
     run_stage("verify", lambda: _verify(final, plan, config, progress))
     if config.run_smoke:
         run_stage("smoke", lambda: _smoke(final, plan, config, log, progress))
@@ -353,6 +354,17 @@ def repair(plan: BuildPlan, runner: Runner) -> Path:
     except ProcessError as exc:
         raise failed(plan.target, exc, plan.diagnose.argv if plan.diagnose else None, runner) from exc
     return only_wheel(Path(plan.work) / "repaired", f"the repair of {plan.id}", RepairError)
+
+
+def runtime_runpaths(wheel: Path, plan: BuildPlan, config: RunConfig, log: Log) -> None:
+    """After repair, on this host: each ELF file that needs a runtime wheel's library gets the RUNPATH entries
+    reaching the variant's runtime folders from its own place in the wheel (the project need not set them)."""
+    variant = plan.target.variant
+    if plan.target.platform.os is not OS.LINUX:
+        return
+    if set_runtime_rpaths(wheel, variant.runtime_dirs, variant.exclude_libs, _tools_env(config.env), log, plan.epoch):
+        log.write(f"# runpath: {', '.join(variant.runtime_dirs)} reached from every ELF file that needs "
+                  f"{', '.join(sorted(variant.exclude_libs))}\n")
 
 
 def _tools_env(env: Mapping[str, str]) -> dict[str, str]:

@@ -35,6 +35,7 @@ from packaging.version import InvalidVersion, Version
 
 from builders.base.errors import WheelError
 from builders.families import Family, families, family_for
+from builders.matrix import runpath
 from builders.matrix.model import OS, Dropped, Matrix, Platform, PythonVersion, Variant
 from builders.matrix.targets import Target
 from builders.wheel import elf
@@ -385,13 +386,23 @@ def _needed_findings(name: str, info: elf.ElfInfo, bundled: frozenset[str], allo
         if lib in bundled or lib in allowed or _is_system(lib, info, variant):
             continue
         if _matches(lib, variant.exclude_libs):
-            missing = [r for r in variant.rpath if r not in info.rpaths]
-            if missing:
-                yield Finding(code="missing-rpath", message=f"needs {lib} from a runtime requirement but lacks RPATH {missing}",
-                              file=name)
+            if variant.runtime_dirs and not _reaches_runtime(name, info, variant.runtime_dirs):
+                yield Finding(code="missing-rpath", message=f"needs {lib} from a runtime requirement, but no RUNPATH "
+                              f"entry of it ({':'.join(info.rpaths) or 'none'}) reaches a runtime folder "
+                              f"({', '.join(variant.runtime_dirs)}, relative to site-packages) from where it lies "
+                              "in a venv", file=name)
             continue
         yield Finding(code="unresolved-library", message=f"needs {lib}: not bundled, not a declared runtime library, "
                       f"not allowed by {target.platform.wheel_platform}", file=name)
+
+
+def _reaches_runtime(name: str, info: elf.ElfInfo, runtime_dirs: Iterable[str]) -> bool:
+    """Whether one of ``info``'s RUNPATH entries, from where member ``name`` installs, names a runtime folder
+    (the loader then finds the runtime wheel's library there, whatever the environment's path)."""
+    where = runpath.site_dir(name)
+    if where is None:
+        return False
+    return bool({runpath.reached(where, e) for e in info.rpaths} & set(runtime_dirs))
 
 
 def _is_system(lib: str, info: elf.ElfInfo, variant: Variant) -> bool:

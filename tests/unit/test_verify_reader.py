@@ -424,3 +424,20 @@ def test_the_verify_command_exits_7_with_the_finding(tmp_path: Path, capsys: pyt
     (path,) = (tmp_path / "house").glob("*.whl")
     assert main(["verify", str(path), "--target", mw.target().id, "--matrix", str(mw.MATRIX)]) == 7
     assert "member-traversal" in capsys.readouterr().err
+
+
+def test_a_runtime_library_must_resolve_from_where_each_elf_lies(tmp_path: Path, gpu: Target) -> None:
+    """A library in ``pkg/lib/`` with the entry right for ``pkg/`` reaches nothing in a venv; the entry one level
+    deeper does (the entries are derived from the matrix's runtime folders here, not from verify's helper)."""
+    lib, _provider = gpu.variant.lib_providers[0]
+    folder = gpu.variant.runtime_dirs[0]
+    deep = f"{package(gpu)}/lib/libdeep.so"
+    shallow_entry, deep_entry = f"$ORIGIN/../{folder}", f"$ORIGIN/../../{folder}"
+    (tmp_path / "wrong").mkdir()
+    (tmp_path / "right").mkdir()
+    wrong = build_wheel(tmp_path / "wrong", gpu, {linux_ext(gpu): make_elf(needed=(lib,), runpath=shallow_entry),
+                                                  deep: make_elf(needed=(lib,), runpath=shallow_entry)})
+    assert findings(check_libraries, wrong, gpu) == {("missing-rpath", deep)}
+    right = build_wheel(tmp_path / "right", gpu, {linux_ext(gpu): make_elf(needed=(lib,), runpath=shallow_entry),
+                                                  deep: make_elf(needed=(lib,), runpath=f"$ORIGIN:{deep_entry}")})
+    assert findings(check_libraries, right, gpu) == set()
