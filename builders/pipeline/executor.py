@@ -38,7 +38,7 @@ from builders.base.process import Log, ProcessError, Runner
 from builders.base.safe_output import replace_into
 from builders.families import toolchain_for
 from builders.matrix.model import OS, Matrix
-from builders.pipeline import remotecache, results, summary
+from builders.pipeline import platform_policy, remotecache, results, summary
 from builders.pipeline.compilercache import STATS_LOG, parse_stats_log
 from builders.pipeline.core import CoreStore, ensure_core
 from builders.pipeline.engine import Engine
@@ -352,7 +352,9 @@ def repair(plan: BuildPlan, runner: Runner) -> Path:
     try:
         runner.run(command.argv, env=dict(command.env), timeout=command.timeout)
     except ProcessError as exc:
-        raise failed(plan.target, exc, plan.diagnose.argv if plan.diagnose else None, runner) from exc
+        raise failed(plan.target, exc, plan.diagnose.argv if plan.diagnose else None, runner,
+                     wheel=Path(plan.work) / "labelled" / plan.outputs.labelled,
+                     local_only=platform_policy.at_host_level(plan.target.platform.wheel_platform)) from exc
     return only_wheel(Path(plan.work) / "repaired", f"the repair of {plan.id}", RepairError)
 
 
