@@ -195,6 +195,7 @@ def read_project(node: RawMapping | None) -> ProjectDraft | None:
         extension_modules=node.items("extension_modules"),
         smoke_script=smoke.at("script", str) if smoke else None,
         smoke_timeout=smoke.at("timeout", (int, str)) if smoke else None, timeouts=node.table("timeouts"),
+        packages=node.items("packages"),
     )
 
 
@@ -336,6 +337,7 @@ def project(p: ProjectDraft, path: Path, source: Path | None) -> Project:
         smoke_script=(path.parent / script).resolve() if script is not None else None,
         smoke_timeout=float(p.smoke_timeout.value) if p.smoke_timeout else 300.0,
         timeouts=Timeouts(**{k: float(v) for k, v in (plain(p.timeouts) or {}).items()}),
+        packages=plain(p.packages) or (),
     )
 
 

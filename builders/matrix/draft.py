@@ -205,6 +205,7 @@ class ProjectDraft:
     smoke_script: At[str] | None
     smoke_timeout: At[Any] | None
     timeouts: Section | None
+    packages: Items | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -335,6 +335,14 @@ class Project:
     smoke_script: Path | None = None
     smoke_timeout: float = 300.0
     timeouts: Timeouts = Timeouts()
+    packages: tuple[str, ...] = ()  # top-level packages the wheel installs besides import_name
+
+    @property
+    def top_level(self) -> frozenset[str]:
+        """The names the wheel may install at the top of site-packages: import_name's, ``packages``, and each
+        extension module's top-level package."""
+        modules = (*self.extension_modules, *(m.module for m in self.conditional_modules))
+        return frozenset({self.import_name.split(".")[0], *self.packages, *(m.split(".")[0] for m in modules)})
 
     @property
     def canonical_name(self) -> NormalizedName:

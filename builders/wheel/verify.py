@@ -339,6 +339,23 @@ def _multiarch(arch: str, wheel_platform: str) -> str:
     return f"{special.get(arch, arch)}-linux-{libc}"
 
 
+# --- top-level folders ------------------------------------------------------------------------
+
+
+def check_top_level(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    """Every top-level folder is one of the project's packages (import_name, ``packages``, the extension modules'),
+    its ``.dist-info`` or ``.data``, or auditwheel's ``<name>.libs``: a ``lib/`` or ``include/`` that a CMake
+    install rule put at the wheel's root lands beside every other distribution in site-packages."""
+    allowed = expect.target.project.top_level
+    folders = sorted({name.split("/", 1)[0] for name in wheel.members if "/" in name})
+    for top in folders:
+        if top in allowed or top.endswith((".dist-info", ".data", ".libs")):
+            continue
+        yield Finding(code="stray-top-level", message=f"installs the top-level folder {top}/ into site-packages, "
+                      f"outside the project's packages ({', '.join(sorted(allowed))}): install it inside the package, "
+                      "or declare it in project.packages", file=f"{top}/")
+
+
 # --- ELF files ----------------------------------------------------------------------------------
 
 
@@ -564,7 +581,7 @@ def check_size(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
 
 
 CHECKS: tuple[Check, ...] = (check_archive, check_name_and_tags, check_metadata, check_record, check_extension_modules,
-                             check_libraries, check_label, check_providers, check_pypi_requirements, check_size)
+                             check_top_level, check_libraries, check_label, check_providers, check_pypi_requirements, check_size)
 
 
 @cache
