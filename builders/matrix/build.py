@@ -336,9 +336,20 @@ def project(p: ProjectDraft, path: Path, source: Path | None) -> Project:
         conditional_modules=conditional_modules(plain(p.extension_modules) or ()),
         smoke_script=(path.parent / script).resolve() if script is not None else None,
         smoke_timeout=float(p.smoke_timeout.value) if p.smoke_timeout else 300.0,
-        timeouts=Timeouts(**{k: float(v) for k, v in (plain(p.timeouts) or {}).items()}),
+        timeouts=timeouts(plain(p.timeouts) or {}),
         packages=plain(p.packages) or (),
     )
+
+
+def timeouts(raw: Mapping[str, Any]) -> Timeouts:
+    """``project.timeouts``: each stage a number, or (``build``, ``repair``) a mapping of ``default`` and family
+    names or variant labels to numbers."""
+    plain_values = {k: float(v) for k, v in raw.items() if not isinstance(v, Mapping)}
+    tables = {k: v for k, v in raw.items() if isinstance(v, Mapping)}
+    defaults = {k: float(v["default"]) for k, v in tables.items() if "default" in v}
+    per_variant = tuple(sorted((k, tuple(sorted((n, float(x)) for n, x in v.items() if n != "default")))
+                               for k, v in tables.items()))
+    return Timeouts(**plain_values, **defaults, per_variant=per_variant)
 
 
 def platform(p: PlatformDraft, marks: Marks) -> Platform:

@@ -293,6 +293,17 @@ class Timeouts:
     build: float = 3600.0
     repair: float = 1800.0
     install: float = 1800.0
+    # stage -> (family name or variant label, seconds): ``build: {default: 3600, cuda: 36000}``
+    per_variant: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+
+    def limit(self, stage: str, variant: Variant) -> tuple[float, str]:
+        """The seconds ``stage`` may run for ``variant`` and the matrix key that says so (its label's entry,
+        then its family's, then the stage's default)."""
+        table = dict(dict(self.per_variant).get(stage, ()))
+        for key in (variant.label, variant.accelerator.value):
+            if key in table:
+                return table[key], f"project.timeouts.{stage}[{key}]"
+        return getattr(self, stage), f"project.timeouts.{stage}" + ("[default]" if table else "")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -274,10 +274,10 @@ def _stages(plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress, t
         run_stage("provision", lambda: provision(plan, config.engine, log))
         with plan.runner.open(config.env, log) as runner:
             run_stage("check", lambda: check(plan, runner, log))
-            raw = run_stage("build", lambda: build(plan, runner, config, log, progress))
+            raw = run_stage("build", lambda: named_limit(plan, "build", lambda: build(plan, runner, config, log, progress)))
             final = run_stage("label", lambda: label_as_planned(plan, raw))
             if plan.repair is not None:
-                final = run_stage("repair", lambda: repair(plan, runner))
+                final = run_stage("repair", lambda: named_limit(plan, "repair", lambda: repair(plan, runner)))
             runtime_runpaths(final, plan, config, log)
     run_stage("verify", lambda: _verify(final, plan, config, progress))
     if config.run_smoke:
@@ -352,10 +352,24 @@ def repair(plan: BuildPlan, runner: Runner) -> Path:
     try:
         runner.run(command.argv, env=dict(command.env), timeout=command.timeout)
     except ProcessError as exc:
+        if exc.timeout is not None:
+            raise  # named_limit says which limit
         raise failed(plan.target, exc, plan.diagnose.argv if plan.diagnose else None, runner,
                      wheel=Path(plan.work) / "labelled" / plan.outputs.labelled,
                      local_only=platform_policy.at_host_level(plan.target.platform.wheel_platform)) from exc
     return only_wheel(Path(plan.work) / "repaired", f"the repair of {plan.id}", RepairError)
+
+
+def named_limit(plan: BuildPlan, stage: str, fn: Callable[[], T]) -> T:
+    """``fn``; a command it ran that was stopped at its time limit says so, naming the matrix key that set it
+    ("timed out after 36000 s (project.timeouts.build[cuda])"), not "exit code 124"."""
+    try:
+        return fn()
+    except ProcessError as exc:
+        named = exc.named(plan.target.project.timeouts.limit(stage, plan.target.variant)[1])
+        if named is exc:
+            raise
+        raise named from exc
 
 
 def runtime_runpaths(wheel: Path, plan: BuildPlan, config: RunConfig, log: Log) -> None:
