@@ -314,7 +314,8 @@ def build(plan: BuildPlan, runner: Runner, config: RunConfig, log: Log, progress
         if plan.core is not None:
             progress.facts["core"] = ensure_core(plan.core, runner, CoreStore(config.output / ".store" / "core"),
                                                  config.cores, log, force=config.force)
-        runner.run(plan.build.argv, env=dict(plan.build.env), cwd=plan.build.cwd, timeout=plan.build.timeout)
+        runner.run(plan.build.argv, env={**dict(plan.build.env), **backend_output(config.verbose)}, cwd=plan.build.cwd,
+                   timeout=plan.build.timeout)
     finally:
         stats = Path(plan.work) / STATS_LOG
         shared = remotecache.finish(dict(plan.build.env), runner, log)
@@ -358,6 +359,12 @@ def repair(plan: BuildPlan, runner: Runner) -> Path:
                      wheel=Path(plan.work) / "labelled" / plan.outputs.labelled,
                      local_only=platform_policy.at_host_level(plan.target.platform.wheel_platform)) from exc
     return only_wheel(Path(plan.work) / "repaired", f"the repair of {plan.id}", RepairError)
+
+
+def backend_output(verbose: bool) -> dict[str, str]:
+    """At ``-v``: pip shows the build backend's own output (ninja's ``[n/N]`` lines), which it hides by default;
+    the log mirrors it and the status line shows the progress. Output only: not part of the plan."""
+    return {"PIP_VERBOSE": "1"} if verbose else {}
 
 
 def named_limit(plan: BuildPlan, stage: str, fn: Callable[[], T]) -> T:
