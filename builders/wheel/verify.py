@@ -368,6 +368,7 @@ def check_libraries(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
             yield Finding(code="bad-elf", message=f"cannot parse ELF: {member.elf_error}", file=member.name)
             continue
         yield from _machine_findings(member.name, member.elf, expect.target)
+        yield from _host_cpu_findings(member.name, member.elf)
         yield from _rpath_findings(member.name, member.elf)
         yield from _needed_findings(member.name, member.elf, wheel.basenames, allowed, expect.target)
 
@@ -387,6 +388,15 @@ def _machine_findings(name: str, info: elf.ElfInfo, target: Target) -> Iterator[
         have = info.arch or "an unknown architecture"
         yield Finding(code="elf-machine-mismatch", message=f"ELF for {have} ({info.machine}, {info.elf_class}-bit) "
                       f"in a wheel for {want}", file=name)
+
+
+def _host_cpu_findings(name: str, info: elf.ElfInfo) -> Iterator[Finding]:
+    """Code compiled for the build host's CPU (-march=native) passes every check there and dies with SIGILL on
+    an older CPU; the compiler's own record of its options says so (where it kept one: ``-g``)."""
+    if info.host_cpu_flags:
+        yield Finding(code="host-cpu-only", message="compiled for the build host's CPU only (-march=native; the "
+                      f"compiler recorded: {info.host_cpu_flags[:160]}...): build for the platform's baseline and "
+                      "select wider instructions at run time", file=name)
 
 
 def _rpath_findings(name: str, info: elf.ElfInfo) -> Iterator[Finding]:
