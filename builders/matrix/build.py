@@ -38,7 +38,6 @@ from builders.matrix.draft import (
     value_of,
 )
 from builders.matrix.family import Accelerator
-from builders.matrix.runpath import runtime_dirs_of
 from builders.matrix.findings import DEFAULT_RUNNERS, default_base_image
 from builders.matrix.model import (
     OS,
@@ -60,6 +59,7 @@ from builders.matrix.model import (
 )
 from builders.matrix.properties import arch_entries, expand_properties
 from builders.matrix.release_channels import ChannelName
+from builders.matrix.runpath import runtime_dirs_of
 
 
 class RawMapping:

@@ -123,12 +123,13 @@ def host_cpu_flags(elf: ELFFile) -> str | None:
         if not (NATIVE.search(data) or HOST_CACHE.search(data)):
             continue  # the common case: one scan, no split
         for record in data.split(b"\0"):
-            if _native(record):
+            if is_native_record(record):
                 return record.decode("utf-8", "replace")[:400]
     return None
 
 
-def _native(record: bytes) -> bool:
+def is_native_record(record: bytes) -> bool:
+    """Whether one recorded set of compiler options (a DW_AT_producer string) compiled for the build host's CPU."""
     if NATIVE.search(record):
         return True
     march = MARCH.findall(record)

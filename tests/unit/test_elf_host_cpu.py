@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from builders.wheel.elf import _native
+from builders.wheel.elf import is_native_record
 
 
 @pytest.mark.parametrize(("record", "native"), [
@@ -19,4 +19,4 @@ from builders.wheel.elf import _native
     (b"", False),
 ])
 def test_host_cpu_records(record: bytes, native: bool) -> None:
-    assert _native(record) is native
+    assert is_native_record(record) is native
