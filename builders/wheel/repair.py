@@ -13,7 +13,6 @@ from __future__ import annotations
 import io
 import re
 import shlex
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from builders.base.process import Call, ProcessError
 from builders.matrix.model import OS
 from builders.matrix.targets import Target
 from builders.wheel import elf
+from builders.wheel.archive import Wheel
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,7 +88,10 @@ def failed(target: Target, exc: ProcessError, diagnose: tuple[str, ...] | None, 
 
 def missing_library(lib: str, wheel: Path | None) -> str:
     """Why auditwheel could not locate ``lib``, naming the wheel's ELF files that need it."""
-    needers = needing(wheel, lib) if wheel is not None else []
+    try:
+        needers = needing(wheel, lib) if wheel is not None else []
+    except (BuildersError, OSError):  # an unreadable wheel: the cause stays auditwheel's
+        needers = []
     who = f"{', '.join(needers)} need{'s' if len(needers) == 1 else ''}" if needers else "an ELF file of the wheel needs"
     return (f"{who} {lib}, which auditwheel could not locate: neither in the wheel where the RUNPATH of "
             f"{'that file' if len(needers) == 1 else 'those files'} looks (a library bundled beside it needs an "
@@ -97,14 +100,12 @@ def missing_library(lib: str, wheel: Path | None) -> str:
 
 
 def needing(wheel: Path, lib: str) -> list[str]:
-    """The members of ``wheel`` (ELF files) whose DT_NEEDED names ``lib``."""
+    """The members of ``wheel`` (ELF files) whose DT_NEEDED names ``lib`` (read with the capped reader)."""
     found: list[str] = []
-    with zipfile.ZipFile(wheel) as zf:
-        for info in zf.infolist():
-            with zf.open(info) as fh:
-                head = fh.read(len(elf.MAGIC))
-                data = head + fh.read() if head == elf.MAGIC else b""
-            if data and _needs(data, lib):
+    with Wheel(wheel).open() as reader:
+        for info in reader.infos:
+            data = b"".join(reader.stream(info))
+            if data.startswith(elf.MAGIC) and _needs(data, lib):
                 found.append(info.filename)
     return found
 
