@@ -20,6 +20,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from builders.base.errors import ProcessError
 from builders.base.process import HostRunner, run
@@ -31,9 +32,12 @@ from builders.wheel.repair import Tools, diagnose_argv, failed, only_wheel, repa
 from builders.wheel.rpath import set_runtime_rpaths
 from builders.wheel.verify import Contents, Expectation, check_libraries
 from builders.wheel.writer import write_wheel
+from tests import helpers
 from tests.helpers import edit, require_tool
 
 pytestmark = pytest.mark.slow
+
+PKGLIB = Path(__file__).resolve().parents[1] / "projects" / "pkglib"
 
 RUNTIME_LIB, FOLDER = "libfakert.so.1", "fakert/lib"
 EPOCH = 315532800
@@ -161,3 +165,23 @@ def test_a_repair_that_cannot_locate_a_bundled_library_names_it_and_who_needs_it
     first = err.splitlines()[0]
     assert "pkg/_C.so needs libx.so" in first and "could not locate" in first
     assert "--local-only" not in err and "--engine container" not in err and "cannot reach" not in err
+
+
+def test_builders_build_sets_it_for_a_project_that_does_not(built: Path, tmp_path: Path) -> None:
+    """``builders build`` of tests/projects/pkglib (its build script sets only the sibling entry; its matrix
+    declares the runtime folder): the stored wheel's ELF files reach it, by readelf and by CPython's loader."""
+    tree = tmp_path / "src"
+    shutil.copytree(PKGLIB, tree)
+    folder = yaml.safe_load((tree / "matrix.yaml").read_text())["accelerators"]["cpu"]["runtime_dirs"][0]
+    assert folder == FOLDER  # where venv_layout puts the runtime library
+    out = tmp_path / "out"
+    proc = helpers.builders("build", "--matrix", str(tree / "matrix.yaml"), "--output", str(out), "--no-smoke",
+                            "--target", "cpu-cp312-linux-x86_64", cwd=tmp_path)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    (wheel,) = (out / "whl").rglob("*.whl")
+    site = venv_layout(wheel, built / "rt" / RUNTIME_LIB, tmp_path / "venv")
+    (ext,) = (site / "pkg").glob("_C*.so")
+    assert readelf_runpath(site / "pkg/lib/libx.so") == [f"$ORIGIN/../../{FOLDER}"]
+    assert readelf_runpath(ext) == ["$ORIGIN/lib", f"$ORIGIN/../{FOLDER}"]
+    loaded = loads(ext)
+    assert (loaded.returncode, loaded.stdout.strip()) == (0, "42"), loaded.stderr
