@@ -1,6 +1,10 @@
 """A PEP 517 backend in the tree (nothing to download) that prints ninja-style progress while it builds."""
 
-import base64, hashlib, os, sys, zipfile
+import base64
+import hashlib
+import os
+import zipfile
+
 
 def _record(name, data):
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
