@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import threading
 import time
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import TextIO
 
 CLEAR_BELOW = "\x1b[J"
+# A build backend's own progress in a log line: ninja's "[12/345] Building CXX object ...", make's "[ 42%] ...".
+BACKEND_PROGRESS = re.compile(r"^\s*(\[\s*\d+/\d+\]|\[\s*\d+%\])\s")
 
 
 class Console:
@@ -34,6 +37,7 @@ class Console:
         self.live = _is_tty(self.stream) and not self.github and env.get("TERM") != "dumb"
         self._lock = threading.RLock()
         self._running: dict[str, str] = {}
+        self._backend: dict[str, str] = {}  # target -> its build backend's latest progress ("[12/345]")
         self._drawn = 0
 
     def line(self, text: str = "") -> None:
@@ -72,11 +76,25 @@ class Console:
         """``target`` is done: its status line goes, ``text`` stays."""
         with self._lock:
             self._running.pop(target, None)
+            self._backend.pop(target, None)
             self.line(text)
 
     def mirror(self, target: str, text: str) -> None:
-        """A line of a target's log, shown as it is written (``build -v``)."""
-        self.line(f"  {target} | {text}")
+        """A line of a target's log, shown as it is written (``build -v``); a backend's progress (ninja's
+        ``[n/N]``) also goes onto the target's status line, so a long compile shows how far it is."""
+        with self._lock:
+            found = BACKEND_PROGRESS.match(text)
+            if found and target in self._running:
+                self._backend[target] = " ".join(found.group(1).split())
+            self.line(f"  {target} | {text}")
+
+    def status(self, target: str) -> str | None:
+        """What ``target``'s status line shows now (None when it is not running)."""
+        with self._lock:
+            if target not in self._running:
+                return None
+            backend = self._backend.get(target)
+            return f"{self._running[target]}  compiling {backend}" if backend else self._running[target]
 
     def block(self, title: str, body: str) -> None:
         """A titled block (a failed target's log tail), folded on GitHub."""
@@ -123,8 +141,8 @@ class Console:
     def _draw(self) -> None:
         if not self.live or not self._running:
             return
-        for text in self._running.values():
-            self.stream.write(f"{text[:_width()]}\n")
+        for target in self._running:
+            self.stream.write(f"{(self.status(target) or '')[:_width()]}\n")
         self.stream.flush()
         self._drawn = len(self._running)
 

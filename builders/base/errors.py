@@ -187,11 +187,22 @@ class ProcessError(BuildersError):
     exit_code = 12
     what = "a subprocess failed"
 
-    def __init__(self, argv: Sequence[str], returncode: int, tail: str) -> None:
+    def __init__(self, argv: Sequence[str], returncode: int, tail: str, *, timeout: float | None = None,
+                 limit: str = "") -> None:
         self.argv = tuple(argv)
         self.returncode = returncode
         self.tail = tail
-        super().__init__(f"command failed with exit code {returncode}: {shlex.join(argv)}\n{tail}")
+        self.timeout = timeout  # set when the command was stopped at its time limit
+        self.limit = limit  # the matrix key that set that limit (project.timeouts.build[cuda]), where known
+        where = f" ({limit})" if limit else ""
+        what = f"timed out after {timeout:g} s{where}" if timeout is not None else f"command failed with exit code {returncode}"
+        super().__init__(f"{what}: {shlex.join(argv)}\n{tail}")
+
+    def named(self, limit: str) -> ProcessError:
+        """This error, its time limit named by the matrix key that set it (unchanged when it did not time out)."""
+        if self.timeout is None:
+            return self
+        return ProcessError(self.argv, self.returncode, self.tail, timeout=self.timeout, limit=limit)
 
 
 class ResultsError(BuildersError):

@@ -244,7 +244,8 @@ def run(
     if cancellable and cancelled():  # stopped (or not): the run is ending, its outcome is "interrupted"
         raise Cancelled
     if check and code != 0:
-        raise ProcessError(argv, code, "\n".join(line.rstrip("\n") for line in output.recent))
+        raise ProcessError(argv, code, "\n".join(line.rstrip("\n") for line in output.recent),
+                           timeout=timeout if code == 124 and timeout is not None else None)
     return Completed(tuple(argv), code, "".join(output.stdout), duration)
 
 

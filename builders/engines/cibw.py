@@ -171,7 +171,7 @@ class CibwEngine:
         argv = (python, "-m", "cibuildwheel", "--platform", PLATFORMS[target.platform.os],
                 "--output-dir", f"{work}/raw", f"{work}/src")
         env = {**options, "SOURCE_DATE_EPOCH": str(ctx.epoch), **({"PATH": ctx.tools_path} if here else {})}
-        return Command(argv=argv, env=pairs(env), cwd=f"{work}/src", timeout=target.project.timeouts.build)
+        return Command(argv=argv, env=pairs(env), cwd=f"{work}/src", timeout=target.project.timeouts.limit("build", target.variant)[0])
 
     @staticmethod
     def copy(ctx: Context, work: str, *, here: bool) -> Command:

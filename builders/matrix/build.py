@@ -60,6 +60,7 @@ from builders.matrix.model import (
 )
 from builders.matrix.properties import arch_entries, expand_properties
 from builders.matrix.release_channels import ChannelName
+from builders.matrix.runpath import runtime_dirs_of
 
 
 class RawMapping:
@@ -197,6 +198,7 @@ def read_project(node: RawMapping | None) -> ProjectDraft | None:
         extension_modules=node.items("extension_modules"),
         smoke_script=smoke.at("script", str) if smoke else None,
         smoke_timeout=smoke.at("timeout", (int, str)) if smoke else None, timeouts=node.table("timeouts"),
+        packages=node.items("packages"),
     )
 
 
@@ -255,6 +257,7 @@ def read_level(node: RawMapping) -> Level:
         arch_list=node.at("arch_list") if isinstance(arch, str) else node.table("arch_list") if arch is not None else None,
         toolkit=node.table("toolkit"), runtime_requirements=node.items("runtime_requirements"),
         exclude_libs=node.table("exclude_libs"), system_libs=node.table("system_libs"), rpath=node.items("rpath"),
+        runtime_dirs=node.items("runtime_dirs"),
         smoke_runners=node.table("smoke_runners"), variant_properties=node.items("variant_properties"),
         refused=frozenset(name for name in node.names() if node.refused(name)),
     )
@@ -338,13 +341,25 @@ def project(p: ProjectDraft, path: Path, source: Path | None) -> Project:
         conditional_modules=conditional_modules(plain(p.extension_modules) or ()),
         smoke_script=(path.parent / script).resolve() if script is not None else None,
         smoke_timeout=float(p.smoke_timeout.value) if p.smoke_timeout else 300.0,
-        timeouts=Timeouts(**{k: float(v) for k, v in (plain(p.timeouts) or {}).items()}),
+        timeouts=timeouts(plain(p.timeouts) or {}),
+        packages=plain(p.packages) or (),
     )
 
 
 def variant_variables(raw: dict[str, dict[str, str]]) -> tuple[tuple[str, Pairs], ...]:
     """``build.variant_variables``: (family or variant label, its variables), each sorted."""
     return tuple(sorted((key, tuple(sorted(table.items()))) for key, table in raw.items()))
+
+
+def timeouts(raw: Mapping[str, Any]) -> Timeouts:
+    """``project.timeouts``: each stage a number, or (``build``, ``repair``) a mapping of ``default`` and family
+    names or variant labels to numbers."""
+    plain_values = {k: float(v) for k, v in raw.items() if not isinstance(v, Mapping)}
+    tables = {k: v for k, v in raw.items() if isinstance(v, Mapping)}
+    defaults = {k: float(v["default"]) for k, v in tables.items() if "default" in v}
+    per_variant = tuple(sorted((k, tuple(sorted((n, float(x)) for n, x in v.items() if n != "default")))
+                               for k, v in tables.items()))
+    return Timeouts(**plain_values, **defaults, per_variant=per_variant)
 
 
 def platform(p: PlatformDraft, marks: Marks) -> Platform:
@@ -372,7 +387,8 @@ def variant(v: VariantDraft, marks: Marks) -> Variant:
         arch_lists=arch_lists, toolkit=toolkit(plain(m.toolkit) or {}),
         runtime_requirements=plain(m.runtime_requirements) or (),
         lib_providers=tuple(sorted((plain(m.exclude_libs) or {}).items())),
-        system_libs=tuple(sorted((plain(m.system_libs) or {}).items())), rpath=plain(m.rpath) or (),
+        system_libs=tuple(sorted((plain(m.system_libs) or {}).items())),
+        runtime_dirs=runtime_dirs_of(plain(m.runtime_dirs) or (), plain(m.rpath) or ()),
         smoke_runners=tuple(sorted((plain(m.smoke_runners) or {}).items())),
         properties=tuple(expand_properties(plain(m.variant_properties) or (), accel=v.accelerator, version=v.version,
                                            arches=arch_entries(arch_lists))),

@@ -110,7 +110,8 @@ class Level:
     runtime_requirements: Items | None = None
     exclude_libs: Section | None = None
     system_libs: Section | None = None
-    rpath: Items | None = None
+    rpath: Items | None = None  # the older spelling of runtime_dirs: entries for an ELF in site-packages/<pkg>/
+    runtime_dirs: Items | None = None
     smoke_runners: Section | None = None
     variant_properties: Items | None = None
     refused: frozenset[str] = frozenset()  # own keys the schema refused (a merged level: of any level)
@@ -206,6 +207,7 @@ class ProjectDraft:
     smoke_script: At[str] | None
     smoke_timeout: At[Any] | None
     timeouts: Section | None
+    packages: Items | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,7 +8,9 @@ accept:
 - names are PEP 508 names, ``released`` a real date, ``version`` a public PEP 440 version.
 - paths (``project.source``, ``smoke.script``) are relative and stay inside the matrix's
   folder, and exist.
-- RPATH entries: ``$ORIGIN`` followed by ``/name`` or ``/..`` segments. With the extension
+- runtime folders (``runtime_dirs``): relative to site-packages, ending in it (``nvidia/cu13/lib``) or in
+  the environment's ``lib`` folder (``../..``) or below it (see :mod:`builders.matrix.runpath`).
+- RPATH entries (the older ``rpath``): ``$ORIGIN`` followed by ``/name`` or ``/..`` segments. With the extension
   assumed directly in its top-level package folder (``site-packages/pkg/``, the shallowest
   place it can be), the normalised path must stay in ``site-packages`` (at most one net
   ``..``), or lead exactly into the environment's ``lib`` folder, where wheels install data
@@ -256,6 +258,21 @@ def rpath_problem(entry: str) -> Violation | None:
     return Violation(f"RPATH entry {entry!r} climbs out of site-packages",
                      hint="an extension lies in site-packages/<package>/: one '..' reaches site-packages "
                           "($ORIGIN/../nvidia/cu13/lib), three reach the environment's lib folder ($ORIGIN/../../..)")
+
+
+def runtime_dir_problem(entry: str) -> Violation | None:
+    """A runtime folder: relative to site-packages, ``/name`` or ``..`` segments that end in site-packages or in
+    the environment's ``lib`` folder (two levels up) or below it."""
+    hint = "a folder relative to site-packages, e.g. nvidia/cu13/lib (../.. is the environment's lib folder)"
+    if ":" in entry or entry.startswith("/") or "$" in entry or "\\" in entry:
+        return Violation(f"runtime folder {entry!r} is not one relative path", hint=hint)
+    segments = entry.split("/")
+    if any(s in ("", ".") for s in segments):
+        return Violation(f"runtime folder {entry!r} has an empty or '.' segment", hint=hint)
+    ups = _climbs(["..", *segments])
+    if ups in (0, 2):
+        return None
+    return Violation(f"runtime folder {entry!r} leaves the environment's lib folder", hint=hint)
 
 
 def _climbs(segments: list[str]) -> int:

@@ -27,6 +27,7 @@ from builders.matrix.findings import expand_env
 from builders.matrix.promotion_policy import PromotionPolicy
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 from builders.matrix.runner_costs import RunnerCost
+from builders.matrix.runpath import origin_entry
 
 Pairs = tuple[tuple[str, str], ...]
 NULL_VARIANT = "null"
@@ -127,7 +128,8 @@ class Variant:
     runtime_requirements: tuple[str, ...] = ()
     lib_providers: Pairs = ()
     system_libs: Pairs = ()  # library -> the system package that provides it (no pip requirement)
-    rpath: tuple[str, ...] = ()
+    # folders the runtime requirements install their libraries into, relative to site-packages (matrix.runpath)
+    runtime_dirs: tuple[str, ...] = ()
     smoke_runners: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # PEP 825 properties of its variant wheel ("nvidia :: sm_arch :: 90_real"), placeholders filled, sorted;
     # none: the null variant
@@ -138,6 +140,12 @@ class Variant:
     def variant_label(self) -> str:
         """``null`` (PEP 825's reserved label) for the variant without properties."""
         return self.label if self.properties else NULL_VARIANT
+
+    @property
+    def rpath(self) -> tuple[str, ...]:
+        """The RUNPATH entries an ELF file directly in ``site-packages/<pkg>/`` needs (what a build that sets its
+        extension's RPATH itself may ask for through ``build.env.rpath``; repair gives every ELF its own)."""
+        return tuple(e for e in (origin_entry("pkg", d) for d in self.runtime_dirs) if e is not None)
 
     def arch_list(self, platform: str) -> str | None:
         """The GPU arch list for ``platform`` (``*`` is the all-platform default)."""
@@ -285,6 +293,17 @@ class Timeouts:
     build: float = 3600.0
     repair: float = 1800.0
     install: float = 1800.0
+    # stage -> (family name or variant label, seconds): ``build: {default: 3600, cuda: 36000}``
+    per_variant: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+
+    def limit(self, stage: str, variant: Variant) -> tuple[float, str]:
+        """The seconds ``stage`` may run for ``variant`` and the matrix key that says so (its label's entry,
+        then its family's, then the stage's default)."""
+        table = dict(dict(self.per_variant).get(stage, ()))
+        for key in (variant.label, variant.accelerator.value):
+            if key in table:
+                return table[key], f"project.timeouts.{stage}[{key}]"
+        return getattr(self, stage), f"project.timeouts.{stage}" + ("[default]" if table else "")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -332,6 +351,14 @@ class Project:
     smoke_script: Path | None = None
     smoke_timeout: float = 300.0
     timeouts: Timeouts = Timeouts()
+    packages: tuple[str, ...] = ()  # top-level packages the wheel installs besides import_name
+
+    @property
+    def top_level(self) -> frozenset[str]:
+        """The names the wheel may install at the top of site-packages: import_name's, ``packages``, and each
+        extension module's top-level package."""
+        modules = (*self.extension_modules, *(m.module for m in self.conditional_modules))
+        return frozenset({self.import_name.split(".")[0], *self.packages, *(m.split(".")[0] for m in modules)})
 
     @property
     def canonical_name(self) -> NormalizedName:

@@ -111,6 +111,7 @@ class Rules(VariantRules):
         labels = self.accelerators(draft, platforms)
         if draft.project is not None and labels is not None:
             self.variant_variables(draft.project, labels, [f.accelerator.value for f in draft.families])
+        self.timeout_keys(draft, labels)
         self.wheel_variants(draft.wheel_variants)
         ids = None
         if pythons is not None and platforms is not None and labels is not None:
@@ -122,6 +123,19 @@ class Rules(VariantRules):
         if draft.channels is not None:
             version = draft.project.version if draft.project else None
             self.lifecycle(draft.channels, labels, version.value if version and isinstance(version.value, str) else None)
+
+    def timeout_keys(self, draft: Draft, labels: list[str] | None) -> None:
+        """Each per-variant timeout (``build: {default: 3600, cuda: 36000}``) names a family or a variant label."""
+        timeouts = draft.project.timeouts if draft.project else None
+        if timeouts is None or labels is None:
+            return
+        known = sorted({"default", *labels, *(f.accelerator.value for f in draft.families)})
+        for _stage, table in timeouts.entries:
+            for name, value in table.entries if isinstance(table, Section) else ():
+                if name not in known:
+                    self.report(getattr(value, "key", table.key), Violation(
+                        f"timeout for {name!r}, which is no family or variant label of this matrix",
+                        hint=suggest(name, known)))
 
     # project
 

@@ -37,6 +37,7 @@ from builders.matrix.findings import (
     requirement_problem,
     root_problem,
     rpath_problem,
+    runtime_dir_problem,
     suggest,
     url_problem,
 )
@@ -116,6 +117,8 @@ class VariantRules(Reporter):
         """The rules on one level's own values (a family's defaults, or a version's)."""
         for entry in level.rpath.strings() if level.rpath else ():
             self.report(entry.key, rpath_problem(entry.value))
+        for entry in level.runtime_dirs.strings() if level.runtime_dirs else ():
+            self.report(entry.key, runtime_dir_problem(entry.value))
         self.requirements(level.runtime_requirements)
         toolkit = level.toolkit
         if toolkit is not None:

@@ -37,8 +37,8 @@ from builders.base.once import Once
 from builders.base.process import Log, ProcessError, Runner
 from builders.base.safe_output import replace_into
 from builders.families import toolchain_for
-from builders.matrix.model import Matrix
-from builders.pipeline import remotecache, results, summary
+from builders.matrix.model import OS, Matrix
+from builders.pipeline import platform_policy, remotecache, results, summary
 from builders.pipeline.compilercache import STATS_LOG, parse_stats_log
 from builders.pipeline.core import CoreStore, ensure_core
 from builders.pipeline.engine import Engine
@@ -48,7 +48,7 @@ from builders.pipeline.results import Result
 from builders.pipeline.store import Store, place
 from builders.wheel.archive import Wheel, file_sha256
 from builders.wheel.repair import RepairError, failed, only_wheel
-from builders.wheel.rpath import interpreter_rpaths, strip_rpaths
+from builders.wheel.rpath import interpreter_rpaths, set_runtime_rpaths, strip_rpaths
 from builders.wheel.rules import merged
 from builders.wheel.smoke import ready, run_planned, stage, uv_cache, uv_cache_folder
 from builders.wheel.verify import Expectation, verify
@@ -274,10 +274,11 @@ def _stages(plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress, t
         run_stage("provision", lambda: provision(plan, config.engine, log))
         with plan.runner.open(config.env, log) as runner:
             run_stage("check", lambda: check(plan, runner, log))
-            raw = run_stage("build", lambda: build(plan, runner, config, log, progress))
+            raw = run_stage("build", lambda: named_limit(plan, "build", lambda: build(plan, runner, config, log, progress)))
             final = run_stage("label", lambda: label_as_planned(plan, raw))
             if plan.repair is not None:
-                final = run_stage("repair", lambda: repair(plan, runner))
+                final = run_stage("repair", lambda: named_limit(plan, "repair", lambda: repair(plan, runner)))
+            runtime_runpaths(final, plan, config, log)
     run_stage("verify", lambda: _verify(final, plan, config, progress))
     if config.run_smoke:
         run_stage("smoke", lambda: _smoke(final, plan, config, log, progress))
@@ -313,7 +314,8 @@ def build(plan: BuildPlan, runner: Runner, config: RunConfig, log: Log, progress
         if plan.core is not None:
             progress.facts["core"] = ensure_core(plan.core, runner, CoreStore(config.output / ".store" / "core"),
                                                  config.cores, log, force=config.force)
-        runner.run(plan.build.argv, env=dict(plan.build.env), cwd=plan.build.cwd, timeout=plan.build.timeout)
+        runner.run(plan.build.argv, env={**dict(plan.build.env), **backend_output(config.verbose)}, cwd=plan.build.cwd,
+                   timeout=plan.build.timeout)
     finally:
         stats = Path(plan.work) / STATS_LOG
         shared = remotecache.finish(dict(plan.build.env), runner, log)
@@ -351,8 +353,41 @@ def repair(plan: BuildPlan, runner: Runner) -> Path:
     try:
         runner.run(command.argv, env=dict(command.env), timeout=command.timeout)
     except ProcessError as exc:
-        raise failed(plan.target, exc, plan.diagnose.argv if plan.diagnose else None, runner) from exc
+        if exc.timeout is not None:
+            raise  # named_limit says which limit
+        raise failed(plan.target, exc, plan.diagnose.argv if plan.diagnose else None, runner,
+                     wheel=Path(plan.work) / "labelled" / plan.outputs.labelled,
+                     local_only=platform_policy.at_host_level(plan.target.platform.wheel_platform)) from exc
     return only_wheel(Path(plan.work) / "repaired", f"the repair of {plan.id}", RepairError)
+
+
+def backend_output(verbose: bool) -> dict[str, str]:
+    """At ``-v``: pip shows the build backend's own output (ninja's ``[n/N]`` lines), which it hides by default;
+    the log mirrors it and the status line shows the progress. Output only: not part of the plan."""
+    return {"PIP_VERBOSE": "1"} if verbose else {}
+
+
+def named_limit(plan: BuildPlan, stage: str, fn: Callable[[], T]) -> T:
+    """``fn``; a command it ran that was stopped at its time limit says so, naming the matrix key that set it
+    ("timed out after 36000 s (project.timeouts.build[cuda])"), not "exit code 124"."""
+    try:
+        return fn()
+    except ProcessError as exc:
+        named = exc.named(plan.target.project.timeouts.limit(stage, plan.target.variant)[1])
+        if named is exc:
+            raise
+        raise named from exc
+
+
+def runtime_runpaths(wheel: Path, plan: BuildPlan, config: RunConfig, log: Log) -> None:
+    """After repair, on this host: each ELF file that needs a runtime wheel's library gets the RUNPATH entries
+    reaching the variant's runtime folders from its own place in the wheel (the project need not set them)."""
+    variant = plan.target.variant
+    if plan.target.platform.os is not OS.LINUX:
+        return
+    if set_runtime_rpaths(wheel, variant.runtime_dirs, variant.exclude_libs, _tools_env(config.env), log, plan.epoch):
+        log.write(f"# runpath: {', '.join(variant.runtime_dirs)} reached from every ELF file that needs "
+                  f"{', '.join(sorted(variant.exclude_libs))}\n")
 
 
 def _tools_env(env: Mapping[str, str]) -> dict[str, str]:

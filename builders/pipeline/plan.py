@@ -479,14 +479,14 @@ def assemble(target: Target, ctx: Context, recipe: Recipe) -> BuildPlan:
     values = {**variable_values(target, recipe.toolchain.root), "python": recipe.interpreter,
               "source": recipe.source, "outdir": f"{recipe.work}/raw"}
     build = recipe.build or Command(argv=fill(target.project.build_command, values), env=pairs(env),
-                                    cwd=recipe.build_cwd, timeout=t.build)
+                                    cwd=recipe.build_cwd, timeout=t.limit("build", target.variant)[0])
     repair = diagnose = None
     if recipe.repair_tools is not None:
         labelled = f"{recipe.work}/labelled/{labelled_name(target, True)}"
         argv = repair_argv(target, labelled, f"{recipe.work}/repaired", recipe.repair_tools)
         show = diagnose_argv(target, labelled, recipe.repair_tools)
         repair_env = pairs({**dict(recipe.repair_env), "SOURCE_DATE_EPOCH": str(ctx.epoch)})
-        repair = Command(argv=argv, env=repair_env, timeout=t.repair) if argv else None
+        repair = Command(argv=argv, env=repair_env, timeout=t.limit("repair", target.variant)[0]) if argv else None
         diagnose = Command(argv=show, env=repair_env, timeout=300) if show else None
     final = f"{work}/{'repaired' if repair else 'labelled'}/{target.wheel_name}"
     return BuildPlan(
@@ -586,7 +586,8 @@ def core_plan(target: Target, ctx: Context, recipe: Recipe, env: Mapping[str, st
     core_env = pairs({k: v for k, v in env.items() if k != target.project.core_dir_var})
     cwd = source if recipe.build_cwd == recipe.source else recipe.build_cwd
     commands = tuple(Command(argv=fill(argv, values), env=core_env, cwd=cwd,
-                             timeout=target.project.timeouts.build) for argv in target.project.core_commands)
+                             timeout=target.project.timeouts.limit("build", target.variant)[0])
+                     for argv in target.project.core_commands)
     where = (*places(ctx), ("{core}", seen), ("{work}", str(ctx.work(target))))  # the first target's copy of the source
     basis = {"builders": ctx.builders_version, "source": ctx.source_digest, "epoch": ctx.epoch,
              "variant": {k: v for k, v in record.items() if k in CORE_RECORD},

@@ -122,6 +122,13 @@ def host_level(host: Host) -> str | None:
     return f"manylinux_{major}_{minor}_{host.arch}"
 
 
+def at_host_level(platform_tag: str) -> bool:
+    """Whether ``platform_tag`` is this host's own manylinux level (a ``--local-only`` wheel's): tagging at the
+    host's level is then no way out of a repair failure."""
+    level, glibc = manylinux(platform_tag), host_glibc()
+    return level is not None and glibc is not None and version(glibc)[:2] == level[:2]
+
+
 def local_only(matrix: Matrix, host: Host) -> Matrix:
     """``matrix`` with this host's Linux platform tagged at the host's own glibc level: wheels for testing here."""
     level = host_level(host)

@@ -9,6 +9,7 @@ verify and repair agree on what a wheel may need.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import IO, Any
@@ -53,6 +54,8 @@ class ElfInfo:
     needed: tuple[str, ...] = ()
     rpaths: tuple[str, ...] = ()
     interpreter: str | None = None
+    # the compiler's record of a compilation for the build host's CPU (-march=native), where it kept one
+    host_cpu_flags: str | None = None
 
     @property
     def arch(self) -> str | None:
@@ -66,7 +69,8 @@ def parse(fh: IO[bytes]) -> ElfInfo:
         elf = ELFFile(fh)
         needed, rpaths, interpreter = _program_headers(elf)
         return ElfInfo(machine=elf["e_machine"], elf_class=elf.elfclass, little_endian=elf.little_endian,
-                       needed=tuple(needed), rpaths=tuple(rpaths), interpreter=interpreter)
+                       needed=tuple(needed), rpaths=tuple(rpaths), interpreter=interpreter,
+                       host_cpu_flags=host_cpu_flags(elf))
     except Exception as exc:  # pyelftools raises ELFError, construct, struct, Overflow, Assertion... on bad input
         raise ElfParseError(str(exc) or type(exc).__name__) from exc
 
@@ -94,6 +98,42 @@ def _dynamic_tags(segment: DynamicSegment, needed: list[str], rpaths: list[str])
             rpaths.extend(p for p in tag.rpath.split(":") if p)
         elif kind == "DT_RUNPATH":
             rpaths.extend(p for p in tag.runpath.split(":") if p)
+
+
+# Where compilers record their options: DW_AT_producer strings (gcc -g keeps every target option; they sit in
+# .debug_str, or inline in .debug_info), and gcc's -frecord-gcc-switches section. A larger section is not read.
+RECORD_SECTIONS = (".debug_str", ".debug_info", ".GCC.command.line")
+RECORD_MAX = 64 * 1024 * 1024
+# gcc expands -march=native into the host's CPU plus its cache sizes, which only host detection adds; clang
+# with -grecord-command-line keeps "-march=native" itself. -mtune=native alone (also with cache sizes) only tunes.
+NATIVE = re.compile(rb"-march=native\b")
+HOST_CACHE = re.compile(rb"--param[= ]l1-cache-size=")
+MARCH = re.compile(rb"-march=(\S+)")
+BASELINES = frozenset({b"x86-64", b"x86-64-v2", b"x86-64-v3", b"x86-64-v4", b"i686", b"armv8-a", b"armv8.2-a"})
+
+
+def host_cpu_flags(elf: ELFFile) -> str | None:
+    """The recorded compiler options that show a compilation for the build host's CPU, or None (also where the
+    compiler recorded none: no -g, a stripped file)."""
+    for name in RECORD_SECTIONS:
+        section = elf.get_section_by_name(name)
+        if section is None or section["sh_type"] == "SHT_NOBITS" or section["sh_size"] > RECORD_MAX:
+            continue
+        data = section.data()
+        if not (NATIVE.search(data) or HOST_CACHE.search(data)):
+            continue  # the common case: one scan, no split
+        for record in data.split(b"\0"):
+            if is_native_record(record):
+                return record.decode("utf-8", "replace")[:400]
+    return None
+
+
+def is_native_record(record: bytes) -> bool:
+    """Whether one recorded set of compiler options (a DW_AT_producer string) compiled for the build host's CPU."""
+    if NATIVE.search(record):
+        return True
+    march = MARCH.findall(record)
+    return bool(HOST_CACHE.search(record) and march and march[-1] not in BASELINES)
 
 
 # ``AMD64`` -> ``x86_64``, ``arm64`` -> ``aarch64``: the name ELF files are checked against (the matrix

@@ -10,6 +10,7 @@ newer-glibc build host) fails here, never retagged.
 
 from __future__ import annotations
 
+import io
 import re
 import shlex
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from builders.base.errors import BuildersError, EngineError, RepairError
 from builders.base.process import Call, ProcessError
 from builders.matrix.model import OS
 from builders.matrix.targets import Target
+from builders.wheel import elf
+from builders.wheel.archive import Wheel
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,14 +63,70 @@ def repair_command(target: Target) -> str:
     return " ".join(a if a in ("{wheel}", "{dest_dir}") else shlex.quote(a) for a in argv)
 
 
-def failed(target: Target, exc: ProcessError, diagnose: tuple[str, ...] | None, call: Call) -> RepairError:
-    """The error for a repair that failed, with the policy the wheel could reach instead."""
+# auditwheel's own words for the causes it can name (auditwheel.repair and auditwheel.main_repair).
+MISSING_LIBRARY = re.compile(r'required library "(?P<lib>[^"]+)" could not be located')
+POLICY_CAUSES = ("too-recent versioned symbols", "black-listed symbols", "unsupported ISA extensions", "UCS2 build")
+
+
+def failed(target: Target, exc: ProcessError, diagnose: tuple[str, ...] | None, call: Call, *,
+           wheel: Path | None = None, local_only: bool = False) -> RepairError:
+    """The error for a repair that failed, with auditwheel's own cause: a library it could not locate (and the
+    ELF files of ``wheel`` that need it), the platform policy (with the policy the wheel could reach), or what
+    it said. ``local_only``: the run already tags wheels at this host's level, so that is no way out."""
+    said = f"\nauditwheel said:\n{exc.tail}"
+    missing = MISSING_LIBRARY.search(exc.tail)
+    if missing:
+        return RepairError(missing_library(missing["lib"], wheel) + said)
+    cause = next((c for c in POLICY_CAUSES if c in exc.tail), None)
+    if cause is None:
+        return RepairError(f"auditwheel could not repair the wheel for {target.platform.wheel_platform}" + said)
     achieved = achievable_policy(diagnose, call) if diagnose else None
+    return RepairError(f"cannot reach {target.platform.wheel_platform} where this wheel was built ({cause}; it "
+                       f"qualifies for {achieved or 'no manylinux policy'}); {_ways_out(target, cause, local_only)}"
+                       + said)
+
+
+def missing_library(lib: str, wheel: Path | None) -> str:
+    """Why auditwheel could not locate ``lib``, naming the wheel's ELF files that need it."""
+    try:
+        needers = needing(wheel, lib) if wheel is not None else []
+    except (BuildersError, OSError):  # an unreadable wheel: the cause stays auditwheel's
+        needers = []
+    who = f"{', '.join(needers)} need{'s' if len(needers) == 1 else ''}" if needers else "an ELF file of the wheel needs"
+    return (f"{who} {lib}, which auditwheel could not locate: neither in the wheel where the RUNPATH of "
+            f"{'that file' if len(needers) == 1 else 'those files'} looks (a library bundled beside it needs an "
+            f"$ORIGIN entry to its folder, e.g. $ORIGIN/lib) nor on this host's library path; a library that a "
+            "runtime requirement provides belongs in the variant's exclude_libs")
+
+
+def needing(wheel: Path, lib: str) -> list[str]:
+    """The members of ``wheel`` (ELF files) whose DT_NEEDED names ``lib`` (read with the capped reader)."""
+    found: list[str] = []
+    with Wheel(wheel).open() as reader:
+        for info in reader.infos:
+            data = b"".join(reader.stream(info))
+            if data.startswith(elf.MAGIC) and _needs(data, lib):
+                found.append(info.filename)
+    return found
+
+
+def _needs(data: bytes, lib: str) -> bool:
+    try:
+        return lib in elf.parse(io.BytesIO(data)).needed
+    except elf.ElfParseError:
+        return False
+
+
+def _ways_out(target: Target, cause: str, local_only: bool) -> str:
+    """What to do: build in the policy's image, or (not already so) tag at this host's level for testing."""
     image = f" ({target.platform.base_image})" if target.platform.base_image else ""
-    return RepairError(f"cannot reach {target.platform.wheel_platform} where this wheel was built (it qualifies "
-                       f"for {achieved or 'no manylinux policy'}); use --engine container, which builds in the "
-                       f"policy's image{image}, or build --local-only, which tags wheels at this host's own level "
-                       f"for testing (never published)\nauditwheel said:\n{exc.tail}")
+    if cause == "unsupported ISA extensions":
+        return "the code was compiled for a newer CPU than the policy allows: drop -march=native or -m flags"
+    container = f"use --engine container, which builds in the policy's image{image}"
+    if local_only:
+        return container
+    return (f"{container}, or build --local-only, which tags wheels at this host's own level for testing "
+            "(never published)")
 
 
 def achievable_policy(diagnose: tuple[str, ...], call: Call) -> str | None:

@@ -35,6 +35,7 @@ from packaging.version import InvalidVersion, Version
 
 from builders.base.errors import WheelError
 from builders.families import Family, families, family_for
+from builders.matrix import runpath
 from builders.matrix.model import OS, Dropped, Matrix, Platform, PythonVersion, Variant
 from builders.matrix.targets import Target
 from builders.wheel import elf
@@ -338,6 +339,23 @@ def _multiarch(arch: str, wheel_platform: str) -> str:
     return f"{special.get(arch, arch)}-linux-{libc}"
 
 
+# --- top-level folders ------------------------------------------------------------------------
+
+
+def check_top_level(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    """Every top-level folder is one of the project's packages (import_name, ``packages``, the extension modules'),
+    its ``.dist-info`` or ``.data``, or auditwheel's ``<name>.libs``: a ``lib/`` or ``include/`` that a CMake
+    install rule put at the wheel's root lands beside every other distribution in site-packages."""
+    allowed = expect.target.project.top_level
+    folders = sorted({name.split("/", 1)[0] for name in wheel.members if "/" in name})
+    for top in folders:
+        if top in allowed or top.endswith((".dist-info", ".data", ".libs")):
+            continue
+        yield Finding(code="stray-top-level", message=f"installs the top-level folder {top}/ into site-packages, "
+                      f"outside the project's packages ({', '.join(sorted(allowed))}): install it inside the package, "
+                      "or declare it in project.packages", file=f"{top}/")
+
+
 # --- ELF files ----------------------------------------------------------------------------------
 
 
@@ -350,6 +368,7 @@ def check_libraries(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
             yield Finding(code="bad-elf", message=f"cannot parse ELF: {member.elf_error}", file=member.name)
             continue
         yield from _machine_findings(member.name, member.elf, expect.target)
+        yield from _host_cpu_findings(member.name, member.elf)
         yield from _rpath_findings(member.name, member.elf)
         yield from _needed_findings(member.name, member.elf, wheel.basenames, allowed, expect.target)
 
@@ -371,6 +390,15 @@ def _machine_findings(name: str, info: elf.ElfInfo, target: Target) -> Iterator[
                       f"in a wheel for {want}", file=name)
 
 
+def _host_cpu_findings(name: str, info: elf.ElfInfo) -> Iterator[Finding]:
+    """Code compiled for the build host's CPU (-march=native) passes every check there and dies with SIGILL on
+    an older CPU; the compiler's own record of its options says so (where it kept one: ``-g``)."""
+    if info.host_cpu_flags:
+        yield Finding(code="host-cpu-only", message="compiled for the build host's CPU only (-march=native; the "
+                      f"compiler recorded: {info.host_cpu_flags[:160]}...): build for the platform's baseline and "
+                      "select wider instructions at run time", file=name)
+
+
 def _rpath_findings(name: str, info: elf.ElfInfo) -> Iterator[Finding]:
     bad = [p for p in info.rpaths if not elf.is_origin_relative(p)]
     if bad:
@@ -385,13 +413,23 @@ def _needed_findings(name: str, info: elf.ElfInfo, bundled: frozenset[str], allo
         if lib in bundled or lib in allowed or _is_system(lib, info, variant):
             continue
         if _matches(lib, variant.exclude_libs):
-            missing = [r for r in variant.rpath if r not in info.rpaths]
-            if missing:
-                yield Finding(code="missing-rpath", message=f"needs {lib} from a runtime requirement but lacks RPATH {missing}",
-                              file=name)
+            if variant.runtime_dirs and not _reaches_runtime(name, info, variant.runtime_dirs):
+                yield Finding(code="missing-rpath", message=f"needs {lib} from a runtime requirement, but no RUNPATH "
+                              f"entry of it ({':'.join(info.rpaths) or 'none'}) reaches a runtime folder "
+                              f"({', '.join(variant.runtime_dirs)}, relative to site-packages) from where it lies "
+                              "in a venv", file=name)
             continue
         yield Finding(code="unresolved-library", message=f"needs {lib}: not bundled, not a declared runtime library, "
                       f"not allowed by {target.platform.wheel_platform}", file=name)
+
+
+def _reaches_runtime(name: str, info: elf.ElfInfo, runtime_dirs: Iterable[str]) -> bool:
+    """Whether one of ``info``'s RUNPATH entries, from where member ``name`` installs, names a runtime folder
+    (the loader then finds the runtime wheel's library there, whatever the environment's path)."""
+    where = runpath.site_dir(name)
+    if where is None:
+        return False
+    return bool({runpath.reached(where, e) for e in info.rpaths} & set(runtime_dirs))
 
 
 def _is_system(lib: str, info: elf.ElfInfo, variant: Variant) -> bool:
@@ -553,7 +591,7 @@ def check_size(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
 
 
 CHECKS: tuple[Check, ...] = (check_archive, check_name_and_tags, check_metadata, check_record, check_extension_modules,
-                             check_libraries, check_label, check_providers, check_pypi_requirements, check_size)
+                             check_top_level, check_libraries, check_label, check_providers, check_pypi_requirements, check_size)
 
 
 @cache

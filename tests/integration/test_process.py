@@ -119,3 +119,15 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def test_a_command_stopped_at_its_limit_says_it_timed_out(tmp_path: Path) -> None:
+    with pytest.raises(ProcessError) as caught:
+        run([sys.executable, "-c", "import time; time.sleep(30)"], env=dict(os.environ), log=tmp_path / "log",
+            timeout=0.5)
+    assert caught.value.timeout == 0.5 and str(caught.value).startswith("timed out after 0.5 s:")
+    named = str(caught.value.named("project.timeouts.build[cuda]"))
+    assert named.startswith("timed out after 0.5 s (project.timeouts.build[cuda]):") and "exit code" not in named
+    with pytest.raises(ProcessError) as failed:
+        run([sys.executable, "-c", "raise SystemExit(3)"], env=dict(os.environ), log=tmp_path / "log", timeout=30)
+    assert failed.value.timeout is None and failed.value.named("x") is failed.value

@@ -288,3 +288,40 @@ def test_the_smoke_runs_the_planned_steps_filled_in_where_it_runs(m) -> None:
                                             scratch=plan.smoke.scratch, target=plan.target, installer=ready))
     assert dict(filled[2].env) == {"UV_CACHE_DIR": "/c", "UV_INDEX": "https://extra.invalid/"}
     assert plan.to_json()["smoke"][2]["at_run"] == "uv-install"
+
+
+PER_VARIANT = "  timeouts: {provision: 3600, build: {default: 600, cuda: 7200, LABEL: 9000}, repair: 1800, install: 1800}"
+
+
+def _per_variant(shipped_text: str, label: str) -> str:
+    (line,) = [x for x in shipped_text.splitlines() if x.startswith("  timeouts:")]
+    return shipped_text.replace(line, PER_VARIANT.replace("LABEL", label), 1)
+
+
+def test_a_build_timeout_per_family_and_variant(m, shipped_text: str) -> None:
+    """The variant's label wins over its family, the family over the default; the plan's commands carry it and a
+    stopped command names the key (the error is built here; tests/integration/test_process.py stops a real one)."""
+    from builders.base.errors import ProcessError
+    from builders.pipeline.executor import named_limit
+    cuda = sorted({t.variant.label for t in select(m, Selection(select=("*",))) if t.variant.accelerator.value == "cuda"})
+    grown = matrix.loads(_per_variant(shipped_text, cuda[0]))
+    found = built(plans(grown))
+    limits = {p.target.variant.label: p.build.timeout for p in found.values()}
+    assert limits[cuda[0]] == 9000 and limits[cuda[-1]] == (7200 if len(cuda) > 1 else 9000)
+    assert limits["cpu"] == 600
+    plan = next(p for p in found.values() if p.target.variant.label == cuda[-1])
+
+    def stopped() -> None:
+        raise ProcessError(["make"], 124, "[timed out after 7200s]", timeout=plan.build.timeout)
+
+    with pytest.raises(ProcessError) as caught:
+        named_limit(plan, "build", stopped)
+    key = "cuda" if len(cuda) > 1 else cuda[0]
+    assert str(caught.value).startswith(f"timed out after {plan.build.timeout:g} s (project.timeouts.build[{key}])")
+    assert "exit code 124" not in str(caught.value)
+
+
+def test_a_timeout_for_no_family_or_variant_is_refused(shipped_text: str) -> None:
+    from tests.helpers import problems_of
+    found = problems_of(_per_variant(shipped_text, "cu999"))
+    assert any("'cu999'" in str(p) and "no family or variant label" in str(p) for p in found), found

@@ -110,7 +110,7 @@ def test_every_problem_is_reported_at_once(shipped_text: str) -> None:
         ("cxx_standard: 20", "cxx_standard: 17", "C\\+\\+17 was dropped in 2.15"),
         ('mps_min_macos: "15.0"', 'mps_min_macos: "14.0"', "MPS acceleration on macOS 14 was dropped"),
         ("label: cu134", "label: cu132", "label 'cu132' is used twice"),
-        ('rpath: ["$ORIGIN/../nvidia/cu13/lib"]', 'rpath: ["/usr/local/cuda/lib64"]', "not relative to \\$ORIGIN"),
+        ("runtime_dirs: [nvidia/cu13/lib]", "runtime_dirs: [/usr/local/cuda/lib64]", "is not one relative path"),
         ('targets: "cu*-*-macos-*"', 'targets: "cuda-*-macos-*"', "matches no target"),
         ("    linux-aarch64: cu132\n", "    linux-aarch64: cu999\n", "unknown variant label 'cu999'"),
         ("          linux-aarch64: \"8.0;9.0;10.0;11.0", "          linux-arm64: \"8.0;9.0;10.0;11.0", "unknown platform 'linux-arm64'"),
@@ -458,9 +458,34 @@ def test_rpath_entries_accepted(entry: str) -> None:
 
 
 def test_rpath_rule_applies_to_the_matrix(shipped_text: str) -> None:
-    rpath = expected.raw(shipped_text)["accelerators"]["cuda"]["rpath"][0]
-    text = edit(shipped_text, f'"{rpath}"', '"$ORIGIN/..:/usr/local/cuda/lib64"')
+    folder = expected.raw(shipped_text)["accelerators"]["cuda"]["runtime_dirs"][0]
+    text = edit(shipped_text, f"runtime_dirs: [{folder}]", 'rpath: ["$ORIGIN/..:/usr/local/cuda/lib64"]')
     assert only_problem(text, "several paths").location.line == line_of(text, "/usr/local/cuda/lib64")
+
+
+@pytest.mark.parametrize(("entry", "phrase"), [
+    ("/usr/local/cuda/lib64", "not one relative path"),
+    ("$ORIGIN/../nvidia", "not one relative path"),
+    ("a:b", "not one relative path"),
+    ("..", "leaves the environment's lib folder"),
+    ("../../..", "leaves"),
+    ("nvidia//lib", "empty"),
+    ("./nvidia", "empty"),
+])
+def test_runtime_dirs_refused(entry: str, phrase: str) -> None:
+    assert phrase in findings.runtime_dir_problem(entry).message
+
+
+@pytest.mark.parametrize("entry", ["nvidia/cu13/lib", "_rocm_sdk_core/lib", "../..", "../../intel", "a/../b"])
+def test_runtime_dirs_accepted(entry: str) -> None:
+    assert findings.runtime_dir_problem(entry) is None
+
+
+def test_the_old_rpath_key_still_declares_the_same_runtime_folder(shipped_text: str) -> None:
+    """A matrix written with ``rpath`` (entries for an ELF in site-packages/<pkg>/) means the folder it reaches."""
+    folder = expected.raw(shipped_text)["accelerators"]["cuda"]["runtime_dirs"][0]
+    old = matrix.loads(edit(shipped_text, f"runtime_dirs: [{folder}]", f'rpath: ["$ORIGIN/../{folder}"]'))
+    assert old.variant("cu134").runtime_dirs == matrix.loads(shipped_text).variant("cu134").runtime_dirs == (folder,)
 
 
 def test_pypi_default_must_be_built_on_its_platform(shipped_text: str) -> None:

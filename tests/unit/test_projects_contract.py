@@ -139,6 +139,20 @@ def test_a_repair_refusal_names_both_ways_out_and_its_first_line_ends_cleanly(m)
     assert "too-recent versioned symbols" in str(err)
 
 
+
+def test_a_repair_refusal_says_its_own_cause_and_blames_the_policy_only_for_a_policy_cause(m) -> None:
+    t = manylinux_target(m)
+    tail = 'ValueError: Cannot repair wheel, because required library "libx.so" could not be located'
+    missing = str(repair.failed(t, ProcessError(["auditwheel", "repair"], 1, tail), None, lambda argv: None))
+    assert "libx.so, which auditwheel could not locate" in missing.splitlines()[0]
+    assert "--local-only" not in missing and "cannot reach" not in missing
+    local = str(repair.failed(t, ProcessError(["auditwheel", "repair"], 1, "too-recent versioned symbols"), None,
+                              lambda argv: None, local_only=True))
+    assert "--engine container" in local and "--local-only" not in local
+    other = str(repair.failed(t, ProcessError(["auditwheel", "repair"], 1, "something else"), None, lambda argv: None))
+    assert "cannot reach" not in other and "something else" in other
+
+
 # --- extension modules that need an extra, or exist only on some platforms or Pythons -------------
 
 MODULES = """  extension_modules:

@@ -40,6 +40,7 @@ from builders.wheel.verify import (
     check_libraries,
     check_name_and_tags,
     check_providers,
+    check_top_level,
     extension_suffixes,
     verify,
 )
@@ -424,3 +425,32 @@ def test_the_verify_command_exits_7_with_the_finding(tmp_path: Path, capsys: pyt
     (path,) = (tmp_path / "house").glob("*.whl")
     assert main(["verify", str(path), "--target", mw.target().id, "--matrix", str(mw.MATRIX)]) == 7
     assert "member-traversal" in capsys.readouterr().err
+
+
+def test_a_runtime_library_must_resolve_from_where_each_elf_lies(tmp_path: Path, gpu: Target) -> None:
+    """A library in ``pkg/lib/`` with the entry right for ``pkg/`` reaches nothing in a venv; the entry one level
+    deeper does (the entries are derived from the matrix's runtime folders here, not from verify's helper)."""
+    lib, _provider = gpu.variant.lib_providers[0]
+    folder = gpu.variant.runtime_dirs[0]
+    deep = f"{package(gpu)}/lib/libdeep.so"
+    shallow_entry, deep_entry = f"$ORIGIN/../{folder}", f"$ORIGIN/../../{folder}"
+    (tmp_path / "wrong").mkdir()
+    (tmp_path / "right").mkdir()
+    wrong = build_wheel(tmp_path / "wrong", gpu, {linux_ext(gpu): make_elf(needed=(lib,), runpath=shallow_entry),
+                                                  deep: make_elf(needed=(lib,), runpath=shallow_entry)})
+    assert findings(check_libraries, wrong, gpu) == {("missing-rpath", deep)}
+    right = build_wheel(tmp_path / "right", gpu, {linux_ext(gpu): make_elf(needed=(lib,), runpath=shallow_entry),
+                                                  deep: make_elf(needed=(lib,), runpath=f"$ORIGIN:{deep_entry}")})
+    assert findings(check_libraries, right, gpu) == set()
+
+
+def test_a_top_level_folder_outside_the_project_s_packages_is_flagged(tmp_path: Path, gpu: Target) -> None:
+    """CMake install rules that write lib/ and include/ at the wheel's root; the project's own folders,
+    auditwheel's .libs and the dist-info/.data folders pass."""
+    top = package(gpu)
+    members = {**good_members(gpu), "lib/libstray.so": make_elf(), "include/stray.h": b"int f(void);\n",
+               f"{top}.libs/libz-abc.so.1": make_elf(), f"{top}/include/ok.h": b"\n"}
+    wheel = build_wheel(tmp_path, gpu, members)
+    assert findings(check_top_level, wheel, gpu) == {("stray-top-level", "lib/"), ("stray-top-level", "include/")}
+    (tmp_path / "ok").mkdir()
+    assert findings(check_top_level, build_wheel(tmp_path / "ok", gpu, good_members(gpu)), gpu) == set()

@@ -1,0 +1,1 @@
+"""A package whose extension is in pkg/ and whose library is in pkg/lib/."""
