@@ -16,6 +16,7 @@ subprocesses). The main thread is the one writer of ``results.json``.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import sys
@@ -28,6 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from packaging.requirements import Requirement
 from packaging.utils import parse_wheel_filename
 
 from builders.base import process
@@ -46,6 +48,7 @@ from builders.pipeline.interpreters import identify
 from builders.pipeline.plan import BuildPlan, Resolved, Skipped
 from builders.pipeline.results import Result
 from builders.pipeline.store import Store, place
+from builders.wheel import source_metadata
 from builders.wheel.archive import Wheel, file_sha256
 from builders.wheel.repair import RepairError, failed, only_wheel
 from builders.wheel.rpath import interpreter_rpaths, strip_rpaths
@@ -274,11 +277,12 @@ def _stages(plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress, t
         run_stage("provision", lambda: provision(plan, config.engine, log))
         with plan.runner.open(config.env, log) as runner:
             run_stage("check", lambda: check(plan, runner, log))
+            wanted = run_stage("requirements", lambda: requirements(plan, runner, log, progress))
             raw = run_stage("build", lambda: build(plan, runner, config, log, progress))
             final = run_stage("label", lambda: label_as_planned(plan, raw))
             if plan.repair is not None:
                 final = run_stage("repair", lambda: repair(plan, runner))
-    run_stage("verify", lambda: _verify(final, plan, config, progress))
+    run_stage("verify", lambda: _verify(final, plan, config, progress, wanted))
     if config.run_smoke:
         run_stage("smoke", lambda: _smoke(final, plan, config, log, progress))
     return run_stage("store", lambda: _store(final, plan, config, log, progress))
@@ -303,13 +307,30 @@ def check(plan: BuildPlan, runner: Runner, log: Log) -> None:
     toolchain_for(target.variant.accelerator).check(target, plan.toolchain.root, runner)
 
 
+def requirements(plan: BuildPlan, runner: Runner, log: Log, progress: _Progress) -> tuple[Requirement, ...] | None:
+    """Before the compile: the plan's prepare commands (the source's private copy), then the source's metadata
+    read by the target's interpreter (recorded) and held against the matrix's requirements. Returns the whole
+    Requires-Dist verify expects (None: the build's own, with the variant's in it)."""
+    for command in plan.prepare:
+        runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
+    if plan.requirements is None:
+        return plan.target.declared_requirements
+    source_metadata.stage_probe(Path(plan.work) / "requirements")
+    command = plan.requirements
+    runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
+    record = json.loads((Path(plan.work) / "requirements" / source_metadata.OUTPUT).read_text(encoding="utf-8"))
+    found = source_metadata.SourceMetadata.from_probe(record)
+    progress.facts["requirements"] = found.to_json()
+    log.write(f"# requirements: the source declares {list(found.requires_dist)} ({found.how}, Python {found.python})\n")
+    source_metadata.check_declaration(plan.target, found)
+    return source_metadata.expected(plan.target, found)
+
+
 def build(plan: BuildPlan, runner: Runner, config: RunConfig, log: Log, progress: _Progress) -> Path:
     """The plan's build commands (after its core, if any); then the interpreter's own absolute RPATHs go
     from the raw wheel. The compiler cache's hits and misses for these compilations are recorded."""
     try:
         remotecache.prepare(dict(plan.build.env), Path(plan.work), config.env, log)
-        for command in plan.prepare:
-            runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
         if plan.core is not None:
             progress.facts["core"] = ensure_core(plan.core, runner, CoreStore(config.output / ".store" / "core"),
                                                  config.cores, log, force=config.force)
@@ -360,8 +381,10 @@ def _tools_env(env: Mapping[str, str]) -> dict[str, str]:
     return {**env, "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])}
 
 
-def _verify(path: Path, plan: BuildPlan, config: RunConfig, progress: _Progress) -> None:
-    findings = verify(Wheel(path), Expectation(target=plan.target, dropped=config.matrix.dropped))
+def _verify(path: Path, plan: BuildPlan, config: RunConfig, progress: _Progress,
+            wanted: tuple[Requirement, ...] | None) -> None:
+    """``wanted``: the whole Requires-Dist the requirements stage expects (None: the build's own stands)."""
+    findings = verify(Wheel(path), Expectation(target=plan.target, dropped=config.matrix.dropped, requirements=wanted))
     progress.facts["findings"] = tuple(f.to_json() for f in findings)
     if findings:
         raise VerifyError("; ".join(map(str, findings)))
@@ -404,6 +427,7 @@ def _result(plan: BuildPlan, config: RunConfig, progress: _Progress, *, status: 
         smoke=progress.facts.get("smoke", {}), findings=progress.facts.get("findings", ()),
         log=config.relative(config.log_path(plan.id)), digest=plan.digest if wheel else "",
         core=progress.facts.get("core", {}), compiler_cache=progress.facts.get("compiler_cache", {}),
+        requirements=progress.facts.get("requirements", {}),
     )
 
 

@@ -33,7 +33,7 @@ from builders.pipeline.remotecache import CONTAINER_SCCACHE, PLAN_VARS, RemoteCa
 from builders.pipeline.remotecache import build_env as shared_cache_env
 from builders.pipeline.remotecache import namespace as cache_namespace
 from builders.pipeline.store import canonical, digest
-from builders.wheel import smoke
+from builders.wheel import smoke, source_metadata
 from builders.wheel.repair import Tools, diagnose_argv, repair_argv
 
 # Host variables a build on the host inherits that change what compilers produce: part of
@@ -267,6 +267,8 @@ class BuildPlan:
     core: CorePlan | None = None
     provision: Provision = field(default_factory=Provision)  # not in the digest: the runner's image is
     check: Check | None = None  # None: the engine's own build checks (cibuildwheel)
+    # Reads the source's metadata with the target's interpreter before the build (None: an engine's own build)
+    requirements: Command | None = None
 
     def key(self) -> dict[str, Any]:
         """What decides the wheel's bytes: the inputs the digest covers."""
@@ -292,7 +294,9 @@ class BuildPlan:
     def commands(self) -> list[tuple[str, Command]]:
         """Every command the plan runs, in order, named by its stage."""
         out = [("check", self.check.probe)] if self.check else []
-        out += [("prepare", c) for c in self.prepare] + [("core", c) for c in (self.core.steps if self.core else ())]
+        out += [("prepare", c) for c in self.prepare]
+        out += [("requirements", self.requirements)] if self.requirements else []
+        out += [("core", c) for c in (self.core.steps if self.core else ())]
         out += [("build", self.build)]
         out += [("repair", self.repair)] if self.repair else []
         return out + [("smoke", c) for c in self.smoke.commands]
@@ -303,7 +307,9 @@ class BuildPlan:
                 "toolchain": self.toolchain.to_json(), "source": self.source, "source_digest": self.source_digest,
                 "epoch": self.epoch, "work": self.work, "builders_version": self.builders_version,
                 "provision": self.provision.to_json(), "check": self.check.to_json() if self.check else None,
-                "prepare": [c.to_json() for c in self.prepare], "build": self.build.to_json(),
+                "prepare": [c.to_json() for c in self.prepare],
+                "requirements": self.requirements.to_json() if self.requirements else None,
+                "build": self.build.to_json(),
                 "core": {"name": self.core.name, "digest": self.core.digest,
                          "commands": [c.to_json() for c in self.core.steps]} if self.core else None,
                 "repair": self.repair.to_json() if self.repair else None,
@@ -427,7 +433,16 @@ def assemble(target: Target, ctx: Context, recipe: Recipe) -> BuildPlan:
         outputs=Outputs(labelled=labelled_name(target, repair is not None), wheel=target.wheel_name,
                         destination=f"{target.index_path.rstrip('/')}/{target.wheel_name}"),
         builders_version=ctx.builders_version, core=core_plan(target, ctx, recipe, env, record),
-        provision=recipe.provision, check=check_of(target, recipe))
+        provision=recipe.provision, check=check_of(target, recipe), requirements=requirements_of(recipe, env, t.build))
+
+
+def requirements_of(recipe: Recipe, env: Mapping[str, str], timeout: float) -> Command | None:
+    """The source's metadata read by the target's interpreter where the build runs, with the build's variables
+    (a setup.py may read them), before the compile; None where an engine runs its own build (cibuildwheel)."""
+    if recipe.build is not None:
+        return None
+    argv = source_metadata.probe_argv(recipe.interpreter, f"{recipe.work}/requirements", recipe.source)
+    return Command(argv=argv, env=pairs(env), cwd=recipe.build_cwd, timeout=timeout)
 
 
 def check_of(target: Target, recipe: Recipe) -> Check | None:
