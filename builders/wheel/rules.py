@@ -163,9 +163,21 @@ def for_environment(requirements: Iterable[Requirement], environment: Mapping[st
         env = {**environment, "extra": extra}
         for r in reqs:
             key = requirement_identity(r)
-            if holds(r, env) and (key, "") not in out:
+            if not evaluable(r, env):  # kept as written: never equal to a sound one, so always reported
+                out[(requirement_key(r), "?")] = f"{r} (its marker cannot be evaluated)"
+            elif holds(r, env) and (key, "") not in out:
                 out.setdefault((key, extra), _bare(r) + (f" [extra {extra}]" if extra else ""))
     return out
+
+
+def evaluable(r: Requirement, environment: Mapping[str, str]) -> bool:
+    """Whether ``r``'s marker can be evaluated at all (``python_version ~= "x"`` cannot)."""
+    if r.marker is not None:
+        try:
+            r.marker.evaluate(dict(environment))
+        except ValueError:  # packaging's UndefinedComparison, InvalidVersion
+            return False
+    return True
 
 
 def holds(r: Requirement, environment: Mapping[str, str]) -> bool:

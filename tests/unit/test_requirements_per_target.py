@@ -82,6 +82,12 @@ def test_an_extra_is_not_a_plain_dependency() -> None:
     assert rules.differences(reqs('idna>=3; extra == "Net"'), reqs('idna>=3; extra == "net"'), env) == []
 
 
+def test_a_marker_that_cannot_be_evaluated_is_always_a_difference() -> None:
+    env = marker_environment(targets()[0])
+    (problem,) = rules.requires_dist_problems(["cffi", 'evil; python_version ~= "x"'], reqs("cffi"), environment=env)
+    assert "evil" in problem.message and "cannot be evaluated" in problem.message
+
+
 def test_verify_compares_requires_dist_per_target() -> None:
     for target in targets():
         env = marker_environment(target)
