@@ -18,7 +18,7 @@ from builders.wheel import rules
 from builders.wheel.source_metadata import SourceMetadata, check_declaration, declaration_problems, expected
 from builders.wheel.verify import marker_environment
 from tests import helpers
-from tests.unit.test_buildplan import LOCAL, context, plans
+from tests.unit.test_buildplan import CONTAINER, LOCAL, context, plans
 
 CFLAGS = Path(__file__).resolve().parents[1] / "projects" / "cflags" / "matrix.yaml"
 ANCHOR = "  extension_modules: [flagged]\n"
@@ -165,3 +165,13 @@ def test_the_plan_reads_the_sources_metadata_with_the_targets_interpreter_before
         assert stages.index("prepare") < stages.index("requirements") < stages.index("build")
         assert plan.requirements.argv[0] == plan.interpreter and plan.source != plan.requirements.argv[2]
         assert plan.to_json()["requirements"]["argv"] == list(plan.requirements.argv)
+
+
+def test_a_container_plan_reads_the_metadata_inside_its_image() -> None:
+    built = [p for p in plans(matrix.loads(CFLAGS.read_text(), CFLAGS), CONTAINER, context()).values()
+             if isinstance(p, BuildPlan)]  # the image has the Pythons CONTAINER lists
+    assert built
+    for plan in built:
+        assert plan.requirements is not None
+        assert plan.requirements.argv[0] == plan.interpreter
+        assert dict(plan.requirements.env) == dict(plan.build.env)  # its offline pip settings, the build's variables
