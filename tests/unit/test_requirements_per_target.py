@@ -5,6 +5,7 @@ at its own line before any compile. The matrix is tests/projects/cflags' (two Py
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from builders.wheel import rules
 from builders.wheel.source_metadata import SourceMetadata, check_declaration, declaration_problems, expected
 from builders.wheel.verify import marker_environment
 from tests import helpers
-from tests.unit.test_buildplan import CONTAINER, LOCAL, context, plans
+from tests.unit.test_buildplan import CONTAINER, HOST, LOCAL, context, plans
 
 CFLAGS = Path(__file__).resolve().parents[1] / "projects" / "cflags" / "matrix.yaml"
 ANCHOR = "  extension_modules: [flagged]\n"
@@ -168,7 +169,8 @@ def test_the_plan_reads_the_sources_metadata_with_the_targets_interpreter_before
 
 
 def test_a_container_plan_reads_the_metadata_inside_its_image() -> None:
-    built = [p for p in plans(matrix.loads(CFLAGS.read_text(), CFLAGS), CONTAINER, context()).values()
+    ctx = context(host=replace(HOST, container_engines=("podman",)))
+    built = [p for p in plans(matrix.loads(CFLAGS.read_text(), CFLAGS), CONTAINER, ctx).values()
              if isinstance(p, BuildPlan)]  # the image has the Pythons CONTAINER lists
     assert built
     for plan in built:
