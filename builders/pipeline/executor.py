@@ -37,7 +37,7 @@ from builders.base.console import Console
 from builders.base.errors import BuildersError, NotBuildableHere, SmokeError, VerifyError
 from builders.base.once import Once
 from builders.base.process import Log, ProcessError, Runner
-from builders.base.safe_output import replace_into
+from builders.base.safe_output import replace_into, write_whole
 from builders.families import toolchain_for
 from builders.matrix.model import Matrix
 from builders.pipeline import remotecache, results, summary
@@ -47,7 +47,7 @@ from builders.pipeline.engine import Engine
 from builders.pipeline.interpreters import identify
 from builders.pipeline.plan import BuildPlan, Resolved, Skipped
 from builders.pipeline.results import Result
-from builders.pipeline.store import Store, place
+from builders.pipeline.store import Store, digest, place
 from builders.wheel import source_metadata
 from builders.wheel.archive import Wheel, file_sha256
 from builders.wheel.repair import RepairError, failed, only_wheel
@@ -277,7 +277,7 @@ def _stages(plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress, t
         run_stage("provision", lambda: provision(plan, config.engine, log))
         with plan.runner.open(config.env, log) as runner:
             run_stage("check", lambda: check(plan, runner, log))
-            wanted = run_stage("requirements", lambda: requirements(plan, runner, log, progress))
+            wanted = run_stage("requirements", lambda: requirements(plan, runner, log, progress, config.force))
             raw = run_stage("build", lambda: build(plan, runner, config, log, progress))
             final = run_stage("label", lambda: label_as_planned(plan, raw))
             if plan.repair is not None:
@@ -307,7 +307,8 @@ def check(plan: BuildPlan, runner: Runner, log: Log) -> None:
     toolchain_for(target.variant.accelerator).check(target, plan.toolchain.root, runner)
 
 
-def requirements(plan: BuildPlan, runner: Runner, log: Log, progress: _Progress) -> tuple[Requirement, ...] | None:
+def requirements(plan: BuildPlan, runner: Runner, log: Log, progress: _Progress,
+                 force: bool = False) -> tuple[Requirement, ...] | None:
     """Before the compile: the plan's prepare commands (the source's private copy), then the source's metadata
     read by the target's interpreter (recorded) and held against the matrix's requirements. Returns the whole
     Requires-Dist verify expects (None: the build's own, with the variant's in it)."""
@@ -315,15 +316,30 @@ def requirements(plan: BuildPlan, runner: Runner, log: Log, progress: _Progress)
         runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
     if plan.requirements is None:
         return plan.target.declared_requirements
-    source_metadata.stage_probe(Path(plan.work) / "requirements")
-    command = plan.requirements
-    runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
-    record = json.loads((Path(plan.work) / "requirements" / source_metadata.OUTPUT).read_text(encoding="utf-8"))
-    found = source_metadata.SourceMetadata.from_probe(record)
+    found = source_metadata.SourceMetadata.from_probe(_read_metadata(plan, runner, log, force))
     progress.facts["requirements"] = found.to_json()
     log.write(f"# requirements: the source declares {list(found.requires_dist)} ({found.how}, Python {found.python})\n")
     source_metadata.check_declaration(plan.target, found)
     return source_metadata.expected(plan.target, found)
+
+
+def _read_metadata(plan: BuildPlan, runner: Runner, log: Log, force: bool) -> dict[str, Any]:
+    """The probe's record: read before under the same source, runner, interpreter and variables (kept in the
+    cache folder by their digest, as a wheel is kept by its plan's), else read now by the target's interpreter."""
+    assert plan.requirements is not None
+    command = plan.requirements
+    key = digest({"builders": plan.builders_version, "source": plan.source_digest, "runner": plan.runner.key(),
+                  "interpreter": plan.interpreter, "command": command.key(plan.places)})
+    kept = Path(dict(plan.places)["{cache}"]).parent / "source-metadata" / f"{key}.json"  # beside ccache
+    if kept.is_file() and not force:
+        log.write(f"# requirements: the source's metadata as read before ({kept})\n")
+        return dict(json.loads(kept.read_text(encoding="utf-8")))
+    source_metadata.stage_probe(Path(plan.work) / "requirements")
+    runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
+    text = (Path(plan.work) / "requirements" / source_metadata.OUTPUT).read_text(encoding="utf-8")
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    write_whole(kept, text.encode())  # whole or not at all: parallel targets may write the same key
+    return dict(json.loads(text))
 
 
 def build(plan: BuildPlan, runner: Runner, config: RunConfig, log: Log, progress: _Progress) -> Path:
