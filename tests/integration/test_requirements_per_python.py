@@ -61,6 +61,11 @@ def test_pins_per_python_pass_with_no_dependencies_in_the_matrix(tmp_path: Path)
         assert record["requirements"]["requires_dist"] == [pin(target.python.minor)], record
         assert record["requirements"]["python"] == f"3.{target.python.minor}"
         assert requires_dist(out / record["wheel"]) == [pin(target.python.minor)]
+    again = tmp_path / "again"  # another output folder: the wheel is built again, the metadata is not read again
+    first = targets[0]
+    record = build(tree, again, "--no-smoke", "--target", first.id)[first.id]
+    assert record["requirements"]["requires_dist"] == [pin(first.python.minor)]
+    assert "as read before" in (again / record["log"]).read_text()
 
 
 def test_a_dependency_the_source_does_not_declare_fails_before_the_compile(tmp_path: Path) -> None:
