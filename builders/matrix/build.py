@@ -17,6 +17,7 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from builders.base.errors import Location
 from builders.base.yamlmarks import Marks
 from builders.matrix import compile_cache, promotion_policy, release_channels, runner_costs
 from builders.matrix.draft import (
@@ -309,7 +310,7 @@ def assemble(draft: Draft, marks: Marks, path: Path, source: Path | None) -> Mat
     assert draft.project is not None and draft.pythons is not None and draft.channels is not None
     gone = {d.value for d in draft.dropped if d.kind is DroppedKind.PYTHON}
     return Matrix(
-        path=path, project=project(draft.project, path, source),
+        path=path, project=project(draft.project, path, source, marks),
         pythons=tuple(PythonVersion.parse(e.value) for e in draft.pythons.strings() if e.value not in gone),
         platforms=tuple(platform(p, marks) for p in draft.platforms),
         variants=tuple(variant(v, marks) for v in draft.variants), channels=channels(draft.channels, marks),
@@ -321,7 +322,7 @@ def assemble(draft: Draft, marks: Marks, path: Path, source: Path | None) -> Mat
     )
 
 
-def project(p: ProjectDraft, path: Path, source: Path | None) -> Project:
+def project(p: ProjectDraft, path: Path, source: Path | None, marks: Marks | None = None) -> Project:
     assert p.name is not None and p.import_name is not None and p.version and p.requires_python and p.source
     script = value_of(p.smoke_script)
     return Project(
@@ -337,6 +338,7 @@ def project(p: ProjectDraft, path: Path, source: Path | None) -> Project:
         variant_variables=variant_variables(plain(p.variant_variables) or {}),
         source_exclude=tuple(plain(p.exclude)) if p.exclude is not None else None,
         declares_requirements=p.dependencies is not None or p.optional_dependencies is not None,
+        requirements_location=requirements_location(p, marks),
         extension_modules=tuple(m for m in plain(p.extension_modules) or () if isinstance(m, str)),
         conditional_modules=conditional_modules(plain(p.extension_modules) or ()),
         smoke_script=(path.parent / script).resolve() if script is not None else None,
@@ -360,6 +362,12 @@ def timeouts(raw: Mapping[str, Any]) -> Timeouts:
     per_variant = tuple(sorted((k, tuple(sorted((n, float(x)) for n, x in v.items() if n != "default")))
                                for k, v in tables.items()))
     return Timeouts(**plain_values, **defaults, per_variant=per_variant)
+
+
+def requirements_location(p: ProjectDraft, marks: Marks | None) -> Location | None:
+    """Where the matrix declares the project's requirements: ``dependencies``, else ``optional_dependencies``."""
+    written = p.dependencies or p.optional_dependencies
+    return marks.at(written.key) if marks is not None and written is not None else None
 
 
 def platform(p: PlatformDraft, marks: Marks) -> Platform:

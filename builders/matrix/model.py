@@ -346,6 +346,9 @@ class Project:
     # Requires-Dist is checked against them; else the build's own list stands (the variant's is added).
     declares_requirements: bool = True
     optional_dependencies: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Where the matrix writes them (``project.dependencies``, else ``project.optional_dependencies``): a source
+    # whose own metadata differs is reported there.
+    requirements_location: Location | None = field(default=None, compare=False, repr=False)
     extension_modules: tuple[str, ...] = ()  # in every wheel, and imported in a bare venv
     conditional_modules: tuple[ExtensionModule, ...] = ()  # the entries with an extra, platforms or pythons
     smoke_script: Path | None = None

@@ -16,6 +16,7 @@ subprocesses). The main thread is the one writer of ``results.json``.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import sys
@@ -28,6 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from packaging.requirements import Requirement
 from packaging.utils import parse_wheel_filename
 
 from builders.base import process
@@ -35,7 +37,7 @@ from builders.base.console import Console
 from builders.base.errors import BuildersError, NotBuildableHere, SmokeError, VerifyError
 from builders.base.once import Once
 from builders.base.process import Log, ProcessError, Runner
-from builders.base.safe_output import replace_into
+from builders.base.safe_output import replace_into, write_whole
 from builders.families import toolchain_for
 from builders.matrix.model import OS, Matrix
 from builders.pipeline import platform_policy, remotecache, results, summary
@@ -45,7 +47,8 @@ from builders.pipeline.engine import Engine
 from builders.pipeline.interpreters import identify
 from builders.pipeline.plan import BuildPlan, Resolved, Skipped
 from builders.pipeline.results import Result
-from builders.pipeline.store import Store, place
+from builders.pipeline.store import Store, digest, place
+from builders.wheel import source_metadata
 from builders.wheel.archive import Wheel, file_sha256
 from builders.wheel.repair import RepairError, failed, only_wheel
 from builders.wheel.rpath import interpreter_rpaths, set_runtime_rpaths, strip_rpaths
@@ -274,12 +277,13 @@ def _stages(plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress, t
         run_stage("provision", lambda: provision(plan, config.engine, log))
         with plan.runner.open(config.env, log) as runner:
             run_stage("check", lambda: check(plan, runner, log))
+            wanted = run_stage("requirements", lambda: requirements(plan, runner, log, progress, config.force))
             raw = run_stage("build", lambda: named_limit(plan, "build", lambda: build(plan, runner, config, log, progress)))
             final = run_stage("label", lambda: label_as_planned(plan, raw))
             if plan.repair is not None:
                 final = run_stage("repair", lambda: named_limit(plan, "repair", lambda: repair(plan, runner)))
             runtime_runpaths(final, plan, config, log)
-    run_stage("verify", lambda: _verify(final, plan, config, progress))
+    run_stage("verify", lambda: _verify(final, plan, config, progress, wanted))
     if config.run_smoke:
         run_stage("smoke", lambda: _smoke(final, plan, config, log, progress))
     return run_stage("store", lambda: _store(final, plan, config, log, progress))
@@ -304,13 +308,46 @@ def check(plan: BuildPlan, runner: Runner, log: Log) -> None:
     toolchain_for(target.variant.accelerator).check(target, plan.toolchain.root, runner)
 
 
+def requirements(plan: BuildPlan, runner: Runner, log: Log, progress: _Progress,
+                 force: bool = False) -> tuple[Requirement, ...] | None:
+    """Before the compile: the plan's prepare commands (the source's private copy), then the source's metadata
+    read by the target's interpreter (recorded) and held against the matrix's requirements. Returns the whole
+    Requires-Dist verify expects (None: the build's own, with the variant's in it)."""
+    for command in plan.prepare:
+        runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
+    if plan.requirements is None:
+        return plan.target.declared_requirements
+    found = source_metadata.SourceMetadata.from_probe(_read_metadata(plan, runner, log, force))
+    progress.facts["requirements"] = found.to_json()
+    log.write(f"# requirements: the source declares {list(found.requires_dist)} ({found.how}, Python {found.python})\n")
+    source_metadata.check_declaration(plan.target, found)
+    return source_metadata.expected(plan.target, found)
+
+
+def _read_metadata(plan: BuildPlan, runner: Runner, log: Log, force: bool) -> dict[str, Any]:
+    """The probe's record: read before under the same source, runner, interpreter and variables (kept in the
+    cache folder by their digest, as a wheel is kept by its plan's), else read now by the target's interpreter."""
+    assert plan.requirements is not None
+    command = plan.requirements
+    key = digest({"builders": plan.builders_version, "source": plan.source_digest, "runner": plan.runner.key(),
+                  "interpreter": plan.interpreter, "command": command.key(plan.places)})
+    kept = Path(dict(plan.places)["{cache}"]).parent / "source-metadata" / f"{key}.json"  # beside ccache
+    if kept.is_file() and not force:
+        log.write(f"# requirements: the source's metadata as read before ({kept})\n")
+        return dict(json.loads(kept.read_text(encoding="utf-8")))
+    source_metadata.stage_probe(Path(plan.work) / "requirements")
+    runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
+    text = (Path(plan.work) / "requirements" / source_metadata.OUTPUT).read_text(encoding="utf-8")
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    write_whole(kept, text.encode())  # whole or not at all: parallel targets may write the same key
+    return dict(json.loads(text))
+
+
 def build(plan: BuildPlan, runner: Runner, config: RunConfig, log: Log, progress: _Progress) -> Path:
     """The plan's build commands (after its core, if any); then the interpreter's own absolute RPATHs go
     from the raw wheel. The compiler cache's hits and misses for these compilations are recorded."""
     try:
         remotecache.prepare(dict(plan.build.env), Path(plan.work), config.env, log)
-        for command in plan.prepare:
-            runner.run(command.argv, env=dict(command.env), cwd=command.cwd, timeout=command.timeout)
         if plan.core is not None:
             progress.facts["core"] = ensure_core(plan.core, runner, CoreStore(config.output / ".store" / "core"),
                                                  config.cores, log, force=config.force)
@@ -395,8 +432,10 @@ def _tools_env(env: Mapping[str, str]) -> dict[str, str]:
     return {**env, "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])}
 
 
-def _verify(path: Path, plan: BuildPlan, config: RunConfig, progress: _Progress) -> None:
-    findings = verify(Wheel(path), Expectation(target=plan.target, dropped=config.matrix.dropped))
+def _verify(path: Path, plan: BuildPlan, config: RunConfig, progress: _Progress,
+            wanted: tuple[Requirement, ...] | None) -> None:
+    """``wanted``: the whole Requires-Dist the requirements stage expects (None: the build's own stands)."""
+    findings = verify(Wheel(path), Expectation(target=plan.target, dropped=config.matrix.dropped, requirements=wanted))
     progress.facts["findings"] = tuple(f.to_json() for f in findings)
     if findings:
         raise VerifyError("; ".join(map(str, findings)))
@@ -439,6 +478,7 @@ def _result(plan: BuildPlan, config: RunConfig, progress: _Progress, *, status: 
         smoke=progress.facts.get("smoke", {}), findings=progress.facts.get("findings", ()),
         log=config.relative(config.log_path(plan.id)), digest=plan.digest if wheel else "",
         core=progress.facts.get("core", {}), compiler_cache=progress.facts.get("compiler_cache", {}),
+        requirements=progress.facts.get("requirements", {}),
     )
 
 

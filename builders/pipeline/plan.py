@@ -34,7 +34,7 @@ from builders.pipeline.remotecache import AT_RUN, CONTAINER_SCCACHE, PLAN_VARS, 
 from builders.pipeline.remotecache import build_env as shared_cache_env
 from builders.pipeline.remotecache import namespace as cache_namespace
 from builders.pipeline.store import canonical, digest
-from builders.wheel import smoke
+from builders.wheel import smoke, source_metadata
 from builders.wheel.repair import Tools, diagnose_argv, repair_argv
 
 # A build on this host starts from a clean environment: these host variables, and the ones the matrix names
@@ -294,6 +294,8 @@ class BuildPlan:
     # and the build's.
     host_vars: tuple[str, ...] = ()
     host_named: tuple[str, ...] = ()
+    # Reads the source's metadata with the target's interpreter before the build (None: an engine's own build)
+    requirements: Command | None = None
 
     def key(self) -> dict[str, Any]:
         """What decides the wheel's bytes: the inputs the digest covers."""
@@ -329,7 +331,9 @@ class BuildPlan:
     def commands(self) -> list[tuple[str, Command]]:
         """Every command the plan runs, in order, named by its stage."""
         out = [("check", self.check.probe)] if self.check else []
-        out += [("prepare", c) for c in self.prepare] + [("core", c) for c in (self.core.steps if self.core else ())]
+        out += [("prepare", c) for c in self.prepare]
+        out += [("requirements", self.requirements)] if self.requirements else []
+        out += [("core", c) for c in (self.core.steps if self.core else ())]
         out += [("build", self.build)]
         out += [("repair", self.repair)] if self.repair else []
         return out + [("smoke", c) for c in self.smoke.commands]
@@ -341,7 +345,9 @@ class BuildPlan:
                 "epoch": self.epoch, "work": self.work, "builders_version": self.builders_version,
                 "provision": self.provision.to_json(), "check": self.check.to_json() if self.check else None,
                 "host_variables": {"kept": list(self.host_vars), "named": list(self.host_named)},
-                "prepare": [c.to_json() for c in self.prepare], "build": self.build.to_json(),
+                "prepare": [c.to_json() for c in self.prepare],
+                "requirements": self.requirements.to_json() if self.requirements else None,
+                "build": self.build.to_json(),
                 "core": {"name": self.core.name, "digest": self.core.digest,
                          "commands": [c.to_json() for c in self.core.steps]} if self.core else None,
                 "repair": self.repair.to_json() if self.repair else None,
@@ -499,7 +505,17 @@ def assemble(target: Target, ctx: Context, recipe: Recipe) -> BuildPlan:
                         destination=f"{target.index_path.rstrip('/')}/{target.wheel_name}"),
         builders_version=ctx.builders_version, core=core_plan(target, ctx, recipe, env, record),
         provision=recipe.provision, check=check_of(target, recipe), host_vars=recipe.host_vars,
-        host_named=tuple(sorted(n for n in target.project.environment_pass if n in ctx.env)))
+        host_named=tuple(sorted(n for n in target.project.environment_pass if n in ctx.env)),
+        requirements=requirements_of(recipe, env, t.limit("build", target.variant)[0]))
+
+
+def requirements_of(recipe: Recipe, env: Mapping[str, str], timeout: float) -> Command | None:
+    """The source's metadata read by the target's interpreter where the build runs, with the build's variables
+    (a setup.py may read them), before the compile; None where an engine runs its own build (cibuildwheel)."""
+    if recipe.build is not None:
+        return None
+    argv = source_metadata.probe_argv(recipe.interpreter, f"{recipe.work}/requirements", recipe.source)
+    return Command(argv=argv, env=pairs(env), cwd=recipe.build_cwd, timeout=timeout)
 
 
 def check_of(target: Target, recipe: Recipe) -> Check | None:

@@ -56,6 +56,7 @@ class Result:
     digest: str = ""  # the build plan's digest: the key the wheel is stored under
     core: dict[str, Any] = field(default_factory=dict)  # build.core: its digest, built or reused, seconds
     compiler_cache: dict[str, Any] = field(default_factory=dict)  # ccache hits/misses of this target's compiles
+    requirements: dict[str, Any] = field(default_factory=dict)  # the source's own, as its metadata was read
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

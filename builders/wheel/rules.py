@@ -15,13 +15,16 @@ codes into its own finding type (verify's :class:`~builders.wheel.zipcheck.Findi
   them equals the expected requirements, compared as normalised requirements (name and extras
   PEP 503-normalised, specifier sets and markers by value). A project that declares no
   ``dependencies`` leaves its wheel's own Requires-Dist as its build wrote it: then only the
-  variant's runtime requirements must be there (:attr:`Wanted.required`).
+  variant's runtime requirements must be there (:attr:`Wanted.required`). With a target's marker
+  environment (:attr:`Wanted.environment`) both sides are compared as what installs on that target
+  (:func:`for_environment`): a requirement whose marker is false there is not expected.
 """
 
 from __future__ import annotations
 
 import email.message
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from packaging.markers import Marker
@@ -72,13 +75,14 @@ class Wanted:
     requirements: tuple[Requirement, ...] | None  # the whole Requires-Dist; None: the project declares none
     dropped: tuple[Dropped, ...]
     required: tuple[Requirement, ...] = ()  # what must be there whatever the build wrote (the variant's)
+    environment: Mapping[str, str] | None = None  # the target's PEP 508 markers; None: compared as written
 
 
 def problems(have: Headers, want: Wanted) -> tuple[Mismatch, ...]:
     """Every problem of ``have``, in the order of :data:`CODES`; empty when METADATA is right."""
     return (*name_problems(have.name, want.project), *version_problems(have.version, want.version),
             *requires_python_problems(have.requires_python, want.requires_python, want.dropped),
-            *requires_dist_problems(have.requires_dist, want.requirements, want.required))
+            *requires_dist_problems(have.requires_dist, want.requirements, want.required, want.environment))
 
 
 def name_problems(text: str | None, project: str) -> tuple[Mismatch, ...]:
@@ -110,25 +114,100 @@ def requires_python_problems(text: str | None, want: SpecifierSet, dropped: Iter
 
 
 def requires_dist_problems(values: Sequence[str], want: Iterable[Requirement] | None,
-                           required: Iterable[Requirement] = ()) -> tuple[Mismatch, ...]:
+                           required: Iterable[Requirement] = (),
+                           environment: Mapping[str, str] | None = None) -> tuple[Mismatch, ...]:
     """Requires-Dist compared with the expected requirements as sets of normalised requirements (``want``
-    None: the build's own list stands, and must hold ``required``). The message names both sides."""
+    None: the build's own list stands, and must hold ``required``); with ``environment``, as what installs
+    there (:func:`for_environment`). The message names both sides."""
     try:
-        have = {requirement_key(r): str(r) for r in map(Requirement, values)}
+        parsed = [Requirement(v) for v in values]
     except InvalidRequirement as exc:
         return (Mismatch(code="requires-dist-invalid", message=f"unparsable Requires-Dist: {exc}"),)
+    have = {requirement_key(r): str(r) for r in parsed}
     if want is None:
         lacks = sorted(str(r) for r in required if requirement_key(r) not in have)
         return (Mismatch(code="requires-dist", message=f"Requires-Dist {sorted(have.values())} lacks the variant's "
                         f"runtime requirements {lacks}"),) if lacks else ()
-    wanted = {requirement_key(r): str(r) for r in want}
-    if have.keys() == wanted.keys():
+    want = tuple(want)
+    parts = differences(parsed, want, environment)
+    if not parts:
         return ()
-    lacks, extra = sorted(wanted[k] for k in wanted.keys() - have.keys()), sorted(have[k] for k in have.keys() - wanted.keys())
-    parts = ([f"the wheel lacks {lacks}"] if lacks else []) + ([f"it has {extra}, which the matrix does not list"]
-                                                             if extra else [])
+    where = f" on {environment_name(environment)}" if environment is not None else ""
     return (Mismatch(code="requires-dist", message=f"Requires-Dist {sorted(have.values())} is not the matrix's "
-                    f"{sorted(wanted.values())} (dependencies, extras and the variant's): {'; '.join(parts)}"),)
+                    f"{sorted(map(str, want))} (dependencies, extras and the variant's){where}: {'; '.join(parts)}"),)
+
+
+def differences(have: Sequence[Requirement], want: Sequence[Requirement],
+                environment: Mapping[str, str] | None = None, *, subject: str = "the wheel") -> list[str]:
+    """What ``have`` (``subject``'s) lacks of ``want`` (the matrix's) and holds beyond it, as phrases (empty: the
+    same); compared as written, or, with ``environment``, as what installs there."""
+    if environment is None:
+        mine, theirs = ({requirement_key(r): str(r) for r in side} for side in (have, want))
+    else:
+        extras = {*extras_named(have), *extras_named(want)}
+        mine, theirs = (for_environment(side, environment, extras) for side in (have, want))
+    lacks = sorted(theirs[k] for k in theirs.keys() - mine.keys())
+    extra = sorted(mine[k] for k in mine.keys() - theirs.keys())
+    return ([f"{subject} lacks {lacks}"] if lacks else []) + ([f"it has {extra}, which the matrix does not list"]
+                                                             if extra else [])
+
+
+def for_environment(requirements: Iterable[Requirement], environment: Mapping[str, str],
+                    extras: Iterable[str] = ()) -> dict[tuple[object, ...], str]:
+    """What pip installs where markers see ``environment``: with no extra asked for, and with each of ``extras``
+    (a requirement that installs without one is listed once, under none). Keyed by requirement (marker left out)
+    and extra; each value says it with its extra: ``cffi>=1.17``, ``idna>=3 [extra net]``."""
+    reqs = tuple(requirements)
+    out: dict[tuple[object, ...], str] = {}
+    for extra in ("", *sorted({canonicalize_name(e) for e in extras})):
+        env = {**environment, "extra": extra}
+        for r in reqs:
+            key = requirement_identity(r)
+            if not evaluable(r, env):  # kept as written: never equal to a sound one, so always reported
+                out[(requirement_key(r), "?")] = f"{r} (its marker cannot be evaluated)"
+            elif holds(r, env) and (key, "") not in out:
+                out.setdefault((key, extra), _bare(r) + (f" [extra {extra}]" if extra else ""))
+    return out
+
+
+def evaluable(r: Requirement, environment: Mapping[str, str]) -> bool:
+    """Whether ``r``'s marker can be evaluated at all (``python_version ~= "x"`` cannot)."""
+    if r.marker is not None:
+        try:
+            r.marker.evaluate(dict(environment))
+        except ValueError:  # packaging's UndefinedComparison, InvalidVersion
+            return False
+    return True
+
+
+def holds(r: Requirement, environment: Mapping[str, str]) -> bool:
+    """Whether ``r``'s marker is true in ``environment`` (none: everywhere); one that cannot be evaluated
+    (``python_version ~= "x"``) installs nothing."""
+    try:
+        return r.marker is None or bool(r.marker.evaluate(dict(environment)))
+    except ValueError:  # packaging's UndefinedComparison, InvalidVersion
+        return False
+
+
+_EXTRA = re.compile(r"""extra\s*==\s*['"]([^'"]*)['"]|['"]([^'"]*)['"]\s*==\s*extra""")
+
+
+def extras_named(requirements: Iterable[Requirement]) -> set[str]:
+    """The extras the requirements' markers name (``extra == "net"``)."""
+    return {a or b for r in requirements if r.marker for a, b in _EXTRA.findall(str(r.marker))}
+
+
+def environment_name(environment: Mapping[str, str]) -> str:
+    """``Python 3.13, Linux x86_64``: whose markers a comparison evaluated."""
+    return (f"Python {environment.get('python_version', '?')}, {environment.get('platform_system', '?')} "
+            f"{environment.get('platform_machine', '?')}")
+
+
+def _bare(r: Requirement) -> str:
+    """``r`` without its marker."""
+    out = Requirement(str(r))
+    out.marker = None
+    return str(out)
 
 
 def merged(own: Iterable[Requirement], added: Iterable[Requirement]) -> tuple[Requirement, ...]:

@@ -85,7 +85,8 @@ class Expectation:
         project = self.target.project
         return metadata_rules.Wanted(project=project.name, version=self.wanted_version,
                                      requires_python=project.requires_python, requirements=self.wanted_requirements,
-                                     dropped=self.dropped, required=self.target.variant.requirements)
+                                     dropped=self.dropped, required=self.target.variant.requirements,
+                                     environment=marker_environment(self.target))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -244,7 +244,8 @@ def test_local_provision_and_check_steps(m, data) -> None:
 def test_every_step_in_order_check_and_provision_first(m) -> None:
     plan = next(p for tid, p in built(plans(m)).items() if tid.startswith("cu") and "-cp312-" in tid)
     stages = [name for name, _ in plan.steps()]
-    assert stages == sorted(stages, key=["provision", "check", "prepare", "core", "host", "build", "repair", "smoke"].index)
+    assert stages == sorted(stages, key=["provision", "check", "prepare", "requirements", "core", "host", "build",
+                                         "repair", "smoke"].index)
     assert stages[:3] == ["provision", "check", "check"] and plan.commands()[0] == ("check", plan.check.probe)
     assert [line for name, line in plan.steps() if name == "provision"] == list(plan.provision.lines())
     as_json = plan.to_json()
