@@ -59,6 +59,7 @@ from builders.matrix.model import (
 )
 from builders.matrix.properties import arch_entries, expand_properties
 from builders.matrix.release_channels import ChannelName
+from builders.matrix.wheel_shape import PER_PYTHON, WheelShape
 
 
 class RawMapping:
@@ -194,6 +195,7 @@ def read_project(node: RawMapping | None) -> ProjectDraft | None:
         extension_modules=node.items("extension_modules"),
         smoke_script=smoke.at("script", str) if smoke else None,
         smoke_timeout=smoke.at("timeout", (int, str)) if smoke else None, timeouts=node.table("timeouts"),
+        wheel_shape=node.at("wheel_shape", str),
     )
 
 
@@ -334,6 +336,7 @@ def project(p: ProjectDraft, path: Path, source: Path | None) -> Project:
         smoke_script=(path.parent / script).resolve() if script is not None else None,
         smoke_timeout=float(p.smoke_timeout.value) if p.smoke_timeout else 300.0,
         timeouts=Timeouts(**{k: float(v) for k, v in (plain(p.timeouts) or {}).items()}),
+        wheel_shape=WheelShape.parse(p.wheel_shape.value) if p.wheel_shape else PER_PYTHON,
     )
 
 

@@ -204,6 +204,7 @@ class ProjectDraft:
     smoke_script: At[str] | None
     smoke_timeout: At[Any] | None
     timeouts: Section | None
+    wheel_shape: At[str] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -27,6 +27,7 @@ from builders.matrix.findings import expand_env
 from builders.matrix.promotion_policy import PromotionPolicy
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 from builders.matrix.runner_costs import RunnerCost
+from builders.matrix.wheel_shape import PER_PYTHON, WheelShape
 
 Pairs = tuple[tuple[str, str], ...]
 NULL_VARIANT = "null"
@@ -327,6 +328,8 @@ class Project:
     smoke_script: Path | None = None
     smoke_timeout: float = 300.0
     timeouts: Timeouts = Timeouts()
+    # project.wheel_shape: one wheel per Python (default), or one per (variant, platform) for every Python
+    wheel_shape: WheelShape = PER_PYTHON
 
     @property
     def canonical_name(self) -> NormalizedName:
