@@ -68,7 +68,6 @@ from builders.matrix.findings import (
     wheel_platform_problem,
 )
 from builders.matrix.model import Dropped, DroppedKind, Exclusion, PythonVersion
-from builders.matrix.wheel_shape import WheelShape, shape_problem
 from builders.matrix.policy import (
     dropped_admitted_by,
     dropped_python_problem,
@@ -78,6 +77,7 @@ from builders.matrix.policy import (
 )
 from builders.matrix.release_channels import ChannelName, base_version_problem, overlap_problems
 from builders.matrix.variant_rules import VariantRules
+from builders.matrix.wheel_shape import WheelShape, shape_problem
 
 MAX_TARGETS = 4_000  # candidate targets; a release of ~1,000 plans in about 0.4 s
 BUILD_PLACEHOLDERS = ("python", "source", "outdir")

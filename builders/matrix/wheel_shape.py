@@ -94,8 +94,8 @@ class WheelShape:
         if release < floor:
             return f"a {self.interpreter()}-{self.abi_text} wheel needs CPython {floor[0]}.{floor[1]} or newer"
         if python.free_threaded and (self.kind is ShapeKind.ABI3 or release < ABI3T_FROM):
-            return (f"a free-threaded CPython installs no abi3 wheel (PEP 703); only abi3t wheels, from 3.15 "
-                    f"(PEP 803: wheel_shape abi3.abi3t)")
+            return ("a free-threaded CPython installs no abi3 wheel (PEP 703); only abi3t wheels, from 3.15 "
+                    "(PEP 803: wheel_shape abi3.abi3t)")
         return None
 
 
