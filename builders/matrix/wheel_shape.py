@@ -19,14 +19,22 @@ import enum
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from packaging.tags import Tag
 
 from builders.matrix.findings import Violation
 
-if TYPE_CHECKING:  # the model holds a shape: its module imports this one
-    from builders.matrix.model import PythonVersion
+
+class PythonVersion(Protocol):
+    """What a shape asks of a Python (:class:`builders.matrix.model.PythonVersion`, whose module holds shapes)."""
+
+    @property
+    def major(self) -> int: ...
+    @property
+    def minor(self) -> int: ...
+    @property
+    def free_threaded(self) -> bool: ...
 
 ABI3T_FROM = (3, 15)  # PEP 803: the first CPython with the free-threaded stable ABI
 PATTERN = r"^(per-python|py3-none|(cp3[0-9]+-)?abi3(\.abi3t)?)$"  # the schema's pattern for the key

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import posixpath
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from builders.matrix.wheel_shape import ShapeKind, WheelShape
 from builders.wheel.zipcheck import Finding
 
-if TYPE_CHECKING:
-    from builders.wheel.verify import Contents, Expectation
+Reader = Callable[[str], Iterable[bytes]]  # a member's bytes, in chunks
 
 NATIVE = (".so", ".pyd")
 
@@ -42,15 +40,16 @@ def is_stable(name: str) -> bool:
     return len(parts) >= 3 and parts[-2] in ("abi3", "abi3t") and name.endswith(NATIVE)
 
 
-def check_shape(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
-    """Every native file of a shared wheel against its shape (a per-Python wheel: nothing to check)."""
-    shape = expect.target.shape
+def shape_findings(shape: WheelShape, elves: Iterable[str], read: Reader) -> Iterator[Finding]:
+    """Every native file (``elves``: the ELF members' names) of a shared wheel against its shape (a per-Python
+    wheel: nothing to check)."""
     if not shape.shared:
         return
-    for member in wheel.elves:
-        yield from _name_findings(member.name, shape)
+    names = sorted(elves)
+    for name in names:
+        yield from _name_findings(name, shape)
     if shape.kind is not ShapeKind.PY3_NONE:
-        yield from _symbol_findings(wheel, shape)
+        yield from _symbol_findings(names, read, shape)
 
 
 def _name_findings(name: str, shape: WheelShape) -> Iterator[Finding]:
@@ -68,7 +67,7 @@ def _name_findings(name: str, shape: WheelShape) -> Iterator[Finding]:
                               "(free-threaded builds do not load it): wheel_shape abi3 fits it")
 
 
-def _symbol_findings(wheel: Contents, shape: WheelShape) -> Iterator[Finding]:
+def _symbol_findings(names: Iterable[str], read: Reader, shape: WheelShape) -> Iterator[Finding]:
     """abi3audit on each extension module (a file exporting ``PyInit_``, or named ``.abi3``): no symbol outside
     the stable ABI, none newer than the tag's minimum."""
     from abi3audit._audit import AuditError, audit
@@ -76,28 +75,27 @@ def _symbol_findings(wheel: Contents, shape: WheelShape) -> Iterator[Finding]:
 
     floor = PyVersion(*(shape.minimum or (3, 2)))
     with tempfile.TemporaryDirectory(prefix="builders-abi3-") as folder:
-        for member in wheel.elves:
-            if not member.name.endswith(".so") or python_specific(member.name):
+        for name in names:
+            if not name.endswith(".so") or python_specific(name):
                 continue  # Windows and macOS objects are abi3audit's too, but not built here; named: above
-            so = _shared_object(wheel, member.name, Path(folder))
+            so = _shared_object(name, read, Path(folder))
             if so is None:
                 continue
             try:
                 result = audit(so, assume_minimum_abi3=floor)
             except AuditError as exc:
-                yield Finding(code="abi3-unreadable", file=member.name, message=f"abi3audit could not read it: {exc}")
+                yield Finding(code="abi3-unreadable", file=name, message=f"abi3audit could not read it: {exc}")
                 continue
-            yield from _audit_findings(member.name, result, shape)
+            yield from _audit_findings(name, result, shape)
 
 
-def _shared_object(wheel: Contents, name: str, folder: Path):  # type: ignore[no-untyped-def]
+def _shared_object(name: str, read: Reader, folder: Path):  # type: ignore[no-untyped-def]
     """abi3audit's view of one member (written out, as abi3audit reads files), if it is an extension module."""
     from abi3audit._extract import SharedObjectExtractor, SharedObjectSpec
 
     path = folder / posixpath.basename(name)
     with path.open("wb") as out:
-        info = next(i for i in wheel.reader.infos if i.filename == name)
-        for chunk in wheel.reader.stream(info):
+        for chunk in read(name):
             out.write(chunk)
     if not is_stable(name) and b"PyInit_" not in path.read_bytes():
         return None  # a plain library (ctypes, a bundled dependency): no Python API to audit

@@ -39,7 +39,7 @@ from builders.matrix.model import OS, Dropped, Matrix, Platform, PythonVersion, 
 from builders.matrix.targets import Target
 from builders.wheel import elf
 from builders.wheel import rules as metadata_rules
-from builders.wheel.abi_audit import check_shape
+from builders.wheel.abi_audit import shape_findings
 from builders.wheel.archive import RecordEntry, Wheel, WheelReader, record_digest
 from builders.wheel.zipcheck import Finding
 
@@ -557,6 +557,13 @@ def check_size(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
     size = wheel.reader.size
     if budget is not None and size > budget * 1024 * 1024:
         yield Finding(code="size-budget", message=f"{size / 2**20:.1f} MiB exceeds the budget of {budget} MiB")
+
+
+def check_shape(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    """A shared wheel's binaries against its tag (:mod:`builders.wheel.abi_audit`)."""
+    infos = {i.filename: i for i in wheel.reader.infos}
+    yield from shape_findings(expect.target.shape, [m.name for m in wheel.elves],
+                              lambda name: wheel.reader.stream(infos[name]))
 
 
 CHECKS: tuple[Check, ...] = (check_archive, check_name_and_tags, check_metadata, check_record, check_extension_modules,
