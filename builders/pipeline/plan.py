@@ -22,7 +22,7 @@ from typing import Any
 
 from builders.base.runnerspec import Pairs, RunnerSpec
 from builders.families import toolchain_for
-from builders.matrix.model import OS
+from builders.matrix.model import OS, PythonVersion
 from builders.matrix.targets import Target
 from builders.pipeline import interpreters
 from builders.pipeline.compilercache import STATS_LOG, cache_env
@@ -547,14 +547,19 @@ def more_smoke(target: Target, recipe: Recipe, final: str, work: str) -> tuple[S
     """A shared wheel's smoke test on each other listed Python the engine has an interpreter for."""
     found = dict(recipe.smoke_interpreters)
     return tuple(smoke_plan(target.on_python(p), replace(recipe, smoke_interpreter=found[str(p)]), final, work,
-                            suffix=f"-{p}") for p in target.tested_pythons[1:] if found.get(str(p)))
+                            suffix=f"-{p}") for p in other_pythons(target) if found.get(str(p)))
 
 
 def smoke_missing(target: Target, recipe: Recipe) -> Pairs:
     """The listed Pythons a shared wheel cannot be smoke-tested on here, each with why."""
     found = dict(recipe.smoke_interpreters)
     return tuple((str(p), f"no CPython {p} for the {recipe.engine} engine's smoke test")
-                 for p in target.tested_pythons[1:] if not found.get(str(p)))
+                 for p in other_pythons(target) if not found.get(str(p)))
+
+
+def other_pythons(target: Target) -> tuple[PythonVersion, ...]:
+    """The Pythons a shared wheel is smoke-tested on besides the one it is built on (none for a per-Python one)."""
+    return tuple(p for p in target.tested_pythons if p != target.python)
 
 
 def smoke_plan(target: Target, recipe: Recipe, final: str, work: str, suffix: str = "") -> SmokePlan:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import zipfile
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -141,11 +142,23 @@ def test_plan_builds_once_and_smokes_on_each_python(shipped_text: str) -> None:
     host_pythons = {abi for abi, _ in HOST.interpreters}
     for plan in built:
         smoked = [s.release for s in plan.smokes]
-        assert smoked == [str(p) for p in plan.target.tested_pythons if p.abi in host_pythons]
+        assert smoked[0] == str(plan.target.python), "first on the Python it is built on"
+        assert sorted(smoked) == sorted(str(p) for p in plan.target.tested_pythons if p.abi in host_pythons)
         assert dict(plan.smoke_missing).keys() == {str(p) for p in plan.target.tested_pythons
                                                     if p.abi not in host_pythons}
         assert len({s.staged for s in plan.smokes}) == len(plan.smokes), "a probe folder per Python"
         assert [name for name, _ in plan.commands()].count("build") == 1
+
+
+def test_a_free_threaded_first_python_is_smoke_tested_too(shipped_text: str) -> None:
+    """Built on a GIL Python, the py3-none wheel is still smoke-tested on a free-threaded one listed before it."""
+    text = shipped_text.replace('  - "3.11"\n', '  - "3.14t"\n  - "3.11"\n', 1).replace('  - "3.14t"\n  - "3.15"', '  - "3.15"', 1)
+    m = shaped(text, "py3-none")
+    (target,) = select(m, Selection(select=("cpu-*-linux-x86_64",)))
+    assert not target.python.free_threaded and target.tested_pythons[0].free_threaded
+    ctx = context(host=replace(HOST, interpreters=(*HOST.interpreters, ("cp314t", "/py/3.14t/bin/python3.14t"))))
+    plan = LOCAL.plan(target, ctx)
+    assert isinstance(plan, BuildPlan) and "3.14t" in [s.release for s in plan.smokes]
 
 
 def test_job_matrix_counts_the_wheel_once(shape_matrix: Matrix) -> None:
