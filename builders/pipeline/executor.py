@@ -340,8 +340,15 @@ def label_as_planned(plan: BuildPlan, raw: Path) -> Path:
         return out
     if parse_wheel_filename(out.name) != parse_wheel_filename(plan.outputs.labelled):
         raise VerifyError(f"the build made {out.name}, but {plan.id} is {plan.outputs.labelled} before repair "
-                          "(another Python, ABI or platform tag)")
+                          f"(another Python, ABI or platform tag){_shape_hint(out.name)}")
     return replace_into(out, out.with_name(plan.outputs.labelled))
+
+
+def _shape_hint(built: str) -> str:
+    """Where the build made a wheel for every Python: the matrix key that says so."""
+    abis = {t.abi for t in parse_wheel_filename(built)[3]}
+    shape = "py3-none" if abis == {"none"} else "abi3" if "abi3" in abis else None
+    return f"; a wheel for every Python is project.wheel_shape: {shape} in the matrix" if shape else ""
 
 
 def repair(plan: BuildPlan, runner: Runner) -> Path:

@@ -250,3 +250,12 @@ def test_a_python_specific_extension_in_a_shared_wheel_is_refused(tmp_path: Path
     name = f"{m.project.import_name}/_x.cpython-312-x86_64-linux-gnu.so"
     found = codes(wheel_of(tmp_path, target, {name: ELF}), target, m)
     assert name in found.get("abi-python-specific", []), found
+
+
+@pytest.mark.parametrize(("built", "hint"), [("ct-1.0+cpu-py3-none-linux_x86_64.whl", "wheel_shape: py3-none"),
+                                             ("ct-1.0+cpu-cp312-abi3-linux_x86_64.whl", "wheel_shape: abi3"),
+                                             ("ct-1.0+cpu-cp312-cp312-linux_x86_64.whl", None)])
+def test_label_names_the_key_when_a_per_python_matrix_gets_a_shared_wheel(built: str, hint: str | None) -> None:
+    from builders.pipeline.executor import _shape_hint
+
+    assert (hint in _shape_hint(built)) if hint else _shape_hint(built) == ""
