@@ -26,7 +26,7 @@ from packaging.tags import Tag
 from builders.matrix.findings import Violation
 
 
-class PythonVersion(Protocol):
+class Release(Protocol):
     """What a shape asks of a Python (:class:`builders.matrix.model.PythonVersion`, whose module holds shapes)."""
 
     @property
@@ -76,7 +76,7 @@ class WheelShape:
         """The file name's (compressed) ABI tag: ``none``, ``abi3``, ``abi3.abi3t``."""
         return "none" if self.kind is ShapeKind.PY3_NONE else self.kind.value
 
-    def settled(self, pythons: Iterable[PythonVersion]) -> WheelShape:
+    def settled(self, pythons: Iterable[Release]) -> WheelShape:
         """The shape with its minimum filled from the lowest listed Python (abi3.abi3t: never below 3.15)."""
         if self.kind in (ShapeKind.PER_PYTHON, ShapeKind.PY3_NONE) or self.minimum is not None:
             return self
@@ -93,7 +93,7 @@ class WheelShape:
         """Every tag of the shared wheel's name (a compressed ABI tag set expands to one tag per ABI)."""
         return frozenset(Tag(self.interpreter(), abi, wheel_platform) for abi in self.abi_text.split("."))
 
-    def why_not(self, python: PythonVersion) -> str | None:
+    def why_not(self, python: Release) -> str | None:
         """Why ``python`` cannot install this shape's wheel (the PEP rule), or None if it can."""
         release = (python.major, python.minor)
         if self.kind in (ShapeKind.PER_PYTHON, ShapeKind.PY3_NONE):
