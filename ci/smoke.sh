@@ -13,7 +13,10 @@
 #                                            accelerator); the wheel's smoke record, its probe's
 #                                            JSON (TARGET.json) and the log (TARGET.log), goes to
 #                                            $SMOKE_RECORDS (default smoke-records/), failed or not,
-#                                            for the job's per-wheel artifact
+#                                            for the job's per-wheel artifact. PYTHON may list several
+#                                            ("3.11 3.12 3.13": a shared py3-none or abi3 wheel, tested
+#                                            on each; records TARGET-3.12.json ...), every one is run
+#                                            and the job fails if any failed
 set -euo pipefail
 
 BUILDERS_PYTHON=3.12
@@ -45,9 +48,19 @@ run() {
   [ -d "$bin" ] || bin=$venv/Scripts  # Windows
   uv pip install --quiet --python "$bin/python" --require-hashes --no-deps -r "${BUILDERS_LOCK:-ci/release-tools.txt}"
   uv pip install --quiet --python "$bin/python" --no-deps .
-  python=$(interpreter "$python")
-  echo "$target: smoke-testing with $python"
-  record "$target" "$bin/python" -m builders smoke "$wheel" --target "$target" --python "$python" "$@"
+  if [ "$python" = "${python%% *}" ]; then
+    python=$(interpreter "$python")
+    echo "$target: smoke-testing with $python"
+    record "$target" "$bin/python" -m builders smoke "$wheel" --target "$target" --python "$python" "$@"
+    return
+  fi
+  local one status=0 found
+  for one in $python; do
+    found=$(interpreter "$one")
+    echo "$target: smoke-testing with $found (CPython $one)"
+    record "$target-$one" "$bin/python" -m builders smoke "$wheel" --target "$target" --python "$found" "$@" || status=1
+  done
+  return "$status"
 }
 
 # Run a smoke command with its record kept under $SMOKE_RECORDS: stdout (the probe's JSON) to

@@ -84,7 +84,7 @@ def entry(target: Target, served: frozenset[str] | None = None) -> dict[str, Any
         "image": target.platform.base_image or "",
         "containerfile": target.containerfile or "",
         "variant": target.variant.label,
-        "python": str(target.python),
+        "python": " ".join(str(p) for p in target.tested_pythons),  # a shared wheel's: each (ci/smoke.sh)
         "platform": target.platform.name,
         "wheel": target.wheel_name,
         "smoke_runner": smoke_runner(target, served),

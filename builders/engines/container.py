@@ -212,7 +212,8 @@ class ContainerEngine:
                       toolchain=self.toolchain(target), source="/tmp/src", work="/work", build_cwd="/tmp",
                       prepare=(self.copy_source(ctx),),
                       smoke_scratch="/tmp/smoke", smoke_inbox=INBOX, build_env=pairs({**OFFLINE_PIP, **CCACHE_ENV}),
-                      repair_tools=Tools(), provision=self.provisions(target, ctx.source))
+                      repair_tools=Tools(), provision=self.provisions(target, ctx.source),
+                      smoke_interpreters=tuple((str(p), image_interpreter(p)) for p in target.tested_pythons))
 
     @staticmethod
     def copy_source(ctx: Context) -> Command:

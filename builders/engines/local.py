@@ -123,7 +123,8 @@ class LocalEngine:
             toolchain=toolchain, provision=host_provision(target, toolchain, ctx.cache), source=source, work=work,
             prepare=(private_copy(ctx.tools_python, ctx, source),),
             build_cwd=source, smoke_scratch=f"{work}/smoke", smoke_inbox="",
-            repair_tools=Tools.of(ctx.tools_python), repair_env=pairs({"PATH": ctx.tools_path}))
+            repair_tools=Tools.of(ctx.tools_python), repair_env=pairs({"PATH": ctx.tools_path}),
+            smoke_interpreters=tuple((str(p), str(ctx.host.interpreter(p.abi) or "")) for p in target.tested_pythons))
 
     def provision(self, plan: BuildPlan, log: Log) -> None:
         """The variant's toolchain on this host (pinned toolkits cached under ``cache``), once per root."""

@@ -62,6 +62,7 @@ from builders.matrix.model import (
 from builders.matrix.properties import arch_entries, expand_properties
 from builders.matrix.release_channels import ChannelName
 from builders.matrix.runpath import runtime_dirs_of
+from builders.matrix.wheel_shape import PER_PYTHON, WheelShape
 
 
 class RawMapping:
@@ -200,6 +201,7 @@ def read_project(node: RawMapping | None) -> ProjectDraft | None:
         smoke_script=smoke.at("script", str) if smoke else None,
         smoke_timeout=smoke.at("timeout", (int, str)) if smoke else None, timeouts=node.table("timeouts"),
         packages=node.items("packages"),
+        wheel_shape=node.at("wheel_shape", str),
     )
 
 
@@ -345,6 +347,7 @@ def project(p: ProjectDraft, path: Path, source: Path | None, marks: Marks | Non
         smoke_timeout=float(p.smoke_timeout.value) if p.smoke_timeout else 300.0,
         timeouts=timeouts(plain(p.timeouts) or {}),
         packages=plain(p.packages) or (),
+        wheel_shape=WheelShape.parse(p.wheel_shape.value) if p.wheel_shape else PER_PYTHON,
     )
 
 

@@ -208,6 +208,7 @@ class ProjectDraft:
     smoke_timeout: At[Any] | None
     timeouts: Section | None
     packages: Items | None = None
+    wheel_shape: At[str] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,6 +28,7 @@ from builders.matrix.promotion_policy import PromotionPolicy
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 from builders.matrix.runner_costs import RunnerCost
 from builders.matrix.runpath import origin_entry
+from builders.matrix.wheel_shape import PER_PYTHON, WheelShape
 
 Pairs = tuple[tuple[str, str], ...]
 NULL_VARIANT = "null"
@@ -355,6 +356,8 @@ class Project:
     smoke_timeout: float = 300.0
     timeouts: Timeouts = Timeouts()
     packages: tuple[str, ...] = ()  # top-level packages the wheel installs besides import_name
+    # project.wheel_shape: one wheel per Python (default), or one per (variant, platform) for every Python
+    wheel_shape: WheelShape = PER_PYTHON
 
     @property
     def top_level(self) -> frozenset[str]:

@@ -10,7 +10,7 @@ import difflib
 import fnmatch
 import shlex
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from packaging.requirements import Requirement
@@ -21,6 +21,7 @@ from packaging.version import Version
 from builders.base.errors import DroppedError, Problem, SelectionError
 from builders.matrix.model import OS, ExtensionModule, Matrix, Platform, Project, PythonVersion, Variant
 from builders.matrix.policy import dropped_pythons, exclusion_for
+from builders.matrix.wheel_shape import PER_PYTHON, WheelShape
 
 
 def target_id(label: str, python: PythonVersion, platform: str) -> str:
@@ -39,10 +40,24 @@ class Target:
     on_pypi: bool = False
     index_path: str = ""  # its folder in the wheelhouse (the release channel's layout)
     channels: tuple[str, ...] = ()  # where the matrix's channel publishes it: PyPI, index folders
+    # A shared wheel (project.wheel_shape): ``python`` builds it, and each of ``smoke_pythons`` smoke-tests it.
+    shape: WheelShape = PER_PYTHON
+    smoke_pythons: tuple[PythonVersion, ...] = ()
 
     @property
     def id(self) -> str:
+        if self.shape.shared:
+            return shared_id(self.variant.label, self.shape, self.platform.name)
         return target_id(self.variant.label, self.python, self.platform.name)
+
+    @property
+    def tested_pythons(self) -> tuple[PythonVersion, ...]:
+        """The Pythons the wheel is smoke-tested on: its own, or every listed one that installs a shared wheel."""
+        return self.smoke_pythons or (self.python,)
+
+    def on_python(self, python: PythonVersion) -> Target:
+        """The same wheel as seen from ``python`` (its smoke test there): id and file name stay the wheel's."""
+        return replace(self, python=python)
 
     @cached_property
     def version(self) -> Version:
@@ -51,15 +66,26 @@ class Target:
 
     @property
     def tag(self) -> Tag:
+        """The tag pip matches on this target's Python (a shared wheel's first, ``cp312-abi3-...``)."""
+        if self.shape.shared:
+            return min(self.tags, key=str)
         return Tag(self.python.interpreter, self.python.abi, self.platform.wheel_platform)
 
     @property
     def tags(self) -> frozenset[Tag]:
-        return frozenset({self.tag})
+        return self.shape.tags(self.platform.wheel_platform) if self.shape.shared else frozenset({self.tag})
 
     @cached_property
     def wheel_name(self) -> str:
-        return wheel_filename(self.project.name, self.version, self.tag)
+        return self.wheel_name_on(self.platform.wheel_platform)
+
+    def wheel_name_on(self, wheel_platform: str) -> str:
+        """The file name with ``wheel_platform`` (a Linux build's ``linux_x86_64`` before repair)."""
+        if self.shape.shared:
+            tag = Tag(self.shape.interpreter(), self.shape.abi_text, wheel_platform)
+        else:
+            tag = Tag(self.python.interpreter, self.python.abi, wheel_platform)
+        return wheel_filename(self.project.name, self.version, tag)
 
     @cached_property
     def requirements(self) -> tuple[Requirement, ...]:
@@ -145,7 +171,15 @@ class Target:
             "smoke_runner": list(self.smoke_runner),
             "base_image": self.platform.base_image,
             "containerfile": self.containerfile,
+            **self._shape_record(),
         }
+
+    def _shape_record(self) -> dict[str, object]:
+        """A shared wheel's shape and smoke Pythons (absent for a per-Python one: its record, and digest, stay)."""
+        if not self.shape.shared:
+            return {}
+        return {"abi": self.shape.abi_text, "wheel_shape": f"{self.shape.interpreter()}-{self.shape.abi_text}",
+                "smoke_pythons": [str(p) for p in self.tested_pythons]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,8 +197,15 @@ def wheel_filename(name: str, version: Version, tag: Tag) -> str:
     return f"{dist}-{version}-{tag.interpreter}-{tag.abi}-{tag.platform}.whl"
 
 
+def shared_id(label: str, shape: WheelShape, platform: str) -> str:
+    """``cu132-abi3-linux-x86_64``, ``cu132-py3-linux-x86_64``: a shared wheel's one target per (variant, platform)."""
+    return f"{label}-{shape.id_part}-{platform}"
+
+
 def expand(matrix: Matrix) -> tuple[tuple[Target, ...], tuple[Excluded, ...]]:
     """All targets of the matrix, and the excluded candidates with their reasons."""
+    if matrix.project.wheel_shape.shared:
+        return expand_shared(matrix)
     targets: list[Target] = []
     excluded: list[Excluded] = []
     for variant in matrix.variants:
@@ -181,6 +222,51 @@ def expand(matrix: Matrix) -> tuple[tuple[Target, ...], tuple[Excluded, ...]]:
                                       on_pypi=on_pypi, index_path=matrix.channels.index_path(variant.label),
                                       channels=published))
     return tuple(targets), tuple(excluded)
+
+
+def expand_shared(matrix: Matrix) -> tuple[tuple[Target, ...], tuple[Excluded, ...]]:
+    """One target per (variant, platform): built on the lowest listed Python that installs the wheel (a GIL
+    build first), smoke-tested on each listed one that installs it. A listed Python the shape cannot serve
+    (below the abi3 minimum, free-threaded for abi3), or whose per-Python id an exclusion names, is excluded
+    with its reason; a shared id an exclusion names, or one with no Python left, is excluded whole."""
+    shape = matrix.project.wheel_shape.settled(matrix.pythons)
+    targets: list[Target] = []
+    excluded: list[Excluded] = []
+    for variant in matrix.variants:
+        for platform in matrix.platforms:
+            tid = shared_id(variant.label, shape, platform.name)
+            pythons, left_out = _shared_pythons(matrix, shape, variant.label, platform.name)
+            rule = exclusion_for(tid, matrix.exclusions)
+            if rule is not None or not pythons:  # excluded whole: its reason, or its Pythons' first one
+                first = Excluded(id=tid, reason=rule.reason, where=str(rule.location)) if rule else left_out[0]
+                excluded.append(replace(first, id=tid))
+                continue
+            excluded.extend(left_out)
+            builder = min(pythons, key=lambda p: (p.free_threaded, p))
+            on_pypi = matrix.channels.pypi_label(platform.name) == variant.label
+            targets.append(Target(project=matrix.project, variant=variant, python=builder, platform=platform,
+                                  on_pypi=on_pypi, index_path=matrix.channels.index_path(variant.label),
+                                  channels=matrix.channels.published_at(matrix.channel, variant.label, on_pypi=on_pypi),
+                                  shape=shape, smoke_pythons=pythons))
+    return tuple(targets), tuple(excluded)
+
+
+def _shared_pythons(matrix: Matrix, shape: WheelShape, label: str,
+                    platform: str) -> tuple[tuple[PythonVersion, ...], list[Excluded]]:
+    """The listed Pythons that smoke-test a shared wheel, and the others as exclusions with their reasons."""
+    kept: list[PythonVersion] = []
+    left_out: list[Excluded] = []
+    for python in matrix.pythons:
+        tid = target_id(label, python, platform)
+        rule = exclusion_for(tid, matrix.exclusions)
+        why = shape.why_not(python)
+        if rule is not None:
+            left_out.append(Excluded(id=tid, reason=rule.reason, where=str(rule.location)))
+        elif why is not None:
+            left_out.append(Excluded(id=tid, reason=why, where=f"{matrix.path}: project.wheel_shape"))
+        else:
+            kept.append(python)
+    return tuple(kept), left_out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -241,7 +327,10 @@ def _check_selector(matrix: Matrix, selector: str, ids: Sequence[str], excluded:
         raise DroppedError([Problem(message=f"selector {selector!r} only names dropped targets: {d.describe()}",
                                     location=d.location, dropped=True) for d in dropped])
     close = difflib.get_close_matches(selector, ids, n=3)
-    hint = f"; did you mean {', '.join(close)}?" if close else "; ids look like cu132-cp312-linux-x86_64 (see `nox -s plan`)"
+    example = ids[0] if ids else "cu132-cp312-linux-x86_64"
+    shared = (f" (wheel_shape {matrix.project.wheel_shape.abi_text}: one wheel per variant and platform)"
+              if matrix.project.wheel_shape.shared else "")
+    hint = f"; did you mean {', '.join(close)}?" if close else f"; ids look like {example}{shared} (see `nox -s plan`)"
     raise SelectionError(f"selector {selector!r} matches no target{hint}")
 
 

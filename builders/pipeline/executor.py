@@ -39,13 +39,13 @@ from builders.base.once import Once
 from builders.base.process import Log, ProcessError, Runner
 from builders.base.safe_output import replace_into, write_whole
 from builders.families import toolchain_for
-from builders.matrix.model import OS, Matrix
+from builders.matrix.model import OS, Matrix, PythonVersion
 from builders.pipeline import platform_policy, remotecache, results, summary
 from builders.pipeline.compilercache import STATS_LOG, parse_stats_log
 from builders.pipeline.core import CoreStore, ensure_core
 from builders.pipeline.engine import Engine
 from builders.pipeline.interpreters import identify
-from builders.pipeline.plan import BuildPlan, Resolved, Skipped
+from builders.pipeline.plan import BuildPlan, Resolved, Skipped, SmokePlan
 from builders.pipeline.results import Result
 from builders.pipeline.store import Store, digest, place
 from builders.wheel import source_metadata
@@ -53,7 +53,7 @@ from builders.wheel.archive import Wheel, file_sha256
 from builders.wheel.repair import RepairError, failed, only_wheel
 from builders.wheel.rpath import interpreter_rpaths, set_runtime_rpaths, strip_rpaths
 from builders.wheel.rules import merged
-from builders.wheel.smoke import ready, run_planned, stage, uv_cache, uv_cache_folder
+from builders.wheel.smoke import SmokeOutcome, ready, run_planned, stage, uv_cache, uv_cache_folder
 from builders.wheel.verify import Expectation, verify
 from builders.wheel.writer import label
 
@@ -379,8 +379,15 @@ def label_as_planned(plan: BuildPlan, raw: Path) -> Path:
         return out
     if parse_wheel_filename(out.name) != parse_wheel_filename(plan.outputs.labelled):
         raise VerifyError(f"the build made {out.name}, but {plan.id} is {plan.outputs.labelled} before repair "
-                          "(another Python, ABI or platform tag)")
+                          f"(another Python, ABI or platform tag){_shape_hint(out.name)}")
     return replace_into(out, out.with_name(plan.outputs.labelled))
+
+
+def _shape_hint(built: str) -> str:
+    """Where the build made a wheel for every Python: the matrix key that says so."""
+    abis = {t.abi for t in parse_wheel_filename(built)[3]}
+    shape = "py3-none" if abis == {"none"} else "abi3" if "abi3" in abis else None
+    return f"; a wheel for every Python is project.wheel_shape: {shape} in the matrix" if shape else ""
 
 
 def repair(plan: BuildPlan, runner: Runner) -> Path:
@@ -443,20 +450,36 @@ def _verify(path: Path, plan: BuildPlan, config: RunConfig, progress: _Progress,
 
 
 def _smoke(path: Path, plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress) -> None:
-    """In a fresh runner: the plan's smoke steps, filled in there (:func:`smoke.at_run`); the installer that ran
-    is part of the smoke facts."""
-    staged = stage(Path(plan.work) / "probe", [plan.target])
-    spec, planned = plan.smoke_runner, plan.smoke
+    """In a fresh runner per Python: the plan's smoke steps, filled in there (:func:`smoke.at_run`); the installer
+    that ran is part of the smoke facts. A shared wheel is smoke-tested on every listed Python, each one's facts
+    under ``pythons`` (a Python with no interpreter here: why), and fails if any Python's test fails."""
+    outcomes = {planned.release: _smoke_on(path, plan, planned, config, log) for planned in plan.smokes}
+    first = outcomes[plan.smoke.release]
+    if len(plan.smokes) > 1 or plan.smoke_missing:
+        pythons: dict[str, Any] = {release: o.summary for release, o in outcomes.items()}
+        pythons |= {release: {"skipped": why} for release, why in plan.smoke_missing}
+        progress.facts["smoke"] = {**first.summary, "pythons": pythons}
+    else:
+        progress.facts["smoke"] = first.summary
+    problems = [f"Python {release}: {p}" if len(outcomes) > 1 else p
+                for release, o in outcomes.items() if not o.ok for p in o.problems]
+    if problems:
+        raise SmokeError("; ".join(problems))
+
+
+def _smoke_on(path: Path, plan: BuildPlan, planned: SmokePlan, config: RunConfig, log: Log) -> SmokeOutcome:
+    """One smoke test of the wheel: ``planned``'s Python, in a fresh runner."""
+    target = plan.target.on_python(PythonVersion.parse(planned.release)) if planned.release else plan.target
+    staged = stage(Path(plan.work) / Path(planned.staged).name, [target])
+    spec = plan.smoke_runner
     cache = uv_cache(spec, uv_cache_folder(plan.places, config.env))
+    log.write(f"# smoke: CPython {planned.release or target.python} ({planned.python})\n")
     with spec.open(config.env, log) as runner:
         runner.copy_in(path, planned.wheel)
         runner.copy_in(staged, planned.staged)
         installer = ready(planned.installer, runner, python=planned.python, cache=cache,
-                          key=(spec, planned.python, tuple(sorted(config.env.items())))).for_target(plan.target, config.env)
-        outcome = run_planned(runner, planned.steps, planned.fallback, installer)
-    progress.facts["smoke"] = outcome.summary
-    if not outcome.ok:
-        raise SmokeError("; ".join(outcome.problems))
+                          key=(spec, planned.python, tuple(sorted(config.env.items())))).for_target(target, config.env)
+        return run_planned(runner, planned.steps, planned.fallback, installer)
 
 
 def _store(path: Path, plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress) -> Path:

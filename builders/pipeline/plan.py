@@ -15,18 +15,16 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from packaging.tags import Tag
-
 from builders.base import placeholders
 from builders.base.runnerspec import Pairs, RunnerSpec
 from builders.families import toolchain_for
-from builders.matrix.model import OS
-from builders.matrix.targets import Target, wheel_filename
+from builders.matrix.model import OS, PythonVersion
+from builders.matrix.targets import Target
 from builders.pipeline import interpreters
 from builders.pipeline.compilercache import STATS_LOG, cache_env
 from builders.pipeline.host import Host
@@ -208,6 +206,7 @@ class SmokePlan:
     steps: tuple[smoke.Step, ...]  # what the smoke stage runs (smoke.run_planned), filled in by smoke.at_run
     fallback: tuple[smoke.Step, ...] = ()  # venv + pip, where uv is planned but does not run or fails
     installer: smoke.Installer = field(default_factory=smoke.Installer)
+    release: str = ""  # the Python it tests ("3.12", "3.14t"): a shared wheel has one smoke plan per listed Python
 
     @property
     def commands(self) -> tuple[Command, ...]:
@@ -296,6 +295,15 @@ class BuildPlan:
     host_named: tuple[str, ...] = ()
     # Reads the source's metadata with the target's interpreter before the build (None: an engine's own build)
     requirements: Command | None = None
+    # A shared wheel (project.wheel_shape): the smoke test on each other listed Python, and the listed
+    # Pythons this engine has no interpreter for (Python -> why); neither is in the digest.
+    more_smoke: tuple[SmokePlan, ...] = ()
+    smoke_missing: Pairs = ()
+
+    @property
+    def smokes(self) -> tuple[SmokePlan, ...]:
+        """Every smoke test of the wheel: its build Python's, then each other Python's."""
+        return (self.smoke, *self.more_smoke)
 
     def key(self) -> dict[str, Any]:
         """What decides the wheel's bytes: the inputs the digest covers."""
@@ -336,7 +344,7 @@ class BuildPlan:
         out += [("core", c) for c in (self.core.steps if self.core else ())]
         out += [("build", self.build)]
         out += [("repair", self.repair)] if self.repair else []
-        return out + [("smoke", c) for c in self.smoke.commands]
+        return out + [("smoke", c) for plan in self.smokes for c in plan.commands]
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "digest": self.digest, "engine": self.engine, "runner": self.runner.to_json(),
@@ -352,6 +360,8 @@ class BuildPlan:
                          "commands": [c.to_json() for c in self.core.steps]} if self.core else None,
                 "repair": self.repair.to_json() if self.repair else None,
                 "smoke": self.smoke.to_json(), "smoke_python": self.smoke.python,
+                **({"smoke_pythons": {p.release: p.to_json() for p in self.smokes},
+                    "smoke_missing": dict(self.smoke_missing)} if self.more_smoke or self.smoke_missing else {}),
                 "smoke_installer": self.smoke.installer.kind,
                 "smoke_env_at_run": sorted(smoke.UV_RUNTIME_ENV) if self.smoke.installer.kind == smoke.UV else [],
                 "outputs": {"labelled": self.outputs.labelled, "wheel": self.outputs.wheel,
@@ -418,6 +428,8 @@ class Recipe:
     repair_env: Pairs = ()
     build: Command | None = None  # an engine's own build command (cibuildwheel); None: the project's
     provision: Provision = field(default_factory=Provision)  # what the engine makes ready first
+    # A shared wheel's other smoke Pythons: ("3.13", interpreter) where the engine found one, ("3.13", "") not
+    smoke_interpreters: Pairs = ()
     host_vars: tuple[str, ...] = ()  # the host variables the build's runner keeps by default (HOST_BASE_VARS)
 
 
@@ -465,8 +477,7 @@ def labelled_name(target: Target, repaired: bool) -> str:
     plat = target.platform
     if not repaired or plat.os is not OS.LINUX:
         return target.wheel_name
-    raw = Tag(target.python.interpreter, target.python.abi, f"linux_{plat.arch}")
-    return wheel_filename(target.project.name, target.version, raw)
+    return target.wheel_name_on(f"linux_{plat.arch}")
 
 
 def resolve_with(unbuildable: Callable[[Target, Host], str | None], target: Target, ctx: Context,
@@ -501,6 +512,7 @@ def assemble(target: Target, ctx: Context, recipe: Recipe) -> BuildPlan:
         source=str(ctx.source), source_digest=ctx.source_digest, epoch=ctx.epoch, work=str(work),
         places=(*places(ctx), ("{work}", str(work))), direct=recipe.build is None, prepare=recipe.prepare,
         build=build, repair=repair, diagnose=diagnose, smoke=smoke_plan(target, recipe, final, str(work)),
+        more_smoke=more_smoke(target, recipe, final, str(work)), smoke_missing=smoke_missing(target, recipe),
         outputs=Outputs(labelled=labelled_name(target, repair is not None), wheel=target.wheel_name,
                         destination=f"{target.index_path.rstrip('/')}/{target.wheel_name}"),
         builders_version=ctx.builders_version, core=core_plan(target, ctx, recipe, env, record),
@@ -621,19 +633,39 @@ def core_copy(recipe: Recipe, dest: str) -> tuple[Command, ...]:
                          timeout=c.timeout) for c in recipe.prepare if recipe.source in c.argv)
 
 
-def smoke_plan(target: Target, recipe: Recipe, final: str, work: str) -> SmokePlan:
-    """The smoke commands, with the wheel, the probe and uv (if builders has it) where the smoke runner sees them."""
+def more_smoke(target: Target, recipe: Recipe, final: str, work: str) -> tuple[SmokePlan, ...]:
+    """A shared wheel's smoke test on each other listed Python the engine has an interpreter for."""
+    found = dict(recipe.smoke_interpreters)
+    return tuple(smoke_plan(target.on_python(p), replace(recipe, smoke_interpreter=found[str(p)]), final, work,
+                            suffix=f"-{p}") for p in other_pythons(target) if found.get(str(p)))
+
+
+def smoke_missing(target: Target, recipe: Recipe) -> Pairs:
+    """The listed Pythons a shared wheel cannot be smoke-tested on here, each with why."""
+    found = dict(recipe.smoke_interpreters)
+    return tuple((str(p), f"no CPython {p} for the {recipe.engine} engine's smoke test")
+                 for p in other_pythons(target) if not found.get(str(p)))
+
+
+def other_pythons(target: Target) -> tuple[PythonVersion, ...]:
+    """The Pythons a shared wheel is smoke-tested on besides the one it is built on (none for a per-Python one)."""
+    return tuple(p for p in target.tested_pythons if p != target.python)
+
+
+def smoke_plan(target: Target, recipe: Recipe, final: str, work: str, suffix: str = "") -> SmokePlan:
+    """The smoke commands, with the wheel, the probe and uv (if builders has it) where the smoke runner sees them
+    (``suffix``: another Python's smoke test of the same wheel, in folders of its own)."""
     inbox = recipe.smoke_inbox
     wheel = f"{inbox}/{target.wheel_name}" if inbox else final
-    staged = f"{inbox}/probe" if inbox else f"{work}/probe"
+    staged = f"{inbox}/probe{suffix}" if inbox else f"{work}/probe{suffix}"
     installer = smoke.chosen_installer(inbox=inbox)
-    python, scratch = recipe.smoke_interpreter, recipe.smoke_scratch
+    python, scratch = recipe.smoke_interpreter, recipe.smoke_scratch + suffix
     steps = smoke.planned_steps(python=python, wheel=wheel, staged=staged, scratch=scratch, target=target,
                                 installer=installer)
     fallback = smoke.fallback_steps(python=python, wheel=wheel, staged=staged, scratch=scratch, target=target,
                                     installer=installer)
     return SmokePlan(python=python, wheel=wheel, staged=staged, scratch=scratch, steps=steps, fallback=fallback,
-                     installer=installer)
+                     installer=installer, release=str(target.python))
 
 
 def describe(plans: Sequence[Resolved]) -> tuple[tuple[str, ...], list[tuple[str, str, str, str, str]]]:

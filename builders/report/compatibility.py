@@ -19,7 +19,7 @@ import html
 import itertools
 import os
 import shlex
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -32,7 +32,7 @@ from builders.base.console import markdown_table
 from builders.matrix.model import OS, Dropped, Matrix, Platform, PythonVersion, Variant
 from builders.matrix.policy import dropped_pythons
 from builders.matrix.release_channels import ChannelName
-from builders.matrix.targets import expand, target_id
+from builders.matrix.targets import Target, expand, shared_id, target_id
 from builders.pipeline.results import Result
 
 MARK = {"planned": "planned", "built": "✅ built", "reused": "✅ reused", "failed": "❌ failed",
@@ -78,7 +78,7 @@ class Cell:
 def cells(matrix: Matrix, results: Mapping[str, Result]) -> list[Cell]:
     """Every cell of the report, in platform, Python, variant order."""
     targets, excluded = expand(matrix)
-    by_id = {t.id: t for t in targets}
+    by_id = {t.id: t for t in targets} | shared_by_python(targets)
     why_excluded = {e.id: e.reason for e in excluded}
     out = []
     for platform in matrix.platforms:
@@ -88,11 +88,20 @@ def cells(matrix: Matrix, results: Mapping[str, Result]) -> list[Cell]:
                 common = {"platform": platform.name, "python": str(python), "variant": variant.label, "id": tid}
                 if dropped:
                     out.append(Cell(**common, status="dropped", reason=dropped))
-                elif tid in why_excluded:
-                    out.append(Cell(**common, status="excluded", reason=why_excluded[tid]))
+                elif tid in why_excluded or tid not in by_id:
+                    whole = shared_id(variant.label, matrix.project.wheel_shape, platform.name)
+                    out.append(Cell(**common, status="excluded", reason=why_excluded.get(tid, why_excluded.get(whole, ""))))
                 else:
-                    out.append(_planned(common, results.get(tid), by_id[tid].wheel_name))
+                    target = by_id[tid]  # a shared wheel's cell: its one target, its one wheel
+                    common["id"] = target.id
+                    out.append(_planned(common, results.get(target.id), target.wheel_name))
     return out
+
+
+def shared_by_python(targets: Iterable[Target]) -> dict[str, Target]:
+    """A shared wheel's target under each per-Python id it serves (``cpu-cp313-linux-x86_64`` -> ``cpu-abi3-...``):
+    the report keeps a cell per Python, every one naming the same wheel."""
+    return {target_id(t.variant.label, p, t.platform.name): t for t in targets if t.shape.shared for p in t.tested_pythons}
 
 
 def _rows(matrix: Matrix) -> list[tuple[PythonVersion, str]]:

@@ -220,7 +220,9 @@ def smoke(wheel: Path, target: Target, interpreter: Path, env: Mapping[str, str]
     runner, python = HostRunner(clean, log), str(interpreter)
     cache = {"UV_CACHE_DIR": str(uv_cache_folder((), clean))}
     with tempfile.TemporaryDirectory(prefix="builders-smoke-") as tmp:
-        staged = stage(Path(tmp) / "probe", [target], dist_version=dist_version)
+        # a shared wheel: the facts of each Python it is tested on, the probe picks its own (by ABI)
+        staged = stage(Path(tmp) / "probe", [target.on_python(p) for p in target.tested_pythons],
+                       dist_version=dist_version)
         how = ready(chosen_installer(installer), runner, python=python, key=host_key(python, clean), cache=cache)
         how = how.for_target(target, clean)
         return smoke_with(runner, python=python, wheel=str(wheel), staged=str(staged), scratch=tmp, target=target,

@@ -40,6 +40,7 @@ from builders.matrix.model import OS, Dropped, Matrix, Platform, PythonVersion, 
 from builders.matrix.targets import Target
 from builders.wheel import elf
 from builders.wheel import rules as metadata_rules
+from builders.wheel.abi_audit import shape_findings
 from builders.wheel.archive import RecordEntry, Wheel, WheelReader, record_digest
 from builders.wheel.zipcheck import Finding
 
@@ -222,7 +223,8 @@ def integrity(wheel: Wheel) -> list[Finding]:
 
 def check_name_and_tags(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
     r, t = wheel.reader, expect.target
-    yield from _filename_tag_findings(r.tags, t.tag)
+    for want in sorted(t.tags, key=str):  # a shared abi3.abi3t wheel: both of its tags
+        yield from _filename_tag_findings(r.tags, want, t.tags)
     if r.wheel_tags != r.tags:
         yield Finding(code="wheel-file-tags", message=f"WHEEL Tag lines {_tags(r.wheel_tags)} != file name tags {_tags(r.tags)}",
                       file=f"{r.dist_info}/WHEEL")
@@ -248,11 +250,14 @@ def _same_version(text: str, version: Version) -> bool:
         return False
 
 
-def _filename_tag_findings(tags: frozenset[Tag], want: Tag) -> Iterator[Finding]:
-    """A compressed tag set passes when it includes the target's tag and adds only siblings of it."""
+def _filename_tag_findings(tags: frozenset[Tag], want: Tag, siblings: frozenset[Tag] = frozenset()) -> Iterator[Finding]:
+    """A compressed tag set passes when it includes the target's tag and adds only siblings of it (of the
+    target's other tags, ``siblings``: a shared ``abi3.abi3t`` wheel has two)."""
     if want not in tags:
         yield Finding(code="tag-mismatch", message=f"file name tags {_tags(tags)} do not include the target's {want}")
-    foreign = [t for t in tags if not _same_kind(t, want)]
+    foreign = [t for t in tags if not any(_same_kind(t, w) for w in {want, *siblings})]
+    if foreign and want != min({want, *siblings}, key=str):
+        return  # said once, for the first of the target's tags
     if foreign:
         family, arch = platform_kind(want.platform)
         yield Finding(code="tag-mismatch", message=f"file name tags {_tags(foreign)} are not for "
@@ -322,6 +327,8 @@ def check_extension_modules(wheel: Contents, expect: Expectation) -> Iterator[Fi
 def extension_suffixes(target: Target) -> tuple[str, ...]:
     """The file suffixes CPython imports an extension module from on ``target`` (EXTENSION_SUFFIXES)."""
     py, platform = target.python, target.platform
+    if target.shape.shared:  # loads on every Python of the wheel: the stable ABI's names, or a plain one
+        return (".abi3.so", ".so") if platform.os is not OS.WINDOWS else (".pyd",)
     if platform.os is OS.WINDOWS:
         return (f".{py.abi}-{platform.wheel_platform}.pyd", ".pyd")
     soabi = f"cpython-{py.abi.removeprefix('cp')}"
@@ -591,8 +598,16 @@ def check_size(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
         yield Finding(code="size-budget", message=f"{size / 2**20:.1f} MiB exceeds the budget of {budget} MiB")
 
 
+def check_shape(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    """A shared wheel's binaries against its tag (:mod:`builders.wheel.abi_audit`)."""
+    infos = {i.filename: i for i in wheel.reader.infos}
+    yield from shape_findings(expect.target.shape, [m.name for m in wheel.elves],
+                              lambda name: wheel.reader.stream(infos[name]))
+
+
 CHECKS: tuple[Check, ...] = (check_archive, check_name_and_tags, check_metadata, check_record, check_extension_modules,
-                             check_top_level, check_libraries, check_label, check_providers, check_pypi_requirements, check_size)
+                             check_top_level, check_libraries, check_label, check_providers, check_pypi_requirements,
+                             check_size, check_shape)
 
 
 @cache

@@ -566,6 +566,20 @@ def test_smoke_sh_run_keeps_the_wheels_record_when_the_smoke_fails(root: Path, t
     assert "probing" in proc.stderr and '{"ok": false}' in proc.stdout  # and the job's log shows both
 
 
+def test_smoke_sh_run_tests_a_shared_wheel_on_each_python(root: Path, tmp_path: Path) -> None:
+    """A shared (py3-none, abi3) wheel's smoke job lists its Pythons: each one is smoke-tested, each keeps its
+    record (TARGET-3.12.json), and one failure fails the job after all have run."""
+    wheel = tmp_path / "w.whl"
+    wheel.write_bytes(b"w")
+    records = tmp_path / "records"
+    env = fake_tools(tmp_path / "bin", uv=FAILING_UV) | {"SMOKE_RECORDS": str(records)}
+    proc = script(root, "smoke.sh", "run", str(wheel), "cpu-abi3-linux-x86_64", "3.11 3.12 3.13", env=env)
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    assert sorted(p.name for p in records.glob("*.json")) == [f"cpu-abi3-linux-x86_64-{v}.json"
+                                                               for v in ("3.11", "3.12", "3.13")]
+    assert proc.stdout.count("smoke-testing with") == 3
+
+
 def git(*args: str, cwd: Path) -> str:
     return subprocess.run(["git", *args], cwd=cwd, text=True, capture_output=True, check=True, timeout=60).stdout
 
