@@ -18,6 +18,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from builders.base import safe_output
+from builders.base.errors import PathError
+
 CLEAR_BELOW = "\x1b[J"
 
 
@@ -110,10 +113,10 @@ class Console:
         if self.summary_path is None:
             return
         try:
-            with self.summary_path.open("a", encoding="utf-8") as fh:
+            with safe_output.open_append(self.summary_path) as fh:
                 fh.write(markdown + "\n")
-        except OSError as exc:
-            self.warning(f"cannot write the job summary {self.summary_path}: {exc.strerror or exc}")
+        except PathError as exc:
+            self.warning(f"cannot write the job summary: {exc}")
 
     def _erase(self) -> None:
         if self.live and self._drawn:
