@@ -216,3 +216,18 @@ def test_every_writer_refuses_every_hostile_target(writer: str, kind: str, tmp_p
     assert str(out) in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert victim.read_text() == "keep me" and _kind_of(target) == before, (before, _kind_of(target))
     assert time.monotonic() - start < TIMEOUT
+
+
+@pytest.mark.parametrize("kind", ("symlink-out", "fifo", "folder"))
+def test_the_job_summary_is_never_followed_out_replaced_or_waited_on(kind: str, tmp_path: Path) -> None:
+    """A job summary that cannot be written is a warning naming it (a summary never fails a release)."""
+    summary, victim = tmp_path / "summary" / "step.md", tmp_path / "precious.txt"
+    victim.write_text("keep me")
+    _make_hostile(kind, summary, victim, None)
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"schema": 1, "targets": []}))
+    env = {**os.environ, "GITHUB_STEP_SUMMARY": str(summary)}
+    proc = helpers.builders("report", "--matrix", str(ROOT / "matrix.yaml"), "--results", str(results), "--output",
+                            str(tmp_path / "report"), cwd=tmp_path, env=env, timeout=TIMEOUT)
+    assert proc.returncode == 0 and f"cannot write the job summary: {summary}" in proc.stderr, proc.stderr[-2000:]
+    assert victim.read_text() == "keep me" and _kind_of(summary) == {"symlink-out": "l", "fifo": "p"}.get(kind, "d")

@@ -100,3 +100,17 @@ def test_a_loop_a_folder_and_a_socket_are_refused(tmp_path: Path) -> None:
         for name, phrase in (("loop", "symlink"), ("dir", "is a folder"), ("sock", "is a socket")):
             with pytest.raises(PathError, match=phrase):
                 write_whole(tmp_path / name, b"x")
+
+
+def test_a_targets_log_goes_through_the_same_rules(tmp_path: Path) -> None:
+    """``logs/<id>.log`` (builders.base.process.Log, appended as output arrives) never follows a link out."""
+    from builders.base.process import Log
+
+    logs, victim = tmp_path / "logs", tmp_path / "victim.txt"
+    logs.mkdir()
+    victim.write_text("keep")
+    (logs / "t.log").symlink_to(victim)
+    with pytest.raises(PathError, match="outside"):
+        Log(logs / "t.log").write("secret output\n")
+    Log(logs / "u.log").write("line\n")
+    assert victim.read_text() == "keep" and (logs / "u.log").read_text() == "line\n"
