@@ -77,7 +77,7 @@ def emit(text: str, output: str | None, console: Console) -> None:
         return
     dest = Path(output)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    write_whole(dest, (text + "\n").encode())  # a device, FIFO or /dev/stdout is written into, never replaced
+    write_whole(dest, (text + "\n").encode())  # /dev/stdout, /dev/null or a read FIFO is written into, never replaced
 
 
 def served_labels(text: str | None) -> frozenset[str] | None:
