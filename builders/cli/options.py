@@ -31,6 +31,7 @@ from builders.matrix.compile_cache import LOCATION_ENV, location_problem
 from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB
 from builders.matrix.release_channels import ChannelName
 from builders.pipeline import caches
+from builders.pipeline.cacheprobe import TIMEOUT as PROBE_TIMEOUT
 from builders.pipeline.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV
 from builders.pipeline.host import CONTAINER_ENGINES
 from builders.pipeline.remotecache import DIST_TOKEN, DIST_VAR, MODE_VAR
@@ -323,6 +324,11 @@ _BUILD_AFTER = (
            help="write into the matrix's shared compile cache (compile_cache): for a developer who owns the store; "
                 "refused in CI and in pull requests, where only trusted runs write (docs/compile-cache.md). "
                 "Without it a local build only reads"),
+    Option(flags=("--compile-cache-required",), commands=("build",), action="store_true", default=False,
+           group="shared compile cache",
+           help="stop (exit 20) when the shared compile cache does not answer before the build (closed, silent for "
+                f"{PROBE_TIMEOUT:g} s, or refusing the credentials). Without it the run builds on with the local "
+                "cache, says why, and records 0 hits and the cause for each target"),
     Option(flags=("--compile-cache",), commands=("build",), parse=store_location, env=LOCATION_ENV, metavar="URL",
            matrix="compile_cache.location", group="shared compile cache",
            help="the shared compile cache's store (s3://bucket/path, redis://host:port, http(s)://...), over the "

@@ -322,6 +322,11 @@ def build(plan: BuildPlan, runner: Runner, config: RunConfig, log: Log, progress
             counted = parse_stats_log(stats.read_text(errors="replace"))
             progress.facts["compiler_cache"] = counted.to_json()
             log.write(f"# compiler cache: {counted.describe()}\n")
+        unavailable = remotecache.unavailable_record(dict(plan.build.env))
+        if unavailable is not None:  # the shared store did not answer: 0 hits there, and why (the local figures kept)
+            progress.facts["compiler_cache"] = {**unavailable, "local": progress.facts.get("compiler_cache", {})}
+            log.write(f"# compile cache: the shared store was unavailable ({unavailable['unavailable']}): "
+                      "compiled with the local cache only\n")
     raw = only_wheel(Path(plan.work) / "raw", f"the build of {plan.id}")
     if plan.direct:
         strip_rpaths(raw, interpreter_rpaths(plan.interpreter, runner), _tools_env(config.env), log, plan.epoch)
