@@ -74,6 +74,7 @@ class Kind:
     outputs_from: str | None = None
     step_continue_on_error: tuple[str, ...] = ()
     always_uploads: tuple[str, ...] = ()  # globs of the artifacts uploaded whatever happened (records)
+    channel_facts: Mapping[str, str] | None = None  # plan's option -> the github context its env variable must hold
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,7 +117,7 @@ def load(path: Path) -> Policy:
 
 
 KIND_KEYS = frozenset({"may", "channels", "gate", "strict_if", "publishes", "environment", "steps", "downloads",
-                       "release_bytes", "outputs_from", "step_continue_on_error", "always_uploads"})
+                       "release_bytes", "outputs_from", "step_continue_on_error", "always_uploads", "channel_facts"})
 
 
 def _kind(path: Path, name: str, raw: Any) -> Kind:
@@ -135,7 +136,17 @@ def _kind(path: Path, name: str, raw: Any) -> Kind:
                 steps=tuple(_requirement(path, name, s) for s in raw.get("steps", ())),
                 downloads=None if downloads is None else strings("downloads"),
                 release_bytes=bool(raw.get("release_bytes")), outputs_from=raw.get("outputs_from"),
-                step_continue_on_error=strings("step_continue_on_error"), always_uploads=strings("always_uploads"))
+                step_continue_on_error=strings("step_continue_on_error"), always_uploads=strings("always_uploads"),
+                channel_facts=_facts(path, name, raw.get("channel_facts")))
+
+
+def _facts(path: Path, kind: str, raw: Any) -> Mapping[str, str] | None:
+    """``channel_facts``: ``{--event: github.event_name, ...}``, each of plan's options and the context behind it."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not raw:
+        raise _refused(path, f"kind {kind!r}: channel_facts is not a mapping of plan's options to github contexts")
+    return {str(k): str(v) for k, v in raw.items()}
 
 
 def _requirement(path: Path, kind: str, raw: Any) -> tuple[str, ...] | str:
@@ -474,8 +485,59 @@ def _outputs(policy: Policy, wf: Workflow, name: str, job: dict[str, Any], kind:
                    f"${{{{ steps.{kind.outputs_from}.outputs.{key} }}}}: every later gate reads it")
 
 
+# -- the channel is plan's decision ------------------------------------------------------------
+
+CHANNEL_OPTIONS = ("--channel", "--release-tag")
+SHELL_LOGIC = re.compile(r"(?:^|[\s;(])(?:if|elif|case|while|until)\s|\[\[?\s|(?:^|[\s;])test\s|&&|\|\|")
+FROM_ENV = re.compile(r"^\$\{?([A-Za-z_]\w*)\}?$")
+
+
+def _channel_facts(policy: Policy, wf: Workflow, name: str, job: dict[str, Any], kind: Kind | None,
+                   actions: Mapping[str, list[dict[str, Any]]]) -> Iterator[str]:
+    """A plan job hands plan the run's facts, each from ``env:`` holding exactly its context, and decides nothing
+    about channels in shell: no ``--channel``/``--release-tag`` of its own, no conditional (builders.ci.run_channel)."""
+    if kind is None or kind.channel_facts is None:
+        return
+    planned = False
+    for step in job_steps(job, actions):
+        run = str(step.get("run", ""))
+        if SHELL_LOGIC.search(run):
+            yield (f"{where(wf, name, 'run')} shell logic in a {kind.name} step: the channel is plan's decision from "
+                   "the run's facts (--event, --ref-type, --ref-name, --default-branch), never the workflow's")
+        for words in commands(run):
+            if any(w in CHANNEL_OPTIONS or w.startswith(tuple(f"{o}=" for o in CHANNEL_OPTIONS)) for w in words):
+                yield (f"{where(wf, name, 'run')} `{' '.join(words[:4])} ...` names a channel or a release tag itself: "
+                       "plan decides it from --event and the ref's facts")
+            if _is_plan(words):
+                planned = True
+                yield from _facts_given(wf, name, kind.channel_facts, words, {**(job.get("env") or {}),
+                                                                                **(step.get("env") or {})})
+    if not planned:
+        yield f"{where(wf, name, 'steps')} no step runs plan with the run's facts ({', '.join(kind.channel_facts)})"
+
+
+def _is_plan(words: list[str]) -> bool:
+    rest = program(words)
+    return rest[:3] == ["nox", "-s", "plan"] or builders_command(words) == "plan"
+
+
+def _facts_given(wf: Workflow, name: str, facts: Mapping[str, str], words: list[str],
+                 env: Mapping[str, Any]) -> Iterator[str]:
+    """Each fact passed as ``"$VAR"``, where ``VAR`` is ``${{ <its context> }}`` in the step's (or job's) env."""
+    for option, context in facts.items():
+        value = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == option), None)
+        found = FROM_ENV.match(value or "")
+        if found is None:
+            yield f"{where(wf, name, 'run')} plan is not given {option} \"$VAR\" (the run's {context}, through env:)"
+            continue
+        held = re.sub(r"\s+", "", str(env.get(found.group(1), "")))
+        if held != f"${{{{{context}}}}}":
+            yield (f"{where(wf, name, 'env')} {found.group(1)} (plan's {option}) must be ${{{{ {context} }}}}, "
+                   f"not {env.get(found.group(1))!r}: any other value lets the workflow pick the channel")
+
+
 JOB_RULES: tuple[JobRule, ...] = (_may, _channels, _gate, _publishing, _steps, _downloads, _uploads, _credentials,
-                                  _injection, _caches, _outputs)
+                                  _injection, _caches, _outputs, _channel_facts)
 
 
 def composite_actions(root: Path) -> dict[str, list[dict[str, Any]]]:

@@ -230,6 +230,18 @@ _PLAN = (
                 "v{project.version} (v2.15.0) or v{project.version}-rcN (a candidate: built and checked, never "
                 "published), the selection is the whole matrix and every Linux base image is pinned by digest; the "
                 "plan then says release: true (candidate: true for a candidate)"),
+    Option(flags=("--event",), commands=("plan",), metavar="NAME", group="the release workflow",
+           help="the run's event (github.event_name): with --ref-type, --ref-name and --default-branch, plan decides "
+                "the channel itself: a pushed tag its release or candidate (as --release-tag), the default branch's "
+                "schedule the nightly (its date from --commit-date), a dispatch or anything else nothing "
+                "(builders/ci/run_channel.py); refused together with --release-tag or --channel"),
+    Option(flags=("--ref-type",), commands=("plan",), default="", metavar="TYPE", group="the release workflow",
+           help="with --event: github.ref_type (tag or branch)"),
+    Option(flags=("--ref-name",), commands=("plan",), default="", metavar="NAME", group="the release workflow",
+           help="with --event: github.ref_name (the tag or branch)"),
+    Option(flags=("--default-branch",), commands=("plan",), default="", metavar="NAME", group="the release workflow",
+           help="with --event: the repository's default branch (github.event.repository.default_branch); only it "
+                "plans a nightly"),
     Option(flags=("--gpu-runners",), commands=("plan",), metavar="LABELS", group="the release workflow",
            help="labels of the self-hosted runners the repository has (space or comma separated); a GPU smoke job "
                 "whose runner nobody serves goes to its build runner, where --require-device fails it at once "

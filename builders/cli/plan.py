@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,7 +12,7 @@ from builders import engines
 from builders.base.console import Console, render_table
 from builders.base.errors import RehearsalError, SelectionError
 from builders.base.safe_output import write_whole
-from builders.ci import disk
+from builders.ci import disk, run_channel
 from builders.ci import jobs as ci
 from builders.ci.checks import refuse_release, tag_kind
 from builders.ci.estimate import compare, costs_from
@@ -19,6 +20,7 @@ from builders.cli import load
 from builders.cli.arguments import Options
 from builders.engines.images import engine_env
 from builders.matrix.model import Matrix
+from builders.matrix.release_channels import ChannelName
 from builders.matrix.targets import Target, expand, selected
 from builders.pipeline import platform_policy
 from builders.pipeline.host import detect
@@ -29,6 +31,7 @@ DESCRIPTION = ("Expand matrix.yaml into targets and show, for this host, which c
 
 
 def execute(opts: Options, console: Console) -> int:
+    opts = from_event(opts, console)
     m = load.matrix(opts, channel=True)
     targets = selected(m, load.selection(opts))
     if opts.format == "github":
@@ -57,6 +60,25 @@ def execute(opts: Options, console: Console) -> int:
     here = sum(r is None for r in reasons.values())
     console.line(f"{len(targets)} targets, {here} buildable here ({host.platform}, engine {opts.engine})")
     return 0
+
+
+def from_event(opts: Options, console: Console) -> Options:
+    """``--event`` and the ref's facts: the channel as :func:`builders.ci.run_channel.decide` decides it, in place of
+    ``--release-tag``/``--channel`` (which it refuses beside it: one place decides)."""
+    if opts.event is None:
+        return opts
+    if opts.release_tag is not None or opts.channel is not None:
+        raise SelectionError("--event decides the channel from the run's facts: drop --release-tag and --channel")
+    decision = run_channel.decide(run_channel.Facts(event=opts.event, ref_type=opts.ref_type, ref_name=opts.ref_name,
+                                                    default_branch=opts.default_branch))
+    console.line(f"channel: {decision.planned.value} ({opts.event} of {opts.ref_type or '?'} "
+                 f"{opts.ref_name or '?'}: {decision.why})")
+    values = dict(opts.values)
+    if decision.planned is run_channel.Planned.TAG:
+        values["release_tag"] = decision.tag
+    elif decision.planned is run_channel.Planned.NIGHTLY:
+        values["channel"] = ChannelName.NIGHTLY.value
+    return dataclasses.replace(opts, values=values)
 
 
 def buildable(reason: str | None, risk: str | None) -> str:
@@ -97,6 +119,7 @@ def github(m: Matrix, targets: Sequence[Target], opts: Options, console: Console
     plan["release"] = kind == "release"  # a candidate builds and checks all of it, and publishes nothing here
     plan["candidate"] = kind == "candidate"
     plan["nightly"] = opts.channel == "nightly"  # the nightly's wheels: its dev version, published to its channel
+    plan["nightly_date"] = str(opts.commit_date) if plan["nightly"] and opts.commit_date else ""
     plan["version"] = str(m.project.version)
     plan["disk"] = disk.estimate(m, targets)
     for labels in ci.unserved(targets, served) if served is not None else ():

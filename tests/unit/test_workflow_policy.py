@@ -186,6 +186,14 @@ MUTATIONS: list[tuple[str, str, str, str, str, Edit]] = [
     # the gate's inputs
     ("gate inputs", "a plan output forced to release", RELEASE, "plan", "outputs",
      lambda doc: doc["jobs"]["plan"]["outputs"].__setitem__("release", "true")),
+    # the channel is plan's decision (issue 44): the edit that made every dispatch a nightly, and its variants
+    ("gate inputs", "a dispatch made a nightly by the plan step's shell", RELEASE, "plan", "run",
+     replace_run("plan", "nox -s plan -- ",
+                 'if [ "$EVENT" = workflow_dispatch ]; then extra=(--channel nightly); fi\nnox -s plan -- ')),
+    ("gate inputs", "a dispatch planned as a schedule", RELEASE, "plan", "run",
+     replace_run("plan", '--event "$EVENT"', "--event schedule")),
+    ("gate inputs", "the event fact taken from elsewhere", RELEASE, "plan", "env",
+     lambda doc: step(doc, "plan", running("nox -s plan"))["env"].__setitem__("EVENT", "schedule")),
     ("gate inputs", "the release check removed", RELEASE, "release-files", "steps",
      replace_run("release-files", "python -m builders release-check artifacts --plan plan/plan.json\n", "")),
     ("gate inputs", "the images' attestation removed", RELEASE, "images", "steps",
