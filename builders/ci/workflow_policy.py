@@ -16,6 +16,8 @@ secrets are, and ``retention-days`` on every upload.
 from __future__ import annotations
 
 import fnmatch
+import functools
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -104,7 +106,7 @@ def load(path: Path) -> Policy:
     """The policy at ``path``; a missing or malformed file is drift (no policy would let everything through)."""
     if not path.is_file():
         raise _refused(path, "the release policy is missing")
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     if not isinstance(data, dict) or not isinstance(data.get("kinds"), dict) or not isinstance(data.get("workflows"), dict):
         raise _refused(path, "not a mapping with `kinds` and `workflows`")
     kinds = {str(n): _kind(path, str(n), k) for n, k in data["kinds"].items()}
@@ -208,7 +210,7 @@ def capabilities(wf: Workflow, job: dict[str, Any], actions: Mapping[str, list[d
                 found.setdefault("github-release", text)
             if _starts(words, ROLE_SCRIPTS):
                 found.setdefault("release-role", text)
-    if ROLE_SECRETS.search(yaml.safe_dump(job.get("env", {})) + yaml.safe_dump(job_steps(job, actions))):
+    if ROLE_SECRETS.search(_text(job.get("env", {})) + _text(job_steps(job, actions))):
         found.setdefault("release-role", "secrets.AWS_*")
     if _id_token(wf, job):
         found.setdefault("id-token", "permissions id-token: write")
@@ -308,10 +310,21 @@ def _gate(policy: Policy, wf: Workflow, name: str, job: dict[str, Any], kind: Ki
                    "(its failure must stop the release)")
 
 
+def _text(value: Any) -> str:
+    """Every string of a parsed job in one text, to search (JSON: a YAML dump took most of a check's time)."""
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
 def block_scalar_ifs(wf: Workflow) -> frozenset[str]:
     """The jobs whose ``if`` is written as a block scalar (``|``, ``|-``, ``>``): the parsed value cannot tell."""
+    return _block_scalar_ifs(wf.text)
+
+
+@functools.lru_cache(maxsize=64)
+def _block_scalar_ifs(text: str) -> frozenset[str]:
+    """Once per file's text (every job's gate asks), composed by libyaml where PyYAML has it."""
     try:
-        root = yaml.compose(wf.text)
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError:
         return frozenset()
     jobs = next((v for k, v in getattr(root, "value", []) if getattr(k, "value", None) == "jobs"), None)
@@ -426,7 +439,7 @@ def _credentials(policy: Policy, wf: Workflow, name: str, job: dict[str, Any], k
     if str(job.get("secrets", "")) == "inherit":
         yield (f"{where(wf, name, 'secrets')} `secrets: inherit` hands the called workflow every secret; pass the "
                "ones it needs by name")
-    secretive = "secrets." in yaml.safe_dump(job) or _id_token(wf, job)
+    secretive = "secrets." in _text(job) or _id_token(wf, job)
     for step in job_steps(job, actions):
         if action(step) != CHECKOUT_ACTION:
             continue

@@ -8,6 +8,7 @@ parsed workflow, so it is exactly the one change it names. A new rule in the pol
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -248,11 +249,20 @@ MUTATIONS: list[tuple[str, str, str, str, str, Edit]] = [
 
 def write(folder: Path, file: str | None = None, edit: Edit | None = None) -> Path:
     for name in (RELEASE, SHARD, PROMOTE):
-        doc = copy.deepcopy(yaml.safe_load((WORKFLOWS / name).read_text()))
+        doc = copy.deepcopy(parsed(name))
         if name == file and edit is not None:
             edit(doc)
-        (folder / name).write_text(yaml.safe_dump(doc, sort_keys=False))
+        (folder / name).write_text(yaml.dump(doc, Dumper=DUMPER, sort_keys=False))
     return folder / RELEASE
+
+
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml where PyYAML has it: each mutation writes 3 files
+
+
+@functools.cache
+def parsed(name: str) -> Any:
+    """The committed workflow ``name``, parsed once for the module (each mutation edits a deep copy)."""
+    return yaml.load((WORKFLOWS / name).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 @pytest.fixture(scope="module")
