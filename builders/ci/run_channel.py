@@ -1,8 +1,8 @@
 """Which channel a run of the release workflow plans, from the event's facts alone: builders' code, not the
 workflow's shell.
 
-The workflow hands ``plan`` four facts GitHub states about the run (``--event``, ``--ref-type``, ``--ref-name``,
-``--default-branch``, each passed through ``env:``), and :func:`decide` reads them against :data:`TABLE`:
+The workflow hands ``plan`` three facts GitHub states about the run (``--event``, ``--ref``, ``--default-branch``,
+each passed through ``env:``), and :func:`decide` reads them against :data:`TABLE`:
 
 ============================  =========================================================================
 event, ref                    what the run plans
@@ -32,15 +32,25 @@ class Planned(enum.Enum):
     NOTHING = "nothing"
 
 
+TAGS, BRANCHES = "refs/tags/", "refs/heads/"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Facts:
-    """What GitHub says about the run (``github.event_name``, ``github.ref_type``, ``github.ref_name``,
+    """What GitHub says about the run (``github.event_name``, ``github.ref``,
     ``github.event.repository.default_branch``)."""
 
     event: str
-    ref_type: str = ""
-    ref_name: str = ""
+    ref: str = ""
     default_branch: str = ""
+
+    @property
+    def ref_type(self) -> str:
+        return "tag" if self.ref.startswith(TAGS) else "branch" if self.ref.startswith(BRANCHES) else ""
+
+    @property
+    def ref_name(self) -> str:
+        return self.ref.removeprefix(TAGS) if self.ref_type == "tag" else self.ref.removeprefix(BRANCHES)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,7 +65,7 @@ def _tag_push(f: Facts) -> bool:
 
 
 def _default_branch_schedule(f: Facts) -> bool:
-    return f.event == "schedule" and f.ref_type != "tag" and f.default_branch in ("", f.ref_name)
+    return f.event == "schedule" and f.ref_type == "branch" and f.default_branch in ("", f.ref_name)
 
 
 # The table, first match wins: (when, what is planned, why). A dispatch plans nothing, whatever its ref.

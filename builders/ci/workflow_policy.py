@@ -516,7 +516,7 @@ def _channel_facts(policy: Policy, wf: Workflow, name: str, job: dict[str, Any],
         run = str(step.get("run", ""))
         if SHELL_LOGIC.search(run):
             yield (f"{where(wf, name, 'run')} shell logic in a {kind.name} step: the channel is plan's decision from "
-                   "the run's facts (--event, --ref-type, --ref-name, --default-branch), never the workflow's")
+                   "the run's facts (--event, --ref, --default-branch), never the workflow's")
         for words in commands(run):
             if any(w in CHANNEL_OPTIONS or w.startswith(tuple(f"{o}=" for o in CHANNEL_OPTIONS)) for w in words):
                 yield (f"{where(wf, name, 'run')} `{' '.join(words[:4])} ...` names a channel or a release tag itself: "

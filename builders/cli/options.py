@@ -34,7 +34,7 @@ from builders.pipeline import caches
 from builders.pipeline.cacheprobe import TIMEOUT as PROBE_TIMEOUT
 from builders.pipeline.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV
 from builders.pipeline.host import CONTAINER_ENGINES
-from builders.pipeline.remotecache import DIST_TOKEN, DIST_VAR, MODE_VAR
+from builders.pipeline.remotecache import DIST_TOKEN, DIST_VAR, MODE_VAR, UNAVAILABLE_VAR
 from builders.wheel.smoke import INSTALLERS
 
 ROOT = ""  # the options of ``python -m builders`` itself (before the command)
@@ -231,17 +231,14 @@ _PLAN = (
                 "published), the selection is the whole matrix and every Linux base image is pinned by digest; the "
                 "plan then says release: true (candidate: true for a candidate)"),
     Option(flags=("--event",), commands=("plan",), metavar="NAME", group="the release workflow",
-           help="the run's event (github.event_name): with --ref-type, --ref-name and --default-branch, plan decides "
-                "the channel itself: a pushed tag its release or candidate (as --release-tag), the default branch's "
-                "schedule the nightly (its date from --commit-date), a dispatch or anything else nothing "
-                "(builders/ci/run_channel.py); refused together with --release-tag or --channel"),
-    Option(flags=("--ref-type",), commands=("plan",), default="", metavar="TYPE", group="the release workflow",
-           help="with --event: github.ref_type (tag or branch)"),
-    Option(flags=("--ref-name",), commands=("plan",), default="", metavar="NAME", group="the release workflow",
-           help="with --event: github.ref_name (the tag or branch)"),
-    Option(flags=("--default-branch",), commands=("plan",), default="", metavar="NAME", group="the release workflow",
-           help="with --event: the repository's default branch (github.event.repository.default_branch); only it "
-                "plans a nightly"),
+           help="the run's event; with --ref and --default-branch (github.event_name...) plan picks the channel itself: a pushed tag "
+                "its release or candidate (as --release-tag), the default branch's schedule the nightly (dated "
+                "--commit-date), a dispatch or anything else nothing (builders/ci/run_channel.py); refused beside "
+                "--release-tag or --channel"),
+    Option(flags=("--ref",), commands=("plan",), metavar="REF", group="the release workflow",
+           help="the run's ref; with --event (github.ref: refs/tags/v2.15.0, refs/heads/main)"),
+    Option(flags=("--default-branch",), commands=("plan",), metavar="NAME", group="the release workflow",
+           help="with --event; only its schedule is a nightly (github.event.repository.default_branch)"),
     Option(flags=("--gpu-runners",), commands=("plan",), metavar="LABELS", group="the release workflow",
            help="labels of the self-hosted runners the repository has (space or comma separated); a GPU smoke job "
                 "whose runner nobody serves goes to its build runner, where --require-device fails it at once "
@@ -338,7 +335,7 @@ _BUILD_AFTER = (
                 "Without it a local build only reads"),
     Option(flags=("--compile-cache-required",), commands=("build",), action="store_true", default=False,
            group="shared compile cache",
-           help="stop (exit 20) when the shared compile cache does not answer before the build (closed, silent for "
+           help="fail if the store is down; exit 20 when the shared cache does not answer before the build (closed, silent for "
                 f"{PROBE_TIMEOUT:g} s, or refusing the credentials). Without it the run builds on with the local "
                 "cache, says why, and records 0 hits and the cause for each target"),
     Option(flags=("--compile-cache",), commands=("build",), parse=store_location, env=LOCATION_ENV, metavar="URL",
@@ -641,6 +638,9 @@ ENVIRONMENT: tuple[EnvironmentFact, ...] = (
     EnvironmentFact(name=MODE_VAR, read_by="builders/pipeline/remotecache.py",
                     why="set in a build's environment (never read from the user): what this run may do with the "
                         "shared compile cache, read back for its statistics"),
+    EnvironmentFact(name=UNAVAILABLE_VAR, read_by="builders/pipeline/remotecache.py",
+                    why="set in a build's environment (never read from the user): why the shared compile cache was "
+                        "not used (it did not answer), read back for the target's record"),
     EnvironmentFact(name="BUILDERS_RUN", read_by="builders/base/process.py",
                     why="set on every command builders starts (never read from the user): the watchdog finds a "
                         "run's stray processes by it in /proc after the run died"),

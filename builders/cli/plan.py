@@ -69,10 +69,9 @@ def from_event(opts: Options, console: Console) -> Options:
         return opts
     if opts.release_tag is not None or opts.channel is not None:
         raise SelectionError("--event decides the channel from the run's facts: drop --release-tag and --channel")
-    decision = run_channel.decide(run_channel.Facts(event=opts.event, ref_type=opts.ref_type, ref_name=opts.ref_name,
-                                                    default_branch=opts.default_branch))
-    console.line(f"channel: {decision.planned.value} ({opts.event} of {opts.ref_type or '?'} "
-                 f"{opts.ref_name or '?'}: {decision.why})")
+    decision = run_channel.decide(run_channel.Facts(event=opts.event, ref=opts.ref or "",
+                                                    default_branch=opts.default_branch or ""))
+    console.line(f"channel: {decision.planned.value} ({opts.event} of {opts.ref or '?'}: {decision.why})")
     values = dict(opts.values)
     if decision.planned is run_channel.Planned.TAG:
         values["release_tag"] = decision.tag

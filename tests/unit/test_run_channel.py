@@ -17,28 +17,28 @@ from builders.families import loader
 ROOT = Path(__file__).resolve().parents[2]
 
 TABLE = [
-    # event, ref type, ref name, default branch -> planned
-    (("push", "tag", "v2.15.0", "main"), Planned.TAG),
-    (("push", "tag", "v2.15.0-rc1", "main"), Planned.TAG),
-    (("schedule", "branch", "main", "main"), Planned.NIGHTLY),
-    (("schedule", "branch", "main", ""), Planned.NIGHTLY),  # a schedule's payload without the repository
-    (("schedule", "branch", "feature", "main"), Planned.NOTHING),
-    (("schedule", "tag", "v2.15.0", "main"), Planned.NOTHING),
-    (("workflow_dispatch", "branch", "feature", "main"), Planned.NOTHING),
-    (("workflow_dispatch", "branch", "main", "main"), Planned.NOTHING),
-    (("workflow_dispatch", "tag", "v2.15.0", "main"), Planned.NOTHING),
-    (("push", "branch", "main", "main"), Planned.NOTHING),
-    (("pull_request", "branch", "7/merge", "main"), Planned.NOTHING),
-    (("push", "tag", "", "main"), Planned.NOTHING),
+    # event, ref, default branch -> planned
+    (("push", "refs/tags/v2.15.0", "main"), Planned.TAG),
+    (("push", "refs/tags/v2.15.0-rc1", "main"), Planned.TAG),
+    (("schedule", "refs/heads/main", "main"), Planned.NIGHTLY),
+    (("schedule", "refs/heads/main", ""), Planned.NIGHTLY),  # a schedule's payload without the repository
+    (("schedule", "refs/heads/feature", "main"), Planned.NOTHING),
+    (("schedule", "refs/tags/v2.15.0", "main"), Planned.NOTHING),
+    (("workflow_dispatch", "refs/heads/feature", "main"), Planned.NOTHING),
+    (("workflow_dispatch", "refs/heads/main", "main"), Planned.NOTHING),
+    (("workflow_dispatch", "refs/tags/v2.15.0", "main"), Planned.NOTHING),
+    (("push", "refs/heads/main", "main"), Planned.NOTHING),
+    (("pull_request", "refs/pull/7/merge", "main"), Planned.NOTHING),
+    (("push", "refs/tags/", "main"), Planned.NOTHING),
 ]
 
 
 @pytest.mark.parametrize(("facts", "planned"), TABLE, ids=[" ".join(f or "''" for f in t[0]) for t in TABLE])
-def test_the_table(facts: tuple[str, str, str, str], planned: Planned) -> None:
-    event, ref_type, ref_name, default = facts
-    decision = decide(Facts(event=event, ref_type=ref_type, ref_name=ref_name, default_branch=default))
+def test_the_table(facts: tuple[str, str, str], planned: Planned) -> None:
+    event, ref, default = facts
+    decision = decide(Facts(event=event, ref=ref, default_branch=default))
     assert decision.planned is planned and decision.why
-    assert decision.tag == (ref_name if planned is Planned.TAG else None)
+    assert decision.tag == (ref.removeprefix("refs/tags/") if planned is Planned.TAG else None)
 
 
 def plan(tmp_path: Path, *facts: str) -> tuple[int, dict]:
@@ -49,7 +49,7 @@ def plan(tmp_path: Path, *facts: str) -> tuple[int, dict]:
 
 
 def test_a_dispatch_from_a_branch_plans_no_channel(tmp_path: Path) -> None:
-    code, found = plan(tmp_path, "--event", "workflow_dispatch", "--ref-type", "branch", "--ref-name", "feature",
+    code, found = plan(tmp_path, "--event", "workflow_dispatch", "--ref", "refs/heads/feature",
                        "--default-branch", "main")
     assert code == 0
     assert (found["release"], found["candidate"], found["nightly"], found["nightly_date"]) == (False, False, False, "")
@@ -57,7 +57,7 @@ def test_a_dispatch_from_a_branch_plans_no_channel(tmp_path: Path) -> None:
 
 
 def test_the_default_branch_schedule_plans_the_nightly_of_the_commit_date(tmp_path: Path) -> None:
-    code, found = plan(tmp_path, "--event", "schedule", "--ref-type", "branch", "--ref-name", "main",
+    code, found = plan(tmp_path, "--event", "schedule", "--ref", "refs/heads/main",
                        "--default-branch", "main")
     assert code == 0 and found["nightly"] is True and found["nightly_date"] == "2026-12-01"
     assert found["release"] is False and found["candidate"] is False
@@ -65,7 +65,7 @@ def test_the_default_branch_schedule_plans_the_nightly_of_the_commit_date(tmp_pa
 
 
 def test_a_pushed_tag_is_checked_as_release_tag_checks_it(tmp_path: Path) -> None:
-    code, found = plan(tmp_path, "--event", "push", "--ref-type", "tag", "--ref-name", "v0.0.1",
+    code, found = plan(tmp_path, "--event", "push", "--ref", "refs/tags/v0.0.1",
                        "--default-branch", "main")
     assert code == 25 and found == {}  # the tag is not v{project.version}: refused, no plan written
 
