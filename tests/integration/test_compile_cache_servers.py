@@ -368,3 +368,15 @@ def test_a_silent_or_refusing_store_degrades_and_required_stops(kind: str, root:
     assert "read-only" not in degraded.stderr and "a-wrong-one" not in degraded.stderr + stopped.stderr
     assert stopped.returncode == 20 and cause in stopped.stderr, (stopped.returncode, stopped.stderr[-3000:])
     assert time.monotonic() - start < 280  # bounded by the probe's timeout, never a hang
+
+
+def test_the_look_at_an_s3_store_tells_refused_keys_from_a_store_that_answers(bucket: dict) -> None:
+    """HeadBucket through boto3 at sccache's endpoint (rclone serve s3 here), as a build would ask it."""
+    from builders.pipeline import cacheprobe
+
+    env = dict(bucket["at_run"])
+    assert cacheprobe.probe("s3://cache/ci", env) == ""
+    refused = cacheprobe.probe("s3://cache/ci", {**env, "AWS_SECRET_ACCESS_KEY": "not-the-secret"})
+    assert "refused the credentials" in refused and "not-the-secret" not in refused, refused
+    closed = cacheprobe.probe("s3://cache/ci", {**env, "SCCACHE_ENDPOINT": f"http://127.0.0.1:{free_port()}"}, 2)
+    assert closed.startswith("s3://cache at http://127.0.0.1:") and closed.endswith("EndpointConnectionError"), closed
