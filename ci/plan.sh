@@ -3,7 +3,8 @@
 #   ci/plan.sh outputs PLAN       the plan job: shards (the shard index), images, image_count, release
 #                                 (true only for a release the plan accepted), candidate (true for a
 #                                 v{version}-rcN tag: built and checked whole, published nowhere
-#                                 here), nightly (true for a plan of the nightly channel),
+#                                 here), nightly (true for a plan of the nightly channel) and
+#                                 nightly_date (its commit date, else empty),
 #                                 validate (the candidate's validate jobs: the targets by smoke
 #                                 runner, those with a PyPI form apart), and the runner-time
 #                                 estimate in the job summary
@@ -44,11 +45,12 @@ outputs() {
   release=$(jq -r 'if .release == true then "true" else "false" end' "$plan")
   candidate=$(jq -r 'if .candidate == true then "true" else "false" end' "$plan")
   nightly=$(jq -r 'if .nightly == true then "true" else "false" end' "$plan")
+  nightly_date=$(jq -r '.nightly_date // ""' "$plan")
   validate=$(validate_groups "$plan")
   [ "$(jq '.include | length' <<<"$validate")" -le "$MAX_JOBS" ] || die "more than $MAX_JOBS validate jobs"
-  check_size "$shards" "$images" "$count" "$release" "$candidate" "$nightly" "$validate"
+  check_size "$shards" "$images" "$count" "$release" "$candidate" "$nightly" "$nightly_date" "$validate"
   write shards "$shards" images "$images" image_count "$count" release "$release" candidate "$candidate" \
-    nightly "$nightly" validate "$validate"
+    nightly "$nightly" nightly_date "$nightly_date" validate "$validate"
   echo "$(jq '.targets' "$plan") targets, $(jq '.builds' "$plan") build job(s) in $(jq '.include | length' <<<"$shards") shard(s), $count image(s); release: $release; candidate: $candidate; nightly: $nightly"
   summary "$plan"
 }

@@ -19,6 +19,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from builders.base import safe_output
+from builders.base.errors import PathError
+
 CLEAR_BELOW = "\x1b[J"
 # A build backend's own progress in a log line: ninja's "[12/345] Building CXX object ...", make's "[ 42%] ...".
 BACKEND_PROGRESS = re.compile(r"^\s*(\[\s*\d+/\d+\]|\[\s*\d+%\])\s")
@@ -128,10 +131,10 @@ class Console:
         if self.summary_path is None:
             return
         try:
-            with self.summary_path.open("a", encoding="utf-8") as fh:
+            with safe_output.open_append(self.summary_path) as fh:
                 fh.write(markdown + "\n")
-        except OSError as exc:
-            self.warning(f"cannot write the job summary {self.summary_path}: {exc.strerror or exc}")
+        except PathError as exc:
+            self.warning(f"cannot write the job summary: {exc}")
 
     def _erase(self) -> None:
         if self.live and self._drawn:

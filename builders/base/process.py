@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
 
+from builders.base import safe_output
 from builders.base.errors import ProcessError
 
 TAIL_LINES = 25
@@ -70,8 +71,7 @@ class Log:
     @contextlib.contextmanager
     def writer(self) -> Iterator[Callable[[str], None]]:
         """A function appending text (flushed at once) while the file stays open."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as fh:
+        with safe_output.open_append(self.path) as fh:
             yield lambda text: self._put(fh, text)
 
     def _put(self, fh: IO[str], text: str) -> None:

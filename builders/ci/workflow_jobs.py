@@ -38,7 +38,7 @@ class Workflow:
     @classmethod
     def read(cls, path: Path) -> Workflow:
         text = path.read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: 10x PyYAML's own
         top = {str(k): v for k, v in data.items()} if isinstance(data, dict) else {}
         jobs = top.get("jobs")
         jobs = {str(k): v for k, v in jobs.items() if isinstance(v, dict)} if isinstance(jobs, dict) else {}

@@ -16,6 +16,8 @@ secrets are, and ``retention-days`` on every upload.
 from __future__ import annotations
 
 import fnmatch
+import functools
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -74,6 +76,7 @@ class Kind:
     outputs_from: str | None = None
     step_continue_on_error: tuple[str, ...] = ()
     always_uploads: tuple[str, ...] = ()  # globs of the artifacts uploaded whatever happened (records)
+    channel_facts: Mapping[str, str] | None = None  # plan's option -> the github context its env variable must hold
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,7 +106,7 @@ def load(path: Path) -> Policy:
     """The policy at ``path``; a missing or malformed file is drift (no policy would let everything through)."""
     if not path.is_file():
         raise _refused(path, "the release policy is missing")
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     if not isinstance(data, dict) or not isinstance(data.get("kinds"), dict) or not isinstance(data.get("workflows"), dict):
         raise _refused(path, "not a mapping with `kinds` and `workflows`")
     kinds = {str(n): _kind(path, str(n), k) for n, k in data["kinds"].items()}
@@ -116,7 +119,7 @@ def load(path: Path) -> Policy:
 
 
 KIND_KEYS = frozenset({"may", "channels", "gate", "strict_if", "publishes", "environment", "steps", "downloads",
-                       "release_bytes", "outputs_from", "step_continue_on_error", "always_uploads"})
+                       "release_bytes", "outputs_from", "step_continue_on_error", "always_uploads", "channel_facts"})
 
 
 def _kind(path: Path, name: str, raw: Any) -> Kind:
@@ -135,7 +138,17 @@ def _kind(path: Path, name: str, raw: Any) -> Kind:
                 steps=tuple(_requirement(path, name, s) for s in raw.get("steps", ())),
                 downloads=None if downloads is None else strings("downloads"),
                 release_bytes=bool(raw.get("release_bytes")), outputs_from=raw.get("outputs_from"),
-                step_continue_on_error=strings("step_continue_on_error"), always_uploads=strings("always_uploads"))
+                step_continue_on_error=strings("step_continue_on_error"), always_uploads=strings("always_uploads"),
+                channel_facts=_facts(path, name, raw.get("channel_facts")))
+
+
+def _facts(path: Path, kind: str, raw: Any) -> Mapping[str, str] | None:
+    """``channel_facts``: ``{--event: github.event_name, ...}``, each of plan's options and the context behind it."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not raw:
+        raise _refused(path, f"kind {kind!r}: channel_facts is not a mapping of plan's options to github contexts")
+    return {str(k): str(v) for k, v in raw.items()}
 
 
 def _requirement(path: Path, kind: str, raw: Any) -> tuple[str, ...] | str:
@@ -197,7 +210,7 @@ def capabilities(wf: Workflow, job: dict[str, Any], actions: Mapping[str, list[d
                 found.setdefault("github-release", text)
             if _starts(words, ROLE_SCRIPTS):
                 found.setdefault("release-role", text)
-    if ROLE_SECRETS.search(yaml.safe_dump(job.get("env", {})) + yaml.safe_dump(job_steps(job, actions))):
+    if ROLE_SECRETS.search(_text(job.get("env", {})) + _text(job_steps(job, actions))):
         found.setdefault("release-role", "secrets.AWS_*")
     if _id_token(wf, job):
         found.setdefault("id-token", "permissions id-token: write")
@@ -297,10 +310,21 @@ def _gate(policy: Policy, wf: Workflow, name: str, job: dict[str, Any], kind: Ki
                    "(its failure must stop the release)")
 
 
+def _text(value: Any) -> str:
+    """Every string of a parsed job in one text, to search (JSON: a YAML dump took most of a check's time)."""
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
 def block_scalar_ifs(wf: Workflow) -> frozenset[str]:
     """The jobs whose ``if`` is written as a block scalar (``|``, ``|-``, ``>``): the parsed value cannot tell."""
+    return _block_scalar_ifs(wf.text)
+
+
+@functools.lru_cache(maxsize=64)
+def _block_scalar_ifs(text: str) -> frozenset[str]:
+    """Once per file's text (every job's gate asks), composed by libyaml where PyYAML has it."""
     try:
-        root = yaml.compose(wf.text)
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError:
         return frozenset()
     jobs = next((v for k, v in getattr(root, "value", []) if getattr(k, "value", None) == "jobs"), None)
@@ -415,7 +439,7 @@ def _credentials(policy: Policy, wf: Workflow, name: str, job: dict[str, Any], k
     if str(job.get("secrets", "")) == "inherit":
         yield (f"{where(wf, name, 'secrets')} `secrets: inherit` hands the called workflow every secret; pass the "
                "ones it needs by name")
-    secretive = "secrets." in yaml.safe_dump(job) or _id_token(wf, job)
+    secretive = "secrets." in _text(job) or _id_token(wf, job)
     for step in job_steps(job, actions):
         if action(step) != CHECKOUT_ACTION:
             continue
@@ -474,8 +498,59 @@ def _outputs(policy: Policy, wf: Workflow, name: str, job: dict[str, Any], kind:
                    f"${{{{ steps.{kind.outputs_from}.outputs.{key} }}}}: every later gate reads it")
 
 
+# -- the channel is plan's decision ------------------------------------------------------------
+
+CHANNEL_OPTIONS = ("--channel", "--release-tag")
+SHELL_LOGIC = re.compile(r"(?:^|[\s;(])(?:if|elif|case|while|until)\s|\[\[?\s|(?:^|[\s;])test\s|&&|\|\|")
+FROM_ENV = re.compile(r"^\$\{?([A-Za-z_]\w*)\}?$")
+
+
+def _channel_facts(policy: Policy, wf: Workflow, name: str, job: dict[str, Any], kind: Kind | None,
+                   actions: Mapping[str, list[dict[str, Any]]]) -> Iterator[str]:
+    """A plan job hands plan the run's facts, each from ``env:`` holding exactly its context, and decides nothing
+    about channels in shell: no ``--channel``/``--release-tag`` of its own, no conditional (builders.ci.run_channel)."""
+    if kind is None or kind.channel_facts is None:
+        return
+    planned = False
+    for step in job_steps(job, actions):
+        run = str(step.get("run", ""))
+        if SHELL_LOGIC.search(run):
+            yield (f"{where(wf, name, 'run')} shell logic in a {kind.name} step: the channel is plan's decision from "
+                   "the run's facts (--event, --ref, --default-branch), never the workflow's")
+        for words in commands(run):
+            if any(w in CHANNEL_OPTIONS or w.startswith(tuple(f"{o}=" for o in CHANNEL_OPTIONS)) for w in words):
+                yield (f"{where(wf, name, 'run')} `{' '.join(words[:4])} ...` names a channel or a release tag itself: "
+                       "plan decides it from --event and the ref's facts")
+            if _is_plan(words):
+                planned = True
+                yield from _facts_given(wf, name, kind.channel_facts, words, {**(job.get("env") or {}),
+                                                                                **(step.get("env") or {})})
+    if not planned:
+        yield f"{where(wf, name, 'steps')} no step runs plan with the run's facts ({', '.join(kind.channel_facts)})"
+
+
+def _is_plan(words: list[str]) -> bool:
+    rest = program(words)
+    return rest[:3] == ["nox", "-s", "plan"] or builders_command(words) == "plan"
+
+
+def _facts_given(wf: Workflow, name: str, facts: Mapping[str, str], words: list[str],
+                 env: Mapping[str, Any]) -> Iterator[str]:
+    """Each fact passed as ``"$VAR"``, where ``VAR`` is ``${{ <its context> }}`` in the step's (or job's) env."""
+    for option, context in facts.items():
+        value = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == option), None)
+        found = FROM_ENV.match(value or "")
+        if found is None:
+            yield f"{where(wf, name, 'run')} plan is not given {option} \"$VAR\" (the run's {context}, through env:)"
+            continue
+        held = re.sub(r"\s+", "", str(env.get(found.group(1), "")))
+        if held != f"${{{{{context}}}}}":
+            yield (f"{where(wf, name, 'env')} {found.group(1)} (plan's {option}) must be ${{{{ {context} }}}}, "
+                   f"not {env.get(found.group(1))!r}: any other value lets the workflow pick the channel")
+
+
 JOB_RULES: tuple[JobRule, ...] = (_may, _channels, _gate, _publishing, _steps, _downloads, _uploads, _credentials,
-                                  _injection, _caches, _outputs)
+                                  _injection, _caches, _outputs, _channel_facts)
 
 
 def composite_actions(root: Path) -> dict[str, list[dict[str, Any]]]:

@@ -29,7 +29,7 @@ from builders.engines import Engine, EngineSetup
 from builders.engines.images import engine_env
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, selected
-from builders.pipeline import platform_policy, remotecache
+from builders.pipeline import cacheprobe, platform_policy, remotecache
 from builders.pipeline.context import run_context
 from builders.pipeline.executor import RunConfig, build_all, summarize
 from builders.pipeline.host import Host, detect
@@ -68,6 +68,7 @@ def execute(opts: Options, console: Console) -> int:
             console.warning(risk)
     shared = remotecache.resolve(m.compile_cache, env, write=opts.compile_cache_write, location=opts.compile_cache,
                                  dist=opts.sccache_dist, sccache=remotecache.find_sccache(env))
+    shared = looked_at(shared, env, required=opts.compile_cache_required, console=console)
     ctx = run_context(host=host, env=env, source=opts.source, output=opts.output, cache=opts.cache,
                       compile_cache=shared, exclude=m.project.source_exclude)
     resolved = [engine.plan(t, ctx) for t in targets]
@@ -85,6 +86,23 @@ def execute(opts: Options, console: Console) -> int:
         with stop_on_signals():
             outcomes = build_all(resolved, config, console)
     return finish(outcomes, resolved, config, opts, console)
+
+
+def looked_at(shared: remotecache.RemoteCache | None, env: dict[str, str], *, required: bool,
+              console: Console) -> remotecache.RemoteCache | None:
+    """The shared compile cache after one bounded look (:func:`builders.pipeline.cacheprobe.probe`): as it was where
+    it answers; else stopped (``--compile-cache-required``), or degraded, said here and in every target's record."""
+    if shared is None or not shared.active:
+        return shared
+    cause = cacheprobe.probe(shared.location, env)
+    if not cause:
+        return shared
+    if required:
+        raise remotecache.refused(f"compile cache unavailable: {cause} (--compile-cache-required; without it the "
+                                  "build goes on with the local cache)")
+    console.warning(f"compile cache unavailable: {cause}; building with the local cache only "
+                    "(--compile-cache-required stops instead)")
+    return shared.degraded(cause)
 
 
 def announce_caches(shared: remotecache.RemoteCache | None, resolved: Sequence[Resolved], host: Host,

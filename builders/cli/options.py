@@ -31,9 +31,10 @@ from builders.matrix.compile_cache import LOCATION_ENV, location_problem
 from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB
 from builders.matrix.release_channels import ChannelName
 from builders.pipeline import caches
+from builders.pipeline.cacheprobe import TIMEOUT as PROBE_TIMEOUT
 from builders.pipeline.caches import DEFAULT_STORE_BUDGET, STORE_BUDGET_ENV
 from builders.pipeline.host import CONTAINER_ENGINES
-from builders.pipeline.remotecache import DIST_TOKEN, DIST_VAR, MODE_VAR
+from builders.pipeline.remotecache import DIST_TOKEN, DIST_VAR, MODE_VAR, UNAVAILABLE_VAR
 from builders.wheel.smoke import INSTALLERS
 
 ROOT = ""  # the options of ``python -m builders`` itself (before the command)
@@ -229,6 +230,15 @@ _PLAN = (
                 "v{project.version} (v2.15.0) or v{project.version}-rcN (a candidate: built and checked, never "
                 "published), the selection is the whole matrix and every Linux base image is pinned by digest; the "
                 "plan then says release: true (candidate: true for a candidate)"),
+    Option(flags=("--event",), commands=("plan",), metavar="NAME", group="the release workflow",
+           help="the run's event; with --ref and --default-branch (github.event_name...) plan picks the channel itself: a pushed tag "
+                "its release or candidate (as --release-tag), the default branch's schedule the nightly (dated "
+                "--commit-date), a dispatch or anything else nothing (builders/ci/run_channel.py); refused beside "
+                "--release-tag or --channel"),
+    Option(flags=("--ref",), commands=("plan",), metavar="REF", group="the release workflow",
+           help="the run's ref; with --event (github.ref: refs/tags/v2.15.0, refs/heads/main)"),
+    Option(flags=("--default-branch",), commands=("plan",), metavar="NAME", group="the release workflow",
+           help="with --event; only its schedule is a nightly (github.event.repository.default_branch)"),
     Option(flags=("--gpu-runners",), commands=("plan",), metavar="LABELS", group="the release workflow",
            help="labels of the self-hosted runners the repository has (space or comma separated); a GPU smoke job "
                 "whose runner nobody serves goes to its build runner, where --require-device fails it at once "
@@ -323,6 +333,11 @@ _BUILD_AFTER = (
            help="write into the matrix's shared compile cache (compile_cache): for a developer who owns the store; "
                 "refused in CI and in pull requests, where only trusted runs write (docs/compile-cache.md). "
                 "Without it a local build only reads"),
+    Option(flags=("--compile-cache-required",), commands=("build",), action="store_true", default=False,
+           group="shared compile cache",
+           help="fail if the store is down; exit 20 when the shared cache does not answer before the build (closed, silent for "
+                f"{PROBE_TIMEOUT:g} s, or refusing the credentials). Without it the run builds on with the local "
+                "cache, says why, and records 0 hits and the cause for each target"),
     Option(flags=("--compile-cache",), commands=("build",), parse=store_location, env=LOCATION_ENV, metavar="URL",
            matrix="compile_cache.location", group="shared compile cache",
            help="the shared compile cache's store (s3://bucket/path, redis://host:port, http(s)://...), over the "
@@ -623,6 +638,9 @@ ENVIRONMENT: tuple[EnvironmentFact, ...] = (
     EnvironmentFact(name=MODE_VAR, read_by="builders/pipeline/remotecache.py",
                     why="set in a build's environment (never read from the user): what this run may do with the "
                         "shared compile cache, read back for its statistics"),
+    EnvironmentFact(name=UNAVAILABLE_VAR, read_by="builders/pipeline/remotecache.py",
+                    why="set in a build's environment (never read from the user): why the shared compile cache was "
+                        "not used (it did not answer), read back for the target's record"),
     EnvironmentFact(name="BUILDERS_RUN", read_by="builders/base/process.py",
                     why="set on every command builders starts (never read from the user): the watchdog finds a "
                         "run's stray processes by it in /proc after the run died"),

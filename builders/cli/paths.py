@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from builders.base import safe_output
 from builders.base.errors import PathError
 
 
@@ -45,8 +46,14 @@ def output_file(text: str) -> Path:
 
 
 def check_output_file(path: Path) -> None:
+    """A file to write: refused before the command runs where :mod:`builders.base.safe_output` would refuse it at
+    the end (a symlink out of its folder, a device node, a folder, a FIFO nobody reads) or where its folder
+    cannot take a byte (read-only, full), so a publication never ends in a record that cannot be written."""
     if path.is_dir():
         raise PathError(f"{path}: is a folder, a file to write is expected here")
+    if safe_output.destination(path) is None:
+        safe_output.hold(path)
+        return
     check_output_dir(path.parent)
 
 
@@ -86,8 +93,13 @@ def check_output_dir(path: Path) -> None:
         fd, probe = tempfile.mkstemp(dir=existing, prefix=".builders-write-test-")
     except OSError as exc:
         raise PathError(f"{path}: cannot write in {existing}: {exc.strerror}") from None
-    os.close(fd)
-    os.unlink(probe)
+    try:
+        os.write(fd, b"\n")  # a full filesystem takes a new empty file, not a byte
+    except OSError as exc:
+        raise PathError(f"{path}: cannot write in {existing}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+        os.unlink(probe)
 
 
 CHECKS: dict[Callable[[str], Path], Callable[[Path], None]] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,7 +12,7 @@ from builders import engines
 from builders.base.console import Console, render_table
 from builders.base.errors import RehearsalError, SelectionError
 from builders.base.safe_output import write_whole
-from builders.ci import disk
+from builders.ci import disk, run_channel
 from builders.ci import jobs as ci
 from builders.ci.checks import refuse_release, tag_kind
 from builders.ci.estimate import compare, costs_from
@@ -19,6 +20,7 @@ from builders.cli import load
 from builders.cli.arguments import Options
 from builders.engines.images import engine_env
 from builders.matrix.model import Matrix
+from builders.matrix.release_channels import ChannelName
 from builders.matrix.targets import Target, expand, selected
 from builders.pipeline import platform_policy
 from builders.pipeline.host import detect
@@ -29,6 +31,7 @@ DESCRIPTION = ("Expand matrix.yaml into targets and show, for this host, which c
 
 
 def execute(opts: Options, console: Console) -> int:
+    opts = from_event(opts, console)
     m = load.matrix(opts, channel=True)
     targets = selected(m, load.selection(opts))
     if opts.format == "github":
@@ -59,6 +62,24 @@ def execute(opts: Options, console: Console) -> int:
     return 0
 
 
+def from_event(opts: Options, console: Console) -> Options:
+    """``--event`` and the ref's facts: the channel as :func:`builders.ci.run_channel.decide` decides it, in place of
+    ``--release-tag``/``--channel`` (which it refuses beside it: one place decides)."""
+    if opts.event is None:
+        return opts
+    if opts.release_tag is not None or opts.channel is not None:
+        raise SelectionError("--event decides the channel from the run's facts: drop --release-tag and --channel")
+    decision = run_channel.decide(run_channel.Facts(event=opts.event, ref=opts.ref or "",
+                                                    default_branch=opts.default_branch or ""))
+    console.line(f"channel: {decision.planned.value} ({opts.event} of {opts.ref or '?'}: {decision.why})")
+    values = dict(opts.values)
+    if decision.planned is run_channel.Planned.TAG:
+        values["release_tag"] = decision.tag
+    elif decision.planned is run_channel.Planned.NIGHTLY:
+        values["channel"] = ChannelName.NIGHTLY.value
+    return dataclasses.replace(opts, values=values)
+
+
 def buildable(reason: str | None, risk: str | None) -> str:
     """The "buildable here" cell: no and why, or yes and what the platform policy may do at repair."""
     if reason is not None:
@@ -77,7 +98,7 @@ def emit(text: str, output: str | None, console: Console) -> None:
         return
     dest = Path(output)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    write_whole(dest, (text + "\n").encode())  # a device, FIFO or /dev/stdout is written into, never replaced
+    write_whole(dest, (text + "\n").encode())  # /dev/stdout, /dev/null or a read FIFO is written into, never replaced
 
 
 def served_labels(text: str | None) -> frozenset[str] | None:
@@ -97,6 +118,7 @@ def github(m: Matrix, targets: Sequence[Target], opts: Options, console: Console
     plan["release"] = kind == "release"  # a candidate builds and checks all of it, and publishes nothing here
     plan["candidate"] = kind == "candidate"
     plan["nightly"] = opts.channel == "nightly"  # the nightly's wheels: its dev version, published to its channel
+    plan["nightly_date"] = str(opts.commit_date) if plan["nightly"] and opts.commit_date else ""
     plan["version"] = str(m.project.version)
     plan["disk"] = disk.estimate(m, targets)
     for labels in ci.unserved(targets, served) if served is not None else ():

@@ -32,8 +32,9 @@ from botocore.credentials import CredentialProvider, CredentialResolver, Refresh
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from builders.base import safe_output
 from builders.base.console import Console
-from builders.base.errors import ObjectStoreError
+from builders.base.errors import ObjectStoreError, PathError
 
 if TYPE_CHECKING:
     import botocore.session
@@ -259,8 +260,12 @@ def main(argv: Sequence[str], env: Mapping[str, str]) -> int:
     if console.github:
         for secret in session.secrets():
             console.line(f"::add-mask::{secret}")
-    with Path(env["GITHUB_ENV"]).open("a", encoding="utf-8") as out:
-        out.write("".join(f"{line}\n" for line in lines))
+    try:
+        with safe_output.open_append(Path(env["GITHUB_ENV"])) as out:
+            out.write("".join(f"{line}\n" for line in lines))
+    except PathError as exc:
+        console.error(f"bucket credentials: GITHUB_ENV {exc}")
+        return PathError.exit_code
     console.line(f"bucket credentials: role {env['AWS_ROLE_ARN']}, session {session_name(env)} until "
                  f"{session.expiry.isoformat()} ({session_seconds(env)} s asked; builders renews it before then)")
     return 0

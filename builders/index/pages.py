@@ -357,7 +357,7 @@ def _dumps(data: object) -> bytes:
 
 
 def _write(dest: Path, data: bytes) -> None:
-    if dest.exists() and dest.read_bytes() == data:
+    if dest.is_file() and not dest.is_symlink() and dest.read_bytes() == data:  # never read a FIFO or a device
         return
     write_whole(dest, data)
 

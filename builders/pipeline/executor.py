@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 from packaging.requirements import Requirement
 from packaging.utils import parse_wheel_filename
 
-from builders.base import process
+from builders.base import process, safe_output
 from builders.base.console import Console
 from builders.base.errors import BuildersError, NotBuildableHere, SmokeError, VerifyError
 from builders.base.once import Once
@@ -199,9 +199,8 @@ def reuse(plan: BuildPlan, config: RunConfig, log: Log) -> Result | None:
     config.store.touch(plan.digest)
     dest = place(stored.wheel, config.output / plan.outputs.destination)
     earlier = stored.log.read_text(encoding="utf-8", errors="replace") if stored.log.exists() else ""
-    log.path.parent.mkdir(parents=True, exist_ok=True)
-    log.path.write_text(f"{earlier}\n# reused: plan {plan.digest} unchanged; "
-                        f"{config.relative(dest)} is the stored wheel of the build above\n", encoding="utf-8")
+    safe_output.write_text(log.path, f"{earlier}\n# reused: plan {plan.digest} unchanged; "
+                           f"{config.relative(dest)} is the stored wheel of the build above\n", root=config.output)
     record = stored.record
     return Result(id=plan.id, status="reused", engine=plan.engine, wheel=config.relative(dest),
                   channels=plan.target.channels, sha256=record["sha256"], size=record["size"],
@@ -214,8 +213,7 @@ def reuse(plan: BuildPlan, config: RunConfig, log: Log) -> Result | None:
 
 def build_one(plan: BuildPlan, config: RunConfig, log: Log, tick: Tick) -> Result:
     """Run every stage of ``plan``; never raises for a target failure."""
-    log.path.parent.mkdir(parents=True, exist_ok=True)
-    log.path.write_text(f"# {plan.id} ({plan.engine} engine)\n# plan {plan.digest}\n", encoding="utf-8")
+    safe_output.write_text(log.path, f"# {plan.id} ({plan.engine} engine)\n# plan {plan.digest}\n", root=config.output)
     work = _fresh_work(plan, config)
     progress, kept = _Progress(), False
     try:
@@ -363,6 +361,11 @@ def build(plan: BuildPlan, runner: Runner, config: RunConfig, log: Log, progress
             counted = parse_stats_log(stats.read_text(errors="replace"))
             progress.facts["compiler_cache"] = counted.to_json()
             log.write(f"# compiler cache: {counted.describe()}\n")
+        unavailable = remotecache.unavailable_record(dict(plan.build.env))
+        if unavailable is not None:  # the shared store did not answer: 0 hits there, and why (the local figures kept)
+            progress.facts["compiler_cache"] = {**unavailable, "local": progress.facts.get("compiler_cache", {})}
+            log.write(f"# compile cache: the shared store was unavailable ({unavailable['unavailable']}): "
+                      "compiled with the local cache only\n")
     raw = only_wheel(Path(plan.work) / "raw", f"the build of {plan.id}")
     if plan.direct:
         strip_rpaths(raw, interpreter_rpaths(plan.interpreter, runner), _tools_env(config.env), log, plan.epoch)

@@ -28,7 +28,7 @@ from builders.matrix.targets import Target
 from builders.pipeline import interpreters
 from builders.pipeline.compilercache import STATS_LOG, cache_env
 from builders.pipeline.host import Host
-from builders.pipeline.remotecache import AT_RUN, CONTAINER_SCCACHE, PLAN_VARS, RemoteCache
+from builders.pipeline.remotecache import AT_RUN, CONTAINER_SCCACHE, PLAN_VARS, RemoteCache, unavailable_env
 from builders.pipeline.remotecache import build_env as shared_cache_env
 from builders.pipeline.remotecache import namespace as cache_namespace
 from builders.pipeline.store import canonical, digest
@@ -571,7 +571,7 @@ def compiler_cache(ctx: Context, recipe: Recipe, env: Mapping[str, str],
     local = local_cache(ctx, recipe, env)
     remote = ctx.compile_cache
     if remote is None or not remote.active or recipe.build is not None:
-        return local
+        return {**local, **unavailable_env(remote)} if remote is not None and recipe.build is None else local
     where = places(ctx)
     toolchain = {**recipe.toolchain.to_json(), "root": relocate(recipe.toolchain.root or "", where)}
     hidden = location_vars()

@@ -23,6 +23,7 @@ Nothing here is secret: credentials and endpoint details stay in the store's own
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import hashlib
 import json
@@ -40,6 +41,7 @@ from builders.matrix.compile_cache import Backend, CompileCache, Reads, location
 from builders.pipeline.compilercache import launchers
 
 MODE_VAR = "BUILDERS_COMPILE_CACHE_MODE"  # in the build's environment: what this run may do, for its log
+UNAVAILABLE_VAR = "BUILDERS_COMPILE_CACHE_UNAVAILABLE"  # in the build's environment: "<backend>: <why the store is not used>"
 DIST_VAR = "BUILDERS_SCCACHE_DIST"  # the sccache-dist scheduler: in the build's environment, and overriding the matrix's
 DIST_TOKEN = "SCCACHE_DIST_TOKEN"  # the scheduler's client token: read at run time, written only into the client config
 DIST_CONFIG = "sccache-dist.toml"  # the client config in the target's work folder while it builds (then removed)
@@ -52,7 +54,8 @@ AT_RUN = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AW
           "SCCACHE_S3_USE_SSL", "SCCACHE_S3_NO_CREDENTIALS", "SCCACHE_REDIS_USERNAME", "SCCACHE_REDIS_PASSWORD",
           "SCCACHE_WEBDAV_USERNAME", "SCCACHE_WEBDAV_PASSWORD", "SCCACHE_WEBDAV_TOKEN", DIST_TOKEN)
 # Every variable :func:`build_env` may set: where and how compiles are cached, never part of a digest.
-PLAN_VARS = frozenset({MODE_VAR, DIST_VAR, "SCCACHE_SERVER_UDS", "SCCACHE_BASEDIRS", "SCCACHE_BUCKET", "SCCACHE_S3_KEY_PREFIX",
+PLAN_VARS = frozenset({MODE_VAR, UNAVAILABLE_VAR, DIST_VAR,
+                       "SCCACHE_SERVER_UDS", "SCCACHE_BASEDIRS", "SCCACHE_BUCKET", "SCCACHE_S3_KEY_PREFIX",
                        "SCCACHE_S3_RW_MODE", "SCCACHE_REDIS_ENDPOINT", "SCCACHE_REDIS_KEY_PREFIX",
                        "SCCACHE_REDIS_RW_MODE", "SCCACHE_WEBDAV_ENDPOINT", "SCCACHE_WEBDAV_KEY_PREFIX",
                        "SCCACHE_WEBDAV_RW_MODE", "SCCACHE_CONF", "CCACHE_REMOTE_STORAGE", "CCACHE_RESHARE"})
@@ -116,6 +119,7 @@ class RemoteCache:
     access: Access
     sccache: str | None = None
     dist_scheduler: str | None = None
+    unavailable: str = ""  # why the store did not answer before the build (:func:`degraded`); "" when it did
 
     @property
     def active(self) -> bool:
@@ -123,6 +127,27 @@ class RemoteCache:
 
     def describe(self) -> str:
         return f"{self.backend.value} on {self.location}: {self.access.mode.value} ({self.access.why})"
+
+    def degraded(self, cause: str) -> RemoteCache:
+        """This cache as a run that builds on without it: nothing read or written there, the local cache only,
+        and ``cause`` carried to every target's record (0 hits, and why)."""
+        return dataclasses.replace(self, access=Access(Mode.OFF, f"unavailable: {cause}; building without it"),
+                                   unavailable=cause)
+
+
+def unavailable_env(remote: RemoteCache) -> dict[str, str]:
+    """What a build of a degraded run carries so that its record says why its compiles were not shared."""
+    return {MODE_VAR: Mode.OFF.value, UNAVAILABLE_VAR: f"{remote.backend.value}: {remote.unavailable}"} \
+        if remote.unavailable else {}
+
+
+def unavailable_record(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """results.json's ``compiler_cache`` of a target built without the unavailable store: 0 hits, and the cause."""
+    backend, _, cause = env.get(UNAVAILABLE_VAR, "").partition(": ")
+    if not cause:
+        return None
+    return {"backend": backend, "mode": Mode.OFF.value, "hits": 0, "misses": 0, "hit_rate": None, "writes": 0,
+            "unavailable": cause}
 
 
 def resolve(cache: CompileCache | None, env: Mapping[str, str], *, write: bool, sccache: str | None,
@@ -243,6 +268,8 @@ def cell(record: Mapping[str, Any]) -> str:
     """A target's shared-cache figures in the run's summary table (and the job summary): ``93% hits (14/15), 0 written``."""
     if not record.get("backend"):
         return ""
+    if record.get("unavailable"):
+        return f"0 hits: the shared cache was unavailable ({record['unavailable']})"
     rate = record.get("hit_rate")
     looked_up = int(record.get("hits", 0)) + int(record.get("misses", 0))
     shown = f"{rate:.0%} hits ({record.get('hits', 0)}/{looked_up})" if rate is not None else "no compiles"

@@ -13,8 +13,6 @@ in the package, and refused with the place and the reason, never half-used.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -25,9 +23,8 @@ from typing import Any
 
 import jsonschema
 
-from builders.base import untrusted
+from builders.base import safe_output, untrusted
 from builders.base.errors import InputError, ResultsError
-from builders.base.safe_output import replace_into
 
 SCHEMA = 1
 STATUSES = ("built", "reused", "failed", "skipped", "interrupted")
@@ -165,6 +162,7 @@ class Writer:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        safe_output.regular(path)  # read back and merged: a symlink out, a FIFO or a device is refused first
         self._current = read(path)
         self.previous: dict[str, dict[str, Any]] = dict(self._current)  # as it was before this run
         self._lock = threading.Lock()
@@ -177,14 +175,4 @@ class Writer:
 
 
 def _replace(path: Path, payload: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".results-", suffix=".json")
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=2)
-            fh.write("\n")
-        replace_into(Path(tmp), path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    safe_output.write_text(path, json.dumps(payload, indent=2) + "\n")

@@ -279,6 +279,8 @@ def _shared_cells(done: Sequence[Result]) -> str:
     records = [r.compiler_cache for r in done if r.compiler_cache.get("backend")]
     if not records:
         return ""
+    if records[0].get("unavailable"):  # one cause for the run: the store was looked at once, before the builds
+        return cell(records[0])
     hits, misses = sum(int(c.get("hits", 0)) for c in records), sum(int(c.get("misses", 0)) for c in records)
     return cell({"backend": records[0]["backend"], "hits": hits, "misses": misses,
                  "hit_rate": hits / (hits + misses) if hits + misses else None,

@@ -21,7 +21,9 @@ HERE = Path(__file__).resolve().parent
 MODULES = sorted(p.stem for p in HERE.glob("cases_*.py"))
 CASES: list[Case] = [c for m in MODULES for c in importlib.import_module(f"tests.hostile.{m}").CASES]
 MEMORY = 512 * 2**20
-WALL = 10.0
+# A hang bound, not a speed goal (those live in benchmarks/): a loaded machine (load 15-30 on 2 cores) took 14 s
+# for a case that takes 1 s idle. RLIMIT_CPU (below) bounds the work itself.
+WALL = 120.0
 
 
 def _limits() -> None:
@@ -65,7 +67,7 @@ def test_hostile_input(case: Case, tmp_path: Path) -> None:
     start = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "builders", *(_fill(a, folder) for a in case.argv)], cwd=work,
                           input=case.stdin, stdout=stdout, stderr=subprocess.PIPE, text=True, errors="replace",
-                          timeout=60, preexec_fn=_limits, env={**os.environ, "PYTHONPATH": str(HERE.parent.parent)})
+                          timeout=2 * WALL, preexec_fn=_limits, env={**os.environ, "PYTHONPATH": str(HERE.parent.parent)})
     elapsed = time.monotonic() - start
     if case.stdout_closed:
         os.close(stdout)

@@ -303,3 +303,81 @@ def test_a_container_build_compiles_through_the_hosts_sccache_into_the_store(roo
     assert stats["backend"] == "sccache" and stats["mode"] == "read-write" and stats["writes"] > 0, stats
     written = {k for k in keys(redis) - before if k.startswith("container/")}
     assert len(written) >= stats["writes"], sorted(written)[:5]
+
+
+# --- a store that is down: the build goes on with the local cache, says why; --compile-cache-required stops ------
+
+
+@pytest.fixture(scope="module")
+def locked_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Redis server that wants a password this test's builds do not have."""
+    server, cli = helpers.require_tool("redis-server"), helpers.require_tool("redis-cli")
+    port = free_port()
+    proc = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--requirepass", "the-right-one",
+                             "--dir", str(tmp_path_factory.mktemp("locked")), "--save", ""],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while "NOAUTH" not in subprocess.run([cli, "-p", str(port), "ping"], capture_output=True, text=True).stdout:
+            assert time.monotonic() < deadline and proc.poll() is None, "redis-server did not start"
+            time.sleep(0.2)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def outage_env(store: str, **more: str) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "BUILDERS_COMPILER", "SCCACHE_"))}
+    return {**base, "MINIFW_CORE_WEIGHT": "1", "BUILDERS_COMPILER_CACHE": f"redis://{store}/ci", **more}
+
+
+def test_a_closed_store_leaves_a_cold_local_build_that_says_why(root: Path, project: Path, tmp_path: Path) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, never listening: every connection is refused
+        store, summary, out = f"127.0.0.1:{closed.getsockname()[1]}", tmp_path / "summary.md", tmp_path / "out"
+        proc = helpers.builders("build", "--matrix", str(project / "matrix.yaml"), "--target", TARGET, "--no-smoke",
+                                "--output", str(out), "--cache", str(tmp_path / "cache"), cwd=root,
+                                env=outage_env(store, GITHUB_STEP_SUMMARY=str(summary)), timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (record,) = json.loads((out / "results.json").read_text())["targets"]
+    stats = record["compiler_cache"]
+    assert record["status"] == "built" and stats["mode"] == "off" and stats["hits"] == 0, stats
+    assert store in stats["unavailable"] and "refused" in stats["unavailable"].lower(), stats
+    assert stats["local"]["misses"] > 0, stats  # cold: every compile of the target went through the local cache
+    assert f"compile cache unavailable: redis://{store}" in proc.stderr
+    said = "0 hits: the shared cache was unavailable (redis://"
+    assert said in summary.read_text() and said in proc.stderr, summary.read_text()  # the job summary and the console
+
+
+@pytest.mark.parametrize("kind", ["black-holed", "refusing the credentials"])
+def test_a_silent_or_refusing_store_degrades_and_required_stops(kind: str, root: Path, project: Path,
+                                                               locked_redis: str, tmp_path: Path) -> None:
+    with socket.socket() as hole:
+        hole.bind(("127.0.0.1", 0))
+        hole.listen(8)  # takes connections, never answers
+        store = f"127.0.0.1:{hole.getsockname()[1]}" if kind == "black-holed" else locked_redis
+        env = outage_env(store, SCCACHE_REDIS_PASSWORD="a-wrong-one")
+        argv = ("build", "--matrix", str(project / "matrix.yaml"), "--target", TARGET, "--no-smoke", "--output",
+                str(tmp_path / "out"), "--dry-run")
+        start = time.monotonic()
+        degraded = helpers.builders(*argv, cwd=root, env=env, timeout=300)
+        stopped = helpers.builders(*argv, "--compile-cache-required", cwd=root, env=env, timeout=300)
+    cause = "no answer within 5 s" if kind == "black-holed" else "refused the credentials (WRONGPASS)"
+    assert degraded.returncode == 0 and f"compile cache unavailable: redis://{store}: {cause}" in degraded.stderr, \
+        degraded.stderr[-3000:]
+    assert "read-only" not in degraded.stderr and "a-wrong-one" not in degraded.stderr + stopped.stderr
+    assert stopped.returncode == 20 and cause in stopped.stderr, (stopped.returncode, stopped.stderr[-3000:])
+    assert time.monotonic() - start < 280  # bounded by the probe's timeout, never a hang
+
+
+def test_the_look_at_an_s3_store_tells_refused_keys_from_a_store_that_answers(bucket: dict) -> None:
+    """HeadBucket through boto3 at sccache's endpoint (rclone serve s3 here), as a build would ask it."""
+    from builders.pipeline import cacheprobe
+
+    env = dict(bucket["at_run"])
+    assert cacheprobe.probe("s3://cache/ci", env) == ""
+    refused = cacheprobe.probe("s3://cache/ci", {**env, "AWS_SECRET_ACCESS_KEY": "not-the-secret"})
+    assert "refused the credentials" in refused and "not-the-secret" not in refused, refused
+    closed = cacheprobe.probe("s3://cache/ci", {**env, "SCCACHE_ENDPOINT": f"http://127.0.0.1:{free_port()}"}, 2)
+    assert closed.startswith("s3://cache at http://127.0.0.1:") and closed.endswith("EndpointConnectionError"), closed

@@ -288,7 +288,7 @@ def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
          "    if: startsWith(github.ref, 'refs/tags/v')\n    runs-on: ubuntu-24.04\n    timeout-minutes: 30\n"
          "    environment: indexes",
          "job 'deploy', key 'if': the release gate"),
-        (WORKFLOW, 'release=(--release-tag "$REF_NAME")', "release=()", "the plan job never passes --release-tag"),
+        (WORKFLOW, '--event "$EVENT" ', "", "the plan job never passes --event"),
         (WORKFLOW, "matrix: ${{ fromJSON(needs.plan.outputs.shards) }}", "matrix: {index: [0]}",
          "once per shard of the plan"),
         (SHARD, "bash ci/plan.sh shard", "bash ci/other.sh shard", "extracts the shard's matrix"),

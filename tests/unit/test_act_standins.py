@@ -372,6 +372,7 @@ def test_the_flags_map_exactly_the_workflows_pins(tmp_path: Path) -> None:
             assert (Path(flag.split("=", 1)[1]) / "action.yml").is_file()
 
 
+@pytest.mark.slow  # two venvs and their interpreters run: 26 s on a loaded 2-core host (nox -s tests runs it)
 def test_each_jobs_python_environment_is_its_own_copy_of_one_template(tmp_path: Path, monkeypatch) -> None:
     """setup-python's venv per job is copied from a template made once (creating one costs seconds per job):
     each copy runs as itself (its own prefix), and its scripts name it, never the template it came from."""

@@ -6,9 +6,13 @@ by sccache 0.16, not from the code under test.
 
 from __future__ import annotations
 
+import http.server
 import json
 import re
+import socket
 import statistics
+import threading
+import time
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -24,7 +28,7 @@ from builders.families import loader as matrix
 from builders.matrix.compile_cache import Backend, CompileCache, Reads
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
-from builders.pipeline import remotecache
+from builders.pipeline import cacheprobe, remotecache
 from builders.pipeline.remotecache import Mode, RemoteCache
 from tests.helpers import problems_of
 from tests.unit.test_buildplan import CONTAINER, ENV, HOST, built, context, plans
@@ -379,3 +383,68 @@ def test_results_json_accepts_a_shared_caches_record(root) -> None:
                                              "cache_write_errors": 14, "dist_compiles": {"127.0.0.1:1": 2}},
                                    "cache_location": "redis, name: redis://127.0.0.1:6379, prefix: /ci/x/"}, "read-only")
     jsonschema.validate(record, {**schema["$defs"]["result"]["properties"]["compiler_cache"], "$defs": schema["$defs"]})
+
+
+# --- an unavailable store: one bounded look before the build (builders.pipeline.cacheprobe) ---------------------
+
+
+def _listening() -> socket.socket:
+    """A loopback port that takes connections (the kernel completes them) and never answers: a black hole."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    return sock
+
+
+def test_a_closed_port_is_a_cause_at_once() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, not listening: connections are refused
+        cause = cacheprobe.probe(f"redis://127.0.0.1:{port}/ci", {}, timeout=2)
+    assert f"redis://127.0.0.1:{port}" in cause and "refused" in cause.lower(), cause
+
+
+@pytest.mark.parametrize("scheme", ["redis", "http"])
+def test_a_black_hole_is_bounded_by_the_timeout(scheme: str) -> None:
+    with _listening() as sock:
+        port = sock.getsockname()[1]
+        start = time.monotonic()
+        cause = cacheprobe.probe(f"{scheme}://127.0.0.1:{port}/ci", {}, timeout=0.5)
+    assert "no answer within 0.5 s" in cause and time.monotonic() - start < 30, cause
+
+
+class _Store(http.server.BaseHTTPRequestHandler):
+    """An HTTP store that wants ``Bearer right`` (as a WebDAV store behind a token would)."""
+
+    def do_GET(self) -> None:  # http.server calls it by this name
+        self.send_response(200 if self.headers.get("Authorization") == "Bearer right" else 401)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_refused_credentials_are_a_cause_and_accepted_ones_are_not() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Store)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/cache"
+        wrong = cacheprobe.probe(url, {"SCCACHE_WEBDAV_TOKEN": "wrong"}, timeout=5)
+        right = cacheprobe.probe(url, {"SCCACHE_WEBDAV_TOKEN": "right"}, timeout=5)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "refused the credentials (HTTP 401)" in wrong and "wrong" not in wrong and right == ""
+
+
+def test_a_degraded_cache_is_off_and_every_plan_carries_the_cause() -> None:
+    remote = remotecache.resolve(CompileCache(backend=Backend.SCCACHE), {}, write=False, sccache="/usr/bin/sccache",
+                                 location="redis://127.0.0.1:1/ci", dist=None)
+    assert remote is not None and remote.active
+    down = remote.degraded("redis://127.0.0.1:1: Connection refused")
+    assert not down.active and "unavailable" in down.describe()
+    env = remotecache.unavailable_env(down)
+    record = remotecache.unavailable_record(env)
+    assert record is not None and (record["backend"], record["mode"], record["hits"]) == ("sccache", "off", 0)
+    assert "0 hits" in remotecache.cell(record) and "Connection refused" in remotecache.cell(record)
+    assert remotecache.unavailable_record({}) is None and set(env) <= remotecache.PLAN_VARS  # never in a digest

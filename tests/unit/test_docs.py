@@ -30,6 +30,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 README_LIMIT = 12 * 1024
 PAGE_LIMIT, DOCS_LIMIT = 12 * 1024, 80 * 1024
+# The options table's page is generated, a row per option (each cut to a few words): it grows with the table, which
+# is where every new knob must be declared; the prose pages keep PAGE_LIMIT.
+GENERATED_LIMITS = {"options.md": 14 * 1024}
 LIFECYCLE = "channels.md#which-tag-or-dispatch-does-what"
 FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
@@ -245,7 +248,8 @@ def test_no_issue_numbers_or_changelog_in_docs() -> None:
 
 def test_docs_are_short() -> None:
     sizes = {page.name: len(page.read_bytes()) for page in PAGES[1:]}
-    assert not {name: size for name, size in sizes.items() if size > PAGE_LIMIT}, f"pages over {PAGE_LIMIT} bytes"
+    over = {name: size for name, size in sizes.items() if size > GENERATED_LIMITS.get(name, PAGE_LIMIT)}
+    assert not over, f"pages over {PAGE_LIMIT} bytes (generated: {GENERATED_LIMITS})"
     assert sum(sizes.values()) <= DOCS_LIMIT, f"docs/ is {sum(sizes.values())} bytes, over {DOCS_LIMIT}: {sizes}"
 
 

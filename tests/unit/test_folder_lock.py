@@ -32,7 +32,7 @@ def test_no_wait_fails_at_once_naming_the_holder(tmp_path: Path) -> None:
         with pytest.raises(FolderBusy) as err:
             with folderlock.held(tmp_path, wait=False):
                 pytest.fail("two holders at once")
-        assert time.monotonic() - start < 1
+        assert time.monotonic() - start < 30  # never waits for the holder (who holds it for the whole test)
     assert err.value.exit_code == 26
     assert f"pid {os.getpid()} (builders build --target cpu-cp312-linux-x86_64) since 20" in str(err.value)
     with folderlock.held(tmp_path, wait=False):  # released: the next one gets it at once

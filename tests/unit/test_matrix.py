@@ -162,6 +162,7 @@ def after(text: str, anchor: str, old: str, new: str) -> str:
     return head + sep + tail.replace(old, new, 1)
 
 
+HANG = 30.0  # a bound on a hang, generous on a loaded machine: speed goals live in benchmarks/
 BOMB = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
     f"{b}: &{b} [{', '.join([f'*{a}'] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi"))
 
@@ -171,7 +172,7 @@ BOMB = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
 def test_alias_bomb_is_refused_at_the_alias_quickly() -> None:
     start = time.monotonic()
     problem = only_problem(BOMB, "alias bomb")
-    assert time.monotonic() - start < 1
+    assert time.monotonic() - start < HANG  # expanded, it would not end (nor fit in memory)
     assert problem.location.line <= BOMB.count("\n")
 
 
@@ -260,7 +261,7 @@ def test_size_cap_reads_no_further(tmp_path: Path) -> None:
         start = time.monotonic()
         with pytest.raises(MatrixError, match="larger than"):
             matrix.load("/dev/zero")
-        assert time.monotonic() - start < 2
+        assert time.monotonic() - start < HANG  # read whole, it would never end
 
 
 def test_unreadable_paths(tmp_path: Path) -> None:
@@ -292,7 +293,7 @@ def test_thousands_of_problems_print_the_first_50_then_a_count() -> None:
     start = time.monotonic()
     with pytest.raises(MatrixError) as err:
         matrix.loads(text, "m.yaml")
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < HANG
     shown = str(err.value)
     assert len(err.value.problems) > 5000
     assert f"and {len(err.value.problems) - 50} more problems" in shown
@@ -329,7 +330,7 @@ def test_a_thousand_pythons_are_refused(shipped_text: str) -> None:
     many = "".join(f'  - "3.{m}{t}"\n' for m in range(40, 100) for t in ("", "t")) * 8
     start = time.monotonic()
     problems = problems_of(edit(shipped_text, f'  - "{pythons[0]}"\n', many))
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < HANG
     assert {str(p).split(": ", 2)[2].split("\n")[0] for p in problems} == {
         f"has {960 + len(pythons) - 1} entries, more than the 32 allowed", "lists '3.40' more than once"}
 

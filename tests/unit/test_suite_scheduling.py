@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import LONG_FIRST
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,6 +46,7 @@ def xdist_args() -> tuple[str, ...]:
     raise AssertionError("noxfile.py assigns no XDIST")
 
 
+@pytest.mark.slow  # a whole pytest run with two xdist workers: 16 s on a loaded 2-core host (nox -s tests runs it)
 def test_every_module_runs_on_one_worker_and_both_workers_work(tmp_path: Path) -> None:
     suite, record = tmp_path / "suite", tmp_path / "record"
     suite.mkdir()

@@ -7,6 +7,7 @@ the one change it names, whatever the file's layout."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -296,12 +297,20 @@ MUTATIONS: list[tuple[str, str, str, str, Edit]] = [
 
 def write(folder: Path, edits: dict[str, Edit]) -> Path:
     for name in (RELEASE, SHARD, PROMOTE):
-        doc = yaml.safe_load((WORKFLOWS / name).read_text())
-        doc = copy.deepcopy(doc)
+        doc = copy.deepcopy(parsed(name))
         if name in edits:
             edits[name](doc)
-        (folder / name).write_text(yaml.safe_dump(doc, sort_keys=False))
+        (folder / name).write_text(yaml.dump(doc, Dumper=DUMPER, sort_keys=False))
     return folder / RELEASE
+
+
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml where PyYAML has it: each test writes 3 files
+
+
+@functools.cache
+def parsed(name: str) -> Any:
+    """The committed workflow ``name``, parsed once for the module (each test edits a deep copy)."""
+    return yaml.load((WORKFLOWS / name).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 @pytest.fixture(scope="module")

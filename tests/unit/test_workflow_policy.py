@@ -8,6 +8,7 @@ parsed workflow, so it is exactly the one change it names. A new rule in the pol
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -186,6 +187,14 @@ MUTATIONS: list[tuple[str, str, str, str, str, Edit]] = [
     # the gate's inputs
     ("gate inputs", "a plan output forced to release", RELEASE, "plan", "outputs",
      lambda doc: doc["jobs"]["plan"]["outputs"].__setitem__("release", "true")),
+    # the channel is plan's decision (issue 44): the edit that made every dispatch a nightly, and its variants
+    ("gate inputs", "a dispatch made a nightly by the plan step's shell", RELEASE, "plan", "run",
+     replace_run("plan", "nox -s plan -- ",
+                 'if [ "$EVENT" = workflow_dispatch ]; then extra=(--channel nightly); fi\nnox -s plan -- ')),
+    ("gate inputs", "a dispatch planned as a schedule", RELEASE, "plan", "run",
+     replace_run("plan", '--event "$EVENT"', "--event schedule")),
+    ("gate inputs", "the event fact taken from elsewhere", RELEASE, "plan", "env",
+     lambda doc: step(doc, "plan", running("nox -s plan"))["env"].__setitem__("EVENT", "schedule")),
     ("gate inputs", "the release check removed", RELEASE, "release-files", "steps",
      replace_run("release-files", "python -m builders release-check artifacts --plan plan/plan.json\n", "")),
     ("gate inputs", "the images' attestation removed", RELEASE, "images", "steps",
@@ -240,11 +249,20 @@ MUTATIONS: list[tuple[str, str, str, str, str, Edit]] = [
 
 def write(folder: Path, file: str | None = None, edit: Edit | None = None) -> Path:
     for name in (RELEASE, SHARD, PROMOTE):
-        doc = copy.deepcopy(yaml.safe_load((WORKFLOWS / name).read_text()))
+        doc = copy.deepcopy(parsed(name))
         if name == file and edit is not None:
             edit(doc)
-        (folder / name).write_text(yaml.safe_dump(doc, sort_keys=False))
+        (folder / name).write_text(yaml.dump(doc, Dumper=DUMPER, sort_keys=False))
     return folder / RELEASE
+
+
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml where PyYAML has it: each mutation writes 3 files
+
+
+@functools.cache
+def parsed(name: str) -> Any:
+    """The committed workflow ``name``, parsed once for the module (each mutation edits a deep copy)."""
+    return yaml.load((WORKFLOWS / name).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 @pytest.fixture(scope="module")
