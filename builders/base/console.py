@@ -1,7 +1,7 @@
 """The only module that prints.
 
 Progress lines (``[3/9] cu132-cp312-linux-x86_64 build 41s``), a summary table, and, when
-running in GitHub Actions, log groups, annotations and the job summary. Safe to call from
+running in GitHub Actions, log groups, annotations and the job summary. Every text passes :func:`builders.base.redact.redact` on its way out. Safe to call from
 several threads (targets build in parallel). On a terminal, the targets that are running
 each keep one status line at the bottom, redrawn in place; elsewhere (CI, a pipe) every
 stage that ends prints one line.
@@ -17,6 +17,8 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
+
+from builders.base.redact import redact
 
 CLEAR_BELOW = "\x1b[J"
 
@@ -39,12 +41,12 @@ class Console:
     def line(self, text: str = "") -> None:
         with self._lock:
             self._erase()
-            print(text, file=self.stream, flush=True)
+            print(redact(text), file=self.stream, flush=True)
             self._draw()
 
     def out(self, text: str) -> None:
         """A command's answer (a JSON document, a listing, a table) on stdout, never decorated: what a pipe reads."""
-        print(text, file=self._stdout or sys.stdout)
+        print(redact(text), file=self._stdout or sys.stdout)
 
     def progress(self, index: int, total: int, target: str, stage: str, seconds: float | None = None,
                  note: str = "") -> None:
@@ -111,7 +113,7 @@ class Console:
             return
         try:
             with self.summary_path.open("a", encoding="utf-8") as fh:
-                fh.write(markdown + "\n")
+                fh.write(redact(markdown) + "\n")
         except OSError as exc:
             self.warning(f"cannot write the job summary {self.summary_path}: {exc.strerror or exc}")
 
@@ -124,7 +126,7 @@ class Console:
         if not self.live or not self._running:
             return
         for text in self._running.values():
-            self.stream.write(f"{text[:_width()]}\n")
+            self.stream.write(f"{redact(text)[:_width()]}\n")
         self.stream.flush()
         self._drawn = len(self._running)
 

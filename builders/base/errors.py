@@ -15,6 +15,8 @@ import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from builders.base.redact import redact
+
 
 @dataclass(frozen=True, kw_only=True)
 class Location:
@@ -190,8 +192,8 @@ class ProcessError(BuildersError):
     def __init__(self, argv: Sequence[str], returncode: int, tail: str) -> None:
         self.argv = tuple(argv)
         self.returncode = returncode
-        self.tail = tail
-        super().__init__(f"command failed with exit code {returncode}: {shlex.join(argv)}\n{tail}")
+        self.tail = redact(tail)
+        super().__init__(redact(f"command failed with exit code {returncode}: {shlex.join(argv)}\n{tail}"))
 
 
 class ResultsError(BuildersError):

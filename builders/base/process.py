@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from builders.base.errors import ProcessError
+from builders.base.redact import redact
 
 TAIL_LINES = 25
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL of a cancelled command's group
@@ -75,6 +76,7 @@ class Log:
             yield lambda text: self._put(fh, text)
 
     def _put(self, fh: IO[str], text: str) -> None:
+        text = redact(text)  # the log is uploaded as an artifact: no credential a tool echoed stays in it
         with self._lock:
             fh.write(text)
             fh.flush()
@@ -364,7 +366,7 @@ class _Pump:
         for raw in complete:
             line = raw.decode("utf-8", errors="replace") + "\n"
             self.put(line)
-            self.output.recent.append(line)
+            self.output.recent.append(redact(line))  # the tail goes into errors and records
             if keep:
                 self.output.stdout.append(line)
 

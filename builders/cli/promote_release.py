@@ -6,6 +6,7 @@ import datetime
 import json
 from pathlib import Path
 
+from builders.base import redact
 from builders.base.console import Console
 from builders.base.errors import SelectionError
 from builders.cli import load
@@ -109,4 +110,4 @@ def policy(opts: Options, m: Matrix) -> tuple[promotion.PypiLimits, tuple[Accept
 def write_record(path: Path | None, plan: promotion.Promotion) -> None:
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(plan.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(redact.scrub(plan.to_json()), indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -7,6 +7,7 @@ import json
 import tempfile
 from pathlib import Path
 
+from builders.base import redact
 from builders.base.console import Console
 from builders.base.errors import ObjectStoreError, SelectionError
 from builders.cli import load
@@ -57,7 +58,7 @@ def execute(opts: Options, console: Console) -> int:
                                       version=str(on_channel.project.version))
     if opts.record is not None:
         opts.record.parent.mkdir(parents=True, exist_ok=True)
-        opts.record.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        opts.record.write_text(json.dumps(redact.scrub(record), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     console.line(f"{bucket.url}: the {channel.name.value} channel serves {len(plan.served)} wheel(s)")
     return 0
 

@@ -32,6 +32,7 @@ from botocore.credentials import CredentialProvider, CredentialResolver, Refresh
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from builders.base import redact
 from builders.base.console import Console
 from builders.base.errors import ObjectStoreError
 
@@ -246,6 +247,7 @@ def github_env_lines(session: RoleSession, env: Mapping[str, str]) -> list[str]:
 
 def main(argv: Sequence[str], env: Mapping[str, str]) -> int:
     """``exchange``: the role session, exchanged now, to ``$GITHUB_ENV``; each secret masked first (on GitHub)."""
+    redact.remember(env)
     console = Console(env=env)
     if list(argv) != ["exchange"] or not env.get("GITHUB_ENV"):
         console.error(f"{USAGE}; got {list(argv)}, GITHUB_ENV={env.get('GITHUB_ENV', '')!r}")
@@ -259,6 +261,7 @@ def main(argv: Sequence[str], env: Mapping[str, str]) -> int:
     if console.github:
         for secret in session.secrets():
             console.line(f"::add-mask::{secret}")
+    redact.remember(dict(zip(("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"), session.secrets())))
     with Path(env["GITHUB_ENV"]).open("a", encoding="utf-8") as out:
         out.write("".join(f"{line}\n" for line in lines))
     console.line(f"bucket credentials: role {env['AWS_ROLE_ARN']}, session {session_name(env)} until "

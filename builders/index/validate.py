@@ -36,6 +36,7 @@ from urllib.parse import unquote
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from builders.base import redact
 from builders.base.errors import DeviceMissing, ProcessError, SelectionError
 from builders.base.process import HostRunner, LogLike
 from builders.families.device import require
@@ -366,5 +367,5 @@ def write_record(path: Path, data: Mapping[str, Any]) -> None:
     reaches its timeout keeps every verdict it reached, and a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    partial.write_text(json.dumps(redact.scrub(data), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     partial.replace(path)
