@@ -27,6 +27,7 @@ from builders.cli.paths import input_dir, input_file, input_path, output_dir, ou
 from builders.families import Family, families
 from builders.families.provision import CACHE_ENV, default_cache, toolchains_under
 from builders.families.rocm import ROCM_SOURCE_ENV, ROCM_SOURCES
+from builders.index import PAGE_LIMIT, PAGE_TIMEOUT
 from builders.matrix.compile_cache import LOCATION_ENV, location_problem
 from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB
 from builders.matrix.release_channels import ChannelName
@@ -471,6 +472,11 @@ _VALIDATE = (
            help="the candidate's release manifest (`manifest`): only its targets are validated, each installer "
                 "must install its file's bytes (sha256), and the record names the manifest's digest, which "
                 "promote-release requires"),
+    Option(flags=("--index-page-limit",), commands=("validate",), parse=size, default=PAGE_LIMIT, metavar="SIZE",
+           help=f"the project's page, read first; validate reads it itself, through the bounded reader, before pip "
+                f"or uv do: a larger page fails its targets (default: {PAGE_LIMIT // (1 << 20)}M)"),
+    Option(flags=("--index-timeout",), commands=("validate",), parse=seconds, default=PAGE_TIMEOUT, metavar="SECONDS",
+           help=f"read timeout; of that page, in seconds: a slower read fails its targets (default: {PAGE_TIMEOUT:g})"),
     Option(flags=("--pypi-wheels",), commands=("validate",), parse=input_dir, metavar="DIR",
            help="with --pypi: this candidate's PyPI-form wheels, served for this run alone from a fresh staging "
                 "index on 127.0.0.1 (instead of --index-url: a long-lived staging server keeps an earlier "
