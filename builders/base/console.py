@@ -1,8 +1,9 @@
 """The only module that prints.
 
 Progress lines (``[3/9] cu132-cp312-linux-x86_64 build 41s``), a summary table, and, when
-running in GitHub Actions, log groups, annotations and the job summary. Every text passes :func:`builders.base.redact.redact` on its way out. Safe to call from
-several threads (targets build in parallel). On a terminal, the targets that are running
+running in GitHub Actions, log groups, annotations and the job summary. Every text passes
+:func:`builders.base.redact.redact` on its way out. Safe to call from several threads (targets
+build in parallel). On a terminal, the targets that are running
 each keep one status line at the bottom, redrawn in place; elsewhere (CI, a pipe) every
 stage that ends prints one line.
 """

@@ -41,8 +41,8 @@ from builders.base.errors import AuditError, DeviceMissing, ProcessError, Select
 from builders.base.process import HostRunner, LogLike
 from builders.families.device import require
 from builders.families.hostfacts import Host
-from builders.index.manifest import ManifestFile
 from builders.index import PAGE_LIMIT, PAGE_TIMEOUT
+from builders.index.manifest import ManifestFile
 from builders.index.promotion import project_files
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName, ReleaseChannel, nightly_date

@@ -125,7 +125,7 @@ def test_no_secret_leaves(command: str, tmp_path: Path, server: int) -> None:
     paths = {"failure": closed, "success": server}
     said = []
     mine = [o for o in URL_OPTIONS if command in o.commands]
-    for (path, port), option in ((p, o) for p in paths.items() for o in mine):  # each URL option on its own
+    for port, option in ((p, o) for p in paths.values() for o in mine):  # each URL option on its own
         urls = [a for o in mine if o is option or o.required for a in (o.flags[0], secrets.url(o, port))]
         said.append(run([command, "--matrix", str(MATRIX), *base, *urls], env, tmp_path))
         if command in REFUSE:

@@ -10,6 +10,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -17,8 +18,7 @@ from builders import cli
 from builders.base.console import Console
 from builders.cli import arguments
 from builders.cli import validate as validate_command
-from builders.index import PAGE_LIMIT
-from builders.index import validate
+from builders.index import PAGE_LIMIT, validate
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
 
@@ -28,7 +28,7 @@ BIG = 3 * 1024 * 1024
 class Pages(http.server.BaseHTTPRequestHandler):
     """Every page: ``BIG`` bytes of HTML; each request's User-Agent noted (pip's and uv's differ from ours)."""
 
-    agents: list[str] = []
+    agents: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
         self.agents.append(self.headers.get("User-Agent", ""))
