@@ -421,6 +421,7 @@ class HostRunner:
 
     env: Mapping[str, str]
     log: LogLike = None
+    wrap: tuple[str, ...] = ()  # put before every command (:func:`builders.base.sandbox.isolation`'s prefix)
 
     def __call__(self, argv: Sequence[str], *, cwd: str | None = None, separate_stderr: bool = False,
                  timeout: float | None = 1800) -> Completed:
@@ -428,8 +429,11 @@ class HostRunner:
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
             separate_stderr: bool = False, timeout: float | None = None) -> Completed:
-        """``argv`` with this runner's environment plus ``env`` (shown in the log)."""
-        return run(argv, env={**self.env, **env}, log=self.log, cwd=Path(cwd) if cwd else None,
+        """``argv`` with this runner's environment plus ``env`` (shown in the log), behind :attr:`wrap`."""
+        full = {**self.env, **env}
+        if self.wrap:
+            argv = [*self.wrap, resolve(argv[0], full), *argv[1:]]
+        return run(argv, env=full, log=self.log, cwd=Path(cwd) if cwd else None,
                    separate_stderr=separate_stderr, timeout=timeout, shown_env=env or None)
 
     def copy_in(self, source: Path, dest: str) -> None:

@@ -39,6 +39,7 @@ from packaging.version import InvalidVersion, Version
 from builders.base import redact
 from builders.base.errors import AuditError, DeviceMissing, ProcessError, SelectionError
 from builders.base.process import HostRunner, LogLike
+from builders.base.sandbox import Isolation, candidate_env, isolation
 from builders.families.device import require
 from builders.families.hostfacts import Host
 from builders.index import PAGE_LIMIT, PAGE_TIMEOUT
@@ -88,6 +89,7 @@ class Validated:
     reason: str = ""
     index_url: str = ""
     installs: tuple[Install, ...] = field(default_factory=tuple)
+    isolation: Isolation | None = None  # how the candidate's code was contained (None: none of it ran)
 
     @property
     def sha256(self) -> str:
@@ -100,7 +102,8 @@ class Validated:
 
     def to_json(self) -> dict[str, Any]:
         return {"target": self.target, "status": self.status, "reason": self.reason, "index_url": self.index_url,
-                "filename": self.filename, "sha256": self.sha256, "installs": [i.to_json() for i in self.installs]}
+                "filename": self.filename, "sha256": self.sha256, "installs": [i.to_json() for i in self.installs],
+                **({"isolation": self.isolation.to_json()} if self.isolation is not None else {})}
 
 
 # --- what can run here ----------------------------------------------------------------------
@@ -250,14 +253,19 @@ def _quiet(_line: str) -> None:
 
 def validate_target(target: Target, host: Host, source: Source, env: Mapping[str, str], log: LogLike, *,
                     installers: Sequence[str] = INSTALLERS, require_device: bool = False,
-                    progress: Progress = _quiet) -> Validated:
-    """``target`` installed from ``source`` with each installer, smoke-tested; or why it cannot run here."""
+                    progress: Progress = _quiet, contained: Isolation | None = None) -> Validated:
+    """``target`` installed from ``source`` with each installer, smoke-tested; or why it cannot run here. The
+    candidate's code (its build backend never runs: wheels only; its import does) sees only the allowlisted
+    environment, inside ``contained`` (default: the best this host allows)."""
     why = not_runnable(target, host, env, require_device=require_device)
     if why is not None:
         return Validated(target=target.id, status=NOT_RUNNABLE, reason=why, index_url=source.index_url)
     python = host.interpreter(target.python.abi)
     assert python is not None
-    runner = HostRunner(clean_env(env), log)
+    contained = contained or isolation()
+    if not contained.complete:
+        progress(f"candidate code runs in its {contained.describe()}")
+    runner = HostRunner(clean_env(candidate_env(env)), log, wrap=contained.prefix)
     with tempfile.TemporaryDirectory(prefix="builders-validate-") as tmp:
         installs = tuple(_shown(i, progress, partial(install_and_smoke, i, target, python, source, runner, Path(tmp)))
                          for i in installers)
@@ -266,7 +274,7 @@ def validate_target(target: Target, host: Host, source: Source, env: Mapping[str
     if len(shas) > 1:
         reasons.append(f"the installers got different files: {', '.join(shas)}")
     return Validated(target=target.id, status=FAILED if reasons else PASSED, reason="; ".join(reasons),
-                     index_url=source.index_url, installs=installs)
+                     index_url=source.index_url, installs=installs, isolation=contained)
 
 
 def _shown(installer: str, progress: Progress, run: Callable[[], Install]) -> Install:
