@@ -23,11 +23,12 @@ from typing import Any
 
 from builders import engines
 from builders.base import folderlock
+from builders.base.untrusted import INDEX_PAGE_LIMIT as PAGE_LIMIT
+from builders.base.untrusted import INDEX_TIMEOUT as PAGE_TIMEOUT
 from builders.cli.paths import input_dir, input_file, input_path, output_dir, output_file
 from builders.families import Family, families
 from builders.families.provision import CACHE_ENV, default_cache, toolchains_under
 from builders.families.rocm import ROCM_SOURCE_ENV, ROCM_SOURCES
-from builders.index import PAGE_LIMIT, PAGE_TIMEOUT
 from builders.matrix.compile_cache import LOCATION_ENV, location_problem
 from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB
 from builders.matrix.release_channels import ChannelName
