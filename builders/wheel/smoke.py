@@ -85,6 +85,7 @@ class SmokeOutcome:
     problems: tuple[str, ...] = field(default_factory=tuple)
     installer: str = ""  # "uv" or "pip": what made the venv and installed the wheel
     note: str = ""  # why venv + pip ran where uv was wanted
+    isolation: str = ""  # how the wheel's code was contained (:meth:`builders.base.sandbox.Isolation.describe`)
 
     @property
     def ok(self) -> bool:
@@ -230,8 +231,9 @@ def smoke(wheel: Path, target: Target, interpreter: Path, env: Mapping[str, str]
         staged = stage(Path(tmp) / "probe", [target], dist_version=dist_version)
         how = ready(chosen_installer(installer), runner, python=python, key=host_key(python, clean), cache=cache)
         how = how.for_target(target, clean)
-        return smoke_with(runner, python=python, wheel=str(wheel), staged=str(staged), scratch=tmp, target=target,
+        done = smoke_with(runner, python=python, wheel=str(wheel), staged=str(staged), scratch=tmp, target=target,
                           installer=how)
+    return replace(done, isolation=contained.describe())
 
 
 def pairs(mapping: Mapping[str, str]) -> Pairs:
