@@ -1,8 +1,9 @@
 """The only module that prints.
 
 Progress lines (``[3/9] cu132-cp312-linux-x86_64 build 41s``), a summary table, and, when
-running in GitHub Actions, log groups, annotations and the job summary. Safe to call from
-several threads (targets build in parallel). On a terminal, the targets that are running
+running in GitHub Actions, log groups, annotations and the job summary. Every text passes
+:func:`builders.base.redact.redact` on its way out. Safe to call from several threads (targets
+build in parallel). On a terminal, the targets that are running
 each keep one status line at the bottom, redrawn in place; elsewhere (CI, a pipe) every
 stage that ends prints one line.
 """
@@ -21,6 +22,7 @@ from typing import TextIO
 
 from builders.base import safe_output
 from builders.base.errors import PathError
+from builders.base.redact import redact
 
 CLEAR_BELOW = "\x1b[J"
 # A build backend's own progress in a log line: ninja's "[12/345] Building CXX object ...", make's "[ 42%] ...".
@@ -46,12 +48,12 @@ class Console:
     def line(self, text: str = "") -> None:
         with self._lock:
             self._erase()
-            print(text, file=self.stream, flush=True)
+            print(redact(text), file=self.stream, flush=True)
             self._draw()
 
     def out(self, text: str) -> None:
         """A command's answer (a JSON document, a listing, a table) on stdout, never decorated: what a pipe reads."""
-        print(text, file=self._stdout or sys.stdout)
+        print(redact(text), file=self._stdout or sys.stdout)
 
     def progress(self, index: int, total: int, target: str, stage: str, seconds: float | None = None,
                  note: str = "") -> None:
@@ -132,7 +134,7 @@ class Console:
             return
         try:
             with safe_output.open_append(self.summary_path) as fh:
-                fh.write(markdown + "\n")
+                fh.write(redact(markdown) + "\n")
         except PathError as exc:
             self.warning(f"cannot write the job summary: {exc}")
 
@@ -145,7 +147,7 @@ class Console:
         if not self.live or not self._running:
             return
         for target in self._running:
-            self.stream.write(f"{(self.status(target) or '')[:_width()]}\n")
+            self.stream.write(f"{redact(self.status(target) or '')[:_width()]}\n")
         self.stream.flush()
         self._drawn = len(self._running)
 

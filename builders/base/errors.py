@@ -15,6 +15,8 @@ import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from builders.base.redact import redact
+
 
 @dataclass(frozen=True, kw_only=True)
 class Location:
@@ -191,12 +193,12 @@ class ProcessError(BuildersError):
                  limit: str = "") -> None:
         self.argv = tuple(argv)
         self.returncode = returncode
-        self.tail = tail
+        self.tail = redact(tail)
         self.timeout = timeout  # set when the command was stopped at its time limit
         self.limit = limit  # the matrix key that set that limit (project.timeouts.build[cuda]), where known
         where = f" ({limit})" if limit else ""
         what = f"timed out after {timeout:g} s{where}" if timeout is not None else f"command failed with exit code {returncode}"
-        super().__init__(f"{what}: {shlex.join(argv)}\n{tail}")
+        super().__init__(redact(f"{what}: {shlex.join(argv)}\n{tail}"))
 
     def named(self, limit: str) -> ProcessError:
         """This error, its time limit named by the matrix key that set it (unchanged when it did not time out)."""

@@ -35,6 +35,7 @@ from typing import IO, Protocol
 
 from builders.base import safe_output
 from builders.base.errors import ProcessError
+from builders.base.redact import redact
 
 TAIL_LINES = 25
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL of a cancelled command's group
@@ -75,6 +76,7 @@ class Log:
             yield lambda text: self._put(fh, text)
 
     def _put(self, fh: IO[str], text: str) -> None:
+        text = redact(text)  # the log is uploaded as an artifact: no credential a tool echoed stays in it
         with self._lock:
             fh.write(text)
             fh.flush()
@@ -365,7 +367,7 @@ class _Pump:
         for raw in complete:
             line = raw.decode("utf-8", errors="replace") + "\n"
             self.put(line)
-            self.output.recent.append(line)
+            self.output.recent.append(redact(line))  # the tail goes into errors and records
             if keep:
                 self.output.stdout.append(line)
 
@@ -420,6 +422,7 @@ class HostRunner:
 
     env: Mapping[str, str]
     log: LogLike = None
+    wrap: tuple[str, ...] = ()  # put before every command (:func:`builders.base.sandbox.isolation`'s prefix)
 
     def __call__(self, argv: Sequence[str], *, cwd: str | None = None, separate_stderr: bool = False,
                  timeout: float | None = 1800) -> Completed:
@@ -427,8 +430,11 @@ class HostRunner:
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
             separate_stderr: bool = False, timeout: float | None = None) -> Completed:
-        """``argv`` with this runner's environment plus ``env`` (shown in the log)."""
-        return run(argv, env={**self.env, **env}, log=self.log, cwd=Path(cwd) if cwd else None,
+        """``argv`` with this runner's environment plus ``env`` (shown in the log), behind :attr:`wrap`."""
+        full = {**self.env, **env}
+        if self.wrap:
+            argv = [*self.wrap, resolve(argv[0], full), *argv[1:]]
+        return run(argv, env=full, log=self.log, cwd=Path(cwd) if cwd else None,
                    separate_stderr=separate_stderr, timeout=timeout, shown_env=env or None)
 
     def copy_in(self, source: Path, dest: str) -> None:

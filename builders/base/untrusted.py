@@ -26,6 +26,11 @@ from builders.base.errors import InputError, Location, Problem
 MIB = 2**20
 JSON_LIMIT = 16 * MIB
 JSON_DEPTH = 32
+# What builders reads of an index it does not control before any installer does (validate, promote-release's
+# package server): the project's page, at most this many bytes, each read within this many seconds. The defaults
+# of ``validate --index-page-limit`` and ``--index-timeout``.
+INDEX_PAGE_LIMIT = 64 * MIB  # torch's page on PyPI: about 2 MiB of JSON
+INDEX_TIMEOUT = 60.0
 
 _BOMS = (
     (b"\xef\xbb\xbf", "a UTF-8 byte-order mark"),

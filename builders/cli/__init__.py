@@ -16,9 +16,11 @@ import importlib
 import os
 import sys
 import textwrap
+import traceback
 from collections.abc import Sequence
-from types import ModuleType
+from types import ModuleType, TracebackType
 
+from builders.base import redact
 from builders.base.console import Console
 from builders.base.errors import PIPE_CLOSED, BuildersError, Interrupted, PathError, exit_codes
 from builders.cli import arguments
@@ -108,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: Sequence[str] | None) -> int:
     env = arguments.environ()
+    redact.remember(env, urls=sys.argv[1:] if argv is None else argv)  # masked wherever they would be printed
+    sys.excepthook = _redacted_traceback
     console = Console(env=env)
     try:
         opts = arguments.parse(parser(chosen(sys.argv[1:] if argv is None else argv)), argv, env)
@@ -121,6 +125,12 @@ def _run(argv: Sequence[str] | None) -> int:
         return Interrupted.exit_code
     finally:
         sys.stdout.flush()  # inside the try: a reader that went away is seen here, not at exit
+
+
+def _redacted_traceback(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    """An error builders did not expect still leaves through the one rule: a traceback quotes the values that
+    failed (a bucket name holding KEY:SECRET), so it is redacted like every other text."""
+    sys.stderr.write(redact.redact("".join(traceback.format_exception(kind, exc, tb))))
 
 
 def _discard_stdout() -> None:

@@ -23,6 +23,8 @@ from typing import Any
 
 from builders import engines
 from builders.base import folderlock
+from builders.base.untrusted import INDEX_PAGE_LIMIT as PAGE_LIMIT
+from builders.base.untrusted import INDEX_TIMEOUT as PAGE_TIMEOUT
 from builders.cli.paths import input_dir, input_file, input_path, output_dir, output_file
 from builders.families import Family, families
 from builders.families.provision import CACHE_ENV, default_cache, toolchains_under
@@ -119,29 +121,47 @@ class EnvironmentFact:
     why: str
 
 
-def jobs(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
+@dataclass(frozen=True)
+class Number:
+    """A numeric option's parser: a finite number of ``kind`` in [``low``, ``high``] (above ``low`` when
+    ``above``). NaN, infinities, negatives and absurd magnitudes are refused where the text is read, so no
+    command waits ``nan`` seconds or sizes a limit of ``1e308``."""
+
+    kind: type
+    low: float
+    high: float
+    above: bool = False
+
+    def __call__(self, text: str) -> Any:
+        try:
+            value = self.kind(text.strip())
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {self.words()}") from None
+        if not math.isfinite(value) or value > self.high or value < self.low or (self.above and value == self.low):
+            raise argparse.ArgumentTypeError(f"{text!r}: must be {self.words()}")
+        return value
+
+    def words(self) -> str:
+        what = "a whole number" if self.kind is int else "a finite number"
+        low = f"above {self.low:g}" if self.above else f"at least {self.low:g}"
+        return f"{what} {low} and at most {self.high:g}"
 
 
-def above_zero(text: str) -> float:
-    """A limit: a finite number above 0 (a limit of 0 would refuse every file)."""
-    value = float(text)
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError("must be a number above 0")
-    return value
+jobs = Number(int, 1, 4096)
+above_zero = Number(float, 0, 1e9, above=True)  # a limit: a limit of 0 would refuse every file
+days = Number(float, 0, 36_500)
+seconds = Number(float, 0, 7 * 24 * 3600, above=True)
+count = Number(int, 0, 10**12)
+window_days = Number(int, 0, 36_500)
+gigabytes = Number(float, 0, 1e9)
+MAX_SIZE = 1 << 60  # an exbibyte: more than any disk; a larger size is a typo
 
 
 def budget(text: str) -> int | None:
     """A store budget in bytes; None for ``unlimited``."""
     if text.strip().lower() in ("unlimited", "none"):
         return None
-    try:
-        return caches.parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return size(text)
 
 
 def store_location(text: str) -> str:
@@ -152,18 +172,15 @@ def store_location(text: str) -> str:
     return text
 
 
-def days(text: str) -> float:
-    value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return value
-
-
 def size(text: str) -> int:
+    """A size in bytes (500M, 20G): refused past :data:`MAX_SIZE`."""
     try:
-        return caches.parse_size(text)
-    except ValueError as exc:
+        value = caches.parse_size(text)
+    except (ValueError, OverflowError) as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    if value > MAX_SIZE:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be at most {MAX_SIZE} bytes")
+    return value
 
 
 def matrix_if_there(env: Mapping[str, str]) -> Path | None:
@@ -263,11 +280,11 @@ _PLAN = (
            group="rehearsal at scale",
            help="with --rehearse (plan) or --cost (report): what this matrix adds against it, per nightly, per "
                 "release and per month, in minutes and dollars"),
-    Option(flags=("--downloads",), commands=("plan", "report"), parse=int, default=10_000, metavar="N",
+    Option(flags=("--downloads",), commands=("plan", "report"), parse=count, default=10_000, metavar="N",
            group="rehearsal at scale", help="wheel downloads a month, for the egress figure (default 10,000)"),
-    Option(flags=("--pypi-held",), commands=("plan", "report"), parse=float, metavar="GB", group="rehearsal at scale",
+    Option(flags=("--pypi-held",), commands=("plan", "report"), parse=gigabytes, metavar="GB", group="rehearsal at scale",
            help="what the project already holds on PyPI (default: the profile's pypi_held_gb)"),
-    Option(flags=("--promotion-window",), commands=("plan", "report"), parse=int, default=30, metavar="DAYS",
+    Option(flags=("--promotion-window",), commands=("plan", "report"), parse=window_days, default=30, metavar="DAYS",
            group="rehearsal at scale",
            help="how long after its candidate a release may be promoted: the candidate's artifacts must be kept "
                 "as long (default 30)"),
@@ -471,6 +488,11 @@ _VALIDATE = (
            help="the candidate's release manifest (`manifest`): only its targets are validated, each installer "
                 "must install its file's bytes (sha256), and the record names the manifest's digest, which "
                 "promote-release requires"),
+    Option(flags=("--index-page-limit",), commands=("validate",), parse=size, default=PAGE_LIMIT, metavar="SIZE",
+           help=f"the project's page, read first; validate reads it itself, through the bounded reader, before pip "
+                f"or uv do: a larger page fails its targets (default: {PAGE_LIMIT // (1 << 20)}M)"),
+    Option(flags=("--index-timeout",), commands=("validate",), parse=seconds, default=PAGE_TIMEOUT, metavar="SECONDS",
+           help=f"read timeout; of that page, in seconds: a slower read fails its targets (default: {PAGE_TIMEOUT:g})"),
     Option(flags=("--pypi-wheels",), commands=("validate",), parse=input_dir, metavar="DIR",
            help="with --pypi: this candidate's PyPI-form wheels, served for this run alone from a fresh staging "
                 "index on 127.0.0.1 (instead of --index-url: a long-lived staging server keeps an earlier "
@@ -537,7 +559,7 @@ _PROMOTE_RELEASE = (
            matrix="channels.promotion.pypi_total_limit_gb", metavar="GB",
            help=f"the budget for the release's PyPI files; given, it wins over the matrix's (default: the matrix's, "
                 f"else PyPI's {TOTAL_LIMIT_GB:g} GB)"),
-    Option(flags=("--audit-timeout",), commands=("promote-release",), parse=float, default=300.0, metavar="SECONDS",
+    Option(flags=("--audit-timeout",), commands=("promote-release",), parse=seconds, default=300.0, metavar="SECONDS",
            help="how long to wait for the package server to serve the uploaded files (default: 300; exit 21)"),
     Option(flags=("--dry-run",), commands=("promote-release",), action="store_true", default=False,
            help="the preflight and the plan only"),

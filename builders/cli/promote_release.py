@@ -6,7 +6,7 @@ import datetime
 import json
 from pathlib import Path
 
-from builders.base import safe_output
+from builders.base import redact, safe_output
 from builders.base.console import Console
 from builders.base.errors import SelectionError
 from builders.cli import load
@@ -109,4 +109,4 @@ def policy(opts: Options, m: Matrix) -> tuple[promotion.PypiLimits, tuple[Accept
 
 def write_record(path: Path | None, plan: promotion.Promotion) -> None:
     if path is not None:
-        safe_output.write_text(path, json.dumps(plan.to_json(), indent=2, sort_keys=True) + "\n")
+        safe_output.write_text(path, json.dumps(redact.scrub(plan.to_json()), indent=2, sort_keys=True) + "\n")

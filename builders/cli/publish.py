@@ -7,7 +7,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from builders.base import safe_output
+from builders.base import redact, safe_output
 from builders.base.console import Console
 from builders.base.errors import ObjectStoreError, SelectionError
 from builders.cli import load
@@ -57,7 +57,7 @@ def execute(opts: Options, console: Console) -> int:
         record = publish.write_record(bucket, plan, at=datetime.datetime.now(datetime.UTC),
                                       version=str(on_channel.project.version))
     if opts.record is not None:
-        safe_output.write_text(opts.record, json.dumps(record, indent=2, sort_keys=True) + "\n")
+        safe_output.write_text(opts.record, json.dumps(redact.scrub(record), indent=2, sort_keys=True) + "\n")
     console.line(f"{bucket.url}: the {channel.name.value} channel serves {len(plan.served)} wheel(s)")
     return 0
 

@@ -44,7 +44,8 @@ def execute(opts: Options, console: Console) -> int:
         raise SmokeError(f"no {target.python} interpreter on this host for {target.id}; pass --python")
     outcome = smoke(opts.wheel.resolve(), target, python, env, None, dist_version=str(Wheel(opts.wheel).version),
                     installer=opts.installer)
-    console.out(json.dumps({"target": target.id, "record": outcome.record, "problems": list(outcome.problems)}, indent=2))
+    console.out(json.dumps({"target": target.id, "record": outcome.record, "problems": list(outcome.problems),
+                            "isolation": outcome.isolation}, indent=2))
     if not outcome.ok:
         raise SmokeError("; ".join(outcome.problems))
     return 0

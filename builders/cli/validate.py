@@ -70,7 +70,8 @@ def validated(m: Matrix, channel: ReleaseChannel, targets: tuple[Target, ...], o
     return validate.validate_all(pairs, host, env, project=m.project.name,
                                  listed_only=release is None and not (opts.target or opts.select),
                                  installers=opts.installer or validate.INSTALLERS,
-                                 require_device=opts.require_device, show=console.line, keep=keep)
+                                 require_device=opts.require_device, show=console.line, keep=keep,
+                                 bounds=validate.PageBounds(limit=opts.index_page_limit, timeout=opts.index_timeout))
 
 
 def chosen_targets(m: Matrix, opts: Options, release: manifest.Manifest | None = None) -> tuple[Target, ...]:

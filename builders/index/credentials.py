@@ -32,7 +32,7 @@ from botocore.credentials import CredentialProvider, CredentialResolver, Refresh
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from builders.base import safe_output
+from builders.base import redact, safe_output
 from builders.base.console import Console
 from builders.base.errors import ObjectStoreError, PathError
 
@@ -247,6 +247,7 @@ def github_env_lines(session: RoleSession, env: Mapping[str, str]) -> list[str]:
 
 def main(argv: Sequence[str], env: Mapping[str, str]) -> int:
     """``exchange``: the role session, exchanged now, to ``$GITHUB_ENV``; each secret masked first (on GitHub)."""
+    redact.remember(env)
     console = Console(env=env)
     if list(argv) != ["exchange"] or not env.get("GITHUB_ENV"):
         console.error(f"{USAGE}; got {list(argv)}, GITHUB_ENV={env.get('GITHUB_ENV', '')!r}")
@@ -260,6 +261,7 @@ def main(argv: Sequence[str], env: Mapping[str, str]) -> int:
     if console.github:
         for secret in session.secrets():
             console.line(f"::add-mask::{secret}")
+    redact.remember(dict(zip(("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"), session.secrets())))
     try:
         with safe_output.open_append(Path(env["GITHUB_ENV"])) as out:
             out.write("".join(f"{line}\n" for line in lines))

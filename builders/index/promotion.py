@@ -32,8 +32,6 @@ import datetime
 import importlib.util
 import json
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +42,7 @@ from packaging.version import Version
 
 from builders.base.errors import AuditError, InputError, PreflightRefused, Problem
 from builders.base.process import run
+from builders.index import PAGE_LIMIT, PAGE_TIMEOUT, remote
 from builders.index.manifest import LABELLED, PYPI, Manifest, ManifestFile, identity_problems
 from builders.index.mirror import RECORD
 from builders.index.objectstore import Bucket, cache_control
@@ -414,7 +413,7 @@ def server_facts(simple_url: str, project: str, version: str) -> Server:
     file's size, PEP 700), or the problem asking it."""
     try:
         files = project_files(simple_url, project)
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, AuditError) as exc:
         return Server(problem=f"{simple_url}: {exc}")
     return Server(on_server=tuple(sorted(n for n in files if _version_of(n) == version)),
                   project_bytes=sum(size for _sha, size in files.values()))
@@ -426,17 +425,16 @@ def served_files(simple_url: str, project: str, version: str) -> dict[str, str]:
             if _version_of(name) == version}
 
 
-def project_files(simple_url: str, project: str) -> dict[str, tuple[str, int]]:
-    """file name -> (sha256 or ``""``, size or 0) of every file of ``project`` the package server lists."""
+def project_files(simple_url: str, project: str, *, limit: int = PAGE_LIMIT,
+                  timeout: float = PAGE_TIMEOUT) -> dict[str, tuple[str, int]]:
+    """file name -> (sha256 or ``""``, size or 0) of every file of ``project`` the package server lists; read
+    through the bounded reader (an index builders does not control may serve a page of any size, or trickle)."""
     url = simple_url.rstrip("/") + f"/{canonicalize_name(project)}/"
-    request = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            body, kind = response.read(), response.headers.get("Content-Type", "")
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            return {}
-        raise
+    got = remote.Client(timeout=timeout).get(url, accept="application/vnd.pypi.simple.v1+json, text/html;q=0.1",
+                                             limit=limit, kind="pages")
+    if got is None:
+        return {}
+    kind, body = got
     if "json" in kind:
         return {f["filename"]: (f.get("hashes", {}).get("sha256", ""), int(f.get("size") or 0))
                 for f in json.loads(body)["files"]}

@@ -36,6 +36,7 @@ from typing import Any
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from builders.base import redact
 from builders.base.errors import ObjectStoreError, PublishRefused, SelectionError
 from builders.index.mirror import RECORD
 from builders.index.objectstore import Bucket, StoredObject, cache_control
@@ -341,7 +342,7 @@ def store_record(bucket: Bucket, channel: str, data: Mapping[str, Any], *, at: d
     """``data`` stored beside the channels as ``publish-records/<channel>/<time>[-kind].json`` (a publication, a
     promotion, a yank); returns its key."""
     key = f"{RECORDS}{channel}/{at.astimezone(datetime.UTC):%Y%m%dT%H%M%S%fZ}{'-' + kind if kind else ''}.json"
-    bucket.upload(key, _dumps(data), cache_control=cache_control(channel, key))
+    bucket.upload(key, _dumps(redact.scrub(data)), cache_control=cache_control(channel, key))
     return key
 
 

@@ -36,11 +36,13 @@ from urllib.parse import unquote
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from builders.base import safe_output
-from builders.base.errors import DeviceMissing, ProcessError, SelectionError
+from builders.base import redact, safe_output
+from builders.base.errors import AuditError, DeviceMissing, ProcessError, SelectionError
 from builders.base.process import HostRunner, LogLike
+from builders.base.sandbox import Isolation, candidate_env, isolation
 from builders.families.device import require
 from builders.families.hostfacts import Host
+from builders.index import PAGE_LIMIT, PAGE_TIMEOUT
 from builders.index.manifest import ManifestFile
 from builders.index.promotion import project_files
 from builders.matrix.model import Matrix
@@ -87,6 +89,7 @@ class Validated:
     reason: str = ""
     index_url: str = ""
     installs: tuple[Install, ...] = field(default_factory=tuple)
+    isolation: Isolation | None = None  # how the candidate's code was contained (None: none of it ran)
 
     @property
     def sha256(self) -> str:
@@ -99,7 +102,8 @@ class Validated:
 
     def to_json(self) -> dict[str, Any]:
         return {"target": self.target, "status": self.status, "reason": self.reason, "index_url": self.index_url,
-                "filename": self.filename, "sha256": self.sha256, "installs": [i.to_json() for i in self.installs]}
+                "filename": self.filename, "sha256": self.sha256, "installs": [i.to_json() for i in self.installs],
+                **({"isolation": self.isolation.to_json()} if self.isolation is not None else {})}
 
 
 # --- what can run here ----------------------------------------------------------------------
@@ -249,14 +253,19 @@ def _quiet(_line: str) -> None:
 
 def validate_target(target: Target, host: Host, source: Source, env: Mapping[str, str], log: LogLike, *,
                     installers: Sequence[str] = INSTALLERS, require_device: bool = False,
-                    progress: Progress = _quiet) -> Validated:
-    """``target`` installed from ``source`` with each installer, smoke-tested; or why it cannot run here."""
+                    progress: Progress = _quiet, contained: Isolation | None = None) -> Validated:
+    """``target`` installed from ``source`` with each installer, smoke-tested; or why it cannot run here. The
+    candidate's code (its build backend never runs: wheels only; its import does) sees only the allowlisted
+    environment, inside ``contained`` (default: the best this host allows)."""
     why = not_runnable(target, host, env, require_device=require_device)
     if why is not None:
         return Validated(target=target.id, status=NOT_RUNNABLE, reason=why, index_url=source.index_url)
     python = host.interpreter(target.python.abi)
     assert python is not None
-    runner = HostRunner(clean_env(env), log)
+    contained = contained or isolation()
+    if not contained.complete:
+        progress(f"candidate code runs in its {contained.describe()}")
+    runner = HostRunner(clean_env(candidate_env(env)), log, wrap=contained.prefix)
     with tempfile.TemporaryDirectory(prefix="builders-validate-") as tmp:
         installs = tuple(_shown(i, progress, partial(install_and_smoke, i, target, python, source, runner, Path(tmp)))
                          for i in installers)
@@ -265,7 +274,7 @@ def validate_target(target: Target, host: Host, source: Source, env: Mapping[str
     if len(shas) > 1:
         reasons.append(f"the installers got different files: {', '.join(shas)}")
     return Validated(target=target.id, status=FAILED if reasons else PASSED, reason="; ".join(reasons),
-                     index_url=source.index_url, installs=installs)
+                     index_url=source.index_url, installs=installs, isolation=contained)
 
 
 def _shown(installer: str, progress: Progress, run: Callable[[], Install]) -> Install:
@@ -291,43 +300,63 @@ def serves(filename: str, project: str, source: Source, target: Target) -> bool:
     return name == canonicalize_name(project) and version == wanted and target.tag in tags
 
 
-def unpublished(pairs: Sequence[tuple[Target, Source]], project: str) -> dict[str, Validated]:
-    """The targets whose index lists no wheel of theirs (``not-published``; an index that cannot be read fails
-    its targets), each index read once: what a channel does not hold is never worth a venv."""
+@dataclass(frozen=True)
+class PageBounds:
+    """What validate reads of an index it does not control before any installer does: at most ``limit`` bytes
+    of the project's page, within ``timeout`` seconds (``--index-page-limit``, ``--index-timeout``)."""
+
+    limit: int = PAGE_LIMIT
+    timeout: float = PAGE_TIMEOUT
+
+
+def unpublished(pairs: Sequence[tuple[Target, Source]], project: str, *, listed_only: bool = True,
+                bounds: PageBounds = PageBounds()) -> dict[str, Validated]:
+    """The targets whose index lists no wheel of theirs (``not-published``, with ``listed_only``) and those whose
+    index cannot be read within ``bounds`` (failed), each index read once through the bounded reader, before any
+    installer: what a channel does not hold is never worth a venv, and a page too big or too slow never reaches
+    pip or uv."""
     listings: dict[str, frozenset[str] | str] = {}
     out = {}
     for target, source in pairs:
-        if source.index_url not in listings:
-            listings[source.index_url] = _listing(source.index_url, project)
+        for url in (source.index_url, *source.extra_index_urls):
+            if url not in listings:
+                listings[url] = _listing(url, project, bounds)
+        unreadable = next((listings[u] for u in (source.index_url, *source.extra_index_urls)
+                           if isinstance(listings[u], str)), None)
         files = listings[source.index_url]
-        if isinstance(files, str):
-            out[target.id] = Validated(target=target.id, status=FAILED, reason=files, index_url=source.index_url)
-        elif not any(serves(name, project, source, target) for name in files):
+        if isinstance(unreadable, str):
+            out[target.id] = Validated(target=target.id, status=FAILED, reason=unreadable,
+                                       index_url=source.index_url)
+        elif listed_only and not any(serves(name, project, source, target) for name in files):
             out[target.id] = Validated(target=target.id, status=NOT_PUBLISHED, index_url=source.index_url,
                                        reason=f"the index lists no {project} {source.dist_version} wheel for "
                                               f"{target.tag}")
     return out
 
 
-def _listing(index_url: str, project: str) -> frozenset[str] | str:
+def _listing(index_url: str, project: str, bounds: PageBounds) -> frozenset[str] | str:
     """The file names ``project``'s page at ``index_url`` lists, or why it could not be read."""
     try:
-        return frozenset(project_files(index_url, project))
-    except (OSError, ValueError, KeyError) as exc:
+        return frozenset(project_files(index_url, project, limit=bounds.limit, timeout=bounds.timeout))
+    except (OSError, ValueError, KeyError, AuditError) as exc:
         return f"could not read the index {index_url}: {exc}"
 
 
 def validate_all(pairs: Sequence[tuple[Target, Source]], host: Host, env: Mapping[str, str], *,
                  project: str, listed_only: bool, installers: Sequence[str] = INSTALLERS,
-                 require_device: bool = False, show: Progress = _quiet,
+                 require_device: bool = False, show: Progress = _quiet, bounds: PageBounds = PageBounds(),
                  keep: Callable[[Sequence[Validated]], object] = lambda done: None) -> list[Validated]:
     """Every target validated in order, each line of progress shown as ``[n/N] ID: ...``; with ``listed_only``
     (a run over whatever the channel holds) the index is read first and what it does not list is not published;
     ``keep`` gets the verdicts reached as each target ends (the record is rewritten, so a timeout keeps them)."""
-    skipped = unpublished(pairs, project) if listed_only else {}
-    if skipped:
-        show(f"{len(skipped)} not published (their index lists no wheel of theirs): "
-             f"{id_pattern([t.id for t, _ in pairs if t.id in skipped], [t.id for t, _ in pairs])}")
+    read = pairs if listed_only else [(t, s) for t, s in pairs  # a selection: only what would run an installer
+                                      if not_runnable(t, host, env, require_device=require_device) is None]
+    skipped = unpublished(read, project, listed_only=listed_only, bounds=bounds)
+    for status, said in ((NOT_PUBLISHED, "not published (their index lists no wheel of theirs)"),
+                         (FAILED, "failed (their index cannot be read within the bounds)")):
+        ids = [t.id for t, _ in pairs if t.id in skipped and skipped[t.id].status == status]
+        if ids:
+            show(f"{len(ids)} {said}: {id_pattern(ids, [t.id for t, _ in pairs])}")
     todo = [(t, s) for t, s in pairs if t.id not in skipped]
     results = dict(skipped)
     for number, (target, source) in enumerate(todo, 1):
@@ -365,4 +394,4 @@ def channel_matrix(m: Matrix, channel: ReleaseChannel, version: str | None) -> M
 def write_record(path: Path, data: Mapping[str, Any]) -> None:
     """Write the record whole (a temporary file renamed over it): written after each target, so a job that
     reaches its timeout keeps every verdict it reached, and a reader never sees half a file."""
-    safe_output.write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    safe_output.write_text(path, json.dumps(redact.scrub(data), indent=2, sort_keys=True) + "\n")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from builders.base import redact
 from builders.base.errors import Location
 
 KEY = "compile_cache"
@@ -80,7 +81,7 @@ def location_problem(location: str) -> str | None:
         return "not a URL"
     if parts.scheme not in STORES:
         return f"must start with one of {', '.join(s + '://' for s in STORES)}"
-    if "@" in parts.netloc:
-        return ("holds a user or password: give credentials in the store's own variables "
+    if redact.holds_credential(location):
+        return ("holds a user, password or token: give credentials in the store's own variables "
                 "(AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, SCCACHE_REDIS_PASSWORD), never in the location")
     return None

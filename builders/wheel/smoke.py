@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builders.base.errors import SmokeError
-from builders.base.process import HostRunner, LogLike, ProcessError, Runner
+from builders.base.process import HostRunner, LogLike, ProcessError, Runner, as_log
+from builders.base.sandbox import candidate_env, isolation
 from builders.families import Family, families, family_for
 from builders.families.provision import default_cache
 from builders.matrix.model import OS, Variant
@@ -84,6 +85,7 @@ class SmokeOutcome:
     problems: tuple[str, ...] = field(default_factory=tuple)
     installer: str = ""  # "uv" or "pip": what made the venv and installed the wheel
     note: str = ""  # why venv + pip ran where uv was wanted
+    isolation: str = ""  # how the wheel's code was contained (:meth:`builders.base.sandbox.Isolation.describe`)
 
     @property
     def ok(self) -> bool:
@@ -215,18 +217,25 @@ def chosen_installer(wanted: str = "auto", inbox: str = "") -> Installer:
 
 def smoke(wheel: Path, target: Target, interpreter: Path, env: Mapping[str, str], log: LogLike,
           dist_version: str | None = None, installer: str = "auto") -> SmokeOutcome:
-    """In a fresh venv; uv's cache sits beside the toolchain cache, so runtime requirements download once."""
-    clean = {k: v for k, v in env.items() if k not in HIDDEN_ENV}
-    runner, python = HostRunner(clean, log), str(interpreter)
-    cache = {"UV_CACHE_DIR": str(uv_cache_folder((), clean))}
+    """In a fresh venv; uv's cache sits beside the toolchain cache, so runtime requirements download once. The
+    wheel's code sees only the allowlisted environment, in its own PID namespace where the host allows it
+    (:mod:`builders.base.sandbox`); the log says which."""
+    clean = {k: v for k, v in candidate_env(env).items() if k not in HIDDEN_ENV}
+    contained = isolation()
+    runner, python = HostRunner(clean, log, wrap=contained.prefix), str(interpreter)
+    sink = as_log(log)
+    if sink is not None:
+        sink.write(f"# candidate code runs in its {contained.describe()}\n")
+    cache = {"UV_CACHE_DIR": str(uv_cache_folder((), env))}
     with tempfile.TemporaryDirectory(prefix="builders-smoke-") as tmp:
         # a shared wheel: the facts of each Python it is tested on, the probe picks its own (by ABI)
         staged = stage(Path(tmp) / "probe", [target.on_python(p) for p in target.tested_pythons],
                        dist_version=dist_version)
         how = ready(chosen_installer(installer), runner, python=python, key=host_key(python, clean), cache=cache)
         how = how.for_target(target, clean)
-        return smoke_with(runner, python=python, wheel=str(wheel), staged=str(staged), scratch=tmp, target=target,
+        done = smoke_with(runner, python=python, wheel=str(wheel), staged=str(staged), scratch=tmp, target=target,
                           installer=how)
+    return replace(done, isolation=contained.describe())
 
 
 def pairs(mapping: Mapping[str, str]) -> Pairs:

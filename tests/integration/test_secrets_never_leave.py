@@ -1,0 +1,143 @@
+"""Secrets never leave: a distinct secret planted in every URL option of every command (read from the options
+table) and in every credential variable builders knows, each command run through its success, refusal and failure
+paths against loopback, and none of the secrets is found in stdout, stderr, a log, a record or the job summary."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from builders import cli
+from builders.base import redact
+from builders.cli.options import ENVIRONMENT, OPTIONS, Option
+from tests.hostile.make_wheels import facts, good_bytes
+from tests.objectstore import free_port
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+MATRIX = ROOT / "matrix.yaml"
+URL_OPTIONS = tuple(o for o in OPTIONS if o.metavar == "URL")
+# What each command needs besides its URL options to get going (inputs made by :func:`inputs`); a command
+# with a URL option and no row here fails the test below, so a new URL option is covered or noticed.
+BASE: dict[str, list[str]] = {
+    "plan": ["--rehearse", "declared"],
+    "build": ["--dry-run", "--select", "cpu-*"],
+    "audit": [],
+    "publish": ["{wheelhouse}", "--channel", "test", "--no-mirror", "--record", "{out}/publish.json"],
+    "validate": ["--installer", "pip", "--record", "{out}/validation.json"],  # whatever the index lists: its page read
+    "promote-release": ["--validation", "{record}", "--manifest", "{record}", "--record", "{out}/promotion.json"],
+    "yank": ["1.0", "--channel", "test", "--reason", "why", "--dry-run"],
+    "rollback": ["--reason", "why", "--promotion", "publish-records/release/x.json"],
+    "repair-index": ["--channel", "test", "--dry-run"],
+}
+# Paths that refuse: an input the command turns down after reading its URLs.
+REFUSE: dict[str, list[str]] = {
+    "validate": ["--site-url", "http://site-user:SITEPASSWORD-r@127.0.0.1:9/"],
+    "build": ["--compile-cache", "s3://CCKEYREFUSED:CCSECRETREFUSED@cache/x"],
+    "promote-release": ["--audit-timeout", "nan"],
+}
+# Commands whose runs here stop before any URL is printed (promote-release refuses the empty manifest first; a
+# dry-run build prints no URL): the check above still holds for them, but proves less.
+UNREACHED = frozenset({"build", "promote-release"})
+
+
+def credential_variables() -> list[str]:
+    """Every credential variable: the rule's table and every variable of the options table that is one."""
+    names = set(redact.CREDENTIAL_VARIABLES) | {f.name for f in ENVIRONMENT if redact.is_credential(f.name)}
+    return sorted(names | {o.env for o in OPTIONS if o.env and redact.is_credential(o.env)})
+
+
+class Secrets:
+    """Distinct secrets, each one a fresh string nobody else prints."""
+
+    def __init__(self) -> None:
+        self.planted: list[str] = []
+
+    def new(self, what: str) -> str:
+        value = f"S3cr3t{len(self.planted):03d}{what.replace('-', '').replace('_', '')[:12]}"
+        self.planted.append(value)
+        return value
+
+    def url(self, option: Option, port: int) -> str:
+        user, password, token = self.new("user"), self.new(option.name), self.new("tok")
+        if option.flags[0] == "--bucket":
+            return f"s3://{user}:{password}@bucket-name/prefix/"
+        if option.flags[0] == "--compile-cache":
+            return f"http://127.0.0.1:{port}/cache/?token={token}"
+        return f"http://{user}:{password}@127.0.0.1:{port}/simple/?token={token}&X-Amz-Signature={self.new('sig')}"
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture()
+def server(tmp_path: Path) -> Iterator[int]:
+    """A loopback server that answers every page with an empty simple index (the success paths)."""
+    site = tmp_path / "site"
+    (site / "simple").mkdir(parents=True)
+    (site / "simple" / "index.html").write_text("<html><body></body></html>")
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: Quiet(*a, directory=str(site)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield httpd.server_address[1]
+    httpd.shutdown()
+
+
+def run(argv: list[str], env: dict[str, str], cwd: Path) -> str:
+    """What the command said, and every file it left in ``cwd`` (records are rewritten run after run)."""
+    done = subprocess.run([sys.executable, "-m", "builders", *argv], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode >= 0, done.stderr
+    return done.stdout + done.stderr + everything_written(cwd)
+
+
+def everything_written(folder: Path) -> str:
+    return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in folder.rglob("*") if p.is_file())
+
+
+def test_every_url_option_has_a_base_row() -> None:
+    commands = {c for o in URL_OPTIONS for c in o.commands}
+    assert commands <= set(BASE) and commands & set(cli.COMMANDS) == commands
+    assert len(URL_OPTIONS) >= 10
+
+
+@pytest.mark.parametrize("command", sorted(BASE))
+def test_no_secret_leaves(command: str, tmp_path: Path, server: int) -> None:
+    secrets = Secrets()
+    out = tmp_path / "out"
+    out.mkdir()
+    labelled = facts("cpu")  # publish gets as far as the bucket: a labelled wheel in its wheelhouse
+    (tmp_path / "wheelhouse" / "whl" / "cpu").mkdir(parents=True)
+    (tmp_path / "wheelhouse" / "whl" / "cpu" / labelled.filename).write_bytes(good_bytes(labelled))
+    (tmp_path / "record.json").write_text("{}")
+    closed = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GITHUB_ACTIONS": "true",
+           "GITHUB_STEP_SUMMARY": str(out / "summary.md"),
+           **{name: secrets.new(name) for name in credential_variables()},
+           "AWS_ENDPOINT_URL": f"http://{secrets.new('ep')}:{secrets.new('eppw')}@127.0.0.1:{closed}/"}
+    base = [a.format(wheelhouse=tmp_path / "wheelhouse", out=out, record=tmp_path / "record.json")
+            for a in BASE[command]]
+    paths = {"failure": closed, "success": server}
+    said = []
+    mine = [o for o in URL_OPTIONS if command in o.commands]
+    for port, option in ((p, o) for p in paths.values() for o in mine):  # each URL option on its own
+        if port == server and (option.flags[0] == "--bucket" or command in UNREACHED):
+            continue  # the loopback server is no object store, and an early refusal reads no URL: one run
+        urls = [a for o in mine if o is option or o.required for a in (o.flags[0], secrets.url(o, port))]
+        said.append(run([command, "--matrix", str(MATRIX), *base, *urls], env, tmp_path))
+    if command in REFUSE:  # every URL option at once, and the refusal
+        urls = [a for o in mine for a in (o.flags[0], secrets.url(o, closed))]
+        said.append(run([command, "--matrix", str(MATRIX), *base, *urls, *REFUSE[command]], env, tmp_path))
+    texts = "\n".join(said) + everything_written(tmp_path)
+    planted = [*secrets.planted, "SITEPASSWORD", "CCKEYREFUSED", "CCSECRETREFUSED"]
+    assert [s for s in planted if s in texts] == []
+    if command not in UNREACHED:
+        assert "***" in texts  # something was masked: the secrets did reach the output
