@@ -79,7 +79,7 @@ def test_cmake_compiles_with_the_pinned_nvcc_though_path_has_another(built: tupl
     smoke = record["smoke"]
     assert smoke["project_ok"] and not smoke["failed_checks"], smoke
     assert smoke["project"]["compiled_runtime"] == RUNTIME and smoke["cuda_runtime_version"] == RUNTIME
-    name, data = extension(out / record["wheel"])
+    _, data = extension(out / record["wheel"])
     (tmp_path / "ext.so").write_bytes(data)
     with (tmp_path / "ext.so").open("rb") as fh:
         made = fatbin.made_by(fh)
@@ -94,7 +94,7 @@ def test_cmake_compiles_with_the_pinned_nvcc_though_path_has_another(built: tupl
 def test_find_package_cudatoolkit_links_cudart_and_cublas_loaded_from_the_runtime_wheels(built: tuple[Path, dict],
                                                                                         tmp_path: Path) -> None:
     out, record = built
-    name, data = extension(out / record["wheel"])
+    _, data = extension(out / record["wheel"])
     (tmp_path / "ext.so").write_bytes(data)
     with (tmp_path / "ext.so").open("rb") as fh:
         needed = set(parse(fh).needed)
