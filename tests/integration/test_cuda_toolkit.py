@@ -154,3 +154,22 @@ def test_a_wheel_compiled_by_another_toolkit_fails_verify_naming_both(built: tup
     ok = helpers.builders("verify", str(good.path), "--matrix", str(PROJECT / "matrix.yaml"), "--target", TID,
                           "--json", cwd=PROJECT)
     assert "toolkit-mismatch" not in {f["code"] for f in json.loads(ok.stdout)["findings"]}, ok.stdout
+
+
+def test_the_image_gives_cmake_the_same_toolkit(base_image: str, tmp_path: Path) -> None:
+    """The container engine: the image's toolkit (bin first on its PATH, laid out by layout-cuda-toolkit.sh) and
+    the variables naming it. The local base packages the newest Python only: the matrix's copy lists it."""
+    helpers.require_tool("podman")
+    data = {**DATA, "pythons": ["3.14"]}
+    (tmp_path / "matrix.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    shutil.copy(PROJECT / "smoke.py", tmp_path / "smoke.py")
+    tid = TID.replace(f"cp{DATA['pythons'][0].replace('.', '')}", "cp314")
+    out = tmp_path / "out"
+    proc = helpers.builders("build", "--engine", "container", "--base-image", base_image, "--matrix",
+                            str(tmp_path / "matrix.yaml"), "--source", str(PROJECT), "--target", tid, "--output",
+                            str(out), cwd=tmp_path)
+    (record,) = json.loads((out / "results.json").read_text())["targets"]
+    assert proc.returncode == 0 and record["status"] == "built", (record, (out / record["log"]).read_text()[-5000:])
+    smoke = record["smoke"]
+    assert smoke["project_ok"] and smoke["project"]["compiled_runtime"] == RUNTIME, smoke
+    assert "CUDACXX=/opt/toolkit/nvidia/cu13/bin/nvcc" in (out / record["log"]).read_text()
