@@ -40,6 +40,17 @@ class ToolkitEnv:
     variables: tuple[tuple[str, str], ...] = ()
 
 
+SYSTEM_PREFIXES = ("/usr", "/usr/local")  # where a distribution's packages put a toolkit among everything else
+
+
+def own_tree(root: str) -> bool:
+    """Whether ``root`` is a toolkit's own folder, to name and put first. A system prefix is not: its ``bin``
+    first on PATH would put the system's Python and compilers ahead of the host's, and ``ROCM_PATH=/usr``
+    sends Debian's hipcc looking for device libraries where Debian does not keep them (measured:
+    "cannot find ROCm device library"); a distribution's toolkit finds its own parts."""
+    return root.rstrip("/") not in ("", *SYSTEM_PREFIXES)
+
+
 @dataclass(frozen=True, kw_only=True)
 class MadeBy:
     """What a piece of device code in an ELF file records of the toolkit that compiled it."""
@@ -141,8 +152,10 @@ def pip_toolkit_args(target: Target, env: Mapping[str, str], unset: set[str] | N
 
 
 def toolkit_bin_arg(variant: Variant) -> dict[str, str]:
-    """``TOOLKIT_BIN``: the image's toolkit ``bin``, which its Containerfile puts first on PATH."""
-    return {"TOOLKIT_BIN": f"{image_toolkit_root(variant.toolkit)}/bin"}
+    """``TOOLKIT_BIN``: the image's toolkit ``bin``, which its Containerfile puts first on PATH; a system prefix's
+    stays where it is (:func:`own_tree`): ``/usr/local/bin``, already at the head of every base's PATH, instead."""
+    root = image_toolkit_root(variant.toolkit)
+    return {"TOOLKIT_BIN": f"{root}/bin" if own_tree(root) else "/usr/local/bin"}
 
 
 def found_tool(name: str, env: Mapping[str, str], version: Callable[[str], str | None] | None = None

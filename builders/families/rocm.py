@@ -29,6 +29,7 @@ from builders.families.base import (
     builders_containerfile,
     found_tool,
     image_toolkit_root,
+    own_tree,
     pip_toolkit_args,
 )
 from builders.families.machine import Machine, listed
@@ -100,6 +101,8 @@ class RocmFamily:
     def toolkit_env(self, root: str) -> ToolkitEnv:
         """hipcc first on PATH, and the root where hipcc, ``find_package(hip)`` and CMake's HIP language look
         (``ROCM_PATH``, ``HIP_PATH``; ``HIP_PLATFORM`` so hipcc never guesses the NVIDIA backend)."""
+        if not own_tree(root):
+            return ToolkitEnv()  # Debian's HIP under /usr: its hipcc finds its own parts (own_tree)
         return ToolkitEnv(first_on_path=f"{root}/bin", variables=(
             ("ROCM_PATH", root), ("HIP_PATH", root), ("HIP_PLATFORM", "amd")))
 

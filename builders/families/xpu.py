@@ -25,6 +25,7 @@ from builders.families.base import (
     expand,
     found_tool,
     image_toolkit_root,
+    own_tree,
     toolkit_bin_arg,
 )
 from builders.families.machine import Machine, listed
@@ -91,6 +92,8 @@ class XpuFamily:
     def toolkit_env(self, root: str) -> ToolkitEnv:
         """icpx first on PATH, and the variables oneAPI's ``setvars.sh`` sets for it: ``CMPLR_ROOT`` (the
         compiler's release folder), ``ONEAPI_ROOT`` where that folder sits in oneAPI's ``compiler/<release>``."""
+        if not own_tree(root):
+            return ToolkitEnv()
         parent = PurePosixPath(root).parent
         top = (("ONEAPI_ROOT", str(parent.parent)),) if parent.name == "compiler" else ()
         return ToolkitEnv(first_on_path=f"{root}/bin", variables=(("CMPLR_ROOT", root), *top))
