@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from builders.base.process import Call, LogLike
 from builders.matrix.family import Accelerator
@@ -28,6 +29,34 @@ if TYPE_CHECKING:
     from builders.matrix.targets import Target
 
 TOOLKIT_PREFIX = "/opt/toolkit"  # where an image installs a pip toolkit (``toolkit.root`` is below it)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolkitEnv:
+    """How a build sees a toolkit and no other: a folder put first on PATH, and the variables the ecosystem's
+    build systems read (CMake's ``CUDACXX`` and ``CUDAToolkit_ROOT``, setuptools' ``CUDA_HOME``, ...)."""
+
+    first_on_path: str = ""
+    variables: tuple[tuple[str, str], ...] = ()
+
+
+SYSTEM_PREFIXES = ("/usr", "/usr/local")  # where a distribution's packages put a toolkit among everything else
+
+
+def own_tree(root: str) -> bool:
+    """Whether ``root`` is a toolkit's own folder, to name and put first. A system prefix is not: its ``bin``
+    first on PATH would put the system's Python and compilers ahead of the host's, and ``ROCM_PATH=/usr``
+    sends Debian's hipcc looking for device libraries where Debian does not keep them (measured:
+    "cannot find ROCm device library"); a distribution's toolkit finds its own parts."""
+    return root.rstrip("/") not in ("", *SYSTEM_PREFIXES)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MadeBy:
+    """What a piece of device code in an ELF file records of the toolkit that compiled it."""
+
+    what: str  # "sm_80 cubin (ptxas)"
+    release: str  # "13.2"
 
 
 class Toolchain(Protocol):
@@ -50,6 +79,9 @@ class Toolchain(Protocol):
 
     def check(self, target: Target, root: str | None, call: Call) -> None:
         """The toolkit at ``root``, asked through ``call`` where the build runs, is what the matrix says."""
+
+    def toolkit_env(self, root: str) -> ToolkitEnv:
+        """The build environment that makes the toolkit at ``root`` the one every build system finds (pure)."""
 
 
 class Family(Toolchain, Protocol):
@@ -88,6 +120,9 @@ class Family(Toolchain, Protocol):
     # verify
     driver_libraries: tuple[str, ...]  # globs of driver-side libraries: never in a wheel, always allowed as needed
 
+    def made_by(self, fh: IO[bytes]) -> tuple[MadeBy, ...]:
+        """The toolkit releases the family's device code embedded in the ELF file ``fh`` records (none read: ())."""
+
 
 def builders_containerfile(name: str) -> Path:
     """``builders/resources/containers/<name>.Containerfile`` in the installed package."""
@@ -113,7 +148,14 @@ def expand(variant: Variant, name: str, env: Mapping[str, str], unset: set[str] 
 def pip_toolkit_args(target: Target, env: Mapping[str, str], unset: set[str] | None) -> dict[str, str]:
     """The build arguments of a toolkit installed from pinned pip requirements."""
     return {"TOOLKIT_REQUIREMENTS": "\n".join(target.variant.toolkit.requirements),
-            "TOOLKIT_INDEX_URL": expand(target.variant, "index_url", env, unset)}
+            "TOOLKIT_INDEX_URL": expand(target.variant, "index_url", env, unset), **toolkit_bin_arg(target.variant)}
+
+
+def toolkit_bin_arg(variant: Variant) -> dict[str, str]:
+    """``TOOLKIT_BIN``: the image's toolkit ``bin``, which its Containerfile puts first on PATH; a system prefix's
+    stays where it is (:func:`own_tree`): ``/usr/local/bin``, already at the head of every base's PATH, instead."""
+    root = image_toolkit_root(variant.toolkit)
+    return {"TOOLKIT_BIN": f"{root}/bin" if own_tree(root) else "/usr/local/bin"}
 
 
 def found_tool(name: str, env: Mapping[str, str], version: Callable[[str], str | None] | None = None

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from builders.base.process import Call, LogLike
-from builders.families.base import builders_containerfile
+from builders.families.base import MadeBy, ToolkitEnv, builders_containerfile
 from builders.matrix.family import Accelerator, FamilyFacts
 from builders.matrix.model import Toolkit, Variant
 
@@ -63,6 +63,12 @@ class CpuFamily:
 
     def image_args(self, target: Target, env: Mapping[str, str], unset: set[str] | None) -> dict[str, str]:
         return {}
+
+    def toolkit_env(self, root: str) -> ToolkitEnv:
+        return ToolkitEnv()  # the host's own compiler: nothing to put first
+
+    def made_by(self, fh: IO[bytes]) -> tuple[MadeBy, ...]:
+        return ()
 
     def image_toolkit_root(self, toolkit: Toolkit) -> str | None:
         return None  # the image's own compiler

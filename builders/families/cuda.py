@@ -9,14 +9,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from builders.base.errors import ToolchainError
 from builders.base.process import Call, LogLike
-from builders.families.base import builders_containerfile, image_toolkit_root, pip_toolkit_args
+from builders.families import cuda_layout, fatbin
+from builders.families.base import MadeBy, ToolkitEnv, builders_containerfile, image_toolkit_root, pip_toolkit_args
 from builders.families.cpu import cxx_unavailable
 from builders.families.machine import Machine, listed
-from builders.families.provision import pip_prefix
+from builders.families.provision import install_key, pip_prefix
 from builders.matrix.family import Accelerator, FamilyFacts
 from builders.matrix.model import OS, Toolkit, Variant
 
@@ -72,19 +73,24 @@ class CudaFamily:
         return cxx_unavailable(target, host)
 
     def toolkit_root(self, target: Target, cache: Path, host: Host) -> str | None:
-        """``<cache>/cuda-<pin>/<toolkit.root>``: one folder per pinned release."""
+        """``<cache>/cuda-<pin>-<key>/<toolkit.root>``: one folder per install (:func:`prefix`)."""
         return str(self.prefix(target, cache) / (target.variant.toolkit.root or ""))
 
     @staticmethod
     def prefix(target: Target, cache: Path) -> Path:
-        return cache / f"cuda-{_pin(target.variant.toolkit.requirements)}"
+        """``cuda-13.2.2-<key>``: the pin for people, the key (requirements with their extras, the index as the
+        matrix writes it) so that two installs of one pin with other components never share a folder."""
+        toolkit = target.variant.toolkit
+        return cache / f"cuda-{_pin(toolkit.requirements)}-{install_key(toolkit.requirements, toolkit.index_url)}"
 
     def provision(self, target: Target, cache: Path, env: Mapping[str, str], log: LogLike) -> None:
-        """Install the pinned toolkit (once per pin; a finished install is reused)."""
+        """Install the pinned toolkit, laid out as CMake expects (:mod:`builders.families.cuda_layout`), once per
+        install key; a finished install is reused."""
         toolkit = target.variant.toolkit
         index_url = target.variant.toolkit_url("index_url", env) or None
         prefix = pip_prefix(self.prefix(target, cache).name, toolkit.requirements, cache, env, log, index_url,
-                            timeout=target.project.timeouts.provision)
+                            timeout=target.project.timeouts.provision,
+                            finish=lambda tmp: cuda_layout.lay_out(tmp / (toolkit.root or ""), env, log))
         nvcc = prefix / (toolkit.root or "") / "bin" / "nvcc"
         if not nvcc.exists():
             raise ToolchainError(f"{target.variant.location}: toolkit installed to {prefix} has no "
@@ -94,6 +100,19 @@ class CudaFamily:
         """``nvcc`` where the build runs reports the matrix's release and lists every declared arch."""
         nvcc = f"{root}/bin/nvcc"
         check_nvcc(target, call([nvcc, "--version"]).stdout, call([nvcc, "--list-gpu-arch"]).stdout)
+
+    def toolkit_env(self, root: str) -> ToolkitEnv:
+        """nvcc first on PATH, and named where CMake (``CUDACXX``, ``CUDAToolkit_ROOT``), setuptools-style
+        scripts (``CUDA_HOME``, ``CUDA_PATH``) and ``-DCMAKE_CUDA_COMPILER`` passers look: a host's own CUDA
+        (this host has one on PATH) is never found first."""
+        nvcc = f"{root}/bin/nvcc"
+        return ToolkitEnv(first_on_path=f"{root}/bin", variables=(
+            ("CUDACXX", nvcc), ("CMAKE_CUDA_COMPILER", nvcc), ("CUDA_HOME", root), ("CUDA_PATH", root),
+            ("CUDAToolkit_ROOT", root)))
+
+    def made_by(self, fh: IO[bytes]) -> tuple[MadeBy, ...]:
+        """The release each cubin's ptxas (or nvlink) recorded (:mod:`builders.families.fatbin`)."""
+        return fatbin.made_by(fh)
 
     def image_args(self, target: Target, env: Mapping[str, str], unset: set[str] | None) -> dict[str, str]:
         return {**pip_toolkit_args(target, env, unset), "MAX_GCC": str(target.variant.toolkit.max_gcc or "")}

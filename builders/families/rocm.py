@@ -19,11 +19,19 @@ import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from builders.base.errors import EngineError, ToolchainError
 from builders.base.process import Call, LogLike, ProcessError, run
-from builders.families.base import builders_containerfile, found_tool, image_toolkit_root, pip_toolkit_args
+from builders.families.base import (
+    MadeBy,
+    ToolkitEnv,
+    builders_containerfile,
+    found_tool,
+    image_toolkit_root,
+    own_tree,
+    pip_toolkit_args,
+)
 from builders.families.machine import Machine, listed
 from builders.matrix.family import Accelerator, FamilyFacts
 from builders.matrix.model import Toolkit, Variant
@@ -89,6 +97,17 @@ class RocmFamily:
         version_out = call([f"{root}/bin/hipcc", "--version"]).stdout
         clang = f"{installed_dir(version_out) or f'{root}/lib/llvm/bin'}/clang"
         check_hipcc(target, version_out, call([clang, "--target=amdgcn-amd-amdhsa", "--print-supported-cpus"]).stdout)
+
+    def toolkit_env(self, root: str) -> ToolkitEnv:
+        """hipcc first on PATH, and the root where hipcc, ``find_package(hip)`` and CMake's HIP language look
+        (``ROCM_PATH``, ``HIP_PATH``; ``HIP_PLATFORM`` so hipcc never guesses the NVIDIA backend)."""
+        if not own_tree(root):
+            return ToolkitEnv()  # Debian's HIP under /usr: its hipcc finds its own parts (own_tree)
+        return ToolkitEnv(first_on_path=f"{root}/bin", variables=(
+            ("ROCM_PATH", root), ("HIP_PATH", root), ("HIP_PLATFORM", "amd")))
+
+    def made_by(self, fh: IO[bytes]) -> tuple[MadeBy, ...]:
+        return ()  # HIP code objects record their clang, not a ROCm release: nothing checked yet
 
     def image_args(self, target: Target, env: Mapping[str, str], unset: set[str] | None) -> dict[str, str]:
         return {**pip_toolkit_args(target, env, unset), **rocm_source_args(target, env)}

@@ -12,13 +12,22 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from pathlib import Path, PurePosixPath
+from typing import IO, TYPE_CHECKING, Any
 
 from builders.base.errors import ToolchainError
 from builders.base.process import Call, LogLike
 from builders.families import installer
-from builders.families.base import builders_containerfile, expand, found_tool, image_toolkit_root
+from builders.families.base import (
+    MadeBy,
+    ToolkitEnv,
+    builders_containerfile,
+    expand,
+    found_tool,
+    image_toolkit_root,
+    own_tree,
+    toolkit_bin_arg,
+)
 from builders.families.machine import Machine, listed
 from builders.matrix.family import Accelerator, FamilyFacts
 from builders.matrix.model import OS, Toolkit, Variant
@@ -80,11 +89,23 @@ class XpuFamily:
     def check(self, target: Target, root: str | None, call: Call) -> None:
         """Its release was checked against the matrix when the host was probed."""
 
+    def toolkit_env(self, root: str) -> ToolkitEnv:
+        """icpx first on PATH, and the variables oneAPI's ``setvars.sh`` sets for it: ``CMPLR_ROOT`` (the
+        compiler's release folder), ``ONEAPI_ROOT`` where that folder sits in oneAPI's ``compiler/<release>``."""
+        if not own_tree(root):
+            return ToolkitEnv()
+        parent = PurePosixPath(root).parent
+        top = (("ONEAPI_ROOT", str(parent.parent)),) if parent.name == "compiler" else ()
+        return ToolkitEnv(first_on_path=f"{root}/bin", variables=(("CMPLR_ROOT", root), *top))
+
+    def made_by(self, fh: IO[bytes]) -> tuple[MadeBy, ...]:
+        return ()  # SYCL device images record no oneAPI release that is read here
+
     def image_args(self, target: Target, env: Mapping[str, str], unset: set[str] | None) -> dict[str, str]:
         variant = target.variant
         return {"TOOLKIT_SYSTEM_REPOSITORY": expand(variant, "system_repository", env, unset),
                 "TOOLKIT_SYSTEM_REPOSITORY_KEY": expand(variant, "system_repository_key", env, unset),
-                "TOOLKIT_SYSTEM_PACKAGES": "\n".join(variant.toolkit.system_packages)}
+                "TOOLKIT_SYSTEM_PACKAGES": "\n".join(variant.toolkit.system_packages), **toolkit_bin_arg(variant)}
 
     def image_toolkit_root(self, toolkit: Toolkit) -> str | None:
         return image_toolkit_root(toolkit)

@@ -551,10 +551,25 @@ def build_env(target: Target, ctx: Context, recipe: Recipe) -> dict[str, str]:
     """The project build's variables: ``build.environment_pass`` from this host, the target's settings, the
     engine's, the compiler cache, the core's folder. All but the cache's are part of the plan's digest."""
     passed = {name: ctx.env[name] for name in target.project.environment_pass if name in ctx.env}
-    env = {**passed, **settings(target, recipe.toolchain.root, ctx.epoch), **dict(recipe.build_env)}
+    env = {**passed, **settings(target, recipe.toolchain.root, ctx.epoch), **toolkit_env(target, ctx, recipe),
+           **dict(recipe.build_env)}
     env |= compiler_cache(ctx, recipe, env, per_run=per_run_vars(target))
     if target.project.core_dir_var and recipe.build is None:
         env[target.project.core_dir_var] = f"{recipe.work}/core/install"
+    return env
+
+
+def toolkit_env(target: Target, ctx: Context, recipe: Recipe) -> dict[str, str]:
+    """The pinned toolkit is the only one the build sees: its family's variables (``CUDACXX``, ``ROCM_PATH``, ...)
+    name it, and on this host its ``bin`` goes first on PATH, ahead of any toolkit the host has there (an image
+    puts its own first: its Containerfile's ``TOOLKIT_BIN``). Not for an engine's own build (cibuildwheel)."""
+    root = recipe.toolchain.root
+    if root is None or recipe.build is not None:
+        return {}
+    found = toolchain_for(target.variant.accelerator).toolkit_env(root)
+    env = dict(found.variables)
+    if found.first_on_path and recipe.runner.on_host:
+        env["PATH"] = os.pathsep.join(p for p in (found.first_on_path, ctx.env.get("PATH", "")) if p)
     return env
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from builders.base.errors import BuildersError, EngineError, RepairError
 from builders.base.process import Call, ProcessError
+from builders.families import family_for
 from builders.matrix.model import OS
 from builders.matrix.targets import Target
 from builders.wheel import elf
@@ -46,8 +47,14 @@ def repair_argv(target: Target, wheel: str, out_dir: str, tools: Tools = Tools()
         head = (*tools.delocate, "--require-archs", plat.arch)
     else:
         return None
-    excludes = tuple(arg for lib in sorted(target.variant.exclude_libs) for arg in ("--exclude", lib))
-    return (*head, *excludes, "-w", out_dir, wheel)
+    return (*head, *excluded(target), "-w", out_dir, wheel)
+
+
+def excluded(target: Target) -> tuple[str, ...]:
+    """``--exclude`` for each library a runtime requirement provides, and for the GPU driver's (auditwheel takes
+    globs): code linked against the toolkit's driver stub needs ``libcuda.so.1``, which only the driver has."""
+    driver = family_for(target.variant.accelerator).driver_libraries
+    return tuple(arg for lib in (*sorted(target.variant.exclude_libs), *driver) for arg in ("--exclude", lib))
 
 
 def diagnose_argv(target: Target, wheel: str, tools: Tools = Tools()) -> tuple[str, ...] | None:

@@ -35,6 +35,7 @@ from packaging.version import InvalidVersion, Version
 
 from builders.base.errors import WheelError
 from builders.families import Family, families, family_for
+from builders.families.base import MadeBy
 from builders.matrix import runpath
 from builders.matrix.model import OS, Dropped, Matrix, Platform, PythonVersion, Variant
 from builders.matrix.targets import Target
@@ -99,6 +100,7 @@ class Member:
     hash: str = ""
     elf: elf.ElfInfo | None = None
     elf_error: str = ""
+    made_by: tuple[MadeBy, ...] = ()  # what its device code records of the toolkit that compiled it
     problem: Finding | None = None  # refused (never inflated) or damaged (see check_archive)
     inflated: bool = True  # False: refused from the central directory, nothing was read
 
@@ -110,8 +112,9 @@ class Member:
 class Contents:
     """A wheel open for verification: its reader, and every member scanned once (on first use)."""
 
-    def __init__(self, reader: WheelReader) -> None:
+    def __init__(self, reader: WheelReader, device: Family | None = None) -> None:
         self.reader = reader
+        self.device = device  # the family whose device code is read from each ELF file (None: not read)
 
     @cached_property
     def record(self) -> dict[str, RecordEntry]:
@@ -125,7 +128,8 @@ class Contents:
             algorithms = {path: _algorithm(e.hash) for path, e in self.record.items()}
         except WheelError:
             algorithms = {}
-        return {i.filename: scan_member(self.reader, i, algorithms.get(i.filename, "sha256")) for i in self.reader.infos}
+        return {i.filename: scan_member(self.reader, i, algorithms.get(i.filename, "sha256"), self.device)
+                for i in self.reader.infos}
 
     @property
     def elves(self) -> list[Member]:
@@ -142,7 +146,7 @@ Check = Callable[[Contents, Expectation], Iterator[Finding]]
 def verify(wheel: Wheel, expect: Expectation) -> list[Finding]:
     """Raises :class:`WheelError` only for a file that is not a readable zip archive."""
     with wheel.open() as reader:
-        return run_checks(Contents(reader), expect, CHECKS)
+        return run_checks(Contents(reader, family_for(expect.target.variant.accelerator)), expect, CHECKS)
 
 
 def run_checks(contents: Contents, expect: Expectation, checks: Iterable[Check]) -> list[Finding]:
@@ -159,9 +163,9 @@ def run_checks(contents: Contents, expect: Expectation, checks: Iterable[Check])
     return findings
 
 
-def scan_member(reader: WheelReader, info: zipfile.ZipInfo, algorithm: str) -> Member:
-    """Hash one member in chunks; an ELF member is spooled in the same pass and parsed after.
-    A member refused from the central directory is not read at all."""
+def scan_member(reader: WheelReader, info: zipfile.ZipInfo, algorithm: str, device: Family | None = None) -> Member:
+    """Hash one member in chunks; an ELF member is spooled in the same pass and parsed after (and its device
+    code read by ``device``). A member refused from the central directory is not read at all."""
     digest = hashlib.new(algorithm)
     stream = reader.member_stream(info)
     if stream.refusal is not None:
@@ -179,9 +183,21 @@ def scan_member(reader: WheelReader, info: zipfile.ZipInfo, algorithm: str) -> M
             parsed, error = elf.parse(spool), ""
         except elf.ElfParseError as exc:
             parsed, error = None, str(exc)
+        made = _made_by(device, spool) if parsed is not None and device is not None else ()
     if stream.problem is not None:  # a damaged member's ELF headers mean nothing
         return Member(name=info.filename, size=size, hash=record_digest(digest), problem=stream.problem)
-    return Member(name=info.filename, size=size, hash=record_digest(digest), elf=parsed, elf_error=error)
+    return Member(name=info.filename, size=size, hash=record_digest(digest), elf=parsed, elf_error=error,
+                  made_by=made)
+
+
+def _made_by(device: Family, spool: IO[bytes]) -> tuple[MadeBy, ...]:
+    """What ``device`` reads of the toolkit in the ELF file; nothing where its sections cannot be read (a stripped
+    file has no section headers: the checks of its program headers still run)."""
+    try:
+        spool.seek(0)
+        return device.made_by(spool)
+    except Exception:  # noqa: BLE001 - pyelftools raises many kinds on damaged sections; bad-elf covers the headers
+        return ()
 
 
 def _consume(chunks: Iterable[bytes], digest: hashlib._Hash, sink: IO[bytes] | None = None) -> int:
@@ -462,6 +478,22 @@ def check_label(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
                       f"runtime libraries ({', '.join(variant.exclude_libs)}): a build for another variant")
 
 
+def check_toolkit(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    """The device code was compiled by the matrix's toolkit: every release the code records (CUDA: each cubin's
+    ptxas and nvlink) is the variant's. A build that found another toolkit (one on the build host's PATH) made
+    these bytes, whatever the label says."""
+    variant = expect.target.variant
+    display = family_for(variant.accelerator).accelerator.facts.display
+    for member in wheel.elves:
+        other = [m for m in member.made_by if m.release != variant.version]
+        if other and variant.version:
+            found = ", ".join(sorted({m.release for m in other}))
+            what = ", ".join(m.what for m in other[:4]) + (", ..." if len(other) > 4 else "")
+            yield Finding(code="toolkit-mismatch", message=f"device code compiled by {display} {found} ({what}); "
+                          f"the matrix's toolkit for {variant.label} is {display} {variant.version}: the build found "
+                          "another toolkit than the pinned one", file=member.name)
+
+
 # --- excluded libraries and their providers ----------------------------------------------------
 
 
@@ -606,8 +638,8 @@ def check_shape(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
 
 
 CHECKS: tuple[Check, ...] = (check_archive, check_name_and_tags, check_metadata, check_record, check_extension_modules,
-                             check_top_level, check_libraries, check_label, check_providers, check_pypi_requirements,
-                             check_size, check_shape)
+                             check_top_level, check_libraries, check_label, check_toolkit, check_providers,
+                             check_pypi_requirements, check_size, check_shape)
 
 
 @cache

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from builders.base.errors import ToolchainError
 from builders.base.process import Call, LogLike
-from builders.families.base import found_tool, image_toolkit_root
+from builders.families.base import MadeBy, ToolkitEnv, found_tool, image_toolkit_root
 from builders.families.machine import Machine, listed
 from builders.matrix.family import Accelerator, FamilyFacts
 from builders.matrix.model import Toolkit, Variant
@@ -65,6 +65,12 @@ class NpuFamily:
 
     def image_args(self, target: Target, env: Mapping[str, str], unset: set[str] | None) -> dict[str, str]:
         return {"NPU_SDK_REQUIREMENTS": "\n".join(target.variant.toolkit.requirements)}
+
+    def toolkit_env(self, root: str) -> ToolkitEnv:
+        return ToolkitEnv(first_on_path=f"{root}/bin", variables=(("NPU_SDK_ROOT", root),))
+
+    def made_by(self, fh: IO[bytes]) -> tuple[MadeBy, ...]:
+        return ()
 
     def image_toolkit_root(self, toolkit: Toolkit) -> str | None:
         return image_toolkit_root(toolkit)

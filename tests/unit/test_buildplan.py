@@ -6,12 +6,14 @@ test; a grown matrix (``test_matrix_growth.py``) must pass as well.
 
 from __future__ import annotations
 
+import copy
 import re
 import shlex
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from builders.engines import images
 from builders.engines.cibw import CibwEngine
@@ -92,9 +94,50 @@ def test_local_build_command_and_environment(m, data) -> None:
     pin = re.search(r"==([0-9.]+)", node["toolkit"]["requirements"][0]).group(1)
     env = dict(plan.build.env)
     assert env[names["accelerator_version"]] == version
-    assert env[names["toolkit_root"]] == f"/cache/cuda-{pin}/{data['accelerators']['cuda']['toolkit']['root']}"
+    root = env[names["toolkit_root"]]
+    assert re.fullmatch(rf"/cache/cuda-{re.escape(pin)}-[0-9a-f]{{12}}/{data['accelerators']['cuda']['toolkit']['root']}",
+                        root)
     assert env["SOURCE_DATE_EPOCH"] == "1700000000"
     assert plan.toolchain.pins == tuple(node["toolkit"]["requirements"])
+
+
+def test_a_cuda_build_sees_the_pinned_toolkit_first_and_by_name(m) -> None:
+    """A host whose PATH has another nvcc (this one's /usr/local/bin) builds with the pinned one: its bin goes first
+    on PATH and the variables CMake and setuptools-style scripts read name it; the dry run shows them."""
+    for plan in (p for p in built(plans(m)).values() if p.target.variant.accelerator.value == "cuda"):
+        env, root = dict(plan.build.env), plan.toolchain.root
+        assert env["PATH"] == f"{root}/bin:{ENV['PATH']}"
+        assert env["CUDACXX"] == env["CMAKE_CUDA_COMPILER"] == f"{root}/bin/nvcc"
+        assert env["CUDA_HOME"] == env["CUDA_PATH"] == env["CUDAToolkit_ROOT"] == root
+        assert f"CUDACXX={root}/bin/nvcc" in plan.build.shell()
+    cpu = built(plans(m))["cpu-cp312-linux-x86_64"]
+    assert "CUDACXX" not in dict(cpu.build.env) and "PATH" not in dict(cpu.build.env)
+
+
+def test_the_toolkit_env_is_no_part_of_the_digest_but_where_the_toolkit_is_found(m) -> None:
+    """PATH is where tools are found (never in a digest); the variables name the toolkit under the cache, which the
+    digest sees as {cache}: another cache folder or host PATH gives the same wheel key."""
+    tid = next(t for t in built(plans(m)) if t.startswith("cu"))
+    here = built(plans(m))[tid]
+    there = built(plans(m, ctx=context(cache=Path("/elsewhere"), env={**ENV, "PATH": "/opt/other/bin"})))[tid]
+    assert dict(here.build.env)["PATH"] != dict(there.build.env)["PATH"]
+    assert here.digest == there.digest
+
+
+def test_two_toolkits_of_one_pin_with_other_components_get_two_folders(data) -> None:
+    """The cache is keyed by everything installed: cuBLAS added to one version's requirements is another folder;
+    the same requirements are the same folder whatever the label."""
+    (version, node), *_ = cuda_versions(data)
+    grown = copy.deepcopy(data)
+    extra = grown["accelerators"]["cuda"]["versions"][version]["toolkit"]
+    extra["requirements"] = [r.replace("[", "[cublas,", 1) for r in node["toolkit"]["requirements"]]
+    roots = {}
+    for name, d in (("shipped", data), ("cublas", grown)):
+        mm = matrix.loads(yaml.safe_dump(d, sort_keys=False))
+        plan = built(plans(mm))[f"{node['label']}-cp312-linux-x86_64"]
+        roots[name] = plan.toolchain.root
+    assert roots["shipped"] != roots["cublas"]
+    assert roots["shipped"].split("/")[2].rsplit("-", 1)[0] == roots["cublas"].split("/")[2].rsplit("-", 1)[0]
 
 
 def test_local_repair_and_smoke_commands(m) -> None:
@@ -172,6 +215,10 @@ def test_the_container_plan_runs_in_the_image(m) -> None:
     assert plan.repair is not None and plan.repair.argv[:2] == ("auditwheel", "repair")  # the image's own
     assert plan.smoke.wheel == f"/tmp/{plan.outputs.wheel}" and "/work" not in {m.target for m in plan.smoke_runner.mounts}
     assert dict(plan.build.env)["MINIFW_TOOLKIT_ROOT"] == plan.toolchain.root == "/opt/toolkit/nvidia/cu13"
+    # The image's toolkit, named for build systems; its Containerfile puts the same bin first on its own PATH.
+    root = plan.toolchain.root
+    assert dict(plan.build.env)["CUDACXX"] == f"{root}/bin/nvcc" and "PATH" not in dict(plan.build.env)
+    assert dict(CONTAINER.image_spec(plan.target).args)["TOOLKIT_BIN"] == f"{root}/bin"
 
 
 def test_the_image_spec_is_computed_once_per_target(m, monkeypatch: pytest.MonkeyPatch) -> None:
