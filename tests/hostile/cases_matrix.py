@@ -113,7 +113,9 @@ def excluded_default() -> tuple[str, str, str] | None:
 
 BOMB, BOMB_LINE = bomb_line()
 GPU_LABEL = next(label for family, label in labels() if family == "cuda")
-RPATH = DATA["accelerators"]["cuda"]["rpath"][0]
+RUNTIME_DIR = DATA["accelerators"]["cuda"]["runtime_dirs"][0]
+# The older spelling, an $ORIGIN string, in the runtime folder's place
+RUNTIME_LINE = f"runtime_dirs: [{RUNTIME_DIR}]"
 BASE_URL = DATA["channels"]["index"]["base_url"]
 LAYOUT = DATA["channels"]["index"]["layout"]
 SOURCE = DATA["project"]["source"]
@@ -285,12 +287,22 @@ VALUES = [
     edited("arch-list-twice", '"7.5;', '"7.5;7.5;', "twice"),
     edited("arch-list-rocm", '"gfx908;', '"8.0;gfx908;', "not a rocm architecture"),
     edited("arch-list-unknown-platform", "          linux-aarch64: \"", "          linux-arm64: \"", "unknown platform"),
-    edited("rpath-colon", f'"{RPATH}"', '"$ORIGIN/..:/usr/local/cuda/lib64"', "several paths", at="/usr/local/cuda"),
-    edited("rpath-originally", f'"{RPATH}"', '"$ORIGINAL/lib"', "not relative to $ORIGIN", at="$ORIGINAL"),
-    edited("rpath-absolute", f'"{RPATH}"', '"/usr/local/cuda/lib64"', "not relative to $ORIGIN", at="/usr/local/cuda"),
-    edited("rpath-climbs", f'"{RPATH}"', '"$ORIGIN/../.."', "climbs out of site-packages", at='"$ORIGIN/../.."'),
-    edited("rpath-climbs-far", f'"{RPATH}"', '"$ORIGIN/../../../../../../etc"', "climbs out", at="/etc"),
-    edited("rpath-empty-segment", f'"{RPATH}"', '"$ORIGIN//lib"', "empty", at="$ORIGIN//lib"),
+    edited("rpath-colon", RUNTIME_LINE, 'rpath: ["$ORIGIN/..:/usr/local/cuda/lib64"]', "several paths", at="/usr/local/cuda"),
+    edited("rpath-originally", RUNTIME_LINE, 'rpath: ["$ORIGINAL/lib"]', "not relative to $ORIGIN", at="$ORIGINAL"),
+    edited("rpath-absolute", RUNTIME_LINE, 'rpath: ["/usr/local/cuda/lib64"]', "not relative to $ORIGIN",
+           at="/usr/local/cuda"),
+    edited("rpath-climbs", RUNTIME_LINE, 'rpath: ["$ORIGIN/../.."]', "climbs out of site-packages",
+           at='["$ORIGIN/../.."]'),
+    edited("rpath-climbs-far", RUNTIME_LINE, 'rpath: ["$ORIGIN/../../../../../../etc"]', "climbs out", at="/etc"),
+    edited("rpath-empty-segment", RUNTIME_LINE, 'rpath: ["$ORIGIN//lib"]', "empty", at="$ORIGIN//lib"),
+    edited("runtime-dir-colon", RUNTIME_LINE, "runtime_dirs: [nvidia/cu13/lib:/usr/lib]", "not one relative path",
+           at="/usr/lib"),
+    edited("runtime-dir-absolute", RUNTIME_LINE, "runtime_dirs: [/usr/local/cuda/lib64]", "not one relative path",
+           at="/usr/local/cuda"),
+    edited("runtime-dir-origin", RUNTIME_LINE, 'runtime_dirs: ["$ORIGIN/../nvidia/cu13/lib"]', "not one relative path",
+           at='["$ORIGIN/../nvidia'),
+    edited("runtime-dir-leaves", RUNTIME_LINE, 'runtime_dirs: ["../../../../etc"]', "leaves the environment", at="etc"),
+    edited("runtime-dir-empty-segment", RUNTIME_LINE, "runtime_dirs: [nvidia//lib]", "empty", at="nvidia//lib"),
     edited("provider-undeclared", "libcudart.so.13: cuda-toolkit[cudart]", "libcudart.so.13: nvidia-cuda-runtime",
            "not among the variant's runtime_requirements"),
     edited("requirement-invalid", "'cuda-toolkit[cudart]==", "'cuda-toolkit[cudart==", "not a valid requirement"),
