@@ -20,6 +20,7 @@ chain back and checks each parent's bytes against the digest its child names.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import secrets
 import time
@@ -244,11 +245,10 @@ def probe(bucket: Bucket, channel: str) -> str:
     from botocore.exceptions import ClientError
 
     key = bucket.url.key(f"{LEDGER}{channel}/probe-{secrets.token_hex(8)}")
-    put = {"Bucket": bucket.url.bucket, "Key": key, "Body": b"probe\n", "IfNoneMatch": "*"}
     try:
-        bucket.s3.put_object(**put)
+        bucket.s3.put_object(Bucket=bucket.url.bucket, Key=key, Body=b"probe\n", IfNoneMatch="*")
         try:
-            bucket.s3.put_object(**put)
+            bucket.s3.put_object(Bucket=bucket.url.bucket, Key=key, Body=b"probe\n", IfNoneMatch="*")
             return "lease"
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
@@ -257,10 +257,8 @@ def probe(bucket: Bucket, channel: str) -> str:
     except ClientError as exc:
         raise ObjectStoreError(f"{bucket.url}: probing conditional writes failed: {exc}") from None
     finally:
-        try:
+        with contextlib.suppress(ClientError):
             bucket.s3.delete_object(Bucket=bucket.url.bucket, Key=key)
-        except ClientError:
-            pass
 
 
 def mode_for(bucket: Bucket, channel: str, env: Mapping[str, str]) -> str:

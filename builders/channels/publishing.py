@@ -1,0 +1,397 @@
+"""``publish`` through the ledger: gather every fact once, plan as a pure function of them, then apply.
+
+Apply's order is what makes a cut-short run harmless and its rerun a finish: the objects first, each
+verified (the store's whole-object checksum or a read-back), then the ledger entry (the commit point:
+before it a reader sees nothing new, since no page names an object the ledger does not hold), then the
+pages, a pure rendering of the ledger, then the objects the ledger dropped deleted, and last every
+link of every page written checked to bytes with the page's sha256. A rerun gathers again: objects
+already stored with the planned bytes are not written twice, an entry already committed is not
+appended twice, pages already equal to the rendering are not rewritten; with nothing left it says
+"already done". Pages written from a head that moved on are rendered again from the new head, so a
+concurrent writer's files are never dropped from a page.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
+from builders.base.errors import ObjectStoreError, PublishRefused
+from builders.channels.evidence import Entry, FileRecord, LedgerCorrupt, YankMark
+from builders.channels.ledger import ChannelState, Ledger
+from builders.index.objectstore import Bucket, cache_control
+from builders.index.pages import IndexedFile, project_html, project_json, root_html, root_json
+from builders.index.publish import SiteEntry, published_entries, sha256sums
+from builders.matrix.release_channels import ChannelName, ReleaseChannel
+
+PAGE_NAMES = ("index.html", "index.json", "SHA256SUMS", "mirror.json")
+SHOWN = 10
+
+
+@dataclass(frozen=True, kw_only=True)
+class Listed(IndexedFile):
+    """A file as the ledger holds it: its ``.metadata``'s sha256 from the ledger, not from bytes in memory."""
+
+    core_sha256: str = ""
+
+    @property
+    def metadata_sha256(self) -> str:
+        return self.core_sha256
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalFile:
+    """One file this publication brings (a wheel or its ``.metadata``) and where its bytes are."""
+
+    record: FileRecord
+    source: object  # a Path (a wheel) or bytes (a .metadata)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evidence:
+    """Everything publish reads, read once (:func:`gather`)."""
+
+    channel: ReleaseChannel
+    project: str
+    folders: tuple[tuple[str, str], ...]  # (label, folder) of every label index of the channel
+    local: Mapping[str, LocalFile]  # key -> the file to publish
+    stored: Mapping[str, str | None]  # key of each local file -> the sha256 of the bytes the bucket holds (None: absent)
+    objects: frozenset[str]  # every object under the channel's label folders
+    pages: Mapping[str, bytes | None]  # every page key -> its bytes now
+    mirror: Mapping[str, bytes]  # folder -> the mirror.json to serve (the bucket's merged with this publication's)
+    state: ChannelState
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    uploads: tuple[LocalFile, ...]  # objects to write (new, replaced, or stored with other bytes than the ledger's)
+    entry: Entry | None  # None: the ledger holds every file already
+    refused: tuple[str, ...] = ()  # keys whose published bytes would change where they never may
+    replaced: tuple[str, ...] = ()
+    pruned: tuple[str, ...] = ()
+    pages: Mapping[str, bytes] = field(default_factory=dict)  # the rendering after the entry
+    writes: tuple[str, ...] = ()  # the page keys whose bytes differ from the bucket's
+    deletes: tuple[str, ...] = ()  # objects the ledger dropped that the bucket still holds
+
+    @property
+    def done(self) -> bool:
+        return not (self.uploads or self.entry or self.writes or self.deletes)
+
+
+# --- plan (pure) -------------------------------------------------------------------------------
+
+
+def plan(evidence: Evidence, *, at: str, writer: str) -> Plan:
+    """What publishing does, from ``evidence`` alone (no bucket)."""
+    entry, refused, replaced = changes(evidence, evidence.state, at=at, writer=writer)
+    after = evidence.state if entry is None else evidence.state.after(_placed(evidence.state, entry))
+    uploads = tuple(f for k, f in evidence.local.items()
+                    if evidence.stored.get(k) != f.record.sha256 and k not in set(refused))
+    pages = render(after, evidence.folders, evidence.mirror)
+    writes = tuple(k for k, data in pages.items() if evidence.pages.get(k) != data)
+    deletes = tuple(sorted(k for k in evidence.objects if k in after.removed and k not in after.files))
+    return Plan(uploads=uploads, entry=entry, refused=refused, replaced=replaced,
+                pruned=tuple(entry.removed) if entry else (), pages=pages, writes=writes, deletes=deletes)
+
+
+def changes(evidence: Evidence, state: ChannelState, *, at: str,
+            writer: str) -> tuple[Entry | None, tuple[str, ...], tuple[str, ...]]:
+    """The entry that makes ``state`` hold the local files (None: it holds them), the refused and replaced keys.
+    Run again on a newer head after a lost race (the replan)."""
+    added, refused, replaced = [], [], []
+    for key, local in evidence.local.items():
+        held = state.files.get(key)
+        if held == local.record:
+            continue
+        if held is not None and held.sha256 != local.record.sha256:
+            if not evidence.channel.replaces:
+                refused.append(key)
+                continue
+            replaced.append(key)
+        added.append(local.record)
+    after = state.after(_placed(state, Entry(seq=0, parent=None, parent_sha256=None, kind="publish", at=at,
+                                             writer=writer, added=tuple(added))))
+    removed = prune(after, evidence.channel, evidence.project)
+    if not added and not removed:
+        return None, tuple(refused), tuple(replaced)
+    entry = Entry(seq=0, parent=None, parent_sha256=None, kind="publish", at=at, writer=writer,
+                  added=tuple(added), removed=removed)
+    return entry, tuple(refused), tuple(replaced)
+
+
+def _placed(state: ChannelState, entry: Entry) -> Entry:
+    from builders.channels.ledger import chained
+
+    return chained(state, entry)
+
+
+def prune(state: ChannelState, channel: ReleaseChannel, project: str) -> tuple[str, ...]:
+    """The project's wheels (and their ``.metadata``) past the channel's ``keep`` newest versions, per folder."""
+    if channel.keep is None:
+        return ()
+    from packaging.version import Version
+
+    own = canonicalize_name(project)
+    out: list[str] = []
+    by_folder: dict[str, dict[str, Version]] = {}
+    for key, f in state.files.items():
+        if f.form == "wheel" and _project_of(key) == own:
+            by_folder.setdefault(key.rsplit("/", 2)[0], {})[key] = Version(str(parse_wheel_filename(key.rsplit("/", 1)[-1])[1]))
+    for keys in by_folder.values():
+        old = set(sorted(set(keys.values()), reverse=True)[channel.keep:])
+        out += [k for key, v in keys.items() if v in old for k in (key, f"{key}.metadata") if k in state.files]
+    return tuple(sorted(out))
+
+
+def _project_of(key: str) -> str:
+    return key.rsplit("/", 2)[-2]
+
+
+def render(state: ChannelState, folders: Iterable[tuple[str, str]], mirror: Mapping[str, bytes]) -> dict[str, bytes]:
+    """Every page of every label index that holds a file: the ledger's files, yanks as PEP 592 says, nothing else."""
+    out: dict[str, bytes] = {}
+    for label, folder in folders:
+        listed = listed_files(state, folder, label)
+        if not listed:
+            continue
+        by_project: dict[str, list[IndexedFile]] = {}
+        for info in listed.values():
+            by_project.setdefault(info.project, []).append(info)
+        for name, infos in sorted(by_project.items()):
+            out[f"{folder}{name}/index.html"] = project_html(name, infos).encode()
+            out[f"{folder}{name}/index.json"] = _dumps(project_json(name, infos))
+        out[f"{folder}index.html"] = root_html(sorted(by_project)).encode()
+        out[f"{folder}index.json"] = _dumps(root_json(sorted(by_project)))
+        out[f"{folder}SHA256SUMS"] = sha256sums({k: SiteEntry(info=i) for k, i in listed.items()}, folder)
+        if folder in mirror:
+            out[f"{folder}mirror.json"] = mirror[folder]
+    return out
+
+
+def listed_files(state: ChannelState, folder: str, label: str) -> dict[str, Listed]:
+    """The wheels of ``folder`` the ledger holds, as the pages describe them."""
+    out: dict[str, Listed] = {}
+    for key, f in sorted(state.files.items()):
+        rest = key[len(folder):]
+        if not key.startswith(folder) or f.form == "metadata" or rest.count("/") != 1:
+            continue
+        core = state.files.get(f"{key}.metadata")
+        if core is None:
+            raise LedgerCorrupt(f"the ledger holds {key} without its .metadata")
+        name = rest.split("/")[1]
+        out[key] = Listed(filename=name, project=rest.split("/")[0], label=label, sha256=f.sha256, size=f.size,
+                          version=str(parse_wheel_filename(name)[1]), requires_python=f.requires_python,
+                          metadata=b"", yanked=state.yanks.get(key), core_sha256=core.sha256)
+    return out
+
+
+def _dumps(data: object) -> bytes:
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
+
+
+# --- gather ------------------------------------------------------------------------------------
+
+
+def local_files(entries: Mapping[str, SiteEntry], project: str, targets: Mapping[str, str]) -> dict[str, LocalFile]:
+    """Each wheel ``index`` laid out, and its ``.metadata``, as files for the ledger."""
+    own = canonicalize_name(project)
+    out: dict[str, LocalFile] = {}
+    for key, e in sorted(entries.items()):
+        form = "wheel" if e.info.project == own else "requirement"
+        out[key] = LocalFile(record=FileRecord(key=key, sha256=e.info.sha256, size=e.info.size,
+                                               target=targets.get(key, ""), form=form,
+                                               requires_python=e.info.requires_python), source=e.source)
+        out[f"{key}.metadata"] = LocalFile(record=FileRecord(key=f"{key}.metadata", sha256=e.info.metadata_sha256,
+                                                             size=len(e.info.metadata), form="metadata"),
+                                           source=e.info.metadata)
+    return out
+
+
+def page_keys(objects: Iterable[str], folders: Iterable[tuple[str, str]]) -> list[str]:
+    """The pages among ``objects``: a folder's own and its projects' (never a wheel or a .metadata)."""
+    out = []
+    for key in objects:
+        for _label, folder in folders:
+            rest = key[len(folder):]
+            if key.startswith(folder) and rest.count("/") <= 1 and rest.rsplit("/", 1)[-1] in PAGE_NAMES:
+                out.append(key)
+    return sorted(set(out))
+
+
+def adopt(bucket: Bucket, folders: Iterable[tuple[str, str]], *, at: str, writer: str) -> Entry | None:
+    """The first entry of a bucket from before the ledger: every file its pages list (with their yanks). A page
+    that cannot be read is exit 40 with the page named, never a traceback."""
+    added: list[FileRecord] = []
+    yanks: list[YankMark] = []
+    for label, folder in folders:
+        for key, entry in _readable_entries(bucket, folder, label).items():
+            info = entry.info
+            added += [FileRecord(key=key, sha256=info.sha256, size=info.size, form="wheel",
+                                 requires_python=info.requires_python),
+                      FileRecord(key=f"{key}.metadata", sha256=info.metadata_sha256, size=len(info.metadata),
+                                 form="metadata")]
+            if info.yanked is not None:
+                yanks.append(YankMark(key=key, reason=info.yanked))
+    if not added:
+        return None
+    return Entry(seq=0, parent=None, parent_sha256=None, kind="adopt", at=at, writer=writer, added=tuple(added),
+                 yanks=tuple(yanks), note="built from the pages the bucket held before its ledger")
+
+
+def _readable_entries(bucket: Bucket, folder: str, label: str) -> dict[str, SiteEntry]:
+    try:
+        return published_entries(bucket, folder, label)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ObjectStoreError(f"{bucket.url}{folder}: a page there cannot be read ({type(exc).__name__}: {exc}); "
+                               "run repair-index to rebuild the pages") from None
+
+
+def stored_digests(bucket: Bucket, keys: Iterable[str], objects: frozenset[str]) -> dict[str, str | None]:
+    """The sha256 of each key's stored bytes (None: absent)."""
+    return {k: bucket.verified_sha256(k) if k in objects else None for k in keys}
+
+
+def current_pages(bucket: Bucket, keys: Iterable[str]) -> dict[str, bytes | None]:
+    return {k: bucket.read_if_there(k) for k in keys}
+
+
+# --- apply ---------------------------------------------------------------------------------------
+
+
+def refuse(evidence: Evidence, planned: Plan) -> None:
+    if planned.refused:
+        shown = "; ".join(f"{k} (published sha256 {evidence.state.files[k].sha256[:12]}..., new "
+                          f"{evidence.local[k].record.sha256[:12]}...)" for k in planned.refused[:5])
+        hint = ("a nightly's version is its commit date: that day's nightly is published already; publish the next "
+                "day's" if evidence.channel.name is ChannelName.NIGHTLY else
+                "a published file never changes: release a new version")
+        raise PublishRefused(f"{len(planned.refused)} file(s) on the {evidence.channel.name.value} channel would "
+                             f"change, nothing was written: {shown}; {hint}")
+
+
+def upload(bucket: Bucket, evidence: Evidence, planned: Plan) -> None:
+    """Each object written and verified against its sha256 before the ledger may name it."""
+    name = evidence.channel.name.value
+    for f in planned.uploads:
+        key = f.record.key
+        source = f.source
+        assert isinstance(source, bytes) or hasattr(source, "open")
+        bucket.upload(key, source, cache_control=cache_control(name, key))  # type: ignore[arg-type]
+        got = bucket.verified_sha256(key)
+        if got != f.record.sha256:
+            raise ObjectStoreError(f"{bucket.url}{key}: stored with sha256 {got}, written {f.record.sha256}; "
+                                   "nothing was committed (run the command again)")
+
+
+def commit(ledger: Ledger, evidence: Evidence, planned: Plan, *, at: str) -> tuple[Entry | None, ChannelState]:
+    """The entry appended (replanned on the head read where another writer moved it since gather)."""
+    if planned.entry is None:
+        return None, evidence.state
+    written = {f.record.key for f in planned.uploads} | {k for k, s in evidence.stored.items()
+                                                         if s == evidence.local[k].record.sha256}
+
+    def replan(state: ChannelState) -> Entry | None:
+        entry, refused, _ = changes(evidence, state, at=at, writer=ledger.writer)
+        if refused:
+            raise PublishRefused(f"another writer ({state.head.writer if state.head else '?'}) published "
+                                 f"{', '.join(refused[:SHOWN])} with other bytes while this one ran; nothing was "
+                                 "committed")
+        lacking = [f.key for f in (entry.added if entry else ()) if f.key not in written]
+        if lacking:
+            raise ObjectStoreError(f"the ledger moved on while this publication ran and now needs "
+                                   f"{', '.join(lacking[:SHOWN])}; run the command again")
+        return entry
+
+    return ledger.append(replan)
+
+
+def write_pages(bucket: Bucket, ledger: Ledger, evidence: Evidence, state: ChannelState,
+                known: dict[str, bytes | None]) -> list[str]:
+    """The pages rendered from ``state`` where they differ from what the bucket holds (projects' pages before the
+    roots that name them); again from the newer head while another writer moved it. Returns the keys written."""
+    written: list[str] = []
+    for _ in range(8):
+        pages = render(state, evidence.folders, evidence.mirror)
+        for key in sorted(pages, key=_page_order):
+            if known.get(key) != pages[key]:
+                bucket.upload(key, pages[key], cache_control=cache_control(evidence.channel.name.value, key))
+                known[key] = pages[key]
+                written.append(key)
+        newer = ledger.read().state
+        if newer.head == state.head:
+            return written
+        state = newer
+    raise ObjectStoreError(f"{bucket.url}: the ledger kept moving while the pages were written; run the command again")
+
+
+def _page_order(key: str) -> tuple[int, str]:
+    """Project pages (one folder deeper) before the label's root pages: a root never names a page not yet there."""
+    return (-key.count("/"), key)
+
+
+def check_links(bucket: Bucket, pages: Mapping[str, bytes], keys: Iterable[str]) -> list[str]:
+    """Every link of every project page among ``keys`` resolved to bytes with the page's sha256 (and PEP 658's)."""
+    problems: list[str] = []
+    for key in keys:
+        if not key.endswith("/index.json") or "files" not in (page := json.loads(pages[key])):
+            continue
+        base = key.removesuffix("index.json")
+        for item in page["files"]:
+            problems += _link_problems(bucket, key, f"{base}{item['filename']}", item)
+    return problems
+
+
+def _link_problems(bucket: Bucket, page: str, key: str, item: Mapping[str, object]) -> list[str]:
+    want = {key: item["hashes"]["sha256"], f"{key}.metadata": item["core-metadata"]["sha256"]}  # type: ignore[index]
+    out = []
+    for target, sha in want.items():
+        if bucket.head(target) is None:
+            out.append(f"{target}: linked by {page}, not in the bucket")
+        elif bucket.verified_sha256(target) != sha:
+            out.append(f"{target}: its bytes are not the sha256 {page} declares")
+    return out
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, *, project: str,
+           local: Mapping[str, SiteEntry], targets: Mapping[str, str], labels: Iterable[str],
+           mirror_records: Mapping[str, bytes]) -> Evidence:
+    """Every read publish makes, once: the ledger (adopted from the pages on a bucket from before it), the objects
+    under the channel's folders, the stored bytes' digests of the files it brings, the pages as they are."""
+    folders = tuple((label, channel.index_path(label)) for label in sorted(labels))
+    state = ledger.read().state
+    if state.head is None:
+        _, state = ledger.append(lambda s: None if s.head else adopt(bucket, folders, at=now(), writer=ledger.writer))
+    objects = frozenset(k for _label, folder in folders for k in bucket.listing(folder))
+    files = local_files(local, project, targets)
+    pages = current_pages(bucket, page_keys(objects, folders))
+    mirror = {folder: merged for _label, folder in folders
+              if (merged := merged_mirror(pages.get(f"{folder}mirror.json"), mirror_records.get(folder))) is not None}
+    return Evidence(channel=channel, project=project, folders=folders, local=files,
+                    stored=stored_digests(bucket, files, objects), objects=objects, pages=pages, mirror=mirror,
+                    state=state)
+
+
+def merged_mirror(old: bytes | None, new: bytes | None) -> bytes | None:
+    """``mirror.json``: the bucket's and this publication's, merged (every file either mirrored)."""
+    import tempfile
+    from pathlib import Path
+
+    from builders.index.pages import merge_record
+
+    if new is None:
+        return old
+    with tempfile.TemporaryDirectory(prefix="builders-record-") as tmp:
+        incoming, merged = Path(tmp) / "new.json", Path(tmp) / "mirror.json"
+        incoming.write_bytes(new)
+        if old is not None:
+            merged.write_bytes(old)
+        merge_record(incoming, merged)
+        return merged.read_bytes()
