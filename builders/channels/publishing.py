@@ -72,6 +72,7 @@ class Plan:
     entry: Entry | None  # None: the ledger holds every file already
     refused: tuple[str, ...] = ()  # keys whose published bytes would change where they never may
     replaced: tuple[str, ...] = ()
+    restored: tuple[str, ...] = ()  # held by the ledger, stored with other bytes or lost: written again
     pruned: tuple[str, ...] = ()
     pages: Mapping[str, bytes] = field(default_factory=dict)  # the rendering after the entry
     writes: tuple[str, ...] = ()  # the page keys whose bytes differ from the bucket's
@@ -94,7 +95,8 @@ def plan(evidence: Evidence, *, at: str, writer: str) -> Plan:
     pages = render(after, evidence.folders, evidence.mirror)
     writes = tuple(k for k, data in pages.items() if evidence.pages.get(k) != data)
     deletes = tuple(sorted(k for k in evidence.objects if k in after.removed and k not in after.files))
-    return Plan(uploads=uploads, entry=entry, refused=refused, replaced=replaced,
+    restored = tuple(f.record.key for f in uploads if evidence.state.files.get(f.record.key) == f.record)
+    return Plan(uploads=uploads, entry=entry, refused=refused, replaced=replaced, restored=restored,
                 pruned=tuple(entry.removed) if entry else (), pages=pages, writes=writes, deletes=deletes)
 
 

@@ -150,10 +150,10 @@ def dead_links(bucket: Bucket, pages: dict[str, bytes], written: list[str]) -> N
 
 
 def show(console: Console, plan: publishing.Plan) -> None:
-    replaced = set(plan.replaced)
+    replaced, restored = set(plan.replaced), set(plan.restored)
     for f in plan.uploads:
-        verb = "replace " if f.record.key in replaced else "add     "
-        console.line(f"{verb} {f.record.key}")
+        verb = "replace" if f.record.key in replaced else "restore" if f.record.key in restored else "add"
+        console.line(f"{verb:8} {f.record.key}")
     for key in plan.refused:
         console.error(f"refused  {key}: published with other bytes")
     for key in plan.pruned:

@@ -16,6 +16,7 @@ from builders.families import loader as matrix
 from builders.matrix.release_channels import ReleaseChannel
 
 A, B, C = ("a" * 64, "b" * 64, "c" * 64)
+Channels = tuple[ReleaseChannel, ReleaseChannel, str, str]
 
 
 def entry(*added: FileRecord, removed: tuple[str, ...] = (), yanks: tuple[YankMark, ...] = (),
@@ -83,7 +84,7 @@ def test_a_yank_of_a_file_the_channel_does_not_hold_is_corrupt() -> None:
 
 
 @pytest.fixture
-def channels(shipped_text: str) -> tuple[ReleaseChannel, ReleaseChannel, str, str]:
+def channels(shipped_text: str) -> Channels:
     m = matrix.loads(shipped_text)
     return m.channels.channel("nightly"), m.channels.channel("test"), m.variants[0].label, m.project.name
 
@@ -104,7 +105,7 @@ def name(project: str, version: str, label: str) -> str:
     return f"{project}-{version}+{label}-cp312-cp312-manylinux_2_28_x86_64.whl"
 
 
-def test_a_first_publication_uploads_commits_and_renders_only_what_the_ledger_will_hold(channels) -> None:
+def test_a_first_publication_uploads_commits_and_renders_only_what_the_ledger_will_hold(channels: Channels) -> None:
     nightly, _test, label, project = channels
     ev = evidence(nightly, label, project, {name(project, "2.0.0.dev20261201", label): A}, state=ChannelState())
     plan = publishing.plan(ev, at="t", writer="w")
@@ -118,7 +119,7 @@ def test_a_first_publication_uploads_commits_and_renders_only_what_the_ledger_wi
     assert set(plan.writes) == set(plan.pages)
 
 
-def test_a_rerun_after_the_commit_only_writes_pages_and_a_finished_one_is_done(channels) -> None:
+def test_a_rerun_after_the_commit_only_writes_pages_and_a_finished_one_is_done(channels: Channels) -> None:
     nightly, _test, label, project = channels
     ev = evidence(nightly, label, project, {name(project, "2.0.0.dev20261201", label): A}, state=ChannelState())
     first = publishing.plan(ev, at="t", writer="w")
@@ -134,7 +135,7 @@ def test_a_rerun_after_the_commit_only_writes_pages_and_a_finished_one_is_done(c
     assert publishing.plan(done, at="t3", writer="w").done
 
 
-def test_swapped_bytes_under_a_held_key_are_written_again(channels) -> None:
+def test_swapped_bytes_under_a_held_key_are_written_again(channels: Channels) -> None:
     nightly, _test, label, project = channels
     ev = evidence(nightly, label, project, {name(project, "2.0.0.dev20261201", label): A}, state=ChannelState())
     committed = chain(publishing.plan(ev, at="t", writer="w").entry)  # type: ignore[arg-type]
@@ -147,7 +148,7 @@ def test_swapped_bytes_under_a_held_key_are_written_again(channels) -> None:
     assert [f.record.key for f in plan.uploads] == [wheel_key] and plan.entry is None and not plan.done
 
 
-def test_other_bytes_are_refused_on_nightly_and_replace_on_test(channels) -> None:
+def test_other_bytes_are_refused_on_nightly_and_replace_on_test(channels: Channels) -> None:
     nightly, test, label, project = channels
     for channel, refused in ((nightly, True), (test, False)):
         wheel_name = name(project, "2.0.0.dev20261201" if channel is nightly else "2.0.0", label)
@@ -158,7 +159,7 @@ def test_other_bytes_are_refused_on_nightly_and_replace_on_test(channels) -> Non
         assert (key in plan.refused) is refused and (key in plan.replaced) is not refused
 
 
-def test_nightly_keeps_its_newest_versions_and_deletes_what_the_ledger_dropped(channels) -> None:
+def test_nightly_keeps_its_newest_versions_and_deletes_what_the_ledger_dropped(channels: Channels) -> None:
     nightly, _test, label, project = channels
     assert nightly.keep is not None
     state = ChannelState()
@@ -174,7 +175,7 @@ def test_nightly_keeps_its_newest_versions_and_deletes_what_the_ledger_dropped(c
     assert publishing.plan(again, at="t", writer="w").deletes == (oldest, f"{oldest}.metadata")
 
 
-def test_a_page_never_lists_a_file_the_ledger_does_not_hold(channels) -> None:
+def test_a_page_never_lists_a_file_the_ledger_does_not_hold(channels: Channels) -> None:
     nightly, _test, label, project = channels
     state = chain(entry(*wheel(f"{nightly.index_path(label)}{project}/{name(project, '2.0.0.dev20261201', label)}")))
     pages = publishing.render(state, ((label, nightly.index_path(label)),), {})

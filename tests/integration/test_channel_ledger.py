@@ -1,0 +1,214 @@
+"""A channel's ledger on the loopback servers: two writers at once lose no entry (moto's conditional writes,
+rclone's lease), a publish killed at any write reruns to the uninterrupted end state with pip installing the old
+or the new state at every kill point, a swapped object is written again, a malformed page is exit 40.
+
+The kill is the command stopping dead at its Nth write (a ``BaseException`` no handler of builders catches, raised
+from inside the object store's write calls): what a SIGKILL between two requests leaves in the bucket.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builders.base.errors import ObjectStoreError
+from builders.channels import ledger as ledger_mod
+from builders.cli import main
+from builders.families import loader as matrix
+from builders.index.objectstore import Bucket, open_bucket
+from builders.matrix.model import Matrix
+from tests.integration.test_objectstore import labelled_wheel, matrix_file
+from tests.objectstore import MotoStore, ObjectStore, moto_store, object_store
+
+pytestmark = pytest.mark.slow
+TRIES = 3  # concurrent pairs per server
+STORES = ("moto", "rclone")
+
+
+@pytest.fixture(params=STORES)
+def store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ObjectStore | MotoStore]:
+    opener = moto_store if request.param == "moto" else object_store
+    with opener(tmp_path / request.param) as server:
+        for name, value in server.env.items():
+            monkeypatch.setenv(name, value)
+        server.make_bucket("downloads")
+        yield server
+
+
+def nightly_house(tmp_path: Path, m: Matrix, day: str) -> Path:
+    nightly = m.channels.channel("nightly")
+    date = datetime.datetime.strptime(day, "%Y%m%d").date()
+    house = tmp_path / f"house-{day}"
+    labelled_wheel(house, m, version=str(nightly.version(m.project.version, date)), label=m.variants[0].label)
+    return house
+
+
+def publish_argv(matrix_path: Path, house: Path) -> list[str]:
+    return ["publish", str(house), "--matrix", str(matrix_path), "--channel", "nightly", "--bucket", "s3://downloads/",
+            "--no-mirror"]
+
+
+def served(bucket: Bucket, folder: str, project: str) -> dict[str, str]:
+    """file name -> sha256 as the project page lists it, each link checked against the stored bytes."""
+    page = json.loads(bucket.read(f"{folder}{project}/index.json"))
+    out = {}
+    for item in page["files"]:
+        key = f"{folder}{project}/{item['filename']}"
+        assert hashlib.sha256(bucket.read(key)).hexdigest() == item["hashes"]["sha256"], key
+        assert hashlib.sha256(bucket.read(f"{key}.metadata")).hexdigest() == item["core-metadata"]["sha256"], key
+        out[item["filename"]] = item["hashes"]["sha256"]
+    return out
+
+
+def test_two_nightlies_at_once_lose_no_entry(tmp_path: Path, store: ObjectStore | MotoStore, shipped_text: str) -> None:
+    """Two days' nightlies published at the same moment, TRIES times: every day ends in the ledger and on the page,
+    on moto (conditional writes) and on rclone (the lease)."""
+    m = matrix.loads(shipped_text)
+    path = matrix_file(tmp_path, shipped_text)
+    folder, project = m.channels.channel("nightly").index_path(m.variants[0].label), m.project.name
+    bucket = open_bucket("s3://downloads/", store.env)
+    assert ledger_mod.probe(bucket, "nightly") == ("lease" if isinstance(store, ObjectStore) else "conditional")
+    env = {**os.environ, **store.env, "PYTHONPATH": str(Path.cwd())}
+    days = []
+    for attempt in range(TRIES):
+        pair = [f"202612{2 * attempt + 1:02d}", f"202612{2 * attempt + 2:02d}"]
+        procs = [subprocess.Popen([sys.executable, "-m", "builders", *publish_argv(path, nightly_house(tmp_path, m, d))],
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for d in pair]
+        outs = [p.communicate(timeout=300)[0] for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], outs
+        days += pair
+        listed = served(bucket, folder, project)
+        assert sorted(d for d in days if any(f"dev{d}" in n for n in listed)) == days, (listed, outs)
+    state = ledger_mod.Ledger(bucket, "nightly", mode="lease", writer="reader").read().state
+    assert len([e for e in state.entries if e.kind == "publish"]) == 2 * TRIES
+
+
+class Killed(BaseException):
+    """The command stopped dead (no handler of builders catches it)."""
+
+
+def counting_writes(monkeypatch: pytest.MonkeyPatch, kill_at: int | None) -> list[str]:
+    """Every write the command makes (object uploads, deletions, conditional head moves), in order; with
+    ``kill_at`` the command dies as that write starts."""
+    writes: list[str] = []
+
+    def wrap(name: str, original: Any) -> Any:
+        def write(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if kill_at is not None and len(writes) == kill_at:
+                raise Killed(f"killed at write {kill_at}: {name} {args[:1]}")
+            writes.append(f"{name} {args[0] if args else ''}")
+            return original(self, *args, **kwargs)
+        return write
+
+    monkeypatch.setattr(Bucket, "upload", wrap("upload", Bucket.upload))
+    monkeypatch.setattr(Bucket, "delete", wrap("delete", Bucket.delete))
+    monkeypatch.setattr(ledger_mod.Ledger, "_put_conditional", wrap("head", ledger_mod.Ledger._put_conditional))
+    return writes
+
+
+def channel_state(server: ObjectStore) -> dict[str, bytes]:
+    """The bucket as a reader and the ledger see it, without what carries a time (entries, records, the lease)."""
+    files = server.files("downloads")
+    out = {k: v for k, v in files.items() if k.startswith("whl/")}
+    head = json.loads(files["ledger/nightly/HEAD"])
+    entry = json.loads(files[f"ledger/nightly/entries/{head['entry']}.json"])
+    out["ledger files"] = json.dumps(sorted(f["key"] for f in entry["added"])).encode()
+    return out
+
+
+def pip_installs(server: ObjectStore, folder: str, project: str, tmp: Path) -> str:
+    """What pip installs from the channel over HTTP (the newest dev version), or its error."""
+    target = tmp / "target"
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--pre", "--no-cache-dir",
+                           "--disable-pip-version-check", "--target", str(target), "--python-version", "3.12",
+                           "--platform", "manylinux_2_28_x86_64", "--only-binary=:all:",
+                           "--index-url", f"{server.http_url}downloads/{folder}", project],
+                          capture_output=True, text=True, env={**os.environ, "PIP_CONFIG_FILE": os.devnull}, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (dist,) = target.glob("*.dist-info")
+    return dist.name
+
+
+def test_a_publish_killed_at_each_write_reruns_to_the_same_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               shipped_text: str) -> None:
+    """Day 2's nightly after day 1's, on rclone (the lease, the most writes): killed at each of its writes in
+    turn, pip installs day 1 or day 2 from the channel, never an error; the rerun exits 0 and reaches the bytes of
+    the uninterrupted run; a second rerun says "already done"."""
+    m = matrix.loads(shipped_text)
+    text = shipped_text.replace("keep: 14", "keep: 1")  # day 2 prunes day 1: deletions are kill points too
+    m = matrix.loads(text)
+    path = matrix_file(tmp_path, text)
+    folder, project = m.channels.channel("nightly").index_path(m.variants[0].label), m.project.name
+    day1, day2 = nightly_house(tmp_path, m, "20261201"), nightly_house(tmp_path, m, "20261202")
+
+    monkeypatch.setattr(ledger_mod, "LEASE_SECONDS", 2.0)  # a killed holder's lease lapses within the test
+
+    @contextlib.contextmanager
+    def fresh(name: str) -> Iterator[ObjectStore]:
+        with object_store(tmp_path / name) as server:
+            for key, value in server.env.items():
+                monkeypatch.setenv(key, value)
+            server.make_bucket("downloads")
+            assert main(publish_argv(path, day1)) == 0
+            yield server
+
+    with (fresh("whole")) as server:
+        writes = counting_writes(monkeypatch, None)
+        assert main(publish_argv(path, day2)) == 0
+        monkeypatch.undo()
+        whole, points = channel_state(server), len(writes)
+    assert points >= 8, writes
+    installed: set[str] = set()
+    for kill in range(points):
+        with (fresh(f"kill{kill}")) as server:
+            counting_writes(monkeypatch, kill)
+            with pytest.raises(Killed):
+                main(publish_argv(path, day2))
+            monkeypatch.undo()
+            monkeypatch.setattr(ledger_mod, "LEASE_SECONDS", 2.0)
+            for key, value in server.env.items():
+                monkeypatch.setenv(key, value)
+            installed.add(pip_installs(server, folder, project, tmp_path / f"pip{kill}"))
+            assert main(publish_argv(path, day2)) == 0
+            assert channel_state(server) == whole, f"kill at write {kill} of {points}"
+    assert len(installed) == 2, installed  # the old state at the first kill points, the new one at the last
+
+
+def test_swapped_bytes_are_written_again_and_a_malformed_page_is_exit_40(tmp_path: Path, store: ObjectStore | MotoStore,
+                                                                        shipped_text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Why-bullets 5 and 7: a stored wheel swapped for other bytes under a page's sha256 is not "published
+    already": the rerun writes the ledger's bytes again. A bucket from before the ledger whose page is not JSON
+    stops with exit 40 and the page named, no traceback."""
+    m = matrix.loads(shipped_text)
+    path = matrix_file(tmp_path, shipped_text)
+    folder, project = m.channels.channel("nightly").index_path(m.variants[0].label), m.project.name
+    house = nightly_house(tmp_path, m, "20261201")
+    assert main(publish_argv(path, house)) == 0
+    bucket = open_bucket("s3://downloads/", store.env)
+    (wheel,) = house.glob("*.whl")
+    key = f"{folder}{project}/{wheel.name}"
+    bucket.upload(key, b"swapped")
+    capsys.readouterr()
+    assert main(publish_argv(path, house)) == 0
+    said = capsys.readouterr()
+    assert f"restore  {key}" in said.err and "finished a publication cut short" in said.err
+    assert served(bucket, folder, project) == {wheel.name: hashlib.sha256(wheel.read_bytes()).hexdigest()}
+
+    other = open_bucket("s3://downloads/older/", store.env)  # a site of the same bucket with no ledger
+    other.upload(f"{folder}{project}/index.json", b"{not json")
+    other.upload(f"{folder}index.json", json.dumps({"projects": [{"name": project}]}).encode())
+    argv = publish_argv(path, house)
+    argv[argv.index("s3://downloads/")] = "s3://downloads/older/"
+    assert main(argv) == ObjectStoreError.exit_code
+    err = capsys.readouterr().err
+    assert err and "Traceback" not in err and f"{folder}" in err and "cannot be read" in err
