@@ -25,7 +25,7 @@ from builders.channels.evidence import Entry, FileRecord, LedgerCorrupt, YankMar
 from builders.channels.ledger import ChannelState, Ledger
 from builders.index.objectstore import Bucket, cache_control
 from builders.index.pages import IndexedFile, project_html, project_json, root_html, root_json
-from builders.index.publish import SiteEntry, published_entries, sha256sums
+from builders.index.publish import RECORDS, SiteEntry, published_entries, sha256sums
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 
 PAGE_NAMES = ("index.html", "index.json", "SHA256SUMS", "mirror.json")
@@ -64,6 +64,7 @@ class Evidence:
     pages: Mapping[str, bytes | None]  # every page key -> its bytes now
     mirror: Mapping[str, bytes]  # folder -> the mirror.json to serve (the bucket's merged with this publication's)
     state: ChannelState
+    record_missing: str | None = None  # the publication record of the entry that holds these files, not in the bucket
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,10 +78,11 @@ class Plan:
     pages: Mapping[str, bytes] = field(default_factory=dict)  # the rendering after the entry
     writes: tuple[str, ...] = ()  # the page keys whose bytes differ from the bucket's
     deletes: tuple[str, ...] = ()  # objects the ledger dropped that the bucket still holds
+    record: bool = False  # the publication record is still to be written (a run cut short before it)
 
     @property
     def done(self) -> bool:
-        return not (self.uploads or self.entry or self.writes or self.deletes)
+        return not (self.uploads or self.entry or self.writes or self.deletes or self.record)
 
 
 # --- plan (pure) -------------------------------------------------------------------------------
@@ -97,7 +99,8 @@ def plan(evidence: Evidence, *, at: str, writer: str) -> Plan:
     deletes = tuple(sorted(k for k in evidence.objects if k in after.removed and k not in after.files))
     restored = tuple(f.record.key for f in uploads if evidence.state.files.get(f.record.key) == f.record)
     return Plan(uploads=uploads, entry=entry, refused=refused, replaced=replaced, restored=restored,
-                pruned=tuple(entry.removed) if entry else (), pages=pages, writes=writes, deletes=deletes)
+                pruned=tuple(entry.removed) if entry else (), pages=pages, writes=writes, deletes=deletes,
+                record=entry is not None or evidence.record_missing is not None)
 
 
 def changes(evidence: Evidence, state: ChannelState, *, at: str,
@@ -376,9 +379,46 @@ def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, *, project: 
     pages = current_pages(bucket, page_keys(objects, folders))
     mirror = {folder: merged for _label, folder in folders
               if (merged := merged_mirror(pages.get(f"{folder}mirror.json"), mirror_records.get(folder))) is not None}
+    ours = publishing_entry(state, files)
+    missing = None if ours is None or bucket.head(record_key(channel.name.value, ours)) else ours.id
     return Evidence(channel=channel, project=project, folders=folders, local=files,
                     stored=stored_digests(bucket, files, objects), objects=objects, pages=pages, mirror=mirror,
-                    state=state)
+                    state=state, record_missing=missing)
+
+
+def publishing_entry(state: ChannelState, files: Mapping[str, LocalFile]) -> Entry | None:
+    """The newest publish entry that added any of ``files`` as they are, where the ledger holds them all."""
+    if any(state.files.get(k) != f.record for k, f in files.items()):
+        return None
+    records = {f.record for f in files.values()}
+    return next((e for e in reversed(state.entries) if e.kind == "publish" and records & set(e.added)), None)
+
+
+def record_key(channel: str, entry: Entry) -> str:
+    """``publish-records/<channel>/<the entry's time>.json``: a rerun finds the record its entry needs."""
+    return f"{RECORDS}{channel}/{_time(entry):%Y%m%dT%H%M%S%fZ}.json"
+
+
+def _time(entry: Entry) -> datetime.datetime:
+    return datetime.datetime.strptime(entry.at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.UTC)
+
+
+def publication_record(state: ChannelState, entry: Entry, local: Iterable[str], *, channel: str, bucket: str,
+                       version: str) -> dict[str, object]:
+    """The publication ``entry`` committed, as JSON (added, replaced with both digests, pruned, unchanged), derived
+    from the chain alone so that a rerun writes the same record."""
+    before = ChannelState()
+    for e in state.entries:
+        if e.id == entry.id:
+            break
+        before = before.after(e)
+    held = {f.key: f for f in entry.added if f.key in before.files and before.files[f.key].sha256 != f.sha256}
+    added = [f.key for f in entry.added]
+    return {"channel": channel, "bucket": bucket, "version": version, "at": f"{_time(entry):%Y-%m-%dT%H:%M:%SZ}",
+            "ledger_entry": entry.id, "added": [k for k in added if k not in held],
+            "replaced": [{"key": k, "old_sha256": before.files[k].sha256, "new_sha256": f.sha256}
+                         for k, f in held.items()],
+            "pruned": list(entry.removed), "unchanged": sorted(set(local) - set(added))}
 
 
 def merged_mirror(old: bytes | None, new: bytes | None) -> bytes | None:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import datetime
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from packaging.utils import canonicalize_name
 
@@ -15,13 +13,13 @@ from builders.base.console import Console
 from builders.base.errors import BuildersError, ObjectStoreError, SelectionError
 from builders.channels import publishing
 from builders.channels.evidence import Entry
-from builders.channels.ledger import Ledger, open_ledger
+from builders.channels.ledger import ChannelState, Ledger, open_ledger
 from builders.cli import load
 from builders.cli.arguments import Options
 from builders.index import publish
 from builders.index.manifest import labelled_wheels
 from builders.index.mirror import RECORD
-from builders.index.objectstore import Bucket, open_bucket
+from builders.index.objectstore import Bucket, cache_control, open_bucket
 from builders.index.pages import index_with_requirements
 from builders.index.promote import target_of
 from builders.index.publish import SiteEntry
@@ -70,14 +68,19 @@ def execute(opts: Options, console: Console) -> int:
         if opts.dry_run:
             console.line("--dry-run: nothing was written")
             return 0
-        entry = apply(bucket, ledger, evidence, planned, at=at, console=console)
-    if entry is not None:
-        record = publication_record(bucket, evidence, planned, entry, version=str(on_channel.project.version))
+        entry, state = apply(bucket, ledger, evidence, planned, at=at, console=console)
+    ours = entry or publishing.publishing_entry(state, evidence.local)
+    if ours is not None and planned.record:
+        record = publishing.publication_record(state, ours, evidence.local, channel=channel.name.value,
+                                               bucket=str(bucket.url), version=str(on_channel.project.version))
+        key = publishing.record_key(channel.name.value, ours)
+        bucket.upload(key, (json.dumps(record, indent=2, sort_keys=True) + "\n").encode(),
+                      cache_control=cache_control(channel.name.value, key))
         if opts.record is not None:
             opts.record.parent.mkdir(parents=True, exist_ok=True)
             opts.record.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     console.line(f"{bucket.url}: the {channel.name.value} channel serves "
-                 f"{sum(1 for f in ledger.read().state.files.values() if f.form != 'metadata')} wheel(s)")
+                 f"{sum(1 for f in state.files.values() if f.form != 'metadata')} wheel(s)")
     return 0
 
 
@@ -103,7 +106,7 @@ def targets(m: Matrix, local: dict[str, SiteEntry]) -> dict[str, str]:
 
 
 def apply(bucket: Bucket, ledger: Ledger, evidence: publishing.Evidence, planned: publishing.Plan, *, at: str,
-          console: Console) -> Entry | None:
+          console: Console) -> tuple[Entry | None, ChannelState]:
     """Objects, the ledger entry, the pages, the deletions, then every link checked (module docstring of
     :mod:`builders.channels.publishing`); says what a rerun finished."""
     publishing.upload(bucket, evidence, planned)
@@ -115,26 +118,11 @@ def apply(bucket: Bucket, ledger: Ledger, evidence: publishing.Evidence, planned
     dead_links(bucket, publishing.render(state, evidence.folders, evidence.mirror), written)
     if entry is None:
         console.line(f"{bucket.url}: finished a publication cut short: {len(planned.uploads)} object(s), "
-                     f"{len(written)} page(s) written, {len(gone)} object(s) deleted (the ledger held it already)")
+                     f"{len(written)} page(s) written, {len(gone)} object(s) deleted{', its record' if planned.record else ''} "
+                     "(the ledger held it already)")
     else:
         console.line(f"{bucket.url}: ledger entry {entry.id} ({ledger.mode} writes)")
-    return entry
-
-
-def publication_record(bucket: Bucket, evidence: publishing.Evidence, planned: publishing.Plan, entry: Entry, *,
-                       version: str) -> dict[str, Any]:
-    """The publication as JSON beside the channels (``publish-records/``): added, replaced with both digests,
-    pruned, unchanged, and the ledger entry that committed it."""
-    at = datetime.datetime.strptime(entry.at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.UTC)
-    added = [f.key for f in entry.added]
-    data = {"channel": evidence.channel.name.value, "bucket": str(bucket.url), "version": version,
-            "at": at.strftime("%Y-%m-%dT%H:%M:%SZ"), "ledger_entry": entry.id,
-            "added": [k for k in added if k not in set(planned.replaced)],
-            "replaced": [{"key": k, "old_sha256": evidence.state.files[k].sha256,
-                          "new_sha256": evidence.local[k].record.sha256} for k in planned.replaced],
-            "pruned": list(entry.removed), "unchanged": sorted(set(evidence.local) - set(added))}
-    publish.store_record(bucket, evidence.channel.name.value, data, at=at)
-    return data
+    return entry, state
 
 
 def dead_links(bucket: Bucket, pages: dict[str, bytes], written: list[str]) -> None:

@@ -123,6 +123,9 @@ def channel_state(server: ObjectStore) -> dict[str, bytes]:
     head = json.loads(files["ledger/nightly/HEAD"])
     entry = json.loads(files[f"ledger/nightly/entries/{head['entry']}.json"])
     out["ledger files"] = json.dumps(sorted(f["key"] for f in entry["added"])).encode()
+    records = [json.loads(v) for k, v in files.items() if k.startswith("publish-records/nightly/")]
+    out["records"] = json.dumps(sorted(json.dumps({k: v for k, v in r.items() if k not in ("at", "ledger_entry")},
+                                                  sort_keys=True) for r in records)).encode()
     return out
 
 
@@ -140,11 +143,11 @@ def pip_installs(server: ObjectStore, folder: str, project: str, tmp: Path) -> s
 
 
 def test_a_publish_killed_at_each_write_reruns_to_the_same_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                               shipped_text: str) -> None:
+                                                               shipped_text: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
     """Day 2's nightly after day 1's, on rclone (the lease, the most writes): killed at each of its writes in
     turn, pip installs day 1 or day 2 from the channel, never an error; the rerun exits 0 and reaches the bytes of
     the uninterrupted run; a second rerun says "already done"."""
-    m = matrix.loads(shipped_text)
     text = shipped_text.replace("keep: 14", "keep: 1")  # day 2 prunes day 1: deletions are kill points too
     m = matrix.loads(text)
     path = matrix_file(tmp_path, text)
@@ -167,6 +170,7 @@ def test_a_publish_killed_at_each_write_reruns_to_the_same_end(tmp_path: Path, m
         assert main(publish_argv(path, day2)) == 0
         monkeypatch.undo()
         whole, points = channel_state(server), len(writes)
+    print(f"{points} kill points: {writes}")
     assert points >= 8, writes
     installed: set[str] = set()
     for kill in range(points):
@@ -181,6 +185,9 @@ def test_a_publish_killed_at_each_write_reruns_to_the_same_end(tmp_path: Path, m
             installed.add(pip_installs(server, folder, project, tmp_path / f"pip{kill}"))
             assert main(publish_argv(path, day2)) == 0
             assert channel_state(server) == whole, f"kill at write {kill} of {points}"
+            capsys.readouterr()
+            assert main(publish_argv(path, day2)) == 0
+            assert "already done" in capsys.readouterr().err
     assert len(installed) == 2, installed  # the old state at the first kill points, the new one at the last
 
 
