@@ -195,11 +195,12 @@ def file_refusals(files: Sequence[ManifestFile], found: Mapping[str, list[dict[s
         entries = found.get(file.target, [])
         passed = [e for e in entries if e["status"] == "passed"]
         failed = [e for e in entries if e["status"] == "failed"]
-        if passed:
+        if failed:  # a pass elsewhere does not outweigh it: a target passes only if every record of it passed
+            also = f" (it passed in {len(passed)} other record(s): every record of a target must pass)" if passed else ""
+            out.append(f"{file.target} failed {what}: {failed[0].get('reason', '')}{also}")
+        elif passed:
             out += [f"{file.target}: {what} installed {why}, the manifest's {file.name} is {file.sha256}"
                     for why in _other_bytes(passed, file)]
-        elif failed:
-            out.append(f"{file.target} failed {what}: {failed[0].get('reason', '')}")
         elif not entries:
             out.append(f"{file.target} was never validated ({what}: no record names it)")
         elif _acceptance(file.target, accept) is None:

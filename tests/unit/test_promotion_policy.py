@@ -227,3 +227,15 @@ def test_globs_given_on_the_command_line_replace_the_matrixs(shipped_text: str, 
     assert [a.target for a in promotion.accepted_targets(files_of([first, other]), found, accept)] == [other.id]
     (refusal,) = promotion.file_refusals(files_of([first, other]), found, accept, "validation")
     assert first.id in refusal
+
+
+def test_a_target_passes_only_if_every_record_of_it_passed(shipped_text: str) -> None:
+    """One passing and one failing record of the same target, in either order of --validation: refused."""
+    (target,) = expand(matrix.loads(shipped_text))[0][:1]
+    files = files_of([target])
+    passed = {"targets": [{"target": target.id, "status": "passed", "sha256": files[0].sha256,
+                           "installs": [{"installer": "pip", "sha256": files[0].sha256}]}]}
+    failed = {"targets": [{"target": target.id, "status": "failed", "reason": "smoke failed on host B"}]}
+    for records in ([passed, failed], [failed, passed]):
+        (refusal,) = promotion.file_refusals(files, promotion.verdicts(records), (), "validation")
+        assert target.id in refusal and "smoke failed on host B" in refusal and "every record" in refusal
