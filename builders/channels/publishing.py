@@ -25,7 +25,7 @@ from builders.channels.evidence import Entry, FileRecord, LedgerCorrupt, YankMar
 from builders.channels.ledger import ChannelState, Ledger
 from builders.index.objectstore import Bucket, cache_control
 from builders.index.pages import IndexedFile, project_html, project_json, root_html, root_json
-from builders.index.publish import RECORDS, SiteEntry, published_entries, sha256sums
+from builders.index.publish import RECORDS, SiteEntry, sha256sums, yanked
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 
 PAGE_NAMES = ("index.html", "index.json", "SHA256SUMS", "mirror.json")
@@ -227,32 +227,60 @@ def page_keys(objects: Iterable[str], folders: Iterable[tuple[str, str]]) -> lis
     return sorted(set(out))
 
 
-def adopt(bucket: Bucket, folders: Iterable[tuple[str, str]], *, at: str, writer: str) -> Entry | None:
-    """The first entry of a bucket from before the ledger: every file its pages list (with their yanks). A page
-    that cannot be read is exit 40 with the page named, never a traceback."""
+def unrecorded(state: ChannelState, pages: Mapping[str, bytes | None], sizes: Mapping[str, int], *, at: str,
+               writer: str) -> Entry | None:
+    """The ``adopt`` entry of what the pages list and the ledger does not hold: on a bucket from before the ledger,
+    every listed file with its yank (a page that cannot be read: exit 40 naming it); on one whose pages another
+    writer changed outside the ledger, each file they list that the bucket holds. None when there is nothing."""
+    strict = state.head is None
     added: list[FileRecord] = []
     yanks: list[YankMark] = []
-    for label, folder in folders:
-        for key, entry in _readable_entries(bucket, folder, label).items():
-            info = entry.info
-            added += [FileRecord(key=key, sha256=info.sha256, size=info.size, form="wheel",
-                                 requires_python=info.requires_python),
-                      FileRecord(key=f"{key}.metadata", sha256=info.metadata_sha256, size=len(info.metadata),
+    for page_key, raw in sorted(pages.items()):
+        if raw is None or not _project_page(page_key):
+            continue
+        for item in _page_files(page_key, raw, strict):
+            key = page_key.removesuffix("index.json") + item.filename
+            if key in state.files or key not in sizes or f"{key}.metadata" not in sizes:
+                continue
+            added += [FileRecord(key=key, sha256=item.sha256, size=sizes[key], requires_python=item.requires_python),
+                      FileRecord(key=f"{key}.metadata", sha256=item.metadata_sha256, size=sizes[f"{key}.metadata"],
                                  form="metadata")]
-            if info.yanked is not None:
-                yanks.append(YankMark(key=key, reason=info.yanked))
+            if strict and item.yanked is not None:
+                yanks.append(YankMark(key=key, reason=item.yanked))
     if not added:
         return None
+    note = ("built from the pages the bucket held before its ledger" if strict
+            else "listed by pages written outside the ledger")
     return Entry(seq=0, parent=None, parent_sha256=None, kind="adopt", at=at, writer=writer, added=tuple(added),
-                 yanks=tuple(yanks), note="built from the pages the bucket held before its ledger")
+                 yanks=tuple(yanks), note=note)
 
 
-def _readable_entries(bucket: Bucket, folder: str, label: str) -> dict[str, SiteEntry]:
+def _project_page(key: str) -> bool:
+    return key.endswith("/index.json") and key.count("/") >= 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class PageFile:
+    filename: str
+    sha256: str
+    metadata_sha256: str
+    requires_python: str | None
+    yanked: str | None
+
+
+def _page_files(key: str, raw: bytes, strict: bool) -> list[PageFile]:
+    """The files a PEP 691 project page lists; a page that is not one is exit 40 (``strict``) or skipped (a page
+    the ledger's rendering replaces anyway)."""
     try:
-        return published_entries(bucket, folder, label)
+        return [PageFile(filename=str(item["filename"]), sha256=str(item["hashes"]["sha256"]),
+                         metadata_sha256=str(item["core-metadata"]["sha256"]),
+                         requires_python=item.get("requires-python"), yanked=yanked(item))
+                for item in json.loads(raw)["files"]]
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ObjectStoreError(f"{bucket.url}{folder}: a page there cannot be read ({type(exc).__name__}: {exc}); "
-                               "run repair-index to rebuild the pages") from None
+        if not strict:
+            return []
+        raise ObjectStoreError(f"{key}: the page cannot be read ({type(exc).__name__}: {exc}), so no ledger can be "
+                               "built from it: run repair-index to rebuild the pages from the objects") from None
 
 
 def stored_digests(bucket: Bucket, keys: Iterable[str], objects: frozenset[str]) -> dict[str, str | None]:
@@ -350,6 +378,17 @@ def check_links(bucket: Bucket, pages: Mapping[str, bytes], keys: Iterable[str])
     return problems
 
 
+def require_links(bucket: Bucket, pages: Mapping[str, bytes], written: Iterable[str]) -> None:
+    """Stop (exit 40, no record) when a page just written links a file the bucket does not hold with the page's
+    sha256: the ledger is committed, so a rerun (or repair-index) finishes from it."""
+    problems = check_links(bucket, pages, written)
+    if problems:
+        more = f" and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
+        raise ObjectStoreError(f"{bucket.url}: {len(problems)} link(s) of the pages just written do not resolve: "
+                               f"{'; '.join(problems[:SHOWN])}{more}; no record was written (run the command again: "
+                               "it rewrites the pages from the ledger)")
+
+
 def _link_problems(bucket: Bucket, page: str, key: str, item: Mapping[str, object]) -> list[str]:
     want = {key: item["hashes"]["sha256"], f"{key}.metadata": item["core-metadata"]["sha256"]}  # type: ignore[index]
     out = []
@@ -371,12 +410,11 @@ def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, *, project: 
     """Every read publish makes, once: the ledger (adopted from the pages on a bucket from before it), the objects
     under the channel's folders, the stored bytes' digests of the files it brings, the pages as they are."""
     folders = tuple((label, channel.index_path(label)) for label in sorted(labels))
-    state = ledger.read().state
-    if state.head is None:
-        _, state = ledger.append(lambda s: None if s.head else adopt(bucket, folders, at=now(), writer=ledger.writer))
-    objects = frozenset(k for _label, folder in folders for k in bucket.listing(folder))
-    files = local_files(local, project, targets)
+    sizes = {k: o.size for _label, folder in folders for k, o in bucket.listing(folder).items()}
+    objects = frozenset(sizes)
     pages = current_pages(bucket, page_keys(objects, folders))
+    state = settled(ledger, pages, sizes)
+    files = local_files(local, project, targets)
     mirror = {folder: merged for _label, folder in folders
               if (merged := merged_mirror(pages.get(f"{folder}mirror.json"), mirror_records.get(folder))) is not None}
     ours = publishing_entry(state, files)
@@ -384,6 +422,14 @@ def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, *, project: 
     return Evidence(channel=channel, project=project, folders=folders, local=files,
                     stored=stored_digests(bucket, files, objects), objects=objects, pages=pages, mirror=mirror,
                     state=state, record_missing=missing)
+
+
+def settled(ledger: Ledger, pages: Mapping[str, bytes | None], sizes: Mapping[str, int]) -> ChannelState:
+    """The ledger's state, with what the pages list beyond it adopted first (:func:`unrecorded`)."""
+    state = ledger.read().state
+    if unrecorded(state, pages, sizes, at=now(), writer=ledger.writer) is None:
+        return state
+    return ledger.append(lambda s: unrecorded(s, pages, sizes, at=now(), writer=ledger.writer))[1]
 
 
 def publishing_entry(state: ChannelState, files: Mapping[str, LocalFile]) -> Entry | None:

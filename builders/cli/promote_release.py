@@ -8,6 +8,8 @@ from pathlib import Path
 
 from builders.base.console import Console
 from builders.base.errors import SelectionError
+from builders.channels import releasing
+from builders.channels.ledger import open_ledger
 from builders.cli import load
 from builders.cli.arguments import FLAG, Options
 from builders.index import manifest, promotion
@@ -16,6 +18,7 @@ from builders.index.pages import find_wheels
 from builders.index.promote import requirement_problems
 from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import AcceptedNotRunnable
+from builders.matrix.release_channels import ChannelName
 from builders.matrix.targets import select
 
 HELP = "release exactly a candidate's validated files: test to release, then PyPI"
@@ -51,9 +54,18 @@ def execute(opts: Options, console: Console) -> int:
                  f"{len(plan.pypi)} PyPI file(s)")
     if opts.dry_run:
         return 0
+    release = m.channels.channel(ChannelName.RELEASE)
+    ledger = open_ledger(bucket, release.name.value, env)
+    folders = releasing.folders_of(release, [v.label for v in m.variants])
+    releasing.settle(bucket, ledger, folders)
     key = promotion.copy_release(bucket, plan, at=datetime.datetime.now(datetime.UTC))
+    sizes = {k: o.size for _label, folder in folders for k, o in bucket.listing(folder).items()}
+    entry = releasing.record(ledger, releasing.promotion_entry(
+        dict(plan.held), {p.key: p.source for p in plan.pages if isinstance(p.source, bytes)}, sizes,
+        version=plan.version, manifest_sha256=plan.manifest,
+        validations=releasing.validation_bytes([*opts.validation, *opts.pypi_validation]), writer=ledger.writer))
     console.line(f"{bucket.url}: release channel updated, every copy's sha256 checked; the promotion's record: {key} "
-                 "(rollback --promotion KEY)")
+                 f"(rollback --promotion KEY); ledger entry {entry.id if entry else '(held already)'}")
     if plan.pypi:
         promotion.upload_pypi(plan, opts.repository_url, env)
         promotion.audit_pypi(plan, opts.simple_url, m.project.name, timeout=opts.audit_timeout)

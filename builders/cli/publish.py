@@ -10,7 +10,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from builders.base.console import Console
-from builders.base.errors import BuildersError, ObjectStoreError, SelectionError
+from builders.base.errors import BuildersError, SelectionError
 from builders.channels import publishing
 from builders.channels.evidence import Entry
 from builders.channels.ledger import ChannelState, Ledger, open_ledger
@@ -115,7 +115,7 @@ def apply(bucket: Bucket, ledger: Ledger, evidence: publishing.Evidence, planned
     gone = sorted(k for k in evidence.objects if k in state.removed and k not in state.files)
     if gone:
         bucket.delete(gone)
-    dead_links(bucket, publishing.render(state, evidence.folders, evidence.mirror), written)
+    publishing.require_links(bucket, publishing.render(state, evidence.folders, evidence.mirror), written)
     if entry is None:
         console.line(f"{bucket.url}: finished a publication cut short: {len(planned.uploads)} object(s), "
                      f"{len(written)} page(s) written, {len(gone)} object(s) deleted{', its record' if planned.record else ''} "
@@ -123,18 +123,6 @@ def apply(bucket: Bucket, ledger: Ledger, evidence: publishing.Evidence, planned
     else:
         console.line(f"{bucket.url}: ledger entry {entry.id} ({ledger.mode} writes)")
     return entry, state
-
-
-def dead_links(bucket: Bucket, pages: dict[str, bytes], written: list[str]) -> None:
-    """Stop (exit 40, no publication record) when a page just written links a file the bucket does not hold with
-    the page's sha256."""
-    problems = publishing.check_links(bucket, pages, written)
-    if problems:
-        shown = "; ".join(problems[:SHOWN])
-        more = f" and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
-        raise ObjectStoreError(f"{bucket.url}: {len(problems)} link(s) of the pages just written do not resolve: "
-                               f"{shown}{more}; no publication record was written (repair-index rewrites the "
-                               "pages from what the bucket holds)")
 
 
 def show(console: Console, plan: publishing.Plan) -> None:
