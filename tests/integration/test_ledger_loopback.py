@@ -219,3 +219,51 @@ def test_swapped_bytes_are_written_again_and_a_malformed_page_is_exit_40(tmp_pat
     assert main(argv) == ObjectStoreError.exit_code
     err = capsys.readouterr().err
     assert err and "Traceback" not in err and f"{folder}" in err and "cannot be read" in err
+
+
+def test_repair_restores_lost_pages_with_their_yanks_and_never_lists_a_stray(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shipped_text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Why-bullet 3: two versions on test, one yanked; a wheel put in the folder by hand; both project pages lost.
+    repair-index --dry-run names the stray and writes nothing; repair-index restores the pages with the yank and
+    without the stray; a second repair and a second yank say "already done" and write nothing."""
+    m = matrix.loads(shipped_text)
+    label, project = m.variants[0].label, m.project.name
+    folder = m.channels.channel("test").index_path(label)
+    path = matrix_file(tmp_path, shipped_text)
+    old, new = str(m.project.version), f"{m.project.version.major}.{m.project.version.minor}.{m.project.version.micro + 1}"
+    new_text = shipped_text.replace(f"version: {old}", f"version: {new}")
+    bucket_argv = ["--bucket", "s3://downloads/", "--matrix"]
+    with object_store(tmp_path / "rclone") as server:
+        for key, value in server.env.items():
+            monkeypatch.setenv(key, value)
+        server.make_bucket("downloads")
+        for version, text in ((old, shipped_text), (new, new_text)):
+            house = tmp_path / f"house-{version}"
+            labelled_wheel(house, matrix.loads(text), version=version, label=label)
+            mpath = matrix_file(tmp_path / version, text)
+            assert main(["publish", str(house), "--matrix", str(mpath), "--channel", "test", "--bucket",
+                         "s3://downloads/", "--no-mirror"]) == 0
+        yank = ["yank", new, "--channel", "test", "--reason", "broken kernels", *bucket_argv, str(path)]
+        assert main(yank) == 0
+        stray = labelled_wheel(tmp_path / "stray", m, version=f"{old}.post1", label=label)
+        bucket = open_bucket("s3://downloads/", server.env)
+        bucket.upload(f"{folder}{project}/{stray.name}", stray)
+        bucket.delete([f"{folder}{project}/index.html", f"{folder}{project}/index.json"])
+        repair = ["repair-index", "--channel", "test", *bucket_argv, str(path)]
+        before = server.files("downloads")
+        capsys.readouterr()
+        assert main([*repair, "--dry-run"]) == 0
+        assert f"stray    {folder}{project}/{stray.name}" in capsys.readouterr().err
+        assert server.files("downloads") == before
+        assert main(repair) == 0
+        page = json.loads(bucket.read(f"{folder}{project}/index.json"))
+        yanks = {f["filename"]: f.get("yanked") for f in page["files"]}
+        assert stray.name not in yanks and len(yanks) == 2, yanks
+        assert set(yanks.values()) == {None, "broken kernels"}
+        assert 'data-yanked="broken kernels"' in bucket.read(f"{folder}{project}/index.html").decode()
+        after = server.files("downloads")
+        capsys.readouterr()
+        assert main(repair) == 0 and main(yank) == 0
+        said = capsys.readouterr().err
+        assert said.count("already done") == 2, said
+        assert server.files("downloads") == after
