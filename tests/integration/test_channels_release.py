@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from builders.base.errors import ObjectStoreError, PreflightRefused, PublishRefused, ValidationFailed
+from builders.base.errors import PreflightRefused, PublishRefused, ValidationFailed
 from builders.index.objectstore import open_bucket
 from builders.index.pages import find_wheels
 from builders.wheel.archive import ZIP_EPOCH, Wheel
