@@ -55,6 +55,12 @@ def _requires_python(pages: Mapping[str, bytes]) -> dict[str, str]:
     return out
 
 
+def held(state: ChannelState, version: str, manifest_sha256: str) -> bool:
+    """Whether the ledger holds a promotion of ``version`` from this manifest."""
+    return any(e.kind == "promotion" and e.promotion is not None and e.promotion.version == version
+               and e.promotion.manifest_sha256 == manifest_sha256 for e in state.entries)
+
+
 def record(ledger: Ledger, entry: Entry) -> Entry | None:
     """``entry`` appended unless a promotion of the same manifest and version is in the ledger (a rerun)."""
     def replan(state: ChannelState) -> Entry | None:

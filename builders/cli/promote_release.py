@@ -57,7 +57,11 @@ def execute(opts: Options, console: Console) -> int:
     release = m.channels.channel(ChannelName.RELEASE)
     ledger = open_ledger(bucket, release.name.value, env)
     folders = releasing.folders_of(release, [v.label for v in m.variants])
-    releasing.settle(bucket, ledger, folders)
+    state = releasing.settle(bucket, ledger, folders)
+    if releasing.held(state, plan.version, plan.manifest) and not plan.copies and len(plan.pypi_done) == len(plan.pypi):
+        console.line(f"{bucket.url}: already done: {plan.version} is released from this manifest (ledger) and every "
+                     "PyPI file is on the package server with its sha256; nothing written")
+        return 0
     key = promotion.copy_release(bucket, plan, at=datetime.datetime.now(datetime.UTC))
     sizes = {k: o.size for _label, folder in folders for k, o in bucket.listing(folder).items()}
     entry = releasing.record(ledger, releasing.promotion_entry(
@@ -66,6 +70,9 @@ def execute(opts: Options, console: Console) -> int:
         validations=releasing.validation_bytes([*opts.validation, *opts.pypi_validation]), writer=ledger.writer))
     console.line(f"{bucket.url}: release channel updated, every copy's sha256 checked; the promotion's record: {key} "
                  f"(rollback --promotion KEY); ledger entry {entry.id if entry else '(held already)'}")
+    if plan.pypi_done:
+        console.line(f"{opts.simple_url}: {len(plan.pypi_done)} of {len(plan.pypi)} PyPI file(s) uploaded already with "
+                     "the manifest's sha256 (an upload cut short): the rest is uploaded")
     if plan.pypi:
         promotion.upload_pypi(plan, opts.repository_url, env)
         promotion.audit_pypi(plan, opts.simple_url, m.project.name, timeout=opts.audit_timeout)
