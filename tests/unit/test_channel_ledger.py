@@ -3,12 +3,14 @@ chain, and publish's plan from evidence alone (what it uploads, commits, renders
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
+from builders.base.errors import SelectionError
 from builders.channels import publishing
 from builders.channels.evidence import Entry, FileRecord, Head, Lease, LedgerCorrupt, Promotion, YankMark
 from builders.channels.ledger import ChannelState, chained, fold
@@ -182,3 +184,65 @@ def test_a_page_never_lists_a_file_the_ledger_does_not_hold(channels: Channels) 
     listed = {f["filename"] for k, v in pages.items() if k.endswith(f"{project}/index.json")
               for f in json.loads(v)["files"]}
     assert listed == {k.rsplit("/", 1)[-1] for k, f in state.files.items() if f.form == "wheel"}
+
+
+# --- yank, rollback and repair plans ------------------------------------------------------------------------------
+
+
+def promoted(key: str) -> Entry:
+    return Entry(seq=0, parent=None, parent_sha256=None, kind="promotion", at="t", writer="w", added=wheel(key),
+                 promotion=Promotion(version="2.15.0", manifest_sha256=A, validation_sha256=(B,)))
+
+
+def test_a_yank_marks_every_label_and_a_second_is_already_done() -> None:
+    from packaging.version import Version
+
+    from builders.channels import yanking
+
+    keys = [f"whl/{label}/p/p-2.15.0+{label}-py3-none-any.whl" for label in ("cpu", "cu132")]
+    state = chain(entry(*wheel(keys[0]), *wheel(keys[1]), *wheel("whl/cpu/p/p-2.14.0+cpu-py3-none-any.whl")))
+    first = yanking.yank_entry(state, project="p", version=Version("2.15.0"), reason="bad", at="t", writer="w")
+    assert first is not None and sorted(m.key for m in first.yanks) == keys
+    after = state.after(chained(state, first))
+    assert yanking.yank_entry(after, project="p", version=Version("2.15.0"), reason="bad", at="t", writer="w") is None
+    undo = yanking.yank_entry(after, project="p", version=Version("2.15.0"), reason=None, at="t", writer="w")
+    assert undo is not None and after.after(chained(after, undo)).yanks == {}
+    with pytest.raises(SelectionError):
+        yanking.yank_entry(state, project="p", version=Version("9.0"), reason="x", at="t", writer="w")
+
+
+def test_a_rollback_is_found_by_id_or_record_and_happens_once() -> None:
+    from builders.channels import yanking
+
+    key = "whl/cpu/p/p-2.15.0+cpu-py3-none-any.whl"
+    state = chain(promoted(key))
+    promotion = state.entries[-1]
+    assert yanking.promotion_entry(state, promotion.id, None) == promotion
+    assert yanking.promotion_entry(state, "any.json", {"version": "2.15.0", "manifest_sha256": A}) == promotion
+    with pytest.raises(SelectionError, match="history"):
+        yanking.promotion_entry(state, "any.json", {"version": "2.15.0", "manifest_sha256": B})
+    rollback = yanking.rollback_entry(state, promotion, reason="broken", at="t", writer="w")
+    assert rollback is not None and [m.key for m in rollback.yanks] == [key] and rollback.undoes == promotion.id
+    after = state.after(chained(state, rollback))
+    assert after.yanks == {key: "broken"}
+    assert yanking.rollback_entry(after, promotion, reason="other", at="t", writer="w") is None
+
+
+def test_repair_renders_the_ledger_names_strays_and_lost_files(channels: Channels) -> None:
+    from builders.channels import repairing
+
+    _nightly, test, label, project = channels
+    folder = test.index_path(label)
+    key = f"{folder}{project}/{name(project, '2.15.0', label)}"
+    state = chain(entry(*wheel(key)), entry(yanks=(YankMark(key=key, reason="bad"),), kind="yank"))
+    stray = f"{folder}{project}/{name(project, '2.15.1', label)}"
+    ev = repairing.Evidence(channel=test, folders=((label, folder),), state=state, adopt=None,
+                            sizes={key: 3, f"{key}.metadata": 1, stray: 3}, pages={},
+                            digests={k: f.sha256 for k, f in state.files.items()})
+    fix = repairing.plan(ev)
+    page = json.loads(fix.pages[f"{folder}{project}/index.json"])
+    assert [(f["filename"], f.get("yanked")) for f in page["files"]] == [(key.rsplit("/", 1)[-1], "bad")]
+    assert fix.strays == (stray,) and not fix.lost and set(fix.writes) == set(fix.pages)
+    assert repairing.plan(dataclasses.replace(ev, pages=dict(fix.pages))).done
+    swapped = repairing.plan(dataclasses.replace(ev, digests={**ev.digests, key: C}))
+    assert swapped.lost == (key,)
