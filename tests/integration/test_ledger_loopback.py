@@ -267,3 +267,53 @@ def test_repair_restores_lost_pages_with_their_yanks_and_never_lists_a_stray(
         said = capsys.readouterr().err
         assert said.count("already done") == 2, said
         assert server.files("downloads") == after
+
+
+def test_promotions_and_a_yank_at_once_lose_no_entry(store: ObjectStore | MotoStore) -> None:
+    """Two promotions of different versions and a yank of an earlier release, appended at the same moment to the
+    release ledger by three writers, TRIES times: every entry is in the chain, each parent the one before it (the
+    nightly channel has a ledger of its own, so a nightly never races a promotion)."""
+    import threading
+
+    from builders.channels.evidence import Entry, FileRecord, Promotion, YankMark
+    from builders.channels.ledger import ChannelState
+
+    bucket = open_bucket("s3://downloads/", store.env)
+    mode = ledger_mod.probe(bucket, "release")
+
+    def promotion(version: str) -> Entry:
+        key = f"whl/cpu/p/p-{version}+cpu-py3-none-any.whl"
+        return Entry(seq=0, parent=None, parent_sha256=None, kind="promotion", at="t", writer="w",
+                     added=(FileRecord(key=key, sha256="a" * 64, size=1),
+                            FileRecord(key=f"{key}.metadata", sha256="b" * 64, size=1, form="metadata")),
+                     promotion=Promotion(version=version, manifest_sha256=hashlib.sha256(version.encode()).hexdigest()))
+
+    def once(entry: Entry) -> Any:
+        return lambda state: None if any(e.promotion == entry.promotion and e.yanks == entry.yanks
+                                         and e.kind == entry.kind for e in state.entries) else entry
+
+    errors: list[Exception] = []
+
+    def append(entry: Entry, writer: str) -> None:
+        try:
+            ledger_mod.Ledger(open_bucket("s3://downloads/", store.env), "release", mode=mode,
+                              writer=writer).append(once(entry))
+        except Exception as exc:  # noqa: BLE001 - a thread's failure is asserted in the test's thread
+            errors.append(exc)
+
+    for attempt in range(TRIES):
+        base = f"1.{attempt}"
+        ledger_mod.Ledger(bucket, "release", mode=mode, writer="setup").append(once(promotion(f"{base}.0")))
+        yank = Entry(seq=0, parent=None, parent_sha256=None, kind="yank", at="t", writer="w",
+                     yanks=(YankMark(key=f"whl/cpu/p/p-{base}.0+cpu-py3-none-any.whl", reason="bad"),))
+        threads = [threading.Thread(target=append, args=(e, f"writer{i}"))
+                   for i, e in enumerate((promotion(f"{base}.1"), promotion(f"{base}.2"), yank))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+    state: ChannelState = ledger_mod.Ledger(bucket, "release", mode=mode, writer="reader").read().state
+    kinds = [e.kind for e in state.entries]
+    assert kinds.count("promotion") == 3 * TRIES and kinds.count("yank") == TRIES, kinds
+    assert len(state.yanks) == TRIES
