@@ -1,14 +1,14 @@
 """A channel's ledger: an append-only chain of entries in the bucket, and the head that names the newest.
 
 Layout beside the channels: ``ledger/<channel>/entries/<id>.json`` (one object per entry, never
-rewritten: its id carries its sha256) and ``ledger/<channel>/HEAD``. Appending writes the entry, then
+rewritten: its id carries its sha256) and ``ledger/<channel>/head.json``. Appending writes the entry, then
 moves the head. Two writers must never both move it from the same parent, and stores differ:
 
 - ``conditional`` (AWS S3, moto): the head is written with ``IfMatch`` its ETag as read (or
   ``IfNoneMatch: *`` for the first); a 412 means another writer moved it, and the loser re-reads and
   replans.
 - ``lease`` (``rclone serve s3`` overwrites despite both headers: measured): a lock object
-  ``ledger/<channel>/LOCK`` taken with a fencing token one above any seen; the taker waits a settle
+  ``ledger/<channel>/lock.json`` taken with a fencing token one above any seen; the taker waits a settle
   time and reads it back, so of two takers only the last writer holds it. Under the lease the head is
   re-read, and a head whose token is above the holder's (a later lease moved it) fences the holder
   off. A lease held by another writer past the wait stops with a message naming that writer.
@@ -33,6 +33,7 @@ from builders.channels.evidence import Entry, FileRecord, Head, Lease, LedgerCor
 from builders.index.objectstore import Bucket
 
 LEDGER = "ledger/"
+HEAD, LOCK = "head.json", "lock.json"  # JSON objects: the store serves them as such
 LEASE_SECONDS = 120.0  # a holder that died frees the lock after this long
 SETTLE_SECONDS = 0.5  # between taking the lease and reading it back: longer than one read-then-write gap
 WAIT_SECONDS = 180.0  # how long a writer waits for another writer's lease before it stops
@@ -114,10 +115,10 @@ class Ledger:
 
     def read(self) -> Snapshot:
         """The whole chain from the head back, each parent checked against its child's digest."""
-        raw, etag = self._get(f"{self.folder}HEAD")
+        raw, etag = self._get(f"{self.folder}{HEAD}")
         if raw is None:
             return Snapshot(state=ChannelState(), head=None, etag=None)
-        head = Head.from_json(raw, f"{self.bucket.url}{self.folder}HEAD")
+        head = Head.from_json(raw, f"{self.bucket.url}{self.folder}{HEAD}")
         return Snapshot(state=fold(self._chain(head)), head=head, etag=etag)
 
     def _chain(self, head: Head) -> list[Entry]:
@@ -163,22 +164,22 @@ class Ledger:
         """The head moved from ``snap``'s to ``entry``; False when another writer moved it first."""
         if self.mode == "conditional":
             head = Head(entry=entry.id, sha256=entry.sha256, seq=entry.seq, writer=self.writer)
-            return self._put_conditional(f"{self.folder}HEAD", head.to_json(), snap.etag)
+            return self._put_conditional(f"{self.folder}{HEAD}", head.to_json(), snap.etag)
         token = self._take_lease(snap)
         try:
-            raw, _ = self._get(f"{self.folder}HEAD")
-            now = None if raw is None else Head.from_json(raw, f"{self.bucket.url}{self.folder}HEAD")
+            raw, _ = self._get(f"{self.folder}{HEAD}")
+            now = None if raw is None else Head.from_json(raw, f"{self.bucket.url}{self.folder}{HEAD}")
             if now != snap.head:
                 return False  # moved since the read: replan on the new head
             head = Head(entry=entry.id, sha256=entry.sha256, seq=entry.seq, token=token, writer=self.writer)
-            self._put(f"{self.folder}HEAD", head.to_json())
-            return self._get(f"{self.folder}HEAD")[0] == head.to_json()
+            self._put(f"{self.folder}{HEAD}", head.to_json())
+            return self._get(f"{self.folder}{HEAD}")[0] == head.to_json()
         finally:
             self._release(token)
 
     def _take_lease(self, snap: Snapshot) -> int:
         """The lock, with a fencing token above any lease or head seen; waits for a live lease of another writer."""
-        key = f"{self.folder}LOCK"
+        key = f"{self.folder}{LOCK}"
         deadline = self.clock() + WAIT_SECONDS
         while True:
             held = self._lease()
@@ -197,18 +198,18 @@ class Ledger:
                 return token
 
     def _lease(self) -> Lease | None:
-        raw, _ = self._get(f"{self.folder}LOCK")
-        return None if raw is None else Lease.from_json(raw, f"{self.bucket.url}{self.folder}LOCK")
+        raw, _ = self._get(f"{self.folder}{LOCK}")
+        return None if raw is None else Lease.from_json(raw, f"{self.bucket.url}{self.folder}{LOCK}")
 
     def _release(self, token: int) -> None:
         """The lock given up if it is still this writer's (an expired lease in its place: a delete may be refused)."""
         held = self._lease()
         if held is not None and held.writer == self.writer and held.token == token:
-            self._put(f"{self.folder}LOCK", Lease(writer=self.writer, token=token, expires=0.0).to_json())
+            self._put(f"{self.folder}{LOCK}", Lease(writer=self.writer, token=token, expires=0.0).to_json())
 
     def _last_writer(self) -> str:
-        raw, _ = self._get(f"{self.folder}HEAD")
-        return "last moved by " + (Head.from_json(raw, "HEAD").writer if raw else "nobody")
+        raw, _ = self._get(f"{self.folder}{HEAD}")
+        return "last moved by " + (Head.from_json(raw, HEAD).writer if raw else "nobody")
 
     # --- the store -------------------------------------------------------------------------------
 

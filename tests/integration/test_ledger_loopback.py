@@ -120,7 +120,7 @@ def channel_state(server: ObjectStore) -> dict[str, bytes]:
     """The bucket as a reader and the ledger see it, without what carries a time (entries, records, the lease)."""
     files = server.files("downloads")
     out = {k: v for k, v in files.items() if k.startswith("whl/")}
-    head = json.loads(files["ledger/nightly/HEAD"])
+    head = json.loads(files["ledger/nightly/head.json"])
     entry = json.loads(files[f"ledger/nightly/entries/{head['entry']}.json"])
     out["ledger files"] = json.dumps(sorted(f["key"] for f in entry["added"])).encode()
     records = [json.loads(v) for k, v in files.items() if k.startswith("publish-records/nightly/")]
