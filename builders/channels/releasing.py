@@ -33,25 +33,32 @@ def settle(bucket: Bucket, ledger: Ledger, folders: Iterable[tuple[str, str]]) -
 
 def promotion_entry(held: Mapping[str, str], pages: Mapping[str, bytes], sizes: Mapping[str, int], *, version: str,
                     manifest_sha256: str, validations: Iterable[bytes], writer: str) -> Entry:
-    """The promotion as an entry (pure): each release file (its size as stored, Requires-Python as its page
-    says), the manifest's digest and each validation record's."""
-    requires = _requires_python(pages)
-    added = tuple(FileRecord(key=key, sha256=sha, size=sizes.get(key, 0),
-                             form="metadata" if key.endswith(".metadata") else "wheel",
-                             requires_python=None if key.endswith(".metadata") else requires.get(key))
-                  for key, sha in sorted(held.items()))
-    return Entry(seq=0, parent=None, parent_sha256=None, kind="promotion", at=now(), writer=writer, added=added,
+    """The promotion as an entry (pure): each release wheel (its size as stored, Requires-Python as its page says)
+    and its ``.metadata`` (the sha256 its page declares), the manifest's digest and each validation record's."""
+    listed = _listed(pages)
+    added: list[FileRecord] = []
+    for key, sha in sorted(held.items()):
+        if key.endswith(".metadata"):
+            continue
+        requires, core = listed.get(key, (None, ""))
+        added.append(FileRecord(key=key, sha256=sha, size=sizes.get(key, 0), requires_python=requires))
+        core = held.get(f"{key}.metadata") or core
+        if core:
+            added.append(FileRecord(key=f"{key}.metadata", sha256=core, size=sizes.get(f"{key}.metadata", 0),
+                                    form="metadata"))
+    return Entry(seq=0, parent=None, parent_sha256=None, kind="promotion", at=now(), writer=writer, added=tuple(added),
                  promotion=Promotion(version=version, manifest_sha256=manifest_sha256,
                                      validation_sha256=tuple(hashlib.sha256(v).hexdigest() for v in validations)))
 
 
-def _requires_python(pages: Mapping[str, bytes]) -> dict[str, str]:
-    out = {}
+def _listed(pages: Mapping[str, bytes]) -> dict[str, tuple[str | None, str]]:
+    """key -> (Requires-Python, the .metadata's sha256) of each file the project pages list."""
+    out: dict[str, tuple[str | None, str]] = {}
     for key, raw in pages.items():
         if key.endswith("/index.json") and key.count("/") >= 2:
             for item in json.loads(raw).get("files", []):
-                if item.get("requires-python"):
-                    out[key.removesuffix("index.json") + item["filename"]] = item["requires-python"]
+                out[key.removesuffix("index.json") + item["filename"]] = (
+                    item.get("requires-python"), item.get("core-metadata", {}).get("sha256", ""))
     return out
 
 
