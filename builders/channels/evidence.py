@@ -76,7 +76,7 @@ class YankMark:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Promotion:
+class PromotionDigests:
     """What a promotion released from: the manifest's sha256 and every validation record's sha256."""
 
     version: str
@@ -88,7 +88,7 @@ class Promotion:
                 "validation_sha256": list(self.validation_sha256)}
 
     @classmethod
-    def from_dict(cls, data: Any, where: str) -> Promotion:
+    def from_dict(cls, data: Any, where: str) -> PromotionDigests:
         item = _mapping(data, where)
         digests = item.get("validation_sha256", [])
         if not isinstance(digests, list) or not all(isinstance(d, str) for d in digests):
@@ -98,7 +98,7 @@ class Promotion:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Entry:
+class LedgerEntry:
     """One step of a channel's chain: what it added, removed and yanked, after ``parent`` (None: the first)."""
 
     seq: int
@@ -110,7 +110,7 @@ class Entry:
     added: tuple[FileRecord, ...] = ()
     removed: tuple[str, ...] = ()
     yanks: tuple[YankMark, ...] = ()
-    promotion: Promotion | None = None
+    promotion: PromotionDigests | None = None
     undoes: str | None = None  # a rollback: the id of the promotion entry it undoes
     note: str = ""
     schema: int = SCHEMA
@@ -133,7 +133,7 @@ class Entry:
         return entry_id(self.seq, self.sha256)
 
     @classmethod
-    def from_json(cls, raw: bytes, where: str) -> Entry:
+    def from_json(cls, raw: bytes, where: str) -> LedgerEntry:
         item = _mapping(_loads(raw, where), where)
         if item.get("schema") != SCHEMA:
             raise LedgerCorrupt(f"{where}: ledger schema {item.get('schema')!r}, this builders reads {SCHEMA} "
@@ -147,7 +147,7 @@ class Entry:
                    added=tuple(FileRecord.from_dict(f, f"{where}: added") for f in _list(item, "added", where)),
                    removed=tuple(str(k) for k in _list(item, "removed", where)),
                    yanks=tuple(YankMark.from_dict(y, f"{where}: yanks") for y in _list(item, "yanks", where)),
-                   promotion=None if promotion is None else Promotion.from_dict(promotion, f"{where}: promotion"),
+                   promotion=None if promotion is None else PromotionDigests.from_dict(promotion, f"{where}: promotion"),
                    undoes=_optional(item, "undoes", where), note=str(item.get("note", "")))
 
 

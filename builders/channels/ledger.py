@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from builders.base.errors import ObjectStoreError
-from builders.channels.evidence import Entry, FileRecord, Head, Lease, LedgerCorrupt
+from builders.channels.evidence import FileRecord, Head, Lease, LedgerCorrupt, LedgerEntry
 from builders.index.objectstore import Bucket
 
 LEDGER = "ledger/"
@@ -53,13 +53,13 @@ class ChannelState:
     files: Mapping[str, FileRecord] = field(default_factory=dict)
     yanks: Mapping[str, str] = field(default_factory=dict)
     removed: frozenset[str] = frozenset()
-    entries: tuple[Entry, ...] = ()
+    entries: tuple[LedgerEntry, ...] = ()
 
     @property
-    def head(self) -> Entry | None:
+    def head(self) -> LedgerEntry | None:
         return self.entries[-1] if self.entries else None
 
-    def after(self, entry: Entry) -> ChannelState:
+    def after(self, entry: LedgerEntry) -> ChannelState:
         """This state with ``entry`` applied (a yank of a key not held is corrupt: the chain is refused)."""
         files = {k: f for k, f in self.files.items() if k not in set(entry.removed)}
         files.update({f.key: f for f in entry.added})
@@ -75,14 +75,14 @@ class ChannelState:
         return ChannelState(files=files, yanks=yanks, removed=frozenset(removed), entries=(*self.entries, entry))
 
 
-def fold(entries: Iterable[Entry]) -> ChannelState:
+def fold(entries: Iterable[LedgerEntry]) -> ChannelState:
     state = ChannelState()
     for entry in entries:
         state = state.after(entry)
     return state
 
 
-def chained(state: ChannelState, entry: Entry) -> Entry:
+def chained(state: ChannelState, entry: LedgerEntry) -> LedgerEntry:
     """``entry`` placed after ``state``'s head: its seq and parent filled in (what a replan after a lost race
     re-does on the new head)."""
     head = state.head
@@ -121,8 +121,8 @@ class Ledger:
         head = Head.from_json(raw, f"{self.bucket.url}{self.folder}{HEAD}")
         return Snapshot(state=fold(self._chain(head)), head=head, etag=etag)
 
-    def _chain(self, head: Head) -> list[Entry]:
-        out: list[Entry] = []
+    def _chain(self, head: Head) -> list[LedgerEntry]:
+        out: list[LedgerEntry] = []
         wanted: tuple[str | None, str | None] = (head.entry, head.sha256)
         while wanted[0] is not None:
             entry = self._entry(wanted[0], wanted[1])
@@ -131,12 +131,12 @@ class Ledger:
         out.reverse()
         return out
 
-    def _entry(self, ident: str, sha256: str | None) -> Entry:
+    def _entry(self, ident: str, sha256: str | None) -> LedgerEntry:
         key = f"{self.folder}entries/{ident}.json"
         raw, _ = self._get(key)
         if raw is None:
             raise LedgerCorrupt(f"{self.bucket.url}{key}: the ledger names this entry and the bucket lacks it")
-        entry = Entry.from_json(raw, f"{self.bucket.url}{key}")
+        entry = LedgerEntry.from_json(raw, f"{self.bucket.url}{key}")
         if entry.sha256 != sha256 or entry.id != ident:
             raise LedgerCorrupt(f"{self.bucket.url}{key}: its bytes are not those its child names (sha256 "
                                 f"{entry.sha256}, named {sha256}): the ledger was changed by hand")
@@ -144,7 +144,7 @@ class Ledger:
 
     # --- appending -------------------------------------------------------------------------------
 
-    def append(self, replan: Callable[[ChannelState], Entry | None]) -> tuple[Entry | None, ChannelState]:
+    def append(self, replan: Callable[[ChannelState], LedgerEntry | None]) -> tuple[LedgerEntry | None, ChannelState]:
         """Read, plan the entry on the head read (``replan``: pure; None: nothing to add), write it, move the head.
         A lost race re-reads and replans; returns the entry appended (None: none was needed) and the state after."""
         for _ in range(TRIES):
@@ -160,7 +160,7 @@ class Ledger:
         raise LedgerBusy(f"{self.bucket.url}{self.folder}: another writer moved the head {TRIES} times while this "
                          f"one planned ({self._last_writer()}); run the command again")
 
-    def _move(self, snap: Snapshot, entry: Entry) -> bool:
+    def _move(self, snap: Snapshot, entry: LedgerEntry) -> bool:
         """The head moved from ``snap``'s to ``entry``; False when another writer moved it first."""
         if self.mode == "conditional":
             head = Head(entry=entry.id, sha256=entry.sha256, seq=entry.seq, writer=self.writer)

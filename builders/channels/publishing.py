@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from builders.base.errors import ObjectStoreError, PublishRefused
-from builders.channels.evidence import Entry, FileRecord, LedgerCorrupt, YankMark
+from builders.channels.evidence import FileRecord, LedgerCorrupt, LedgerEntry, YankMark
 from builders.channels.ledger import ChannelState, Ledger
 from builders.index.objectstore import Bucket, cache_control
 from builders.index.pages import IndexedFile, project_html, project_json, root_html, root_json
@@ -52,7 +52,7 @@ class LocalFile:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Evidence:
+class PublishFacts:
     """Everything publish reads, read once (:func:`gather`)."""
 
     channel: ReleaseChannel
@@ -70,7 +70,7 @@ class Evidence:
 @dataclass(frozen=True, kw_only=True)
 class Plan:
     uploads: tuple[LocalFile, ...]  # objects to write (new, replaced, or stored with other bytes than the ledger's)
-    entry: Entry | None  # None: the ledger holds every file already
+    entry: LedgerEntry | None  # None: the ledger holds every file already
     refused: tuple[str, ...] = ()  # keys whose published bytes would change where they never may
     replaced: tuple[str, ...] = ()
     restored: tuple[str, ...] = ()  # held by the ledger, stored with other bytes or lost: written again
@@ -88,7 +88,7 @@ class Plan:
 # --- plan (pure) -------------------------------------------------------------------------------
 
 
-def plan(evidence: Evidence, *, at: str, writer: str) -> Plan:
+def plan(evidence: PublishFacts, *, at: str, writer: str) -> Plan:
     """What publishing does, from ``evidence`` alone (no bucket)."""
     entry, refused, replaced = changes(evidence, evidence.state, at=at, writer=writer)
     after = evidence.state if entry is None else evidence.state.after(_placed(evidence.state, entry))
@@ -103,8 +103,8 @@ def plan(evidence: Evidence, *, at: str, writer: str) -> Plan:
                 record=entry is not None or evidence.record_missing is not None)
 
 
-def changes(evidence: Evidence, state: ChannelState, *, at: str,
-            writer: str) -> tuple[Entry | None, tuple[str, ...], tuple[str, ...]]:
+def changes(evidence: PublishFacts, state: ChannelState, *, at: str,
+            writer: str) -> tuple[LedgerEntry | None, tuple[str, ...], tuple[str, ...]]:
     """The entry that makes ``state`` hold the local files (None: it holds them), the refused and replaced keys.
     Run again on a newer head after a lost race (the replan)."""
     added, refused, replaced = [], [], []
@@ -118,17 +118,17 @@ def changes(evidence: Evidence, state: ChannelState, *, at: str,
                 continue
             replaced.append(key)
         added.append(local.record)
-    after = state.after(_placed(state, Entry(seq=0, parent=None, parent_sha256=None, kind="publish", at=at,
+    after = state.after(_placed(state, LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="publish", at=at,
                                              writer=writer, added=tuple(added))))
     removed = prune(after, evidence.channel, evidence.project)
     if not added and not removed:
         return None, tuple(refused), tuple(replaced)
-    entry = Entry(seq=0, parent=None, parent_sha256=None, kind="publish", at=at, writer=writer,
+    entry = LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="publish", at=at, writer=writer,
                   added=tuple(added), removed=removed)
     return entry, tuple(refused), tuple(replaced)
 
 
-def _placed(state: ChannelState, entry: Entry) -> Entry:
+def _placed(state: ChannelState, entry: LedgerEntry) -> LedgerEntry:
     from builders.channels.ledger import chained
 
     return chained(state, entry)
@@ -228,7 +228,7 @@ def page_keys(objects: Iterable[str], folders: Iterable[tuple[str, str]]) -> lis
 
 
 def unrecorded(state: ChannelState, pages: Mapping[str, bytes | None], sizes: Mapping[str, int], *, at: str,
-               writer: str) -> Entry | None:
+               writer: str) -> LedgerEntry | None:
     """The ``adopt`` entry of what the pages list and the ledger does not hold: on a bucket from before the ledger,
     every listed file with its yank (a page that cannot be read: exit 40 naming it); on one whose pages another
     writer changed outside the ledger, each file they list that the bucket holds. None when there is nothing."""
@@ -251,7 +251,7 @@ def unrecorded(state: ChannelState, pages: Mapping[str, bytes | None], sizes: Ma
         return None
     note = ("built from the pages the bucket held before its ledger" if strict
             else "listed by pages written outside the ledger")
-    return Entry(seq=0, parent=None, parent_sha256=None, kind="adopt", at=at, writer=writer, added=tuple(added),
+    return LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="adopt", at=at, writer=writer, added=tuple(added),
                  yanks=tuple(yanks), note=note)
 
 
@@ -295,7 +295,7 @@ def current_pages(bucket: Bucket, keys: Iterable[str]) -> dict[str, bytes | None
 # --- apply ---------------------------------------------------------------------------------------
 
 
-def refuse(evidence: Evidence, planned: Plan) -> None:
+def refuse(evidence: PublishFacts, planned: Plan) -> None:
     if planned.refused:
         shown = "; ".join(f"{k} (published sha256 {evidence.state.files[k].sha256[:12]}..., new "
                           f"{evidence.local[k].record.sha256[:12]}...)" for k in planned.refused[:5])
@@ -306,7 +306,7 @@ def refuse(evidence: Evidence, planned: Plan) -> None:
                              f"change, nothing was written: {shown}; {hint}")
 
 
-def upload(bucket: Bucket, evidence: Evidence, planned: Plan) -> None:
+def upload(bucket: Bucket, evidence: PublishFacts, planned: Plan) -> None:
     """Each object written and verified against its sha256 before the ledger may name it."""
     name = evidence.channel.name.value
     for f in planned.uploads:
@@ -320,14 +320,14 @@ def upload(bucket: Bucket, evidence: Evidence, planned: Plan) -> None:
                                    "nothing was committed (run the command again)")
 
 
-def commit(ledger: Ledger, evidence: Evidence, planned: Plan, *, at: str) -> tuple[Entry | None, ChannelState]:
+def commit(ledger: Ledger, evidence: PublishFacts, planned: Plan, *, at: str) -> tuple[LedgerEntry | None, ChannelState]:
     """The entry appended (replanned on the head read where another writer moved it since gather)."""
     if planned.entry is None:
         return None, evidence.state
     written = {f.record.key for f in planned.uploads} | {k for k, s in evidence.stored.items()
                                                          if s == evidence.local[k].record.sha256}
 
-    def replan(state: ChannelState) -> Entry | None:
+    def replan(state: ChannelState) -> LedgerEntry | None:
         entry, refused, _ = changes(evidence, state, at=at, writer=ledger.writer)
         if refused:
             raise PublishRefused(f"another writer ({state.head.writer if state.head else '?'}) published "
@@ -342,7 +342,7 @@ def commit(ledger: Ledger, evidence: Evidence, planned: Plan, *, at: str) -> tup
     return ledger.append(replan)
 
 
-def write_pages(bucket: Bucket, ledger: Ledger, evidence: Evidence, state: ChannelState,
+def write_pages(bucket: Bucket, ledger: Ledger, evidence: PublishFacts, state: ChannelState,
                 known: dict[str, bytes | None]) -> list[str]:
     """The pages rendered from ``state`` where they differ from what the bucket holds (projects' pages before the
     roots that name them); again from the newer head while another writer moved it. Returns the keys written."""
@@ -406,7 +406,7 @@ def now() -> str:
 
 def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, *, project: str,
            local: Mapping[str, SiteEntry], targets: Mapping[str, str], labels: Iterable[str],
-           mirror_records: Mapping[str, bytes]) -> Evidence:
+           mirror_records: Mapping[str, bytes]) -> PublishFacts:
     """Every read publish makes, once: the ledger (adopted from the pages on a bucket from before it), the objects
     under the channel's folders, the stored bytes' digests of the files it brings, the pages as they are."""
     folders = tuple((label, channel.index_path(label)) for label in sorted(labels))
@@ -419,7 +419,7 @@ def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, *, project: 
               if (merged := merged_mirror(pages.get(f"{folder}mirror.json"), mirror_records.get(folder))) is not None}
     ours = publishing_entry(state, files)
     missing = None if ours is None or bucket.head(record_key(channel.name.value, ours)) else ours.id
-    return Evidence(channel=channel, project=project, folders=folders, local=files,
+    return PublishFacts(channel=channel, project=project, folders=folders, local=files,
                     stored=stored_digests(bucket, files, objects), objects=objects, pages=pages, mirror=mirror,
                     state=state, record_missing=missing)
 
@@ -432,7 +432,7 @@ def settled(ledger: Ledger, pages: Mapping[str, bytes | None], sizes: Mapping[st
     return ledger.append(lambda s: unrecorded(s, pages, sizes, at=now(), writer=ledger.writer))[1]
 
 
-def publishing_entry(state: ChannelState, files: Mapping[str, LocalFile]) -> Entry | None:
+def publishing_entry(state: ChannelState, files: Mapping[str, LocalFile]) -> LedgerEntry | None:
     """The newest publish entry that added any of ``files`` as they are, where the ledger holds them all."""
     if any(state.files.get(k) != f.record for k, f in files.items()):
         return None
@@ -440,16 +440,16 @@ def publishing_entry(state: ChannelState, files: Mapping[str, LocalFile]) -> Ent
     return next((e for e in reversed(state.entries) if e.kind == "publish" and records & set(e.added)), None)
 
 
-def record_key(channel: str, entry: Entry) -> str:
+def record_key(channel: str, entry: LedgerEntry) -> str:
     """``publish-records/<channel>/<the entry's time>.json``: a rerun finds the record its entry needs."""
     return f"{RECORDS}{channel}/{_time(entry):%Y%m%dT%H%M%S%fZ}.json"
 
 
-def _time(entry: Entry) -> datetime.datetime:
+def _time(entry: LedgerEntry) -> datetime.datetime:
     return datetime.datetime.strptime(entry.at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.UTC)
 
 
-def publication_record(state: ChannelState, entry: Entry, local: Iterable[str], *, channel: str, bucket: str,
+def publication_record(state: ChannelState, entry: LedgerEntry, local: Iterable[str], *, channel: str, bucket: str,
                        version: str) -> dict[str, object]:
     """The publication ``entry`` committed, as JSON (added, replaced with both digests, pruned, unchanged), derived
     from the chain alone so that a rerun writes the same record."""

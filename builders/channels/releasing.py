@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from builders.channels.evidence import Entry, FileRecord, Promotion
+from builders.channels.evidence import FileRecord, LedgerEntry, PromotionDigests
 from builders.channels.ledger import ChannelState, Ledger
 from builders.channels.publishing import current_pages, now, page_keys, settled
 from builders.index.objectstore import Bucket
@@ -32,7 +32,7 @@ def settle(bucket: Bucket, ledger: Ledger, folders: Iterable[tuple[str, str]]) -
 
 
 def promotion_entry(held: Mapping[str, str], pages: Mapping[str, bytes], sizes: Mapping[str, int], *, version: str,
-                    manifest_sha256: str, validations: Iterable[bytes], writer: str) -> Entry:
+                    manifest_sha256: str, validations: Iterable[bytes], writer: str) -> LedgerEntry:
     """The promotion as an entry (pure): each release wheel (its size as stored, Requires-Python as its page says)
     and its ``.metadata`` (the sha256 its page declares), the manifest's digest and each validation record's."""
     listed = _listed(pages)
@@ -46,8 +46,8 @@ def promotion_entry(held: Mapping[str, str], pages: Mapping[str, bytes], sizes: 
         if core:
             added.append(FileRecord(key=f"{key}.metadata", sha256=core, size=sizes.get(f"{key}.metadata", 0),
                                     form="metadata"))
-    return Entry(seq=0, parent=None, parent_sha256=None, kind="promotion", at=now(), writer=writer, added=tuple(added),
-                 promotion=Promotion(version=version, manifest_sha256=manifest_sha256,
+    return LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="promotion", at=now(), writer=writer, added=tuple(added),
+                 promotion=PromotionDigests(version=version, manifest_sha256=manifest_sha256,
                                      validation_sha256=tuple(hashlib.sha256(v).hexdigest() for v in validations)))
 
 
@@ -68,9 +68,9 @@ def held(state: ChannelState, version: str, manifest_sha256: str) -> bool:
                and e.promotion.manifest_sha256 == manifest_sha256 for e in state.entries)
 
 
-def record(ledger: Ledger, entry: Entry) -> Entry | None:
+def record(ledger: Ledger, entry: LedgerEntry) -> LedgerEntry | None:
     """``entry`` appended unless a promotion of the same manifest and version is in the ledger (a rerun)."""
-    def replan(state: ChannelState) -> Entry | None:
+    def replan(state: ChannelState) -> LedgerEntry | None:
         for e in state.entries:
             if e.kind == "promotion" and e.promotion == entry.promotion:
                 return None

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from builders.base.errors import ObjectStoreError
-from builders.channels.evidence import Entry, FileRecord, YankMark
+from builders.channels.evidence import FileRecord, LedgerEntry, YankMark
 from builders.channels.ledger import ChannelState, Ledger, chained
 from builders.channels.publishing import PAGE_NAMES, current_pages, now, page_keys, render, unrecorded
 from builders.index.objectstore import Bucket
@@ -30,13 +30,13 @@ from builders.matrix.release_channels import ReleaseChannel
 
 
 @dataclass(frozen=True, kw_only=True)
-class Evidence:
+class RepairFacts:
     """Everything repair reads, once."""
 
     channel: ReleaseChannel
     folders: tuple[tuple[str, str], ...]
     state: ChannelState
-    adopt: Entry | None  # the first entry of a bucket from before the ledger (not committed yet)
+    adopt: LedgerEntry | None  # the first entry of a bucket from before the ledger (not committed yet)
     sizes: Mapping[str, int]  # every object under the label folders
     pages: Mapping[str, bytes | None]
     digests: Mapping[str, str]  # sha256 of the stored bytes of each file the ledger holds that is stored
@@ -44,8 +44,8 @@ class Evidence:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Repair:
-    adopt: Entry | None
+class PageRepair:
+    adopt: LedgerEntry | None
     pages: Mapping[str, bytes]
     writes: tuple[str, ...]
     deletes: tuple[str, ...]  # pages of projects the ledger does not hold
@@ -58,7 +58,7 @@ class Repair:
         return self.adopt is None and not self.writes and not self.deletes and not self.remade
 
 
-def plan(evidence: Evidence) -> Repair:
+def plan(evidence: RepairFacts) -> PageRepair:
     """The repair, from ``evidence`` alone."""
     state = evidence.state if evidence.adopt is None else evidence.state.after(chained(evidence.state, evidence.adopt))
     mirror = {folder: raw for _label, folder in evidence.folders
@@ -71,11 +71,11 @@ def plan(evidence: Evidence) -> Repair:
                           and k.rsplit("/", 1)[-1] not in PAGE_NAMES))
     remade = {k: v for k, v in evidence.remade.items() if k in state.files and sha256(v) == state.files[k].sha256}
     lost = tuple(sorted(k for k, f in state.files.items() if evidence.digests.get(k) != f.sha256 and k not in remade))
-    return Repair(adopt=evidence.adopt, pages=pages, writes=writes, deletes=deletes, strays=strays, lost=lost,
+    return PageRepair(adopt=evidence.adopt, pages=pages, writes=writes, deletes=deletes, strays=strays, lost=lost,
                   remade=remade)
 
 
-def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, labels: Iterable[str]) -> Evidence:
+def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, labels: Iterable[str]) -> RepairFacts:
     """The ledger (or what a first one would hold), the objects, the pages, the stored digests."""
     folders = tuple((label, channel.index_path(label)) for label in sorted(labels))
     sizes = {k: o.size for _label, folder in folders for k, o in bucket.listing(folder).items()}
@@ -88,12 +88,12 @@ def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, labels: Iter
     digests = {k: bucket.verified_sha256(k) for k in held if k in sizes}
     remade = {f"{k}.metadata": metadata_of(bucket, k, k.rsplit("/", 1)[-1]) for k, f in held.items()
               if f.form != "metadata" and f"{k}.metadata" not in sizes and digests.get(k) == f.sha256}
-    return Evidence(channel=channel, folders=folders, state=state, adopt=adopt, sizes=sizes, pages=pages,
+    return RepairFacts(channel=channel, folders=folders, state=state, adopt=adopt, sizes=sizes, pages=pages,
                     digests=digests, remade=remade)
 
 
 def first_entry(bucket: Bucket, channel: ReleaseChannel, pages: Mapping[str, bytes | None], sizes: Mapping[str, int],
-                *, writer: str) -> Entry | None:
+                *, writer: str) -> LedgerEntry | None:
     """What the readable pages list (with their yanks), then what the publication records served, each kept only
     where its objects are stored with the recorded bytes."""
     files: dict[str, FileRecord] = {}
@@ -115,7 +115,7 @@ def first_entry(bucket: Bucket, channel: ReleaseChannel, pages: Mapping[str, byt
             and (k.removesuffix(".metadata") in kept)}
     if not kept:
         return None
-    return Entry(seq=0, parent=None, parent_sha256=None, kind="adopt", at=now(), writer=writer,
+    return LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="adopt", at=now(), writer=writer,
                  added=tuple(kept[k] for k in sorted(kept)),
                  yanks=tuple(YankMark(key=y.key, reason=y.reason) for y in yanks if y.key in kept),
                  note="built by repair-index from the readable pages and the publication records")

@@ -19,16 +19,16 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from builders.base.errors import SelectionError
-from builders.channels.evidence import Entry, YankMark
+from builders.channels.evidence import LedgerEntry, YankMark
 from builders.channels.ledger import ChannelState
-from builders.channels.publishing import Evidence, render
+from builders.channels.publishing import PublishFacts, render
 
 
 @dataclass(frozen=True, kw_only=True)
 class Marking:
     """What one yank or rollback does: its entry (None: the ledger has it already) and the pages to write."""
 
-    entry: Entry | None
+    entry: LedgerEntry | None
     pages: Mapping[str, bytes]
     writes: tuple[str, ...]
 
@@ -50,7 +50,7 @@ def of_version(state: ChannelState, project: str, version: Version) -> list[str]
 
 
 def yank_entry(state: ChannelState, *, project: str, version: Version, reason: str | None, at: str,
-               writer: str) -> Entry | None:
+               writer: str) -> LedgerEntry | None:
     """The entry marking every file of ``version`` (``reason`` None: listing it again); None when each is so."""
     keys = of_version(state, project, version)
     if not keys:
@@ -58,11 +58,11 @@ def yank_entry(state: ChannelState, *, project: str, version: Version, reason: s
     marks = tuple(YankMark(key=k, reason=reason) for k in keys if state.yanks.get(k) != reason)
     if not marks:
         return None
-    return Entry(seq=0, parent=None, parent_sha256=None, kind="yank", at=at, writer=writer, yanks=marks,
+    return LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="yank", at=at, writer=writer, yanks=marks,
                  note=f"{'undo: ' if reason is None else ''}{version}")
 
 
-def promotion_entry(state: ChannelState, which: str, record: Mapping[str, Any] | None) -> Entry:
+def promotion_entry(state: ChannelState, which: str, record: Mapping[str, Any] | None) -> LedgerEntry:
     """The promotion ``which`` names: a ledger entry id, or the record read from a file or object (its manifest's
     sha256 and version pick the entry)."""
     promotions = [e for e in state.entries if e.kind == "promotion" and e.promotion is not None]
@@ -76,17 +76,17 @@ def promotion_entry(state: ChannelState, which: str, record: Mapping[str, Any] |
                          "builders history --channel release lists them)")
 
 
-def rollback_entry(state: ChannelState, promotion: Entry, *, reason: str, at: str, writer: str) -> Entry | None:
+def rollback_entry(state: ChannelState, promotion: LedgerEntry, *, reason: str, at: str, writer: str) -> LedgerEntry | None:
     """Every wheel the promotion added, yanked; None when a rollback of it is in the ledger already."""
     if any(e.kind == "rollback" and e.undoes == promotion.id for e in state.entries):
         return None
     keys = sorted(f.key for f in promotion.added if f.form == "wheel" and f.key in state.files)
-    return Entry(seq=0, parent=None, parent_sha256=None, kind="rollback", at=at, writer=writer, undoes=promotion.id,
+    return LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="rollback", at=at, writer=writer, undoes=promotion.id,
                  yanks=tuple(YankMark(key=k, reason=reason) for k in keys),
                  note=f"rollback of {promotion.promotion.version if promotion.promotion else promotion.id}")
 
 
-def marking(evidence: Evidence, entry: Entry | None) -> Marking:
+def marking(evidence: PublishFacts, entry: LedgerEntry | None) -> Marking:
     """The pages after ``entry`` (pure): those whose bytes differ from the bucket's are written."""
     from builders.channels.ledger import chained
 

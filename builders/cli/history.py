@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from builders.base.console import Console
-from builders.channels.evidence import Entry
+from builders.channels.evidence import LedgerEntry
 from builders.channels.ledger import Ledger
 from builders.cli import load
 from builders.cli.arguments import Options
@@ -32,7 +32,7 @@ def execute(opts: Options, console: Console) -> int:
     return 0
 
 
-def line(entry: Entry) -> str:
+def line(entry: LedgerEntry) -> str:
     """One entry, as a release engineer scans it."""
     what = [f"+{sum(1 for f in entry.added if f.form != 'metadata')} wheel(s)"] if entry.added else []
     what += [f"-{sum(1 for k in entry.removed if not k.endswith('.metadata'))} removed"] if entry.removed else []

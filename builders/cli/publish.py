@@ -12,7 +12,7 @@ from packaging.utils import canonicalize_name
 from builders.base.console import Console
 from builders.base.errors import BuildersError, SelectionError
 from builders.channels import publishing
-from builders.channels.evidence import Entry
+from builders.channels.evidence import LedgerEntry
 from builders.channels.ledger import ChannelState, Ledger, open_ledger
 from builders.cli import load
 from builders.cli.arguments import Options
@@ -71,17 +71,25 @@ def execute(opts: Options, console: Console) -> int:
         entry, state = apply(bucket, ledger, evidence, planned, at=at, console=console)
     ours = entry or publishing.publishing_entry(state, evidence.local)
     if ours is not None and planned.record:
-        record = publishing.publication_record(state, ours, evidence.local, channel=channel.name.value,
-                                               bucket=str(bucket.url), version=str(on_channel.project.version))
-        key = publishing.record_key(channel.name.value, ours)
-        bucket.upload(key, (json.dumps(record, indent=2, sort_keys=True) + "\n").encode(),
-                      cache_control=cache_control(channel.name.value, key))
-        if opts.record is not None:
-            opts.record.parent.mkdir(parents=True, exist_ok=True)
-            opts.record.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        write_record(opts, bucket, state, ours, evidence, version=str(on_channel.project.version))
     console.line(f"{bucket.url}: the {channel.name.value} channel serves "
                  f"{sum(1 for f in state.files.values() if f.form != 'metadata')} wheel(s)")
     return 0
+
+
+def write_record(opts: Options, bucket: Bucket, state: ChannelState, ours: LedgerEntry,
+                 evidence: publishing.PublishFacts, *, version: str) -> None:
+    """The publication record beside the channels (its key from the ledger entry: a rerun finds it) and in
+    ``--record``."""
+    channel = evidence.channel.name.value
+    record = publishing.publication_record(state, ours, evidence.local, channel=channel, bucket=str(bucket.url),
+                                           version=version)
+    key = publishing.record_key(channel, ours)
+    text = json.dumps(record, indent=2, sort_keys=True) + "\n"
+    bucket.upload(key, text.encode(), cache_control=cache_control(channel, key))
+    if opts.record is not None:
+        opts.record.parent.mkdir(parents=True, exist_ok=True)
+        opts.record.write_text(text, encoding="utf-8")
 
 
 def site_files(site: Path, channel: ReleaseChannel, labels: list[str]) -> tuple[dict[str, SiteEntry], dict[str, bytes]]:
@@ -105,8 +113,8 @@ def targets(m: Matrix, local: dict[str, SiteEntry]) -> dict[str, str]:
     return out
 
 
-def apply(bucket: Bucket, ledger: Ledger, evidence: publishing.Evidence, planned: publishing.Plan, *, at: str,
-          console: Console) -> tuple[Entry | None, ChannelState]:
+def apply(bucket: Bucket, ledger: Ledger, evidence: publishing.PublishFacts, planned: publishing.Plan, *, at: str,
+          console: Console) -> tuple[LedgerEntry | None, ChannelState]:
     """Objects, the ledger entry, the pages, the deletions, then every link checked (module docstring of
     :mod:`builders.channels.publishing`); says what a rerun finished."""
     publishing.upload(bucket, evidence, planned)

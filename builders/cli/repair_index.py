@@ -53,7 +53,7 @@ def execute(opts: Options, console: Console) -> int:
     return 0
 
 
-def show(console: Console, fix: repairing.Repair) -> None:
+def show(console: Console, fix: repairing.PageRepair) -> None:
     if fix.adopt is not None:
         console.line(f"ledger   a first one, of {sum(1 for f in fix.adopt.added if f.form != 'metadata')} wheel(s) "
                      f"({fix.adopt.note})")
@@ -69,9 +69,9 @@ def show(console: Console, fix: repairing.Repair) -> None:
         console.error(f"lost     {key}: the ledger holds it, the bucket lacks its bytes")
 
 
-def _as_publish(evidence: repairing.Evidence, state: ChannelState) -> publishing.Evidence:
+def _as_publish(evidence: repairing.RepairFacts, state: ChannelState) -> publishing.PublishFacts:
     """The repair's facts in the shape the page writer takes (no local file)."""
     mirror = {folder: raw for _label, folder in evidence.folders
               if (raw := evidence.pages.get(f"{folder}mirror.json")) is not None}
-    return publishing.Evidence(channel=evidence.channel, project="", folders=evidence.folders, local={}, stored={},
+    return publishing.PublishFacts(channel=evidence.channel, project="", folders=evidence.folders, local={}, stored={},
                                objects=frozenset(evidence.sizes), pages=evidence.pages, mirror=mirror, state=state)

@@ -9,7 +9,7 @@ from pathlib import Path
 from builders.base.console import Console
 from builders.base.errors import InputError, Problem
 from builders.channels import publishing, yanking
-from builders.channels.evidence import Entry
+from builders.channels.evidence import LedgerEntry
 from builders.channels.ledger import ChannelState, open_ledger
 from builders.cli import load
 from builders.cli.arguments import Options
@@ -38,7 +38,7 @@ def execute(opts: Options, console: Console) -> int:
     promoted = yanking.promotion_entry(evidence.state, opts.promotion, record)
     at = publishing.now()
 
-    def entry(state: ChannelState) -> Entry | None:
+    def entry(state: ChannelState) -> LedgerEntry | None:
         return yanking.rollback_entry(state, promoted, reason=opts.reason, at=at, writer=ledger.writer)
 
     planned = yanking.marking(evidence, entry(evidence.state))

@@ -7,7 +7,7 @@ from packaging.version import InvalidVersion, Version
 from builders.base.console import Console
 from builders.base.errors import SelectionError
 from builders.channels import publishing, yanking
-from builders.channels.evidence import Entry
+from builders.channels.evidence import LedgerEntry
 from builders.channels.ledger import ChannelState, open_ledger
 from builders.channels.yanking import of_version
 from builders.cli import load
@@ -36,7 +36,7 @@ def execute(opts: Options, console: Console) -> int:
     reason = None if opts.undo else opts.reason
     at = publishing.now()
 
-    def entry(state: ChannelState) -> Entry | None:
+    def entry(state: ChannelState) -> LedgerEntry | None:
         return yanking.yank_entry(state, project=m.project.name, version=version, reason=reason, at=at,
                                   writer=ledger.writer)
 

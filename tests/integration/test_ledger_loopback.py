@@ -275,26 +275,26 @@ def test_promotions_and_a_yank_at_once_lose_no_entry(store: ObjectStore | MotoSt
     nightly channel has a ledger of its own, so a nightly never races a promotion)."""
     import threading
 
-    from builders.channels.evidence import Entry, FileRecord, Promotion, YankMark
+    from builders.channels.evidence import FileRecord, LedgerEntry, PromotionDigests, YankMark
     from builders.channels.ledger import ChannelState
 
     bucket = open_bucket("s3://downloads/", store.env)
     mode = ledger_mod.probe(bucket, "release")
 
-    def promotion(version: str) -> Entry:
+    def promotion(version: str) -> LedgerEntry:
         key = f"whl/cpu/p/p-{version}+cpu-py3-none-any.whl"
-        return Entry(seq=0, parent=None, parent_sha256=None, kind="promotion", at="t", writer="w",
+        return LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="promotion", at="t", writer="w",
                      added=(FileRecord(key=key, sha256="a" * 64, size=1),
                             FileRecord(key=f"{key}.metadata", sha256="b" * 64, size=1, form="metadata")),
-                     promotion=Promotion(version=version, manifest_sha256=hashlib.sha256(version.encode()).hexdigest()))
+                     promotion=PromotionDigests(version=version, manifest_sha256=hashlib.sha256(version.encode()).hexdigest()))
 
-    def once(entry: Entry) -> Any:
+    def once(entry: LedgerEntry) -> Any:
         return lambda state: None if any(e.promotion == entry.promotion and e.yanks == entry.yanks
                                          and e.kind == entry.kind for e in state.entries) else entry
 
     errors: list[Exception] = []
 
-    def append(entry: Entry, writer: str) -> None:
+    def append(entry: LedgerEntry, writer: str) -> None:
         try:
             ledger_mod.Ledger(open_bucket("s3://downloads/", store.env), "release", mode=mode,
                               writer=writer).append(once(entry))
@@ -304,7 +304,7 @@ def test_promotions_and_a_yank_at_once_lose_no_entry(store: ObjectStore | MotoSt
     for attempt in range(TRIES):
         base = f"1.{attempt}"
         ledger_mod.Ledger(bucket, "release", mode=mode, writer="setup").append(once(promotion(f"{base}.0")))
-        yank = Entry(seq=0, parent=None, parent_sha256=None, kind="yank", at="t", writer="w",
+        yank = LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="yank", at="t", writer="w",
                      yanks=(YankMark(key=f"whl/cpu/p/p-{base}.0+cpu-py3-none-any.whl", reason="bad"),))
         threads = [threading.Thread(target=append, args=(e, f"writer{i}"))
                    for i, e in enumerate((promotion(f"{base}.1"), promotion(f"{base}.2"), yank))]

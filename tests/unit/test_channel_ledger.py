@@ -12,7 +12,7 @@ import pytest
 
 from builders.base.errors import SelectionError
 from builders.channels import publishing
-from builders.channels.evidence import Entry, FileRecord, Head, Lease, LedgerCorrupt, Promotion, YankMark
+from builders.channels.evidence import FileRecord, Head, Lease, LedgerCorrupt, LedgerEntry, PromotionDigests, YankMark
 from builders.channels.ledger import ChannelState, chained, fold
 from builders.families import loader as matrix
 from builders.matrix.release_channels import ReleaseChannel
@@ -22,8 +22,8 @@ Channels = tuple[ReleaseChannel, ReleaseChannel, str, str]
 
 
 def entry(*added: FileRecord, removed: tuple[str, ...] = (), yanks: tuple[YankMark, ...] = (),
-          kind: str = "publish") -> Entry:
-    return Entry(seq=0, parent=None, parent_sha256=None, kind=kind, at="2026-12-03T12:00:00.000000Z", writer="w",
+          kind: str = "publish") -> LedgerEntry:
+    return LedgerEntry(seq=0, parent=None, parent_sha256=None, kind=kind, at="2026-12-03T12:00:00.000000Z", writer="w",
                  added=added, removed=removed, yanks=yanks)
 
 
@@ -32,7 +32,7 @@ def wheel(key: str, sha: str = A) -> tuple[FileRecord, FileRecord]:
             FileRecord(key=f"{key}.metadata", sha256=hashlib.sha256(sha.encode()).hexdigest(), size=1, form="metadata"))
 
 
-def chain(*entries: Entry) -> ChannelState:
+def chain(*entries: LedgerEntry) -> ChannelState:
     state = ChannelState()
     for e in entries:
         state = state.after(chained(state, e))
@@ -40,10 +40,10 @@ def chain(*entries: Entry) -> ChannelState:
 
 
 def test_an_entry_round_trips_and_names_its_bytes() -> None:
-    e = Entry(seq=3, parent="00000002-" + "d" * 16, parent_sha256="d" * 64, kind="promotion", at="t", writer="w",
+    e = LedgerEntry(seq=3, parent="00000002-" + "d" * 16, parent_sha256="d" * 64, kind="promotion", at="t", writer="w",
               added=wheel("whl/cpu/p/p-1.0+cpu-py3-none-any.whl"), removed=("x",), yanks=(YankMark(key="x", reason="bad"),),
-              promotion=Promotion(version="1.0", manifest_sha256=A, validation_sha256=(B, C)))
-    again = Entry.from_json(e.to_json(), "here")
+              promotion=PromotionDigests(version="1.0", manifest_sha256=A, validation_sha256=(B, C)))
+    again = LedgerEntry.from_json(e.to_json(), "here")
     assert again == e and again.id == e.id and e.id.startswith("00000003-" + e.sha256[:16])
 
 
@@ -53,7 +53,7 @@ def test_an_entry_round_trips_and_names_its_bytes() -> None:
                                  b'{"schema": 1, "seq": 0, "kind": "steal", "at": "t", "writer": "w"}'])
 def test_a_malformed_entry_is_refused_with_its_place_named(raw: bytes) -> None:
     with pytest.raises(LedgerCorrupt, match=r"^ledger/x: ") as caught:
-        Entry.from_json(raw, "ledger/x")
+        LedgerEntry.from_json(raw, "ledger/x")
     assert caught.value.exit_code == 40
 
 
@@ -93,12 +93,12 @@ def channels(shipped_text: str) -> Channels:
 
 def evidence(channel: ReleaseChannel, label: str, project: str, keys: dict[str, str], *, state: ChannelState,
              stored: dict[str, str | None] | None = None, pages: dict[str, bytes | None] | None = None,
-             objects: frozenset[str] = frozenset()) -> publishing.Evidence:
+             objects: frozenset[str] = frozenset()) -> publishing.PublishFacts:
     local = {}
     for name, sha in keys.items():
         for record in wheel(f"{channel.index_path(label)}{project}/{name}", sha):
             local[record.key] = publishing.LocalFile(record=record, source=Path("/nowhere") if record.form == "wheel" else b"m")
-    return publishing.Evidence(channel=channel, project=project, folders=((label, channel.index_path(label)),),
+    return publishing.PublishFacts(channel=channel, project=project, folders=((label, channel.index_path(label)),),
                                local=local, stored=stored or dict.fromkeys(local), objects=objects,
                                pages=pages or {}, mirror={}, state=state)
 
@@ -189,9 +189,9 @@ def test_a_page_never_lists_a_file_the_ledger_does_not_hold(channels: Channels) 
 # --- yank, rollback and repair plans ------------------------------------------------------------------------------
 
 
-def promoted(key: str) -> Entry:
-    return Entry(seq=0, parent=None, parent_sha256=None, kind="promotion", at="t", writer="w", added=wheel(key),
-                 promotion=Promotion(version="2.15.0", manifest_sha256=A, validation_sha256=(B,)))
+def promoted(key: str) -> LedgerEntry:
+    return LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="promotion", at="t", writer="w", added=wheel(key),
+                 promotion=PromotionDigests(version="2.15.0", manifest_sha256=A, validation_sha256=(B,)))
 
 
 def test_a_yank_marks_every_label_and_a_second_is_already_done() -> None:
@@ -236,7 +236,7 @@ def test_repair_renders_the_ledger_names_strays_and_lost_files(channels: Channel
     key = f"{folder}{project}/{name(project, '2.15.0', label)}"
     state = chain(entry(*wheel(key)), entry(yanks=(YankMark(key=key, reason="bad"),), kind="yank"))
     stray = f"{folder}{project}/{name(project, '2.15.1', label)}"
-    ev = repairing.Evidence(channel=test, folders=((label, folder),), state=state, adopt=None,
+    ev = repairing.RepairFacts(channel=test, folders=((label, folder),), state=state, adopt=None,
                             sizes={key: 3, f"{key}.metadata": 1, stray: 3}, pages={},
                             digests={k: f.sha256 for k, f in state.files.items()})
     fix = repairing.plan(ev)
