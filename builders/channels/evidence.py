@@ -15,15 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from builders.base.errors import ObjectStoreError
+from builders.base.errors import LedgerCorrupt
 
 SCHEMA = 1
 FORMS = ("wheel", "requirement", "metadata")  # the project's own wheel, a mirrored requirement, a PEP 658 file
 KINDS = ("adopt", "publish", "promotion", "yank", "rollback", "repair")
-
-
-class LedgerCorrupt(ObjectStoreError):
-    """A ledger object (head, entry, lock) in the bucket is not what this version of builders writes."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from builders.base.errors import ObjectStoreError
+from builders.base.errors import LedgerBusy, ObjectStoreError
 from builders.channels.evidence import FileRecord, Head, Lease, LedgerCorrupt, LedgerEntry
 from builders.index.objectstore import Bucket
 
@@ -39,10 +39,6 @@ SETTLE_SECONDS = 0.5  # between taking the lease and reading it back: longer tha
 WAIT_SECONDS = 180.0  # how long a writer waits for another writer's lease before it stops
 TRIES = 8  # re-reads and replans after a lost race before giving up
 MODES = ("conditional", "lease")
-
-
-class LedgerBusy(ObjectStoreError):
-    """Another writer holds the channel's ledger (named in the message) or kept winning the race for it."""
 
 
 @dataclass(frozen=True, kw_only=True)
