@@ -240,7 +240,7 @@ def unrecorded(state: ChannelState, pages: Mapping[str, bytes | None], sizes: Ma
             continue
         for item in _page_files(page_key, raw, strict):
             key = page_key.removesuffix("index.json") + item.filename
-            if key in state.files or key not in sizes or f"{key}.metadata" not in sizes:
+            if key in state.files or key in state.removed or key not in sizes or f"{key}.metadata" not in sizes:
                 continue
             added += [FileRecord(key=key, sha256=item.sha256, size=sizes[key], requires_python=item.requires_python),
                       FileRecord(key=f"{key}.metadata", sha256=item.metadata_sha256, size=sizes[f"{key}.metadata"],

@@ -294,10 +294,9 @@ def test_promotions_and_a_yank_at_once_lose_no_entry(store: ObjectStore | MotoSt
 
     errors: list[Exception] = []
 
-    def append(entry: LedgerEntry, writer: str) -> None:
+    def append(ledger: ledger_mod.Ledger, entry: LedgerEntry) -> None:
         try:
-            ledger_mod.Ledger(open_bucket("s3://downloads/", store.env), "release", mode=mode,
-                              writer=writer).append(once(entry))
+            ledger.append(once(entry))
         except Exception as exc:  # noqa: BLE001 - a thread's failure is asserted in the test's thread
             errors.append(exc)
 
@@ -306,8 +305,10 @@ def test_promotions_and_a_yank_at_once_lose_no_entry(store: ObjectStore | MotoSt
         ledger_mod.Ledger(bucket, "release", mode=mode, writer="setup").append(once(promotion(f"{base}.0")))
         yank = LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="yank", at="t", writer="w",
                      yanks=(YankMark(key=f"whl/cpu/p/p-{base}.0+cpu-py3-none-any.whl", reason="bad"),))
-        threads = [threading.Thread(target=append, args=(e, f"writer{i}"))
-                   for i, e in enumerate((promotion(f"{base}.1"), promotion(f"{base}.2"), yank))]
+        writers = [ledger_mod.Ledger(open_bucket("s3://downloads/", store.env), "release", mode=mode, writer=f"w{i}")
+                   for i in range(3)]  # boto3 makes clients safely in one thread only, then each thread uses its own
+        threads = [threading.Thread(target=append, args=(w, e))
+                   for w, e in zip(writers, (promotion(f"{base}.1"), promotion(f"{base}.2"), yank), strict=True)]
         for t in threads:
             t.start()
         for t in threads:
