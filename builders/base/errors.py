@@ -320,6 +320,15 @@ class ObjectExists(ObjectStoreError):
     its parent's exit code (a request the store refused) and so declares none of its own."""
 
 
+class LedgerCorrupt(ObjectStoreError):
+    """A channel's ledger object (head, entry, lease) in the bucket is not what this builders writes; shares its
+    parent's exit code (40: a message, never a traceback)."""
+
+
+class LedgerBusy(ObjectStoreError):
+    """Another writer holds a channel's ledger (named in the message) or kept winning the race for it."""
+
+
 class PublishRefused(BuildersError):
     """A publication would change a file the release channel already serves; nothing was written."""
 

@@ -43,7 +43,8 @@ ROOT = ""  # the options of ``python -m builders`` itself (before the command)
 CACHE_KINDS = ("toolchain", "ccache", "uv", "image", "store", "core", caches.PARTIAL)
 SELECTION = "selection (shell globs over ids like cu132-cp314t-linux-x86_64)"
 MATRIX_COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "workflow", "audit",
-                   "variants", "publish", "validate", "promote-release", "manifest", "yank", "rollback", "repair-index")
+                   "variants", "publish", "validate", "promote-release", "manifest", "yank", "rollback", "repair-index",
+                   "history")
 SELECTING = ("plan", "build", "images", "validate", "promote-release")
 CHANNELS = tuple(c.value for c in ChannelName)
 WHEELHOUSE = Path("wheelhouse")  # ``build --output``'s default, where ``cache`` looks for a store
@@ -519,17 +520,18 @@ _MANIFEST = (
 _YANK = (
     Option(flags=("version",), commands=("yank",), metavar="VERSION",
            help="the version to yank (its public part: every label's file of it)"),
-    Option(flags=("--channel",), commands=("yank", "repair-index"), required=True, choices=CHANNELS,
+    Option(flags=("--channel",), commands=("yank", "repair-index", "history"), required=True, choices=CHANNELS,
            help="the channel whose pages are rewritten"),
-    Option(flags=("--bucket",), commands=("yank", "rollback", "repair-index"), required=True, metavar="URL",
+    Option(flags=("--bucket",), commands=("yank", "rollback", "repair-index", "history"), required=True, metavar="URL",
            help="s3://BUCKET/ or s3://BUCKET/PREFIX/: the channels' site root"),
     Option(flags=("--reason",), commands=("yank", "rollback"), required=True, metavar="TEXT",
            help="why (PEP 592: installers show it to whoever pins the version)"),
     Option(flags=("--undo",), commands=("yank",), action="store_true", default=False,
            help="un-yank: list the version's files as installable again"),
     Option(flags=("--promotion",), commands=("rollback",), required=True, metavar="KEY",
-           help="the promotion's publish record in the bucket (publish-records/release/....json, printed by "
-                "promote-release), or a local copy of it"),
+           help="the promotion: its ledger entry id (builders history --channel release), its publish record in the "
+                "bucket (publish-records/release/....json, printed by promote-release), or a local copy of it or of "
+                "promote-release --record's file"),
     Option(flags=("--dry-run",), commands=("yank", "rollback", "repair-index"), action="store_true", default=False,
            help="print the pages that would be written; write nothing"),
 )
@@ -666,6 +668,10 @@ ENVIRONMENT: tuple[EnvironmentFact, ...] = (
     EnvironmentFact(name="BUILDERS_RUN", read_by="builders/base/process.py",
                     why="set on every command builders starts (never read from the user): the watchdog finds a "
                         "run's stray processes by it in /proc after the run died"),
+    EnvironmentFact(name="BUILDERS_LEDGER_WRITES", read_by="builders/channels/ledger.py",
+                    why="how a channel's ledger head moves: conditional (the store enforces If-Match and "
+                        "If-None-Match, as AWS S3 and moto do) or lease (a lock object with a fencing token, for a "
+                        "store that ignores them, as rclone serve s3 does); unset: probed once per command"),
     *(EnvironmentFact(name=name, read_by="builders/index/objectstore.py",
                       why=f"`publish` and `promote-release`: {why}, as any AWS client reads it")
       for name, why in (("AWS_ENDPOINT_URL_S3", "the S3-compatible store's endpoint"),

@@ -9,14 +9,17 @@ from pathlib import Path
 from builders.base import redact, safe_output
 from builders.base.console import Console
 from builders.base.errors import SelectionError
+from builders.channels import releasing
+from builders.channels.ledger import open_ledger
 from builders.cli import load
 from builders.cli.arguments import FLAG, Options
 from builders.index import manifest, promotion
-from builders.index.objectstore import open_bucket
+from builders.index.objectstore import Bucket, open_bucket
 from builders.index.pages import find_wheels
 from builders.index.promote import requirement_problems
 from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import AcceptedNotRunnable
+from builders.matrix.release_channels import ChannelName
 from builders.matrix.targets import select
 
 HELP = "release exactly a candidate's validated files: test to release, then PyPI"
@@ -52,14 +55,39 @@ def execute(opts: Options, console: Console) -> int:
                  f"{len(plan.pypi)} PyPI file(s)")
     if opts.dry_run:
         return 0
-    key = promotion.copy_release(bucket, plan, at=datetime.datetime.now(datetime.UTC))
-    console.line(f"{bucket.url}: release channel updated, every copy's sha256 checked; the promotion's record: {key} "
-                 "(rollback --promotion KEY)")
+    if not release_in_ledger(opts, m, bucket, plan, console, env):
+        return 0
+    if plan.pypi_done:
+        console.line(f"{opts.simple_url}: {len(plan.pypi_done)} of {len(plan.pypi)} PyPI file(s) uploaded already with "
+                     "the manifest's sha256 (an upload cut short): the rest is uploaded")
     if plan.pypi:
         promotion.upload_pypi(plan, opts.repository_url, env)
         promotion.audit_pypi(plan, opts.simple_url, m.project.name, timeout=opts.audit_timeout)
         console.line(f"{opts.simple_url}: serves the {len(plan.pypi)} uploaded file(s), each with its sha256")
     return 0
+
+
+def release_in_ledger(opts: Options, m: Matrix, bucket: Bucket, plan: promotion.Promotion, console: Console,
+                      env: dict[str, str]) -> bool:
+    """The copies and pages (index/promotion), then the promotion's entry in the release ledger (adopted from its
+    pages first); False when the ledger and the package server hold this release already (nothing written)."""
+    release = m.channels.channel(ChannelName.RELEASE)
+    ledger = open_ledger(bucket, release.name.value, env)
+    folders = releasing.folders_of(release, [v.label for v in m.variants])
+    state = releasing.settle(bucket, ledger, folders)
+    if releasing.held(state, plan.version, plan.manifest) and not plan.copies and len(plan.pypi_done) == len(plan.pypi):
+        console.line(f"{bucket.url}: already done: {plan.version} is released from this manifest (ledger) and every "
+                     "PyPI file is on the package server with its sha256; nothing written")
+        return False
+    key = promotion.copy_release(bucket, plan, at=datetime.datetime.now(datetime.UTC))
+    sizes = {k: o.size for _label, folder in folders for k, o in bucket.listing(folder).items()}
+    entry = releasing.record(ledger, releasing.promotion_entry(
+        dict(plan.held), {p.key: p.source for p in plan.pages if isinstance(p.source, bytes)}, sizes,
+        version=plan.version, manifest_sha256=plan.manifest,
+        validations=releasing.validation_bytes([*opts.validation, *opts.pypi_validation]), writer=ledger.writer))
+    console.line(f"{bucket.url}: release channel updated, every copy's sha256 checked; the promotion's record: {key} "
+                 f"(rollback --promotion KEY); ledger entry {entry.id if entry else '(held already)'}")
+    return True
 
 
 def evidence(opts: Options, m: Matrix, pypi_files: list[Path], env: dict[str, str]) -> promotion.Evidence:

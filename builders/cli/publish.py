@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
-import datetime
+import contextlib
 import json
 import tempfile
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from builders.base import redact, safe_output
 from builders.base.console import Console
-from builders.base.errors import ObjectStoreError, SelectionError
+from builders.base.errors import BuildersError, SelectionError
+from builders.channels import publishing
+from builders.channels.evidence import LedgerEntry
+from builders.channels.ledger import ChannelState, Ledger, open_ledger
 from builders.cli import load
 from builders.cli.arguments import Options
 from builders.index import publish
 from builders.index.manifest import labelled_wheels
-from builders.index.objectstore import Bucket, open_bucket
+from builders.index.mirror import RECORD
+from builders.index.objectstore import Bucket, cache_control, open_bucket
 from builders.index.pages import index_with_requirements
-from builders.matrix.release_channels import ChannelName
+from builders.index.promote import target_of
+from builders.index.publish import SiteEntry
+from builders.matrix.model import Matrix
+from builders.matrix.release_channels import ChannelName, ReleaseChannel
+from builders.wheel.archive import Wheel
 
 SHOWN = 10  # dead links named in the message
 HELP = "publish a channel's per-variant indexes to an S3-compatible bucket"
@@ -43,43 +53,93 @@ def execute(opts: Options, console: Console) -> int:
         site = Path(tmp)
         index_with_requirements(on_channel, wheels, site, opts.env, mirror=not opts.no_mirror,
                                 layout=channel.index_path)
-        plan = publish.plan(bucket, channel, site, [v.label for v in m.variants], project=m.project.name)
-        show(console, plan)
-        publish.refuse(plan)
-        if not plan.files and not plan.pruned:
-            console.line(f"{bucket.url}: every file is published already with the same bytes: nothing written")
+        labels = [v.label for v in m.variants]
+        local, records = site_files(site, channel, labels)
+        ledger = open_ledger(bucket, channel.name.value, opts.env)
+        evidence = publishing.gather(bucket, ledger, channel, project=m.project.name, local=local,
+                                     targets=targets(on_channel, local), labels=labels, mirror_records=records)
+        at = publishing.now()
+        planned = publishing.plan(evidence, at=at, writer=ledger.writer)
+        show(console, planned)
+        publishing.refuse(evidence, planned)
+        if planned.done:
+            console.line(f"{bucket.url}: already done: every file is published already with the same bytes: "
+                         "nothing written")
             return 0
         if opts.dry_run:
             console.line("--dry-run: nothing was written")
             return 0
-        publish.apply(bucket, plan)
-        dead_links(bucket, plan)
-        record = publish.write_record(bucket, plan, at=datetime.datetime.now(datetime.UTC),
-                                      version=str(on_channel.project.version))
-    if opts.record is not None:
-        safe_output.write_text(opts.record, json.dumps(redact.scrub(record), indent=2, sort_keys=True) + "\n")
-    console.line(f"{bucket.url}: the {channel.name.value} channel serves {len(plan.served)} wheel(s)")
+        entry, state = apply(bucket, ledger, evidence, planned, at=at, console=console)
+    ours = entry or publishing.publishing_entry(state, evidence.local)
+    if ours is not None and planned.record:
+        write_record(opts, bucket, state, ours, evidence, version=str(on_channel.project.version))
+    console.line(f"{bucket.url}: the {channel.name.value} channel serves "
+                 f"{sum(1 for f in state.files.values() if f.form != 'metadata')} wheel(s)")
     return 0
 
 
-def dead_links(bucket: Bucket, plan: publish.Publication) -> None:
-    """Stop (exit 40, no publication record) when a page just written links a file the bucket does not hold."""
-    problems = publish.unresolved(bucket, plan)
-    if problems:
-        shown = "; ".join(problems[:SHOWN])
-        more = f" and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
-        raise ObjectStoreError(f"{bucket.url}: {len(problems)} link(s) of the pages just written do not resolve: "
-                               f"{shown}{more}; no publication record was written (repair-index rewrites the "
-                               "pages from what the bucket holds)")
+def write_record(opts: Options, bucket: Bucket, state: ChannelState, ours: LedgerEntry,
+                 evidence: publishing.PublishFacts, *, version: str) -> None:
+    """The publication record beside the channels (its key from the ledger entry: a rerun finds it) and in
+    ``--record``."""
+    channel = evidence.channel.name.value
+    record = publishing.publication_record(state, ours, evidence.local, channel=channel, bucket=str(bucket.url),
+                                           version=version)
+    key = publishing.record_key(channel, ours)
+    text = json.dumps(redact.scrub(record), indent=2, sort_keys=True) + "\n"
+    bucket.upload(key, text.encode(), cache_control=cache_control(channel, key))
+    if opts.record is not None:
+        safe_output.write_text(opts.record, text)
 
 
-def show(console: Console, plan: publish.Publication) -> None:
-    for key in plan.added:
-        console.line(f"add      {key}")
-    for change in plan.replaced:
-        console.line(f"replace  {change.key} (sha256 {change.old_sha256[:12]}... -> {change.new_sha256[:12]}...)")
-    for change in plan.refused:
-        console.error(f"refused  {change.key}: published with sha256 {change.old_sha256}, this one is {change.new_sha256}")
+def site_files(site: Path, channel: ReleaseChannel, labels: list[str]) -> tuple[dict[str, SiteEntry], dict[str, bytes]]:
+    """The wheels ``index`` laid out under ``site`` by key, and each label folder's mirror record."""
+    local: dict[str, SiteEntry] = {}
+    records: dict[str, bytes] = {}
+    for label, folder in publish.label_folders(site, channel, labels):
+        local.update(publish.local_entries(site, folder, label))
+        if (site / folder / RECORD).is_file():
+            records[folder] = (site / folder / RECORD).read_bytes()
+    return local, records
+
+
+def targets(m: Matrix, local: dict[str, SiteEntry]) -> dict[str, str]:
+    """The target id of each of the project's own wheels (a requirement has none)."""
+    out = {}
+    for key, entry in local.items():
+        if entry.source is not None and entry.info.project == canonicalize_name(m.project.name):
+            with contextlib.suppress(BuildersError):
+                out[key] = target_of(m, Wheel(entry.source)).id
+    return out
+
+
+def apply(bucket: Bucket, ledger: Ledger, evidence: publishing.PublishFacts, planned: publishing.Plan, *, at: str,
+          console: Console) -> tuple[LedgerEntry | None, ChannelState]:
+    """Objects, the ledger entry, the pages, the deletions, then every link checked (module docstring of
+    :mod:`builders.channels.publishing`); says what a rerun finished."""
+    publishing.upload(bucket, evidence, planned)
+    entry, state = publishing.commit(ledger, evidence, planned, at=at)
+    written = publishing.write_pages(bucket, ledger, evidence, state, dict(evidence.pages))
+    gone = sorted(k for k in evidence.objects if k in state.removed and k not in state.files)
+    if gone:
+        bucket.delete(gone)
+    publishing.require_links(bucket, publishing.render(state, evidence.folders, evidence.mirror), written)
+    if entry is None:
+        console.line(f"{bucket.url}: finished a publication cut short: {len(planned.uploads)} object(s), "
+                     f"{len(written)} page(s) written, {len(gone)} object(s) deleted{', its record' if planned.record else ''} "
+                     "(the ledger held it already)")
+    else:
+        console.line(f"{bucket.url}: ledger entry {entry.id} ({ledger.mode} writes)")
+    return entry, state
+
+
+def show(console: Console, plan: publishing.Plan) -> None:
+    replaced, restored = set(plan.replaced), set(plan.restored)
+    for f in plan.uploads:
+        verb = "replace" if f.record.key in replaced else "restore" if f.record.key in restored else "add"
+        console.line(f"{verb:8} {f.record.key}")
+    for key in plan.refused:
+        console.error(f"refused  {key}: published with other bytes")
     for key in plan.pruned:
         console.line(f"prune    {key}")
-    console.line(f"{len(plan.unchanged)} file(s) already published with the same bytes, {len(plan.pages)} page(s)")
+    console.line(f"{len(plan.writes)} page(s) to write, {len(plan.deletes)} object(s) to delete")

@@ -2,44 +2,63 @@
 
 from __future__ import annotations
 
-import datetime
 import json
+import re
 from pathlib import Path
 
 from builders.base.console import Console
 from builders.base.errors import InputError, Problem
+from builders.channels import publishing, yanking
+from builders.channels.evidence import LedgerEntry
+from builders.channels.ledger import ChannelState, open_ledger
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.index import yank
 from builders.index.objectstore import Bucket, open_bucket
 from builders.matrix.release_channels import ChannelName
 
+ENTRY_ID = re.compile(r"[0-9]{8}-[0-9a-f]{16}")  # a ledger entry's id (builders history lists them)
 HELP = "undo a promotion: its files yanked on the release channel, the pages as they were restored"
-DESCRIPTION = ("Read the promotion's publish record (the key promote-release printed, under "
-               "publish-records/release/ in the bucket, or a local copy), then rewrite the release channel's "
-               "pages: every file that promotion released is listed as yanked with --reason (its bytes stay: "
-               "whoever pinned it with == still installs it), and every file the pages listed before the "
-               "promotion is listed again, so that an unpinned install resolves the previous release. PyPI's "
-               "files are yanked in PyPI's web UI; a version there is never uploaded again.")
+DESCRIPTION = ("Find the promotion in the release channel's ledger, by its entry id (builders history --channel "
+               "release lists them) or by either record file (promote-release --record's, or its publish record "
+               "under publish-records/release/ in the bucket, or a local copy), then append a rollback entry: every "
+               "file that promotion released is listed as yanked with --reason (its bytes stay: whoever pinned it "
+               "with == still installs it), and the pages are rewritten from the ledger, so that an unpinned install "
+               "resolves the previous release again. A second rollback of the same promotion writes nothing (already "
+               "done). PyPI's files are yanked in PyPI's web UI; a version there is never uploaded again.")
 
 
 def execute(opts: Options, console: Console) -> int:
     m = load.matrix(opts)
+    release = m.channels.channel(ChannelName.RELEASE)
     bucket = open_bucket(opts.bucket, dict(opts.env))
-    record = read_record(bucket, opts.promotion)
-    change = yank.rollback(bucket, m.channels.channel(ChannelName.RELEASE), record, reason=opts.reason)
-    for key in change.marked:
-        console.line(f"yank     {key}")
-    for key in change.restored:
-        console.line(f"restore  {key}")
-    if opts.dry_run:
-        console.line(f"--dry-run: {len(change.pages)} page(s) not written")
+    ledger = open_ledger(bucket, release.name.value, opts.env)
+    evidence = publishing.gather(bucket, ledger, release, project=m.project.name, local={}, targets={},
+                                 labels=[v.label for v in m.variants], mirror_records={})
+    record = None if ENTRY_ID.fullmatch(opts.promotion) else read_record(bucket, opts.promotion)
+    promoted = yanking.promotion_entry(evidence.state, opts.promotion, record)
+    at = publishing.now()
+
+    def entry(state: ChannelState) -> LedgerEntry | None:
+        return yanking.rollback_entry(state, promoted, reason=opts.reason, at=at, writer=ledger.writer)
+
+    planned = yanking.marking(evidence, entry(evidence.state))
+    for mark in planned.entry.yanks if planned.entry else ():
+        console.line(f"yank     {mark.key}")
+    version = promoted.promotion.version if promoted.promotion else "?"
+    if planned.done:
+        console.line(f"{bucket.url}: already done: the promotion {promoted.id} of {version} is rolled back; "
+                     "nothing written")
         return 0
-    key = yank.apply(bucket, change, at=datetime.datetime.now(datetime.UTC),
-                     what={"kind": "rollback", "version": record.get("version"), "reason": opts.reason,
-                           "promotion": opts.promotion})
-    console.line(f"{bucket.url}: the promotion of {record.get('version')} rolled back ({len(change.marked)} file(s) "
-                 f"yanked, {len(change.restored)} restored); record {key}")
+    if opts.dry_run:
+        console.line(f"--dry-run: {len(planned.writes)} page(s) not written")
+        return 0
+    committed, state = ledger.append(entry)
+    written = publishing.write_pages(bucket, ledger, evidence, state, dict(evidence.pages))
+    publishing.require_links(bucket, publishing.render(state, evidence.folders, evidence.mirror), written)
+    finished = "" if committed else " (finished: the ledger held the rollback already)"
+    console.line(f"{bucket.url}: the promotion {promoted.id} of {version} rolled back "
+                 f"({len(planned.entry.yanks) if planned.entry else 0} file(s) yanked, {len(written)} page(s))"
+                 f"{finished}; ledger entry {committed.id if committed else state.entries[-1].id}")
     return 0
 
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import datetime
-
 from packaging.version import InvalidVersion, Version
 
 from builders.base.console import Console
 from builders.base.errors import SelectionError
+from builders.channels import publishing, yanking
+from builders.channels.evidence import LedgerEntry
+from builders.channels.ledger import ChannelState, open_ledger
+from builders.channels.yanking import of_version
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.index import yank
 from builders.index.objectstore import open_bucket
 
 HELP = "mark a version yanked on every page of a channel (PEP 592), keeping its bytes"
@@ -29,16 +30,32 @@ def execute(opts: Options, console: Console) -> int:
         raise SelectionError(f"{opts.version!r} is not a version") from None
     channel = m.channels.channel(opts.channel)
     bucket = open_bucket(opts.bucket, dict(opts.env))
-    change = yank.yank(bucket, channel, [v.label for v in m.variants], project=m.project.name, version=version,
-                       reason=None if opts.undo else opts.reason)
+    ledger = open_ledger(bucket, channel.name.value, opts.env)
+    evidence = publishing.gather(bucket, ledger, channel, project=m.project.name, local={}, targets={},
+                                 labels=[v.label for v in m.variants], mirror_records={})
+    reason = None if opts.undo else opts.reason
+    at = publishing.now()
+
+    def entry(state: ChannelState) -> LedgerEntry | None:
+        return yanking.yank_entry(state, project=m.project.name, version=version, reason=reason, at=at,
+                                  writer=ledger.writer)
+
+    planned = yanking.marking(evidence, entry(evidence.state))
     verb = "un-yank" if opts.undo else "yank"
-    for key in change.marked:
-        console.line(f"{verb}  {key}")
-    if opts.dry_run:
-        console.line(f"--dry-run: {len(change.pages)} page(s) not written")
+    for mark in planned.entry.yanks if planned.entry else ():
+        console.line(f"{verb}  {mark.key}")
+    if planned.done:
+        console.line(f"{bucket.url}: already done: every file of {version} is {verb}ed on the {channel.name.value} "
+                     "channel; nothing written")
         return 0
-    key = yank.apply(bucket, change, at=datetime.datetime.now(datetime.UTC),
-                     what={"kind": verb, "version": str(version), "reason": opts.reason})
-    console.line(f"{bucket.url}: {len(change.marked)} file(s) of {version} {verb}ed on the {channel.name.value} "
-                 f"channel ({len(change.pages)} page(s)); record {key}")
+    if opts.dry_run:
+        console.line(f"--dry-run: {len(planned.writes)} page(s) not written")
+        return 0
+    committed, state = ledger.append(entry)
+    written = publishing.write_pages(bucket, ledger, evidence, state, dict(evidence.pages))
+    publishing.require_links(bucket, publishing.render(state, evidence.folders, evidence.mirror), written)
+    finished = "" if committed else " (finished: the ledger held the marks already)"
+    console.line(f"{bucket.url}: {len(of_version(state, m.project.name, version))} file(s) of {version} {verb}ed on "
+                 f"the {channel.name.value} channel ({len(written)} page(s)){finished}; ledger entry "
+                 f"{committed.id if committed else state.entries[-1].id}")
     return 0

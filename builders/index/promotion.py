@@ -83,6 +83,7 @@ class Server:
     of the project it holds (PyPI's total limit counts them all); ``problem`` when it could not be asked."""
 
     on_server: tuple[str, ...] = ()
+    served: tuple[tuple[str, str], ...] = ()  # (name, sha256 its page declares) of this version's files
     project_bytes: int = 0
     problem: str = ""
 
@@ -133,6 +134,7 @@ class Promotion:
     left_out: tuple[str, ...] = ()  # the project's files of this version on test that the manifest does not name
     before: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (release folder, the wheels its pages listed before)
     held: tuple[tuple[str, str], ...] = ()  # every release file of this release afterwards (copied or already there)
+    pypi_done: tuple[str, ...] = ()  # PyPI files the package server holds already with the manifest's sha256
 
     @property
     def released(self) -> dict[str, str]:
@@ -194,11 +196,12 @@ def file_refusals(files: Sequence[ManifestFile], found: Mapping[str, list[dict[s
         entries = found.get(file.target, [])
         passed = [e for e in entries if e["status"] == "passed"]
         failed = [e for e in entries if e["status"] == "failed"]
-        if passed:
+        if failed:  # a pass elsewhere does not outweigh it: a target passes only if every record of it passed
+            also = f" (it passed in {len(passed)} other record(s): every record of a target must pass)" if passed else ""
+            out.append(f"{file.target} failed {what}: {failed[0].get('reason', '')}{also}")
+        elif passed:
             out += [f"{file.target}: {what} installed {why}, the manifest's {file.name} is {file.sha256}"
                     for why in _other_bytes(passed, file)]
-        elif failed:
-            out.append(f"{file.target} failed {what}: {failed[0].get('reason', '')}")
         elif not entries:
             out.append(f"{file.target} was never validated ({what}: no record names it)")
         elif _acceptance(file.target, accept) is None:
@@ -272,7 +275,8 @@ def plan(bucket: Bucket, m: Matrix, targets: Sequence[Target], evidence: Evidenc
     return Promotion(version=str(m.project.version), copies=tuple(copies), unchanged=tuple(unchanged),
                      pages=tuple(pages), pypi=tuple(pypi), refusals=tuple(refusals),
                      accepted=tuple(accepted_targets(files, found, evidence.accept)), limits=evidence.limits,
-                     manifest=manifest.digest, left_out=tuple(left_out), before=tuple(before), held=tuple(sorted(held)))
+                     manifest=manifest.digest, left_out=tuple(left_out), before=tuple(before), held=tuple(sorted(held)),
+                     pypi_done=uploaded_already(pypi, evidence.server))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -368,19 +372,27 @@ def pypi_refusals(files: Sequence[PypiFile], evidence: Evidence, version: str) -
                    f"({PYPI_MAX_FILE_MB:.0f} MB, 1 GiB): declare the limit PyPI granted the project")
     out += [f"{f.path.name}: {f.size / MB:.1f} MB, over the project's PyPI file limit of {limits.file_mb:g} MB"
             for f in files if f.size > limits.file_mb * MB]
-    total = sum(f.size for f in files) + server.project_bytes
+    done = set(uploaded_already(files, server))
+    total = sum(f.size for f in files if f.path.name not in done) + server.project_bytes
     if total > limits.total_gb * 1000 * MB:
         out.append(f"the project would hold {total / MB:.1f} MB on the package server ({server.project_bytes / MB:.1f} "
                    f"MB already, every release counted), over its limit of {limits.total_gb:g} GB")
     out += list(evidence.requirement_problems)
     if server.problem:
         out.append(f"the package server could not be asked whether {version} is there: {server.problem}")
-    if server.on_server:
-        out.append(f"version {version} is already on the package server: {', '.join(server.on_server[:5])} "
-                   "(a version is uploaded once: release a new one)")
+    other = [n for n in server.on_server if n not in done]
+    if other:  # the manifest's own files with its sha256 are a cut-short upload to finish, anything else is not
+        out.append(f"version {version} is already on the package server with other files or bytes: "
+                   f"{', '.join(other[:5])} (a version's file is uploaded once: release a new one)")
     if evidence.upload_problem:
         out.append(evidence.upload_problem)
     return out
+
+
+def uploaded_already(files: Sequence[PypiFile], server: Server) -> tuple[str, ...]:
+    """The PyPI files the package server holds already with the planned sha256: an upload cut short, done in part."""
+    served = dict(server.served)
+    return tuple(sorted(f.path.name for f in files if served.get(f.path.name) == f.sha256))
 
 
 def _same_files(files: Sequence[PypiFile], manifest: Manifest) -> list[str]:
@@ -415,7 +427,8 @@ def server_facts(simple_url: str, project: str, version: str) -> Server:
         files = project_files(simple_url, project)
     except (OSError, ValueError, KeyError, AuditError) as exc:
         return Server(problem=f"{simple_url}: {exc}")
-    return Server(on_server=tuple(sorted(n for n in files if _version_of(n) == version)),
+    ours = {n: sha for n, (sha, _size) in files.items() if _version_of(n) == version}
+    return Server(on_server=tuple(sorted(ours)), served=tuple(sorted(ours.items())),
                   project_bytes=sum(size for _sha, size in files.values()))
 
 
@@ -517,6 +530,7 @@ def audit_pypi(promotion: Promotion, simple_url: str, project: str, *, timeout: 
 
 def upload_pypi(promotion: Promotion, repository_url: str, env: Mapping[str, str]) -> None:
     """twine, last: every PyPI file in one command (twine skips none; ``--skip-existing`` is never used)."""
-    if promotion.pypi:
+    lacking = [f for f in promotion.pypi if f.path.name not in set(promotion.pypi_done)]  # a rerun resumes
+    if lacking:
         run([sys.executable, "-m", "twine", "upload", "--non-interactive", "--disable-progress-bar",
-             "--repository-url", repository_url, *(str(f.path) for f in promotion.pypi)], env=env, timeout=3600)
+             "--repository-url", repository_url, *(str(f.path) for f in lacking)], env=env, timeout=3600)

@@ -67,12 +67,12 @@ def tree_digest(root: Path, excluded: Collection[str] = ()) -> str:
 
 # builders' code is part of every plan's digest, all of it by default: a new package is hashed
 # until someone decides otherwise here. Left out, by package, is the work done after a build on
-# what builds produced: ``index`` (promotion, indexes, mirrors, audit), ``ci`` (CI matrices, the workflow
+# what builds produced: ``index`` (promotion, indexes, mirrors, audit), ``channels`` (the ledger), ``ci`` (CI matrices, the workflow
 # check, estimates, release gates), ``report`` and ``cli``, the argparse fronts, except ``cli.build`` and the options
 # table, its reader and its path checks (``cli.options``, ``cli.arguments``, ``cli.paths``: defaults
 # such as the cache folder), which make the run's configuration. The schemas and templates are left
 # out too: the matrix's meaning reaches a plan through the target's record.
-RELEASE_ONLY = frozenset({"index", "ci", "report", "cli"})
+RELEASE_ONLY = frozenset({"index", "channels", "ci", "report", "cli"})
 HASHED_ANYWAY = frozenset({"cli.build", "cli.options", "cli.arguments", "cli.paths"})
 UNHASHED_DATA = frozenset({"schema", "templates"})
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from builders.base.errors import ObjectStoreError, PreflightRefused, PublishRefused, ValidationFailed
+from builders.base.errors import PreflightRefused, PublishRefused, ValidationFailed
 from builders.index.objectstore import open_bucket
 from builders.index.pages import find_wheels
 from builders.wheel.archive import ZIP_EPOCH, Wheel
@@ -261,7 +261,9 @@ def test_promotion_releases_exactly_the_manifests_validated_files_and_each_refus
     (promotion_record,) = records
     assert json.loads(s3.files("downloads")[promotion_record])["released"] == {
         f"whl/cpu/minifw/{labelled['name']}": labelled["sha256"]}
-    refused(run(root, s3, *promote, *to_pypi), "already on the package server")
+    finished = s3.files("downloads")
+    again = ok(run(root, s3, *promote, *to_pypi))  # a rerun of a finished promotion: done, not refused
+    assert "already done" in again.stdout + again.stderr and s3.files("downloads") == finished
 
 
 def test_a_release_key_holding_other_bytes_is_never_overwritten(
@@ -293,7 +295,8 @@ def test_a_rollback_yanks_what_the_promotion_released_and_the_next_publish_succe
     s3, _staging, _pypi = servers
     rc = make_candidate(root, s3, matrix_path, only(wheelhouse, TARGET, tmp_path / "w"), tmp_path / "rc", "v2.15.0-rc1")
     promoted = ok(run(root, s3, "promote-release", "--matrix", str(matrix_path), "--bucket", BUCKET, "--target",
-                      TARGET, "--manifest", str(rc.manifest), "--validation", str(rc.validation)))
+                      TARGET, "--manifest", str(rc.manifest), "--validation", str(rc.validation),
+                      "--record", str(tmp_path / "promotion.json")))
     (key,) = [k for k in s3.files("downloads") if k.startswith("publish-records/release/")]
     assert key in promoted.stdout + promoted.stderr
     index = s3.http_url + "downloads/whl/cpu/"
@@ -311,6 +314,15 @@ def test_a_rollback_yanks_what_the_promotion_released_and_the_next_publish_succe
     assert unpinned.returncode != 0, "pip skips a yanked file unless it is pinned"
     pinned = pip_install(index, "minifw==2.15.0+cpu", tmp_path)
     assert pinned.returncode == 0 and "yanked" in (pinned.stdout + pinned.stderr).lower(), pinned.stdout + pinned.stderr
+    history = ok(run(root, s3, "history", "--matrix", str(matrix_path), "--channel", "release", "--bucket", BUCKET))
+    lines = (history.stdout + history.stderr).splitlines()
+    (promotion_id,) = [line.split()[0] for line in lines if " promotion " in line]
+    assert any(" rollback " in line and f"undoes {promotion_id}" in line for line in lines), lines
+    rolled = s3.files("downloads")
+    for which in (promotion_id, str(tmp_path / "promotion.json"), key):  # by id, or by either record file
+        again = ok(run(root, s3, "rollback", "--matrix", str(matrix_path), "--bucket", BUCKET, "--promotion", which,
+                       "--reason", "another reason"))
+        assert "already done" in again.stdout + again.stderr and s3.files("downloads") == rolled
     ok(run(root, s3, "publish", str(wheelhouse), "--matrix", str(matrix_path), "--channel", "test", "--bucket", BUCKET))
 
 
@@ -322,7 +334,7 @@ def test_publish_never_writes_the_release_channel(root: Path, matrix_path: Path,
     assert s3.files("downloads") == {}
 
 
-def test_repair_rebuilds_the_pages_from_the_objects_so_publish_works_again(
+def test_repair_and_publish_make_a_lost_metadata_again_from_the_ledger(
         root: Path, matrix_path: Path, wheelhouse: Path, servers) -> None:
     s3, _staging, _pypi = servers
     ok(run(root, s3, "publish", str(wheelhouse), "--matrix", str(matrix_path), "--channel", "test", "--bucket", BUCKET))
@@ -330,11 +342,12 @@ def test_repair_rebuilds_the_pages_from_the_objects_so_publish_works_again(
     (gone,) = [p for p in folder.glob("*.whl.metadata") if "-cp313-" in p.name]
     open_bucket(BUCKET, s3.env).delete([f"whl/test/cpu/minifw/{gone.name}"])  # through the S3 API, as a hand would
     assert not gone.exists()
-    broken = run(root, s3, "publish", str(wheelhouse), "--matrix", str(matrix_path), "--channel", "test",
-                 "--bucket", BUCKET)
-    assert broken.returncode == ObjectStoreError.exit_code and "repair" in broken.stderr, broken.stdout + broken.stderr
     ok(run(root, s3, "repair-index", "--matrix", str(matrix_path), "--channel", "test", "--bucket", BUCKET))
-    assert gone.is_file()
+    assert gone.is_file()  # made again from its wheel, with the sha256 the ledger holds
+    open_bucket(BUCKET, s3.env).delete([f"whl/test/cpu/minifw/{gone.name}"])
+    finished = ok(run(root, s3, "publish", str(wheelhouse), "--matrix", str(matrix_path), "--channel", "test",
+                      "--bucket", BUCKET))
+    assert gone.is_file() and f"restore  whl/test/cpu/minifw/{gone.name}" in finished.stderr  # a rerun finishes
     page = json.loads((folder / "index.json").read_text())
     assert {f["filename"]: f["hashes"]["sha256"] for f in page["files"]} == {
         w.name: sha256(w.read_bytes()) for w in find_wheels(wheelhouse)}

@@ -198,7 +198,7 @@ def expected_type(key: str) -> str:
         return "application/zip"
     if name.endswith(".metadata"):
         return "text/plain"
-    return EXPECTED_TYPES.get(name, "application/json" if key.startswith("publish-records/") else "?")
+    return EXPECTED_TYPES.get(name, "application/json" if key.startswith(("publish-records/", "ledger/")) else "?")
 
 
 def served_headers(store: S3Server, bucket: str, key: str) -> tuple[str | None, str | None]:

@@ -139,7 +139,8 @@ def pypi_wheel(folder: Path, m: Matrix, size: int) -> Path:
     return wheel
 
 
-def preflight_of_pypi(wheel: Path, limits: promotion.PypiLimits, version: str) -> list[str]:
+def preflight_of_pypi(wheel: Path, limits: promotion.PypiLimits, version: str,
+                      server: promotion.Server | None = None) -> list[str]:
     """The PyPI half of the preflight for one file of the manifest validated from staging with its bytes (so only
     the limits can refuse it)."""
     file = ManifestFile(name=wheel.name, sha256=file_sha256(wheel), size=wheel.stat().st_size, target="t", form=PYPI)
@@ -148,7 +149,8 @@ def preflight_of_pypi(wheel: Path, limits: promotion.PypiLimits, version: str) -
     record = {"manifest_sha256": release.digest, "version": version, "channel": "pypi", "targets": [
         {"target": "t", "status": "passed", "filename": wheel.name, "sha256": file.sha256}]}
     files = [promotion.PypiFile(path=wheel, sha256=file.sha256, size=file.size)]
-    evidence = promotion.Evidence(manifest=release, records=(), pypi_records=[record], limits=limits)
+    evidence = promotion.Evidence(manifest=release, records=(), pypi_records=[record], limits=limits,
+                                  server=server or promotion.Server())
     return promotion.pypi_refusals(files, evidence, version)
 
 
@@ -227,3 +229,32 @@ def test_globs_given_on_the_command_line_replace_the_matrixs(shipped_text: str, 
     assert [a.target for a in promotion.accepted_targets(files_of([first, other]), found, accept)] == [other.id]
     (refusal,) = promotion.file_refusals(files_of([first, other]), found, accept, "validation")
     assert first.id in refusal
+
+
+def test_a_target_passes_only_if_every_record_of_it_passed(shipped_text: str) -> None:
+    """One passing and one failing record of the same target, in either order of --validation: refused."""
+    (target,) = expand(matrix.loads(shipped_text))[0][:1]
+    files = files_of([target])
+    passed = {"targets": [{"target": target.id, "status": "passed", "sha256": files[0].sha256,
+                           "installs": [{"installer": "pip", "sha256": files[0].sha256}]}]}
+    failed = {"targets": [{"target": target.id, "status": "failed", "reason": "smoke failed on host B"}]}
+    for records in ([passed, failed], [failed, passed]):
+        (refusal,) = promotion.file_refusals(files, promotion.verdicts(records), (), "validation")
+        assert target.id in refusal and "smoke failed on host B" in refusal and "every record" in refusal
+
+
+def test_an_upload_cut_short_resumes_and_other_bytes_on_the_server_are_refused(shipped_text: str, tmp_path: Path) -> None:
+    """Why-bullet 6: the package server holding the manifest's own file with its sha256 is an upload to finish (no
+    refusal, the file counted as done and not in the project's total twice); the same name with other bytes is
+    refused."""
+    m = matrix.loads(shipped_text)
+    wheel = pypi_wheel(tmp_path, m, 1000)
+    version = str(m.project.version.public)
+    limits = promotion.PypiLimits(file_mb=1, total_gb=1)
+    done = promotion.Server(on_server=(wheel.name,), served=((wheel.name, file_sha256(wheel)),), project_bytes=1000)
+    assert preflight_of_pypi(wheel, limits, version, done) == []
+    assert promotion.uploaded_already([promotion.PypiFile(path=wheel, sha256=file_sha256(wheel), size=1000)],
+                                      done) == (wheel.name,)
+    other = promotion.Server(on_server=(wheel.name,), served=((wheel.name, "f" * 64),), project_bytes=1000)
+    (refusal,) = preflight_of_pypi(wheel, limits, version, other)
+    assert wheel.name in refusal and "uploaded once" in refusal
