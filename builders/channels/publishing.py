@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
@@ -359,6 +359,18 @@ def write_pages(bucket: Bucket, ledger: Ledger, evidence: PublishFacts, state: C
             return written
         state = newer
     raise ObjectStoreError(f"{bucket.url}: the ledger kept moving while the pages were written; run the command again")
+
+
+def commit_and_render(bucket: Bucket, ledger: Ledger, evidence: PublishFacts,
+                      entry: Callable[[ChannelState], LedgerEntry | None]
+                      ) -> tuple[LedgerEntry | None, ChannelState, list[str]]:
+    """A marks-only entry (yank, rollback; replanned from each head it meets) committed, then the pages rendered
+    from the ledger and their links checked: the entry (None where the ledger held it already: a rerun's finish),
+    the state, and the pages written."""
+    committed, state = ledger.append(entry)
+    written = write_pages(bucket, ledger, evidence, state, dict(evidence.pages))
+    require_links(bucket, render(state, evidence.folders, evidence.mirror), written)
+    return committed, state, written
 
 
 def _page_order(key: str) -> tuple[int, str]:

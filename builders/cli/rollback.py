@@ -52,9 +52,7 @@ def execute(opts: Options, console: Console) -> int:
     if opts.dry_run:
         console.line(f"--dry-run: {len(planned.writes)} page(s) not written")
         return 0
-    committed, state = ledger.append(entry)
-    written = publishing.write_pages(bucket, ledger, evidence, state, dict(evidence.pages))
-    publishing.require_links(bucket, publishing.render(state, evidence.folders, evidence.mirror), written)
+    committed, state, written = publishing.commit_and_render(bucket, ledger, evidence, entry)
     finished = "" if committed else " (finished: the ledger held the rollback already)"
     console.line(f"{bucket.url}: the promotion {promoted.id} of {version} rolled back "
                  f"({len(planned.entry.yanks) if planned.entry else 0} file(s) yanked, {len(written)} page(s))"
