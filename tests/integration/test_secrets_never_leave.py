@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -148,18 +149,60 @@ def test_no_secret_leaves(command: str, tmp_path: Path, server: int) -> None:
 # --- promote-release through a real promotion, as far as the PyPI upload ------------------------------------------
 
 
+@dataclass(frozen=True)
+class Built:
+    """The candidate's build, run for real with a secret in every credential variable and index URL."""
+
+    wheels: Path  # its output folder: wheels, logs/<id>.log, results.json
+    said: str  # its stdout, stderr, every file of its output folder and its job summary
+    planted: tuple[str, ...]
+
+
+def planted_build_env(secrets: Secrets, summary: Path) -> dict[str, str]:
+    """Every credential variable, and pip's and uv's index URLs (port 9, discard, closed: the host's own find-links
+    and extra indexes still serve the build requirements) with userinfo, on top of this environment. The same
+    values every run: the index URL is part of the plan's digest, and a digest seen before reuses the source's
+    metadata (26 s of the build otherwise)."""
+    index = {name: f"http://{secrets.new('idxuser')}:{secrets.new(name)}@127.0.0.1:9/simple/"
+             for name in ("PIP_INDEX_URL", "UV_INDEX_URL")}
+    return {**os.environ, **{name: secrets.new(name) for name in credential_variables()}, **index,
+            "PYTHONPATH": str(ROOT), "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
+
+
 @pytest.fixture(scope="module")
-def candidate_wheels(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """cp312's CPU wheel of the demo, built once (the candidate promote-release releases)."""
-    out = tmp_path_factory.mktemp("wheelhouse")
-    proc = subprocess.run([sys.executable, "-m", "builders", "build", "--target", release.TARGET, "--output", str(out)],
+def candidate(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """cp312's CPU wheel of the demo, built once for real (the build's success path, and the candidate
+    promote-release releases), the sccache-dist scheduler a closed port (the build goes on without it)."""
+    out, secrets = tmp_path_factory.mktemp("wheelhouse"), Secrets()
+    summary = tmp_path_factory.mktemp("summary") / "summary.md"
+    proc = subprocess.run([sys.executable, "-m", "builders", "build", "--target", release.TARGET, "--output", str(out),
+                           "--sccache-dist", f"http://127.0.0.1:{free_port()}/"], env=planted_build_env(secrets, summary),
                           cwd=root, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return out
+    said = proc.stdout + proc.stderr + everything_written(out / "logs") + (out / "results.json").read_text()
+    return Built(wheels=out, said=said + (summary.read_text() if summary.exists() else ""),
+                 planted=tuple(secrets.planted))
+
+
+def test_a_real_build_and_its_failures_leak_nothing(candidate: Built, tmp_path: Path) -> None:
+    """The build that succeeded (above) and one that fails for real, not a dry run: the compile cache down with
+    --compile-cache-required (exit 20, before any compile), every credential variable and index URL planted."""
+    secrets = Secrets()
+    summary = tmp_path / "summary.md"
+    closed = free_port()
+    done = subprocess.run([sys.executable, "-m", "builders", "build", "--target", release.TARGET, "--output",
+                           str(tmp_path / "out"), "--compile-cache-required", "--compile-cache",
+                           f"http://127.0.0.1:{closed}/cache/", "--sccache-dist", f"http://127.0.0.1:{closed}/"],
+                          env=planted_build_env(secrets, summary), cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 20, done.stdout + done.stderr
+    texts = candidate.said + done.stdout + done.stderr + everything_written(tmp_path)
+    assert [s for s in [*candidate.planted, *secrets.planted] if s in texts] == []
+    assert "http://***@127.0.0.1" in candidate.said  # the index URL did reach the build's log, masked
 
 
 def test_promote_release_upload_failure_and_success_leak_nothing(
-        root: Path, shipped_text: str, candidate_wheels: Path, tmp_path: Path) -> None:
+        root: Path, shipped_text: str, candidate: Built, tmp_path: Path) -> None:
     """A validated candidate promoted for real: the token in ``--repository-url`` (twine's error when the upload
     fails on a closed port, exit 12; then the upload that succeeds), the password in ``--simple-url`` (read by the
     preflight and the audit, written in ``--record``), the store's key pair and every other credential variable:
@@ -170,7 +213,7 @@ def test_promote_release_upload_failure_and_success_leak_nothing(
     secrets = Secrets()
     with object_store(tmp_path / "store") as s3, package_server(tmp_path / "pypi") as pypi:
         s3.make_bucket("downloads")
-        rc = release.make_candidate(root, s3, matrix, candidate_wheels, tmp_path / "rc", "v2.15.0-rc1")
+        rc = release.make_candidate(root, s3, matrix, candidate.wheels, tmp_path / "rc", "v2.15.0-rc1")
         pypi_validation = release.staged(root, s3, matrix, rc, tmp_path)
         out = tmp_path / "out"
         out.mkdir()
