@@ -38,6 +38,7 @@ BASE: dict[str, list[str]] = {
     "yank": ["1.0", "--channel", "test", "--reason", "why", "--dry-run"],
     "rollback": ["--reason", "why", "--promotion", "publish-records/release/x.json"],
     "repair-index": ["--channel", "test", "--dry-run"],
+    "history": ["--channel", "release"],
 }
 # Paths that refuse: an input the command turns down after reading its URLs.
 REFUSE: dict[str, list[str]] = {
