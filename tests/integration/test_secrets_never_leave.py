@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,8 @@ from builders import cli
 from builders.base import redact
 from builders.cli.options import ENVIRONMENT, OPTIONS, Option
 from tests.hostile.make_wheels import facts, good_bytes
-from tests.objectstore import free_port
+from tests.integration import test_channels_release as release
+from tests.objectstore import free_port, object_store, package_server
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,6 +38,7 @@ BASE: dict[str, list[str]] = {
     "yank": ["1.0", "--channel", "test", "--reason", "why", "--dry-run"],
     "rollback": ["--reason", "why", "--promotion", "publish-records/release/x.json"],
     "repair-index": ["--channel", "test", "--dry-run"],
+    "history": ["--channel", "release"],
 }
 # Paths that refuse: an input the command turns down after reading its URLs.
 REFUSE: dict[str, list[str]] = {
@@ -44,7 +47,8 @@ REFUSE: dict[str, list[str]] = {
     "promote-release": ["--audit-timeout", "nan"],
 }
 # Commands whose runs here stop before any URL is printed (promote-release refuses the empty manifest first; a
-# dry-run build prints no URL): the check above still holds for them, but proves less.
+# dry-run build prints no URL): the check above still holds for them, but proves less. promote-release's real
+# promotion, to the upload's failure and success, is the test at the end of this module.
 UNREACHED = frozenset({"build", "promote-release"})
 
 
@@ -141,3 +145,102 @@ def test_no_secret_leaves(command: str, tmp_path: Path, server: int) -> None:
     assert [s for s in planted if s in texts] == []
     if command not in UNREACHED:
         assert "***" in texts  # something was masked: the secrets did reach the output
+
+
+# --- promote-release through a real promotion, as far as the PyPI upload ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Built:
+    """The candidate's build, run for real with a secret in every credential variable and index URL."""
+
+    wheels: Path  # its output folder: wheels, logs/<id>.log, results.json
+    said: str  # its stdout, stderr, every file of its output folder and its job summary
+    planted: tuple[str, ...]
+
+
+def planted_build_env(secrets: Secrets, summary: Path) -> dict[str, str]:
+    """Every credential variable, and pip's and uv's index URLs (port 9, discard, closed: the host's own find-links
+    and extra indexes still serve the build requirements) with userinfo, on top of this environment. The same
+    values every run: the index URL is part of the plan's digest, and a digest seen before reuses the source's
+    metadata (26 s of the build otherwise)."""
+    index = {name: f"http://{secrets.new('idxuser')}:{secrets.new(name)}@127.0.0.1:9/simple/"
+             for name in ("PIP_INDEX_URL", "UV_INDEX_URL")}
+    return {**os.environ, **{name: secrets.new(name) for name in credential_variables()}, **index,
+            "PYTHONPATH": str(ROOT), "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
+
+
+@pytest.fixture(scope="module")
+def candidate(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """cp312's CPU wheel of the demo, built once for real (the build's success path, and the candidate
+    promote-release releases), the sccache-dist scheduler a closed port (the build goes on without it)."""
+    out, secrets = tmp_path_factory.mktemp("wheelhouse"), Secrets()
+    summary = tmp_path_factory.mktemp("summary") / "summary.md"
+    proc = subprocess.run([sys.executable, "-m", "builders", "build", "--target", release.TARGET, "--output", str(out),
+                           "--sccache-dist", f"http://127.0.0.1:{free_port()}/"], env=planted_build_env(secrets, summary),
+                          cwd=root, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = proc.stdout + proc.stderr + everything_written(out / "logs") + (out / "results.json").read_text()
+    return Built(wheels=out, said=said + (summary.read_text() if summary.exists() else ""),
+                 planted=tuple(secrets.planted))
+
+
+def test_a_real_build_and_its_failures_leak_nothing(candidate: Built, tmp_path: Path) -> None:
+    """The build that succeeded (above) and one that fails for real, not a dry run: the compile cache down with
+    --compile-cache-required (exit 20, before any compile), every credential variable and index URL planted."""
+    secrets = Secrets()
+    summary = tmp_path / "summary.md"
+    closed = free_port()
+    done = subprocess.run([sys.executable, "-m", "builders", "build", "--target", release.TARGET, "--output",
+                           str(tmp_path / "out"), "--compile-cache-required", "--compile-cache",
+                           f"http://127.0.0.1:{closed}/cache/", "--sccache-dist", f"http://127.0.0.1:{closed}/"],
+                          env=planted_build_env(secrets, summary), cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 20, done.stdout + done.stderr
+    texts = candidate.said + done.stdout + done.stderr + everything_written(tmp_path)
+    assert [s for s in [*candidate.planted, *secrets.planted] if s in texts] == []
+    assert "http://***@127.0.0.1" in candidate.said  # the index URL did reach the build's log, masked
+
+
+def test_promote_release_upload_failure_and_success_leak_nothing(
+        root: Path, shipped_text: str, candidate: Built, tmp_path: Path) -> None:
+    """A validated candidate promoted for real: the token in ``--repository-url`` (twine's error when the upload
+    fails on a closed port, exit 12; then the upload that succeeds), the password in ``--simple-url`` (read by the
+    preflight and the audit, written in ``--record``), the store's key pair and every other credential variable:
+    none is in the output, the record, the bucket or the job summary."""
+    (tmp_path / "matrix.yaml").write_text(release.cpu_default(shipped_text), encoding="utf-8")
+    (tmp_path / "examples").symlink_to(root / "examples")
+    matrix = tmp_path / "matrix.yaml"
+    secrets = Secrets()
+    with object_store(tmp_path / "store") as s3, package_server(tmp_path / "pypi") as pypi:
+        s3.make_bucket("downloads")
+        rc = release.make_candidate(root, s3, matrix, candidate.wheels, tmp_path / "rc", "v2.15.0-rc1")
+        pypi_validation = release.staged(root, s3, matrix, rc, tmp_path)
+        out = tmp_path / "out"
+        out.mkdir()
+        planted_env = {name: secrets.new(name) for name in credential_variables() if not name.startswith("AWS_")}
+        env = {**os.environ, **s3.env, **planted_env, "PYTHONPATH": str(root), "GITHUB_ACTIONS": "true",
+               "GITHUB_STEP_SUMMARY": str(out / "summary.md")}
+        simple = pypi.simple_url.replace("://", f"://{secrets.new('simpleuser')}:{secrets.new('simplepass')}@", 1)
+        promote = ["promote-release", "--matrix", str(matrix), "--bucket", release.BUCKET, "--target", release.TARGET,
+                   "--manifest", str(rc.manifest), "--validation", str(rc.validation), "--pypi-wheels", str(rc.pypi),
+                   "--pypi-validation", str(pypi_validation), "--simple-url", simple, "--audit-timeout", "60"]
+        said = []
+        for port, code in ((free_port(), 12), (int(pypi.url.rsplit(":", 1)[1].strip("/")), 0)):  # failure, success
+            upload = f"http://__token__:{secrets.new('uploadtoken')}@127.0.0.1:{port}/"
+            record = out / f"promotion-{code}.json"
+            done = subprocess.run([sys.executable, "-m", "builders", *promote, "--repository-url", upload,
+                                   "--record", str(record)], env=env, cwd=tmp_path, capture_output=True, text=True,
+                                  timeout=600)
+            said.append(done.stdout + done.stderr)
+            assert done.returncode == code, said[-1]
+            assert record.is_file(), said[-1]
+        uploaded = list(pypi.root.iterdir())
+        objects = s3.files("downloads")
+    bucket = "\n".join(v.decode(errors="replace") for v in objects.values())
+    texts = "\n".join(said) + everything_written(out) + bucket
+    assert [p.name for p in uploaded] == [p.name for p in rc.pypi.glob("*.whl")], said  # it did reach PyPI
+    assert any(k.startswith("publish-records/release/") for k in objects), sorted(objects)  # the bucket's record
+    planted = [*secrets.planted, s3.key, s3.secret]
+    assert [s for s in planted if s in texts] == [], said
+    assert "***" in texts
