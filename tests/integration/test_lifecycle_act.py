@@ -26,7 +26,8 @@ Runs, in order, each asserted job by job and on the buckets' and the package ser
    channel and the package server unchanged;
 5. the dispatch that promotes: the release channel and the package server hold exactly rc2's validated
    bytes (sha256 of every file equal to what validate installed and the test channel serves);
-6. the same dispatch again: refused in the preflight (the version is on the package server), nothing changed.
+6. the same dispatch again: a rerun of a finished promotion is finished already: "already done", every job
+   passes (the PyPI files on the package server are the manifest's, skipped), nothing changed.
 
 How act stands in for GitHub here: ``GITHUB_RUN_ID`` is 1 in every act run, so a run's id is the name of its
 state folder (``runs/<id>``), and the download-artifact stand-in reads another run's artifacts from the
@@ -468,7 +469,7 @@ def test_a_candidate_whose_only_failure_is_a_smoke_job_publishes_nothing(smoke_f
 
 # -- 3. to 5. promotion and its refusals ------------------------------------------------------------------
 
-REFUSED_LIMIT, PROMOTED, REFUSED_AGAIN = "301", "302", "303"
+REFUSED_LIMIT, PROMOTED, AGAIN = "301", "302", "303"
 
 
 def summaries(run: Run) -> str:
@@ -490,7 +491,7 @@ def promotions(world: World, candidates, smoke_failed) -> dict[str, Observed]:
     (pypi_wheel,) = world.artifact(rc2.run_id, "release-wheels").glob("dist/*.whl")
     limits = {REFUSED_LIMIT: {"PYPI_FILE_LIMIT_MB": f"{pypi_wheel.stat().st_size / 2e6:.6f}"}}
     found = {}
-    for run_id in (REFUSED_LIMIT, PROMOTED, REFUSED_AGAIN):
+    for run_id in (REFUSED_LIMIT, PROMOTED, AGAIN):
         before = (world.bucket(), world.server())
         run = world.run(run_id, "workflow_dispatch", "refs/heads/main", workflow=".github/workflows/promote.yml",
                         inputs={"version": VERSION, "candidate-run": rc2.run_id}, variables=limits.get(run_id))
@@ -540,9 +541,15 @@ def test_promotion_releases_exactly_rc2s_validated_bytes(world: World, candidate
             if path.startswith(RELEASE)} == released, "SHA256SUMS of the release index (the variants' are beside it)"
 
 
-def test_the_same_promotion_again_is_refused_as_already_on_the_package_server(promotions) -> None:
+def test_the_same_promotion_again_is_already_done_and_changes_nothing(promotions) -> None:
+    """Rerun is finish: the ledger and the package server hold this release, so the rerun says so and writes
+    nothing; its PyPI job skips the files the server holds with the manifest's bytes (the preflight refuses others)."""
     assert promotions[PROMOTED].run.returncode == 0, promotions[PROMOTED].run.failure()
-    assert_refused(promotions[REFUSED_AGAIN], "already on the package server")
+    again = promotions[AGAIN]
+    assert again.run.returncode == 0, again.run.failure()
+    assert job(again.run, "preflight, provenance and the release index") == {"success"}, again.run.failure()
+    assert "already done" in again.run.output, again.run.failure()
+    assert again.after == again.before, "the release channel or the package server changed"
 
 
 # -- 7. a second release keeps the first installable on every path ----------------------------------------
