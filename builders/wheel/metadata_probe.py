@@ -4,7 +4,8 @@ A setup.py may write different requirements under each interpreter that runs it,
 ``prepare_metadata_for_build_wheel`` hook runs in an isolated environment of the target's Python (``build``'s
 :class:`~build.env.DefaultIsolatedEnv`, which installs the build requirements with that Python's pip and so
 follows the same index settings as the build). A backend without the hook is never asked to build a wheel
-here (that is the compile): the sdist's ``PKG-INFO`` is read instead, and failing that nothing is.
+here (that is the compile): the sdist's ``PKG-INFO`` is read instead, and failing that nothing is. A source
+with neither ``pyproject.toml`` nor ``setup.py`` (built by its own script) has no backend to ask: the same.
 
 ``python metadata_probe.py SOURCE OUT`` writes ``{"how": ..., "metadata": ..., "python": ...}`` to OUT.
 ``build``, ``pyproject_hooks`` and ``packaging`` come from the ``lib`` folder staged beside this file (pure
@@ -38,8 +39,14 @@ def prepared(source: str) -> str | None:
                 return f.read()
 
 
+def has_backend(source: str) -> bool:
+    """Whether ``build`` can ask the source a backend's hook at all (else it refuses the folder)."""
+    return any(os.path.isfile(os.path.join(source, name)) for name in ("pyproject.toml", "setup.py"))
+
+
 def main(source: str, out: str) -> int:
-    text, how = prepared(source), "prepare_metadata_for_build_wheel"
+    text = prepared(source) if has_backend(source) else None
+    how = "prepare_metadata_for_build_wheel"
     pkg_info = os.path.join(source, "PKG-INFO")
     if text is None and os.path.isfile(pkg_info):
         with open(pkg_info, encoding="utf-8") as f:
@@ -48,7 +55,11 @@ def main(source: str, out: str) -> int:
               "python": ".".join(map(str, sys.version_info[:2]))}
     with open(out, "w", encoding="utf-8") as f:
         json.dump(record, f)
-    sys.stdout.write(f"metadata of {source} read by Python {record['python']} through {record['how']}\n")
+    if text is None:
+        sys.stdout.write(f"{source} declares no metadata Python {record['python']} can read (no backend hook, "
+                         "no PKG-INFO): the matrix's or the build's own requirements stand\n")
+    else:
+        sys.stdout.write(f"metadata of {source} read by Python {record['python']} through {record['how']}\n")
     return 0
 
 

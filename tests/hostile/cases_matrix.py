@@ -272,13 +272,11 @@ VALUES = [
     edited("budget-negative", "wheel_size_budget_mb: ", "wheel_size_budget_mb: -64\n  x_budget: ", "above 0"),
     edited("budget-infinite", "wheel_size_budget_mb: ", "wheel_size_budget_mb: .inf\n  x_budget: ",
            "does not match any allowed form"),
-    edited("build-command-index", '"{outdir}",', '"{outdir}", "{0}",', "unknown placeholder {0}", at='"{0}"'),
+    # Only a known {name} is filled (builders.base.placeholders): "{0}", "{python.__class__}", "{source" and
+    # "{python:>99999}" stay as written (str.format's index, attribute and format-spec traps are gone); a
+    # lower-case name that is not one is refused as a likely typo, wherever a placeholder is filled.
     edited("build-command-unknown", '"{outdir}",', '"{outdir}", "{pyhton}",', "unknown placeholder {pyhton}", at="pyhton"),
-    edited("build-command-attribute", '"{outdir}",', '"{outdir}", "{python.__class__}",', "unknown placeholder",
-           at="__class__"),
-    edited("build-command-brace", '"{outdir}",', '"{outdir}", "{source",', "expected '}'", at='"{source",'),
-    edited("build-command-format-spec", '"{outdir}",', '"{outdir}", "{python:>99999}",', "unknown placeholder",
-           at=">99999"),
+    edited("build-core-unknown", '"-B", "{builddir}",', '"-B", "{bilddir}",', "unknown placeholder", at="bilddir"),
     edited("build-env-name", "accelerator: MINIFW_ACCELERATOR", "accelerator: 'A=B; rm'", "does not match",
            at="accelerator: 'A=B"),
     # accelerators

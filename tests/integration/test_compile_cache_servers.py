@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from builders.families import loader as matrix_mod
 from tests import helpers
@@ -153,7 +154,17 @@ def test_an_untrusted_build_that_misses_writes_nothing(root: Path, project: Path
 
 
 def test_a_changed_compiler_flag_misses(root: Path, project: Path, redis: str, cold: dict) -> None:
-    record = build(root, project, redis, "flags", {}, env={"CXXFLAGS": "-O1"})
+    # The flag changes as a project changes it, in the matrix (build.variables): a host's CXXFLAGS never
+    # reaches a build that the matrix does not pass it to (a clean build environment, docs/builds.md).
+    matrix = project / "matrix.yaml"
+    original = matrix.read_text()
+    data = yaml.safe_load(original)
+    data["project"]["build"].setdefault("variables", {})["CXXFLAGS"] = "-O1"
+    matrix.write_text(yaml.safe_dump(data, sort_keys=False))
+    try:
+        record = build(root, project, redis, "flags", {})
+    finally:
+        matrix.write_text(original)
     stats = record["compiler_cache"]
     assert stats["mode"] == "read-only" and stats["hits"] == 0 and stats["misses"] > 0, stats
     assert stats["location"] != cold["record"]["compiler_cache"]["location"]  # another namespace

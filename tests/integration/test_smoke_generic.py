@@ -57,8 +57,9 @@ CUDART_INIT = """\
 import ctypes, glob, os, shutil, sys
 ANSWER = 42
 _lib = glob.glob(os.path.join(sys.prefix, "lib", "python*", "site-packages", "nvidia", "cu13", "lib", "libcudart.so.13"))[0]
-if os.environ.get("TINY_CUDART_ELSEWHERE"):  # a copy outside the venv, as a system install would be
-    _lib = shutil.copy(_lib, os.environ["TINY_CUDART_ELSEWHERE"])
+ELSEWHERE = ""  # a folder outside the venv (written into the wheel: the smoke's environment is allowlisted)
+if ELSEWHERE:  # a copy outside the venv, as a system install would be
+    _lib = shutil.copy(_lib, ELSEWHERE)
 ctypes.CDLL(_lib)
 """
 
@@ -156,8 +157,9 @@ def test_a_runtime_library_loaded_from_outside_the_venv_fails(m, tmp_path: Path)
     elsewhere = tmp_path / "system-lib"
     elsewhere.mkdir()
     target = tiny_target(m, "cu132", None)
-    wheel = tiny_wheel(tmp_path, "1.0.0+cu132", CUDART_INIT, ("cuda-toolkit[cudart]==13.2.2",))
-    out = run(wheel, target, env={"TINY_CUDART_ELSEWHERE": str(elsewhere)})
+    init = CUDART_INIT.replace('ELSEWHERE = ""', f"ELSEWHERE = {str(elsewhere)!r}")
+    wheel = tiny_wheel(tmp_path, "1.0.0+cu132", init, ("cuda-toolkit[cudart]==13.2.2",))
+    out = run(wheel, target)
     (problem,) = out.problems
     assert "'runtime library libcudart.so.13' failed" in problem and str(elsewhere) in problem
 

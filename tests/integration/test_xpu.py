@@ -92,10 +92,10 @@ def test_the_sycl_source_is_valid_against_the_runtime_s_sycl_headers(root: Path,
 
 
 def test_every_excluded_library_is_shipped_where_the_rpath_looks(xpu: dict, runtime_wheels: list[Path]) -> None:
-    """``$ORIGIN/../../..`` from site-packages/minifw is the environment's lib/, where the wheels'
+    """The runtime folder ``../..`` from site-packages is the environment's lib/, where the wheels'
     ``.data/data/lib`` files are installed."""
-    (rpath,) = xpu["rpath"]
-    assert posixpath.normpath("lib/python3.14/site-packages/minifw/" + rpath.removeprefix("$ORIGIN/")) == "lib"
+    (folder,) = xpu["runtime_dirs"]
+    assert posixpath.normpath("lib/python3.14/site-packages/" + folder) == "lib"
     shipped: dict[str, str] = {}
     for wheel in runtime_wheels:
         with zipfile.ZipFile(wheel) as zf:
