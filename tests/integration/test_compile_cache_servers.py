@@ -39,22 +39,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Redis server on a free loopback port with a folder of its own; its address."""
+def redis_server(folder: Path, *options: str, ready: str = "PONG") -> Iterator[str]:
+    """A Redis server on a free loopback port with ``folder`` its own, ``options`` added; its address, once
+    ``redis-cli ping`` answers with ``ready``."""
     server, cli = helpers.require_tool("redis-server"), helpers.require_tool("redis-cli")
-    port, folder = free_port(), tmp_path_factory.mktemp("redis")
+    port = free_port()
     proc = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+                             *options], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 30
-        while subprocess.run([cli, "-p", str(port), "ping"], capture_output=True, text=True).stdout.strip() != "PONG":
+        while ready not in subprocess.run([cli, "-p", str(port), "ping"], capture_output=True, text=True).stdout:
             assert time.monotonic() < deadline and proc.poll() is None, "redis-server did not start"
             time.sleep(0.2)
         yield f"127.0.0.1:{port}"
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Redis server on a free loopback port with a folder of its own; its address."""
+    yield from redis_server(tmp_path_factory.mktemp("redis"), "--appendonly", "no")
 
 
 def keys(address: str) -> set[str]:
@@ -322,20 +328,7 @@ def test_a_container_build_compiles_through_the_hosts_sccache_into_the_store(roo
 @pytest.fixture(scope="module")
 def locked_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A Redis server that wants a password this test's builds do not have."""
-    server, cli = helpers.require_tool("redis-server"), helpers.require_tool("redis-cli")
-    port = free_port()
-    proc = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--requirepass", "the-right-one",
-                             "--dir", str(tmp_path_factory.mktemp("locked")), "--save", ""],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 30
-        while "NOAUTH" not in subprocess.run([cli, "-p", str(port), "ping"], capture_output=True, text=True).stdout:
-            assert time.monotonic() < deadline and proc.poll() is None, "redis-server did not start"
-            time.sleep(0.2)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    yield from redis_server(tmp_path_factory.mktemp("locked"), "--requirepass", "the-right-one", ready="NOAUTH")
 
 
 def outage_env(store: str, **more: str) -> dict[str, str]:
