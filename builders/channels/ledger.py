@@ -35,7 +35,8 @@ from builders.index.objectstore import Bucket
 LEDGER = "ledger/"
 HEAD, LOCK = "head.json", "lock.json"  # JSON objects: the store serves them as such
 LEASE_SECONDS = 120.0  # a holder that died frees the lock after this long
-SETTLE_SECONDS = 0.5  # between taking the lease and reading it back: longer than one read-then-write gap
+SETTLE_SECONDS = 1.0  # between a write and its read-back (the lease, the head): longer than one read-then-write
+# gap of another writer, on a loaded machine too (0.5 s let two writers hold the lease at once on 2 busy cores)
 WAIT_SECONDS = 180.0  # how long a writer waits for another writer's lease before it stops
 TRIES = 8  # re-reads and replans after a lost race before giving up
 MODES = ("conditional", "lease")
@@ -169,6 +170,7 @@ class Ledger:
                 return False  # moved since the read: replan on the new head
             head = Head(entry=entry.id, sha256=entry.sha256, seq=entry.seq, token=token, writer=self.writer)
             self._put(f"{self.folder}{HEAD}", head.to_json())
+            self.sleep(SETTLE_SECONDS)
             return self._get(f"{self.folder}{HEAD}")[0] == head.to_json()
         finally:
             self._release(token)

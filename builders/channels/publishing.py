@@ -25,7 +25,7 @@ from builders.channels.evidence import FileRecord, LedgerCorrupt, LedgerEntry, Y
 from builders.channels.ledger import ChannelState, Ledger
 from builders.index.objectstore import Bucket, cache_control
 from builders.index.pages import IndexedFile, project_html, project_json, root_html, root_json
-from builders.index.publish import RECORDS, SiteEntry, sha256sums, yanked
+from builders.index.publish import RECORDS, SiteEntry, merged_bytes, sha256sums, yanked
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 
 PAGE_NAMES = ("index.html", "index.json", "SHA256SUMS", "mirror.json")
@@ -428,7 +428,7 @@ def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, *, project: 
     state = settled(ledger, pages, sizes)
     files = local_files(local, project, targets)
     mirror = {folder: merged for _label, folder in folders
-              if (merged := merged_mirror(pages.get(f"{folder}mirror.json"), mirror_records.get(folder))) is not None}
+              if (merged := merged_bytes(pages.get(f"{folder}mirror.json"), mirror_records.get(folder))) is not None}
     ours = publishing_entry(state, files)
     missing = None if ours is None or bucket.head(record_key(channel.name.value, ours)) else ours.id
     return PublishFacts(channel=channel, project=project, folders=folders, local=files,
@@ -477,21 +477,3 @@ def publication_record(state: ChannelState, entry: LedgerEntry, local: Iterable[
             "replaced": [{"key": k, "old_sha256": before.files[k].sha256, "new_sha256": f.sha256}
                          for k, f in held.items()],
             "pruned": list(entry.removed), "unchanged": sorted(set(local) - set(added))}
-
-
-def merged_mirror(old: bytes | None, new: bytes | None) -> bytes | None:
-    """``mirror.json``: the bucket's and this publication's, merged (every file either mirrored)."""
-    import tempfile
-    from pathlib import Path
-
-    from builders.index.pages import merge_record
-
-    if new is None:
-        return old
-    with tempfile.TemporaryDirectory(prefix="builders-record-") as tmp:
-        incoming, merged = Path(tmp) / "new.json", Path(tmp) / "mirror.json"
-        incoming.write_bytes(new)
-        if old is not None:
-            merged.write_bytes(old)
-        merge_record(incoming, merged)
-        return merged.read_bytes()

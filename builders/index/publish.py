@@ -238,7 +238,11 @@ def sha256sums(entries: dict[str, SiteEntry], folder: str) -> bytes:
 
 def merged_record(bucket: Bucket, folder: str, new: bytes | None) -> bytes | None:
     """``mirror.json``: the bucket's and ``new``, merged (every file either mirrored, both's targets)."""
-    old = bucket.read_if_there(f"{folder}{RECORD}")
+    return merged_bytes(bucket.read_if_there(f"{folder}{RECORD}"), new)
+
+
+def merged_bytes(old: bytes | None, new: bytes | None) -> bytes | None:
+    """Two ``mirror.json`` records merged (:func:`builders.index.pages.merge_record`); ``old`` where there is no new."""
     if new is None:
         return old
     with tempfile.TemporaryDirectory(prefix="builders-record-") as tmp:
