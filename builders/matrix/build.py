@@ -10,7 +10,7 @@ that the rules still run on whatever else parsed.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ from builders.matrix.model import (
     Platform,
     Project,
     PythonVersion,
+    SbomComponent,
     Timeouts,
     Toolkit,
     ToolkitInstaller,
@@ -201,7 +202,7 @@ def read_project(node: RawMapping | None) -> ProjectDraft | None:
         smoke_script=smoke.at("script", str) if smoke else None,
         smoke_timeout=smoke.at("timeout", (int, str)) if smoke else None, timeouts=node.table("timeouts"),
         packages=node.items("packages"),
-        wheel_shape=node.at("wheel_shape", str),
+        wheel_shape=node.at("wheel_shape", str), sbom_components=node.items("sbom_components"),
     )
 
 
@@ -348,7 +349,15 @@ def project(p: ProjectDraft, path: Path, source: Path | None, marks: Marks | Non
         timeouts=timeouts(plain(p.timeouts) or {}),
         packages=plain(p.packages) or (),
         wheel_shape=WheelShape.parse(p.wheel_shape.value) if p.wheel_shape else PER_PYTHON,
+        sbom_components=sbom_components(plain(p.sbom_components) or ()),
     )
+
+
+def sbom_components(raw: Iterable[Any]) -> tuple[SbomComponent, ...]:
+    """``project.sbom_components`` (the schema has checked each entry's keys), sorted by name and version."""
+    out = [SbomComponent(name=e["name"], version=str(e["version"]), purl=e.get("purl"), license=e.get("license"))
+           for e in raw if isinstance(e, Mapping) and isinstance(e.get("name"), str) and "version" in e]
+    return tuple(sorted(out, key=lambda c: (c.name, c.version)))
 
 
 def variant_variables(raw: dict[str, dict[str, str]]) -> tuple[tuple[str, Pairs], ...]:

@@ -209,6 +209,7 @@ class ProjectDraft:
     timeouts: Section | None
     packages: Items | None = None
     wheel_shape: At[str] | None = None
+    sbom_components: Items | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -320,6 +320,17 @@ class ExtensionModule:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SbomComponent:
+    """Code a wheel holds that no file of it shows (linked statically, vendored): ``project.sbom_components``,
+    listed in every wheel's SBOM."""
+
+    name: str
+    version: str
+    purl: str | None = None
+    license: str | None = None  # an SPDX expression
+
+
+@dataclass(frozen=True, kw_only=True)
 class Project:
     name: str
     import_name: str
@@ -358,6 +369,7 @@ class Project:
     packages: tuple[str, ...] = ()  # top-level packages the wheel installs besides import_name
     # project.wheel_shape: one wheel per Python (default), or one per (variant, platform) for every Python
     wheel_shape: WheelShape = PER_PYTHON
+    sbom_components: tuple[SbomComponent, ...] = ()
 
     @property
     def top_level(self) -> frozenset[str]:

@@ -3,7 +3,7 @@
 Per plan, over its runner (this host, a container, cibuildwheel on this host)::
 
     reuse (the plan's digest is in the store) | provision -> check -> build -> label -> repair
-                                                 -> verify -> smoke -> store
+                                                 -> sbom -> verify -> smoke -> store
 
 Each target works in its own scratch folder; only a wheel that passed verify and smoke is
 stored under its plan's digest and placed into ``<output>/<channel index path>/``. A failed
@@ -40,7 +40,7 @@ from builders.base.process import Log, ProcessError, Runner
 from builders.base.safe_output import replace_into, write_whole
 from builders.families import toolchain_for
 from builders.matrix.model import OS, Matrix, PythonVersion
-from builders.pipeline import platform_policy, remotecache, results, summary
+from builders.pipeline import platform_policy, remotecache, results, sbom_facts, summary
 from builders.pipeline.compilercache import STATS_LOG, parse_stats_log
 from builders.pipeline.core import CoreStore, ensure_core
 from builders.pipeline.engine import Engine
@@ -281,6 +281,8 @@ def _stages(plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress, t
             if plan.repair is not None:
                 final = run_stage("repair", lambda: named_limit(plan, "repair", lambda: repair(plan, runner)))
             runtime_runpaths(final, plan, config, log)
+            final = run_stage("sbom", lambda: sbom_facts.write(final, plan, sbom_facts.build_facts(
+                plan, runner, dict(config.env)), log))
     run_stage("verify", lambda: _verify(final, plan, config, progress, wanted))
     if config.run_smoke:
         run_stage("smoke", lambda: _smoke(final, plan, config, log, progress))
@@ -445,7 +447,8 @@ def _tools_env(env: Mapping[str, str]) -> dict[str, str]:
 def _verify(path: Path, plan: BuildPlan, config: RunConfig, progress: _Progress,
             wanted: tuple[Requirement, ...] | None) -> None:
     """``wanted``: the whole Requires-Dist the requirements stage expects (None: the build's own stands)."""
-    findings = verify(Wheel(path), Expectation(target=plan.target, dropped=config.matrix.dropped, requirements=wanted))
+    findings = verify(Wheel(path), Expectation(target=plan.target, dropped=config.matrix.dropped, requirements=wanted,
+                                               sbom_required=True))
     progress.facts["findings"] = tuple(f.to_json() for f in findings)
     if findings:
         raise VerifyError("; ".join(map(str, findings)))

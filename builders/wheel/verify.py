@@ -39,7 +39,7 @@ from builders.families.base import MadeBy
 from builders.matrix import runpath
 from builders.matrix.model import OS, Dropped, Matrix, Platform, PythonVersion, Variant
 from builders.matrix.targets import Target
-from builders.wheel import elf
+from builders.wheel import elf, sbom
 from builders.wheel import rules as metadata_rules
 from builders.wheel.abi_audit import shape_findings
 from builders.wheel.archive import RecordEntry, Wheel, WheelReader, record_digest
@@ -72,6 +72,8 @@ class Expectation:
     # A PyPI wheel's: the matrix's other variants, whose runtime requirements must not install with it on its
     # platform (PyPI holds one Requires-Dist for every platform's wheel); empty for a labelled wheel.
     others: tuple[Variant, ...] = ()
+    # builders' own build: the wheel must carry its SBOM (a wheel built elsewhere has its SBOM checked if it has one)
+    sbom_required: bool = False
 
     @property
     def wanted_version(self) -> Version:
@@ -620,6 +622,29 @@ def _owners(variants: Iterable[Variant]) -> dict[tuple[object, ...], tuple[str, 
     return out
 
 
+# --- the SBOM ------------------------------------------------------------------------------------
+
+
+def check_sbom(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
+    """builders' SBOM against the wheel it is in: every bundled library, Requires-Dist and declared component
+    listed, nothing listed that the wheel lacks (:func:`builders.wheel.sbom.findings`)."""
+    reader = wheel.reader
+    where = f"{reader.dist_info}/{sbom.SBOM_NAME}"
+    if where not in wheel.members:
+        if expect.sbom_required:
+            yield Finding(code="sbom-missing", message=f"the wheel has no {sbom.SBOM_NAME} (PEP 770)", file=where)
+        return
+    try:
+        doc = sbom.parse(reader.read(where))
+    except ValueError as exc:
+        yield Finding(code="sbom-unreadable", message=f"not a CycloneDX JSON SBOM: {exc}", file=where)
+        return
+    record = tuple(e for e in reader.record() if e.path != where)
+    facts = sbom.WheelFacts(name=reader.wheel.name, version=str(reader.wheel.version), record=record,
+                            requires_dist=reader.requires_dist)
+    yield from sbom.findings(doc, facts, expect.target.project.sbom_components, where)
+
+
 # --- size and policy -----------------------------------------------------------------------------
 
 
@@ -639,7 +664,7 @@ def check_shape(wheel: Contents, expect: Expectation) -> Iterator[Finding]:
 
 CHECKS: tuple[Check, ...] = (check_archive, check_name_and_tags, check_metadata, check_record, check_extension_modules,
                              check_top_level, check_libraries, check_label, check_toolkit, check_providers,
-                             check_pypi_requirements, check_size, check_shape)
+                             check_pypi_requirements, check_sbom, check_size, check_shape)
 
 
 @cache

@@ -27,7 +27,8 @@ from packaging.version import Version
 from builders.base.errors import WheelError
 from builders.base.safe_output import partial_path, replace_into
 from builders.matrix.targets import wheel_filename
-from builders.wheel.archive import ZIP_EPOCH, Wheel, record_digest
+from builders.wheel import sbom
+from builders.wheel.archive import ZIP_EPOCH, Wheel, WheelReader, record_digest
 from builders.wheel.zipcheck import printable
 
 # A member to write: its declared size, and a function giving its bytes in chunks.
@@ -41,10 +42,12 @@ def rewrite(
     version: Version | None = None,
     requirements: Iterable[Requirement] | None = None,
     epoch: int = ZIP_EPOCH,
+    added: Mapping[str, bytes] | None = None,
 ) -> Path:
     """Other members keep their bytes, streamed (memory stays flat); a wheel whose archive has any problem is
-    refused before anything is written."""
+    refused before anything is written. ``added``: dist-info files (by their path in it) written or replaced."""
     version = version or wheel.version
+    requirements = tuple(requirements) if requirements is not None else None  # read for METADATA and the SBOM
     name = wheel.name
     dest = dest_dir / (wheel_filename(name, version, _single_tag(wheel)) if len(wheel.tags) == 1 else _rename(wheel, version))
     new_dist_info = f"{canonicalize_name(name).replace('-', '_')}-{version}.dist-info"
@@ -64,8 +67,21 @@ def rewrite(
             sources[renamed] = (len(metadata), lambda: (metadata,)) if is_metadata else \
                 (info.file_size, partial(reader.stream, info))
             modes[renamed] = info.external_attr
+        for name, data in {**_restated_sbom(reader, version, requirements), **(added or {})}.items():
+            sources[f"{new_dist_info}/{name}"] = (len(data), partial(iter, (data,)))
         write_members(dest, sources, new_dist_info, modes, epoch)
     return dest
+
+
+def _restated_sbom(reader: WheelReader, version: Version, requirements: Iterable[Requirement] | None) -> dict[str, bytes]:
+    """builders' SBOM of the copy (its version and Requires-Dist restated), where the wheel has one it can read."""
+    name = f"{reader.dist_info}/{sbom.SBOM_NAME}"
+    if name not in {i.filename for i in reader.infos}:
+        return {}
+    try:
+        return {sbom.SBOM_NAME: sbom.restate(reader.read(name), str(version), requirements)}
+    except (ValueError, KeyError, TypeError, AttributeError):  # a damaged SBOM stays as it is: verify says so
+        return {}
 
 
 def _single_tag(wheel: Wheel) -> Tag:
