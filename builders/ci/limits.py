@@ -17,6 +17,8 @@ from builders.ci.disk import PYPI_BATCH_MB
 from builders.ci.rehearsal import RELEASE_ASSETS, Instance, Rehearsal
 from builders.matrix.promotion_policy import PromotionPolicy
 
+MB, MIB = 1_000_000, 1 << 20  # the profile's sizes are MB, a budget is MiB
+
 
 @dataclass(frozen=True, kw_only=True)
 class ScaleLimits:
@@ -65,14 +67,16 @@ def hours(i: Instance, r: Rehearsal, limits: ScaleLimits) -> Crossed | None:
     if not i.runner.hosted or i.minutes_cold <= limits.job_minutes:
         return None
     return Crossed(limit="6 hours per job", job=_key(i), found=f"{i.minutes_cold:.0f} min cold on a hosted runner",
-                   fix="a larger or self-hosted runner, a warm compile cache, or fewer Pythons per job")
+                   fix="a larger or self-hosted runner, a warm compile cache, or fewer Pythons per job" if i.compiles
+                   else "a larger or self-hosted runner, or fewer wheels per job (it compiles nothing)")
 
 
 def timeout(i: Instance, r: Rehearsal, limits: ScaleLimits) -> Crossed | None:
     if i.job.timeout_minutes is None or i.minutes_cold <= i.job.timeout_minutes:
         return None
+    shorten = "(warm compile cache)" if i.compiles else "(fewer wheels per job: it compiles nothing)"
     return Crossed(limit="timeout-minutes", job=_key(i), found=f"{i.minutes_cold:.0f} min cold, timeout-minutes "
-                   f"{i.job.timeout_minutes:.0f}", fix="raise timeout-minutes or shorten the job (warm compile cache)")
+                   f"{i.job.timeout_minutes:.0f}", fix=f"raise timeout-minutes or shorten the job {shorten}")
 
 
 def disk(i: Instance, r: Rehearsal, limits: ScaleLimits) -> Crossed | None:
@@ -150,6 +154,18 @@ def pypi(r: Rehearsal, policy: PromotionPolicy, held_gb: float) -> Iterator[Cros
                       "delete old pre-releases' files")
 
 
+def size_budgets(r: Rehearsal) -> Iterator[Crossed]:
+    """Each wheel the profile sizes over its budget (verify would refuse it), named with the job that builds it."""
+    builders = {t: _key(i) for i in r.instances for t in i.builds}
+    for target, (budget, key) in sorted(r.budgets.items()):
+        mb = r.wheel_mb.get(target, 0.0)
+        if mb * MB > budget * MIB:
+            yield Crossed(limit="wheel size budget", job=builders.get(target, f"the build of {target}"),
+                          found=f"{target}'s wheel is {mb:,.0f} MB, over its budget of {budget:g} MiB ({key}): "
+                          "verify refuses it", fix=f"a smaller wheel (fewer archs in its arch_list, stripped debug "
+                          f"info, libraries from runtime wheels rather than bundled), or a larger {key}")
+
+
 def collapse(found: Iterable[tuple[str, Crossed]]) -> list[Crossed]:
     """One finding per job and limit: the first one's text, how many jobs crossed it and in which runs."""
     out: dict[tuple[str, str], Crossed] = {}
@@ -167,7 +183,7 @@ def check(r: Rehearsal, policy: PromotionPolicy, *, held_gb: float = 0.0,
           limits: ScaleLimits = ScaleLimits()) -> list[Crossed]:
     """Every limit the rehearsed release crosses (empty: none)."""
     found = [(i.run, f) for i in r.instances for c in PER_JOB if (f := c(i, r, limits)) is not None]
-    return collapse(found) + list(pypi(r, policy, held_gb))
+    return collapse(found) + list(size_budgets(r)) + list(pypi(r, policy, held_gb))
 
 
 def overdownloads(r: Rehearsal) -> list[Crossed]:

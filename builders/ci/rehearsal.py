@@ -99,6 +99,11 @@ class Instance:
     specific: bool = False  # its work is some wheels: those it installs, or the PyPI wheels it uploads
     from_other_run: tuple[str, ...] = ()
     artifact_gb_days: float = 0.0
+    builds: tuple[str, ...] = ()  # the targets it builds (a build job)
+
+    @property
+    def compiles(self) -> bool:
+        return BUILD in self.job.commands
 
     @property
     def dollars_cold(self) -> float:
@@ -143,6 +148,8 @@ class Rehearsal:
     nightly_keep: int
     targets: int = 0
     unpriced: tuple[str, ...] = field(default_factory=tuple)
+    wheel_mb: Mapping[str, float] = field(default_factory=dict)  # by target id, as the profile sizes it
+    budgets: Mapping[str, tuple[float, str]] = field(default_factory=dict)  # by target id: MiB, the matrix key
 
     def month(self) -> dict[str, float]:
         """The nightly's figures per month, bucket storage kept ``nightly_keep`` nightlies, and egress."""
@@ -369,7 +376,8 @@ def instance(run: str, job: Job, entry: Mapping[str, Any], in_matrix: int, scope
                     disk_mb=p.checkout_mb + disk + down + (up if outputs < 0 else outputs), down_mb=down, up_mb=up,
                     bucket_mb=to_bucket, copied_mb=copied, pypi_mb=pypi, largest_mb=largest,
                     from_other_run=tuple(other), artifact_gb_days=days, used_mb=min(_used(job, entry, scope, down, down_wheels), down),
-                    specific=BUILD not in job.commands and bool(_installed(job, entry, scope) or pypi))
+                    specific=BUILD not in job.commands and bool(_installed(job, entry, scope) or pypi),
+                    builds=tuple(_targets_of(entry, "targets", scope)) if BUILD in job.commands else ())
 
 
 def _once(run: str, job: Job, entry: Mapping[str, Any], in_matrix: int, scope: Scope) -> Instance:
@@ -532,7 +540,8 @@ def rehearse(targets: Sequence[Target], release_workflow: Path, profile: Profile
                      totals=totals, ends=finished, wheel_gb=sum(wheel_mb.values()) / 1000, pypi_gb=scope.pypi_mb / 1000,
                      largest_pypi_mb=scope.largest_pypi_mb,
                      nightlies_per_month=nightlies_per_month, downloads=downloads, nightly_keep=nightly_keep,
-                     targets=len(targets), unpriced=tuple(sorted({i.runner.name for i in instances if not i.runner.priced})))
+                     targets=len(targets), unpriced=tuple(sorted({i.runner.name for i in instances if not i.runner.priced})),
+                     wheel_mb=wheel_mb, budgets={t.id: b for t in targets if (b := t.size_budget) is not None})
 
 
 def release_totals(r: Rehearsal) -> Totals:

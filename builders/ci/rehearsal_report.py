@@ -103,9 +103,9 @@ def _delta_row(name: str, b: Totals, a: Totals) -> tuple[str, ...]:
             f"{a.dollars_warm - b.dollars_warm:+,.2f}")
 
 
-def cost_markdown(r: Rehearsal, earlier: tuple[str, Rehearsal] | None) -> str:
-    """``report --cost``: what a nightly, a candidate and a release cost and take, the month of nightlies, and
-    what the matrix's last change added (``earlier``: its name and its rehearsal)."""
+def cost_markdown(r: Rehearsal, earlier: tuple[str, Rehearsal] | None, findings: Sequence[Crossed] = ()) -> str:
+    """``report --cost``: what a nightly, a candidate and a release cost and take, the month of nightlies, the
+    limits it crosses, and what the matrix's last change added (``earlier``: its name and its rehearsal)."""
     rows = [("a nightly", r.totals["nightly"]), ("a candidate", r.totals["candidate"]),
             ("a release (candidate, final tag, promotion)", release_totals(r))] if "nightly" in r.totals else []
     lines = [f"# What a release costs at {r.profile.name}'s scale", "",
@@ -114,6 +114,8 @@ def cost_markdown(r: Rehearsal, earlier: tuple[str, Rehearsal] | None) -> str:
     lines += [f"| {name} | {t.minutes_cold:,.0f} / {t.minutes_warm:,.0f} | {t.wall_minutes / 60:,.1f} | "
               f"{t.dollars_cold:,.2f} / {t.dollars_warm:,.2f} |" for name, t in rows]
     lines += ["", *month_lines(r), ""]
+    lines += [f"## Limits crossed: {len(findings)}", "", *(f"- {f}" for f in findings), ""] if findings else \
+        ["Limits crossed: none.", ""]
     if earlier is not None:
         lines += [f"## What the matrix adds against {earlier[0]}", "", "```", delta(earlier[1], r), "```"]
     else:

@@ -123,14 +123,17 @@ def shipped_names() -> list[str]:
 
 
 def from_matrix(matrix: Matrix, costs: Costs | None = None) -> Profile:
-    """The matrix's declared weights: every wheel at its size budget, the estimate's default stage times."""
+    """The matrix's declared weights: every wheel at its size budget (its variant's for its platform, else the
+    project's), the estimate's default stage times."""
     costs = costs or Costs()
     scale = Scale(wheel_mb=float(matrix.project.wheel_size_budget_mb or 0), core_cold_min=costs.default_core / 60,
                   core_warm_min=costs.default_core / 60, per_python_min=costs.default_wheel / 60,
                   image_min=costs.image / 60)
-    return Profile(name=f"{matrix.project.name} (declared)", source=f"{matrix.path}: project.wheel_size_budget_mb "
+    own = tuple(Rule(targets=f"{v.label}-*-{p.name}", scale=replace(scale, wheel_mb=found[0]), note=found[1])
+                for v in matrix.variants for p in matrix.platforms if (found := v.size_budget(p.name)) is not None)
+    return Profile(name=f"{matrix.project.name} (declared)", source=f"{matrix.path}: the wheel size budgets "
                    "and builders.ci.estimate.Costs' default stage times", date=str(matrix.project.released or ""),
-                   rules=(Rule(targets="*", scale=scale),), setup_min=costs.setup / 60, smoke_min=costs.smoke / 60)
+                   rules=(*own, Rule(targets="*", scale=scale)), setup_min=costs.setup / 60, smoke_min=costs.smoke / 60)
 
 
 def _by_target(targets: Sequence[Target], base: Profile, change: Mapping[str, Mapping[str, float]],

@@ -79,4 +79,4 @@ def cost_page(opts: Options, m: Matrix) -> str:
     earlier = ((str(opts.compare), rehearse.other(opts, opts.cost)) if opts.compare is not None
                else rehearse.before_last_change(opts, opts.cost))
     named = (earlier[0], earlier[1].rehearsal) if earlier is not None else None
-    return rehearsal_report.cost_markdown(done.rehearsal, named)
+    return rehearsal_report.cost_markdown(done.rehearsal, named, done.findings)

@@ -256,6 +256,7 @@ def read_family(accel: Accelerator, node: RawMapping) -> FamilyDraft:
 def read_level(node: RawMapping) -> Level:
     """A family's defaults or a version's own keys (``versions`` is not one of them)."""
     arch = node.raw("arch_list", (str, dict))
+    budget = node.raw("wheel_size_budget_mb", (int, str, dict))
     return Level(
         key=node.key, label=node.at("label", str), notes=node.at("notes", str),
         arch_list=node.at("arch_list") if isinstance(arch, str) else node.table("arch_list") if arch is not None else None,
@@ -263,6 +264,8 @@ def read_level(node: RawMapping) -> Level:
         exclude_libs=node.table("exclude_libs"), system_libs=node.table("system_libs"), rpath=node.items("rpath"),
         runtime_dirs=node.items("runtime_dirs"),
         smoke_runners=node.table("smoke_runners"), variant_properties=node.items("variant_properties"),
+        wheel_size_budget_mb=node.table("wheel_size_budget_mb") if isinstance(budget, dict)
+        else node.at("wheel_size_budget_mb", (int, str)) if budget is not None else None,
         refused=frozenset(name for name in node.names() if node.refused(name)),
     )
 
@@ -410,10 +413,17 @@ def variant(v: VariantDraft, marks: Marks) -> Variant:
         system_libs=tuple(sorted((plain(m.system_libs) or {}).items())),
         runtime_dirs=runtime_dirs_of(plain(m.runtime_dirs) or (), plain(m.rpath) or ()),
         smoke_runners=tuple(sorted((plain(m.smoke_runners) or {}).items())),
+        size_budgets=size_budgets(m.wheel_size_budget_mb),
         properties=tuple(expand_properties(plain(m.variant_properties) or (), accel=v.accelerator, version=v.version,
                                            arches=arch_entries(arch_lists))),
         location=marks.at(v.key),
     )
+
+
+def size_budgets(node: At[Any] | Section | None) -> tuple[tuple[str, float], ...]:
+    """A variant's ``wheel_size_budget_mb`` by platform (``*``: every platform), sorted."""
+    raw = plain(node) if isinstance(node, Section) else {"*": node.value} if node is not None else {}
+    return tuple(sorted((name, float(mb)) for name, mb in raw.items()))
 
 
 def toolkit(raw: dict[str, Any]) -> Toolkit:

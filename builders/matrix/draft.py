@@ -114,6 +114,7 @@ class Level:
     runtime_dirs: Items | None = None
     smoke_runners: Section | None = None
     variant_properties: Items | None = None
+    wheel_size_budget_mb: At[Any] | Section | None = None  # one for every platform, or one per platform ("*")
     refused: frozenset[str] = frozenset()  # own keys the schema refused (a merged level: of any level)
 
 

@@ -167,6 +167,14 @@ def positive_problem(value: int | str) -> Violation | None:
     return Violation(f"{value} must be a number above 0", hint="a budget or a timeout of 0 refuses everything")
 
 
+def budget_problem(value: object) -> Violation | None:
+    """A size budget: a number above 0 (the schema refuses any other text; this says so at its place too)."""
+    try:
+        return positive_problem(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return Violation(f"{value!r} is not a size in MiB", hint="write a number above 0, e.g. 850")
+
+
 def path_problem(base: Path, text: str, *, folder: bool) -> Violation | None:
     """A path in the matrix: relative, inside the matrix's folder, and present."""
     what = "source folder" if folder else "file"

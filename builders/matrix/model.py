@@ -135,7 +135,17 @@ class Variant:
     # PEP 825 properties of its variant wheel ("nvidia :: sm_arch :: 90_real"), placeholders filled, sorted;
     # none: the null variant
     properties: tuple[str, ...] = ()
+    size_budgets: tuple[tuple[str, float], ...] = ()  # wheel_size_budget_mb (MiB) by platform name, "*": any other
     location: Location = field(compare=False, repr=False)
+
+    def size_budget(self, platform: str) -> tuple[float, str] | None:
+        """The variant's budget for ``platform`` (its own entry, else ``*``) and the matrix key that sets it."""
+        budgets = dict(self.size_budgets)
+        for name in (platform, "*"):
+            if name in budgets:
+                where = "" if name == "*" and len(budgets) == 1 else f"[{name}]"
+                return budgets[name], f"{self.location.key}.wheel_size_budget_mb{where}"
+        return None
 
     @property
     def variant_label(self) -> str:

@@ -115,6 +115,14 @@ class Target:
         return self.requirements if self.project.declares_requirements else None
 
     @property
+    def size_budget(self) -> tuple[float, str] | None:
+        """The largest wheel allowed, in MiB, and the matrix key that says so: the variant's for this platform,
+        else the project's; None: no budget."""
+        found = self.variant.size_budget(self.platform.name)
+        mb = self.project.wheel_size_budget_mb
+        return found or ((mb, "project.wheel_size_budget_mb") if mb is not None else None)
+
+    @property
     def arch_list(self) -> str | None:
         return self.variant.arch_list(self.platform.name)
 

@@ -32,6 +32,7 @@ from builders.matrix.family import Accelerator
 from builders.matrix.findings import (
     Violation,
     arch_list_problem,
+    budget_problem,
     provider_problem,
     req_name,
     requirement_problem,
@@ -135,6 +136,18 @@ class VariantRules(Reporter):
                 self.report(text.key, arch_list_problem(accel, text.value))
         for name, runner in level.smoke_runners.entries if level.smoke_runners else ():
             self.known_platform(runner.key, name, platforms)
+        self.size_budget(level, platforms)
+
+    def size_budget(self, level: Level, platforms: list[str] | None) -> None:
+        """``wheel_size_budget_mb``: numbers above 0, for platforms the matrix has (``*``: any other)."""
+        budget = level.wheel_size_budget_mb
+        if isinstance(budget, At):
+            self.check(budget, budget_problem)
+        for name, value in budget.entries if isinstance(budget, Section) else ():
+            if name != "*":
+                self.known_platform(value.key, name, platforms)
+            if isinstance(value, At):
+                self.report(value.key, budget_problem(value.value))
 
     def variant(self, v: VariantDraft) -> str | None:
         """Rules on a variant's merged values; its label."""

@@ -156,6 +156,56 @@ def test_a_wheel_compiled_by_another_toolkit_fails_verify_naming_both(built: tup
     assert "toolkit-mismatch" not in {f["code"] for f in json.loads(ok.stdout)["findings"]}, ok.stdout
 
 
+def sbom_of(wheel: Path) -> tuple[str, dict]:
+    with zipfile.ZipFile(wheel) as z:
+        (name,) = [n for n in z.namelist() if n.endswith(".dist-info/sboms/builders.cdx.json")]
+        return name, json.loads(z.read(name))
+
+
+def test_the_wheels_sbom_names_its_cuda_runtime_wheels_and_the_nvcc_that_compiled_it(built: tuple[Path, dict]) -> None:
+    """PEP 770 (issue 45): the runtime requirements the matrix declares, with their ranges, and the release the
+    pinned nvcc itself reports (asked here, from the toolkit the log names)."""
+    out, record = built
+    _, doc = sbom_of(out / record["wheel"])
+    props = [{p["name"]: p["value"] for p in c.get("properties", [])} for c in doc["components"]]
+    listed = {p["builders:requirement"]: p.get("builders:version-range") for p in props if "builders:requirement" in p}
+    for text in NODE["runtime_requirements"]:
+        req = Requirement(text)
+        assert listed[str(req)] == str(req.specifier), listed
+    root = re.search(r"toolkit at (\S+/nvidia/cu13)\)", (out / record["log"]).read_text()).group(1)
+    said = subprocess.run([f"{root}/bin/nvcc", "--version"], capture_output=True, text=True, check=True).stdout
+    (nvcc,) = [c for c in doc["components"] if c["name"] == "nvcc"]
+    assert nvcc["version"] == re.search(r", V(\S+)", said).group(1) and nvcc["version"].startswith(f"{VERSION}.")
+    assert doc["metadata"]["component"]["version"] == record["wheel"].split("-")[1].replace("_", "+")
+
+
+def test_verify_reports_an_sbom_that_drops_a_runtime_wheel_or_lists_a_library_the_wheel_lacks(
+        built: tuple[Path, dict], tmp_path: Path) -> None:
+    out, record = built
+    good = Wheel(out / record["wheel"])
+    name, doc = sbom_of(good.path)
+    runtime = str(Requirement(NODE["runtime_requirements"][0]))
+    dropped = [c for c in doc["components"] if not any(p["value"] == runtime for p in c.get("properties", []))]
+    library = {"type": "library", "bom-ref": "file:cudakit.libs/libz.so.1", "name": "libz.so.1", "properties": [
+        {"name": "builders:role", "value": "bundled"}, {"name": "builders:path", "value": "cudakit.libs/libz.so.1"}]}
+    with zipfile.ZipFile(good.path) as z:
+        members = {n: z.read(n) for n in z.namelist() if not n.endswith(("/RECORD", "/"))}
+    for case, components, code in (("dropped", dropped, "sbom-requirement-unlisted"),
+                                   ("added", [*doc["components"], library], "sbom-library-absent")):
+        edited = tmp_path / case / good.path.name
+        edited.parent.mkdir()
+        write_wheel(edited, {**members, name: json.dumps({**doc, "components": components}).encode()},
+                    good.dist_info, {}, 315532800)
+        proc = helpers.builders("verify", str(edited), "--matrix", str(PROJECT / "matrix.yaml"), "--target", TID,
+                                "--json", cwd=PROJECT)
+        found = [f for f in json.loads(proc.stdout)["findings"] if f["code"].startswith("sbom-")]
+        assert proc.returncode != 0 and [f["code"] for f in found] == [code], proc.stdout
+        assert (runtime if case == "dropped" else "cudakit.libs/libz.so.1") in found[0]["message"]
+    ok = helpers.builders("verify", str(good.path), "--matrix", str(PROJECT / "matrix.yaml"), "--target", TID,
+                          "--json", cwd=PROJECT)
+    assert not [f for f in json.loads(ok.stdout)["findings"] if f["code"].startswith("sbom-")], ok.stdout
+
+
 def test_the_image_gives_cmake_the_same_toolkit(base_image: str, tmp_path: Path) -> None:
     """The container engine: the image's toolkit (bin first on its PATH, laid out by layout-cuda-toolkit.sh) and
     the variables naming it. The local base packages the newest Python only: the matrix's copy lists it."""
