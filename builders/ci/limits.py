@@ -155,10 +155,11 @@ def pypi(r: Rehearsal, policy: PromotionPolicy, held_gb: float) -> Iterator[Cros
 
 
 def size_budgets(r: Rehearsal) -> Iterator[Crossed]:
-    """Each wheel the profile sizes over its budget (verify would refuse it), named with the job that builds it."""
+    """Each wheel measured over its budget (verify would refuse it), named with the job that builds it. A
+    profile's own sizes are another release's scale, not this project's wheels: only a measured size counts."""
     builders = {t: _key(i) for i in r.instances for t in i.builds}
     for target, (budget, key) in sorted(r.budgets.items()):
-        mb = r.wheel_mb.get(target, 0.0)
+        mb = r.measured_mb.get(target, 0.0)
         if mb * MB > budget * MIB:
             yield Crossed(limit="wheel size budget", job=builders.get(target, f"the build of {target}"),
                           found=f"{target}'s wheel is {mb:,.0f} MB, over its budget of {budget:g} MiB ({key}): "

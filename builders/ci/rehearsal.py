@@ -148,7 +148,7 @@ class Rehearsal:
     nightly_keep: int
     targets: int = 0
     unpriced: tuple[str, ...] = field(default_factory=tuple)
-    wheel_mb: Mapping[str, float] = field(default_factory=dict)  # by target id, as the profile sizes it
+    measured_mb: Mapping[str, float] = field(default_factory=dict)  # by target id: the sizes measured for it
     budgets: Mapping[str, tuple[float, str]] = field(default_factory=dict)  # by target id: MiB, the matrix key
 
     def month(self) -> dict[str, float]:
@@ -541,7 +541,8 @@ def rehearse(targets: Sequence[Target], release_workflow: Path, profile: Profile
                      largest_pypi_mb=scope.largest_pypi_mb,
                      nightlies_per_month=nightlies_per_month, downloads=downloads, nightly_keep=nightly_keep,
                      targets=len(targets), unpriced=tuple(sorted({i.runner.name for i in instances if not i.runner.priced})),
-                     wheel_mb=wheel_mb, budgets={t.id: b for t in targets if (b := t.size_budget) is not None})
+                     measured_mb={t.id: mb for t in targets if (mb := profile.measured_mb(t)) is not None},
+                     budgets={t.id: b for t in targets if (b := t.size_budget) is not None})
 
 
 def release_totals(r: Rehearsal) -> Totals:

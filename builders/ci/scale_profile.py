@@ -58,6 +58,7 @@ class Rule:
     targets: str
     scale: Scale
     note: str = ""
+    measured: bool = False  # its wheel_mb was measured for this very target (a run's results, an index)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,6 +83,11 @@ class Profile:
                 return rule.scale
         raise RehearsalError(f"scale profile {self.name}: no rule matches target {target.id}; add a rule "
                              "(targets: \"*\" matches every target)")
+
+    def measured_mb(self, target: Target) -> float | None:
+        """``target``'s wheel size where it was measured for it (held to its budget); None: the profile's scale."""
+        rule = next((r for r in self.rules if fnmatch.fnmatchcase(target.id, r.targets)), None)
+        return rule.scale.wheel_mb if rule is not None and rule.measured else None
 
 
 def from_data(data: Mapping[str, Any], where: str) -> Profile:
@@ -139,8 +145,8 @@ def from_matrix(matrix: Matrix, costs: Costs | None = None) -> Profile:
 def _by_target(targets: Sequence[Target], base: Profile, change: Mapping[str, Mapping[str, float]],
                name: str, source: str) -> Profile:
     """``base`` with one rule per target in ``change`` (its measured figures over the base's) before its own."""
-    own = tuple(Rule(targets=t.id, scale=replace(base.of(t), **change[t.id]), note=source)
-                for t in targets if change.get(t.id))
+    own = tuple(Rule(targets=t.id, scale=replace(base.of(t), **change[t.id]), note=source,
+                     measured="wheel_mb" in change[t.id]) for t in targets if change.get(t.id))
     return replace(base, name=name, source=f"{source}, over {base.name}", rules=(*own, *base.rules))
 
 
