@@ -108,8 +108,8 @@ def podman_run(image: str, script: str, *volumes: str) -> subprocess.CompletedPr
 
 def test_built_through_every_stage(result: dict) -> None:
     assert (result["status"], result["engine"], result["policy"]) == ("built", "container", "manylinux_2_28_x86_64")
-    assert set(result["durations"]) == {"provision", "check", "requirements", "build", "label", "repair", "verify", "smoke",
-                                        "store"}
+    assert set(result["durations"]) == {"provision", "check", "requirements", "build", "label", "repair", "sbom", "verify",
+                                        "smoke", "store"}
     assert not result.get("findings")
     assert result["wheel"] == "whl/rocm7.2/minifw-2.15.0+rocm7.2-cp314-cp314-manylinux_2_28_x86_64.whl"
 
