@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from builders.base.process import Log, ProcessError, Runner, run
 from builders.families import toolchain_for
@@ -89,11 +90,20 @@ def wheel_facts(wheel: Wheel) -> sbom.WheelFacts:
     with wheel.open() as reader:
         names = {i.filename for i in reader.infos}
         theirs = f"{reader.dist_info}/{sbom.AUDITWHEEL_SBOM}"
-        auditwheel = json.loads(reader.read(theirs)) if theirs in names else None
+        auditwheel = _json(reader.read(theirs)) if theirs in names else None
         own = f"{reader.dist_info}/{sbom.SBOM_NAME}"
         record = tuple(e for e in reader.record() if e.path != own)
         return sbom.WheelFacts(name=wheel.name, version=str(wheel.version), record=record,
                                requires_dist=reader.requires_dist, auditwheel=auditwheel)
+
+
+def _json(raw: bytes) -> dict[str, Any] | None:
+    """auditwheel's SBOM as JSON; None where it is not a JSON object (then nothing of it is merged)."""
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def write(wheel: Path, plan: BuildPlan, facts: sbom.BuildFacts, log: Log) -> Path:

@@ -164,12 +164,13 @@ def document(wheel: WheelFacts, components: Iterable[SbomComponent], facts: Buil
              *declared(components), *toolchain(facts)]
     parts.sort(key=lambda c: (role_of(c), c["bom-ref"]))
     shipped = [c["bom-ref"] for c in parts if role_of(c) not in ("toolchain", "image")]
+    commit = _props(source_commit=facts.commit)
     doc = {"bomFormat": "CycloneDX", "specVersion": "1.6", "version": 1,
            "metadata": {"component": {"type": "library", "bom-ref": project_ref, "name": name,
                                       "version": wheel.version, "purl": project_ref},
                         "tools": {"components": [{"type": "application", "name": "builders",
                                                   "version": builders_version}]},
-                        "properties": _props(source_commit=facts.commit)},
+                        **({"properties": commit} if commit else {})},
            "components": parts, "dependencies": [{"ref": project_ref, "dependsOn": sorted(shipped)}]}
     return {**doc, "serialNumber": serial_number(doc)}
 

@@ -128,6 +128,21 @@ def test_verify_names_a_dropped_component_and_a_library_the_wheel_lacks(tmp_path
     assert codes == {"sbom-requirement-unlisted"}
 
 
+def test_auditwheels_packages_are_merged_and_the_wheel_itself_left_out(tmp_path: Path, target) -> None:
+    t, _ = target
+    own = f"pkg:pypi/minifw@{t.version}"
+    theirs = {"metadata": {"component": {"bom-ref": own}}, "components": [
+        {"bom-ref": own, "name": "minifw"},
+        {"bom-ref": "pkg:deb/debian/libgomp1@14.2.0-19#ab", "name": "libgomp1", "version": "14.2.0-19",
+         "purl": "pkg:deb/debian/libgomp1@14.2.0-19"}]}
+    facts = sbom.WheelFacts(name="minifw", version=str(t.version), record=(), requires_dist=(), auditwheel=theirs)
+    doc = sbom.document(facts, (), sbom.BuildFacts(), "0.1.0")
+    (merged,) = doc["components"]
+    assert (merged["name"], merged["version"], merged["purl"]) == ("libgomp1", "14.2.0-19", theirs["components"][1]["purl"])
+    assert sbom.role_of(merged) == "system-package"
+    assert "properties" not in doc["metadata"]  # no commit known: none invented
+
+
 def test_a_wheel_without_the_sbom_is_a_finding_only_where_builders_built_it(tmp_path: Path, target) -> None:
     t, m = target
     raw = raw_wheel(tmp_path / "raw", t)
