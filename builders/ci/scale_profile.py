@@ -123,9 +123,13 @@ def load(name_or_path: str | Path) -> Profile:
         raise RehearsalError(f"{where}: not valid JSON: {exc}") from None
 
 
+NOT_PROFILES = ("prices.json", "artifacts.json")  # the price table and the artifact kinds share the folder
+
+
 def shipped_names() -> list[str]:
+    """The shipped profiles' names (what ``--rehearse NAME`` takes), the folder's other data left out."""
     folder = resources.files("builders") / "resources" / "scale"
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json") and p.name != "prices.json")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json") and p.name not in NOT_PROFILES)
 
 
 def from_matrix(matrix: Matrix, costs: Costs | None = None) -> Profile:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from builders.base.errors import MatrixError
+from builders.base.errors import MatrixError, RehearsalError
 from builders.ci import limits, rehearsal, rehearsal_report, scale_profile
 from builders.families import loader
 from builders.matrix.promotion_policy import PromotionPolicy
@@ -106,3 +106,12 @@ def test_a_fix_fits_the_job_it_names(tmp_path: Path, shipped_text: str) -> None:
     hours = {f.job.split(" on ")[0]: f.fix for f in limits.check(r, PromotionPolicy()) if f.limit == "6 hours per job"}
     assert "compile cache" in hours["release.yml: build"]
     assert "compile cache" not in hours["release.yml: smoke"] and "compiles nothing" in hours["release.yml: smoke"]
+
+
+def test_an_unknown_profile_lists_the_real_ones() -> None:
+    folder = Path(__file__).resolve().parents[2] / "builders" / "resources" / "scale"
+    real = [p.stem for p in folder.glob("*.json") if p.stem not in ("prices", "artifacts")]
+    with pytest.raises(RehearsalError) as caught:
+        scale_profile.load("torch-0.0.1")
+    assert real and all(name in str(caught.value) for name in real), caught.value
+    assert "artifacts" not in str(caught.value) and "prices" not in str(caught.value)  # data, not profiles
