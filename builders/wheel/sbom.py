@@ -101,7 +101,7 @@ def required(requires_dist: Iterable[Requirement]) -> list[dict[str, Any]]:
              "purl": f"pkg:pypi/{canonicalize_name(r.name)}", "scope": "optional" if r.marker else "required",
              "properties": _props(role="requirement", requirement=str(r), version_range=str(r.specifier),
                                   marker=str(r.marker or ""), extras=",".join(sorted(r.extras)))}
-            for r in requires_dist]
+            for r in {str(r): r for r in requires_dist}.values()]  # a bom-ref is unique: a repeated line once
 
 
 def declared(components: Iterable[SbomComponent]) -> list[dict[str, Any]]:
