@@ -188,3 +188,12 @@ def test_sbom_components_are_read_from_the_matrix_and_a_bad_entry_is_named(decla
 ])
 def test_a_tools_version_is_what_it_printed_or_nothing(name: str, out: str, version: str) -> None:
     assert tool_version(name, out) == version
+
+
+def test_a_container_builds_image_is_listed_with_its_digest_and_a_host_build_lists_none() -> None:
+    digest = "sha256:" + "ab" * 32
+    (image,) = sbom.toolchain(sbom.BuildFacts(image="localhost/builders-cuda:1f2e", image_digest=digest))
+    assert (image["type"], image["name"], image["hashes"]) == ("container", "localhost/builders-cuda:1f2e",
+                                                               [{"alg": "SHA-256", "content": "ab" * 32}])
+    assert {"name": "builders:image-digest", "value": digest} in image["properties"]
+    assert sbom.toolchain(sbom.BuildFacts()) == []
