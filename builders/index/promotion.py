@@ -34,7 +34,6 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
@@ -110,9 +109,6 @@ class Accepted:
     not_runnable: str
     by: AcceptedNotRunnable
 
-    def to_json(self) -> dict[str, str]:
-        return {"not_runnable": self.not_runnable, "accepted_by": self.by.targets, "reason": self.by.reason}
-
     def __str__(self) -> str:
         return f"{self.target} not runnable ({self.not_runnable}), accepted by {self.by.targets!r}: {self.by.reason}"
 
@@ -153,13 +149,6 @@ class Promotion:
         """Every release wheel of this promotion, copied now or by an earlier try: key -> sha256."""
         return {k: sha for k, sha in self.held if k.endswith(".whl")}
 
-    def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "manifest_sha256": self.manifest, "copied": [c.dest for c in self.copies],
-                "unchanged": list(self.unchanged), "release_files": dict(self.held),
-                "left_out": list(self.left_out),
-                "pypi": {f.path.name: f.sha256 for f in self.pypi}, "refusals": list(self.refusals),
-                "accepted_not_runnable": {a.target: a.to_json() for a in self.accepted},
-                "pypi_limits": {"file_mb": self.limits.file_mb, "total_gb": self.limits.total_gb}}
 
 
 # --- the plan -------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ import pytest
 
 from builders.base.errors import SelectionError
 from builders.channels import publishing
-from builders.channels.evidence import FileRecord, Head, Lease, LedgerCorrupt, LedgerEntry, PromotionDigests, YankMark
+from builders.channels.evidence import (
+    FileRecord, Head, Lease, LedgerCorrupt, LedgerEntry, PromotionDigests, PromotionRecord, YankMark)
 from builders.channels.ledger import ChannelState, chained, fold
 from builders.families import loader as matrix
 from builders.matrix.release_channels import ReleaseChannel
@@ -218,9 +219,9 @@ def test_a_rollback_is_found_by_id_or_record_and_happens_once() -> None:
     state = chain(promoted(key))
     promotion = state.entries[-1]
     assert yanking.promotion_entry(state, promotion.id, None) == promotion
-    assert yanking.promotion_entry(state, "any.json", {"version": "2.15.0", "manifest_sha256": A}) == promotion
+    assert yanking.promotion_entry(state, "any.json", PromotionRecord(version="2.15.0", manifest_sha256=A)) == promotion
     with pytest.raises(SelectionError, match="history"):
-        yanking.promotion_entry(state, "any.json", {"version": "2.15.0", "manifest_sha256": B})
+        yanking.promotion_entry(state, "any.json", PromotionRecord(version="2.15.0", manifest_sha256=B))
     rollback = yanking.rollback_entry(state, promotion, reason="broken", at="t", writer="w")
     assert rollback is not None and [m.key for m in rollback.yanks] == [key] and rollback.undoes == promotion.id
     after = state.after(chained(state, rollback))
