@@ -30,10 +30,12 @@ DESCRIPTION = ("Release the candidate that --manifest describes, without rebuild
                "the project's limits with what the package server already holds, their requirements right for "
                "their platforms; the version not on the package server; twine and its credentials present). Then "
                "the manifest's files (and the requirements mirrored beside them), and nothing else the test channel "
-               "holds, are copied server-side to the release channel and their sha256 checked, the release pages "
-               "written, the promotion recorded in the bucket (publish-records/release/, what `rollback` reads), "
-               "and only then the PyPI wheels uploaded with twine and the package server polled until it serves "
-               "each (exit 21 otherwise). A refusal (exit 43) writes nothing.")
+               "holds, are copied server-side to the release channel and their sha256 checked, the promotion "
+               "appended to the release ledger (the commit point: before it no page changes), the pages rendered "
+               "from the ledger and each link checked, the PyPI wheels the package server lacks uploaded with twine "
+               "and the server polled until it serves each (exit 21 otherwise), and the promotion recorded in the "
+               "bucket (publish-records/release/). A run cut short finishes when run again; a finished one says "
+               "already done. A refusal (exit 43) writes nothing.")
 
 
 def execute(opts: Options, console: Console) -> int:

@@ -1,7 +1,6 @@
 """Promotion without a rebuild: exactly the manifest's validated files, copied from test to release, then PyPI.
 
-Plan, preflight, apply. The plan reads the candidate's release manifest (:mod:`builders.index.manifest`),
-the validation records, the bucket (the test channel's pages and objects, the release channel's
+The plan reads the candidate's release manifest (:mod:`builders.index.manifest`), the bucket (the test channel's pages and objects, the release channel's
 objects) and the package server; the preflight refuses, before anything irreversible, when
 
 - the manifest is not a candidate of the matrix's version, or not the run the dispatch names (version,
@@ -19,11 +18,9 @@ objects) and the package server; the preflight refuses, before anything irrevers
   server cannot be asked, or the upload could not run (twine, credentials).
 
 Only the manifest's files are released: a file the test channel still holds from an earlier candidate
-is listed as left out. Apply copies each file server-side, checks each copy's sha256 (the store's
-checksum, else read back), writes the release pages, and records the promotion in the bucket
-(``publish-records/release/``: what it released and what the pages listed before), which ``rollback``
-reads; only then the PyPI wheels are uploaded (twine) and the package server polled until it serves
-each with its sha256. A refusal writes nothing anywhere.
+is listed as left out. The validation records are weighed, and the promotion applied through the
+release ledger, in :mod:`builders.channels.promoting`; here are the reads of the bucket and the package
+server the preflight needs, and the PyPI upload and poll. A refusal writes nothing anywhere.
 """
 
 from __future__ import annotations

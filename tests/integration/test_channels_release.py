@@ -20,7 +20,6 @@ import email.parser
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -490,9 +489,14 @@ def release_state(s3: ObjectStore, pypi: PackageServer) -> dict[str, Any]:
     return out
 
 
-def restore(folder: Path, snapshot: Path) -> None:
-    shutil.rmtree(folder)
-    shutil.copytree(snapshot, folder)
+def restore(s3: ObjectStore, before: dict[str, bytes], pypi: PackageServer) -> None:
+    """The bucket as it was before the promotion, through the S3 API (rclone caches what its folder holds: a change
+    behind its back is served wrong), and the package server without the files uploaded since."""
+    promote_writes = sorted(set(s3.files("downloads")) - set(before))
+    open_bucket(BUCKET, s3.env).delete(promote_writes)
+    assert s3.files("downloads") == before
+    for path in pypi.root.iterdir():
+        path.unlink()
 
 
 def test_a_promotion_killed_at_each_write_reruns_to_the_same_end(
@@ -515,9 +519,8 @@ def test_a_promotion_killed_at_each_write_reruns_to_the_same_end(
             str(pypi_validation), "--repository-url", pypi.url, "--simple-url", pypi.simple_url, "--audit-timeout", "30"]
     for key, value in {**s3.env, **CREDENTIALS}.items():
         monkeypatch.setenv(key, value)
-    bucket, packages = s3.root / "downloads", pypi.root
-    shutil.copytree(bucket, tmp_path / "bucket-before")
-    shutil.copytree(packages, tmp_path / "packages-before")
+    bucket, before = s3.root / "downloads", s3.files("downloads")
+    assert not list(pypi.root.iterdir())
 
     def fresh(kill_at: int | None) -> list[str]:
         monkeypatch.undo()
@@ -536,8 +539,7 @@ def test_a_promotion_killed_at_each_write_reruns_to_the_same_end(
     assert any("publish-records/release/" in w for w in writes) and any("ledger/release/entries/" in w for w in writes)
     index, landed = s3.http_url + "downloads/whl/cpu/", []
     for kill in range(points):
-        restore(bucket, tmp_path / "bucket-before")
-        restore(packages, tmp_path / "packages-before")
+        restore(s3, before, pypi)
         fresh(kill)
         with pytest.raises(Killed):
             main(argv)
