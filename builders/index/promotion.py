@@ -1,7 +1,8 @@
 """Promotion without a rebuild: exactly the manifest's validated files, copied from test to release, then PyPI.
 
-The plan reads the candidate's release manifest (:mod:`builders.index.manifest`), the bucket (the test channel's pages and objects, the release channel's
-objects) and the package server; the preflight refuses, before anything irreversible, when
+The plan reads the candidate's release manifest (:mod:`builders.index.manifest`), the bucket (the test
+channel's pages and objects, the release channel's objects) and the package server; the preflight refuses,
+before anything irreversible, when
 
 - the manifest is not a candidate of the matrix's version, or not the run the dispatch names (version,
   tag, commit, run id), or a record validated another manifest (or none);

@@ -30,7 +30,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -75,10 +74,6 @@ class Install:
     filename: str = ""
     sha256: str = ""
 
-    def to_json(self) -> dict[str, str]:
-        return {k: v for k, v in {"installer": self.installer, "status": self.status, "reason": self.reason,
-                                  "filename": self.filename, "sha256": self.sha256}.items() if v}
-
 
 @dataclass(frozen=True, kw_only=True)
 class Validated:
@@ -97,11 +92,6 @@ class Validated:
     @property
     def filename(self) -> str:
         return next((i.filename for i in self.installs if i.filename), "")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"target": self.target, "status": self.status, "reason": self.reason, "index_url": self.index_url,
-                "filename": self.filename, "sha256": self.sha256, "installs": [i.to_json() for i in self.installs],
-                **({"isolation": self.isolation.to_json()} if self.isolation is not None else {})}
 
 
 # --- what can run here ----------------------------------------------------------------------
