@@ -29,7 +29,7 @@ from builders.channels.evidence import (
     TargetVerdict,
     ValidationRecord,
 )
-from builders.channels.ledger import ChannelState, Ledger, chained
+from builders.channels.ledger import ChannelState, Ledger, chained, fold
 from builders.channels.publishing import (
     PublishFacts,
     current_pages,
@@ -248,10 +248,17 @@ def record_of_plan(promotion: Promotion) -> PromotionRecord:
                            before=tuple((folder, keys) for folder, keys in promotion.before))
 
 
-def record_of(promotion: Promotion, entry: LedgerEntry) -> PromotionRecord:
-    """The promotion's record beside the channels (what ``rollback`` reads): derived from the plan and the entry
-    alone, so that a rerun writes the same bytes."""
-    return dataclasses.replace(record_of_plan(promotion), at=entry.at, ledger_entry=entry.id)
+def record_of(promotion: Promotion, state: ChannelState, entry: LedgerEntry) -> PromotionRecord:
+    """The promotion's record beside the channels (what ``rollback`` reads): derived from the plan and the ledger
+    alone (``unchanged`` and ``before``: what the ledger held before ``entry``, not what a run cut short left in
+    the bucket), so that a rerun writes the same bytes."""
+    before = fold(e for e in state.entries[:[e.id for e in state.entries].index(entry.id)])
+    unchanged = tuple(sorted(r.dest for r in promotion.release
+                             if (held := before.files.get(r.dest)) is not None and held.sha256 == r.sha256))
+    listed = tuple((dest, tuple(sorted(k for k, f in before.files.items() if k.startswith(dest) and f.form != "metadata")))
+                   for _src, dest in promotion.folders)
+    return dataclasses.replace(record_of_plan(promotion), at=entry.at, ledger_entry=entry.id, unchanged=unchanged,
+                               before=listed)
 
 
 # --- gather ------------------------------------------------------------------------------------

@@ -99,7 +99,7 @@ def apply(opts: Options, m: Matrix, bucket: Bucket, ledger: Ledger, facts: promo
         console.line(f"{opts.simple_url}: serves the {len(plan.pypi)} PyPI file(s), each with its sha256")
     key = publishing.record_key(ChannelName.RELEASE.value, ours)
     if planned.record:
-        promoting.store_record(bucket, promoting.record_of(plan, ours), ours)
+        promoting.store_record(bucket, promoting.record_of(plan, state, ours), ours)
     console.line(f"{bucket.url}: the promotion's record: {key} (rollback --promotion {ours.id}, or KEY)")
     finished = finished_parts(facts, planned)
     if finished:

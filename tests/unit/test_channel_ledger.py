@@ -296,4 +296,5 @@ def test_a_promotion_copies_commits_renders_uploads_and_records_then_is_done(shi
                                pypi_done=("p-1-py3-none-any.whl",))
     again = promoting.plan(finished, at="2026-12-01T00:00:00.000000Z", writer="w")
     assert again.done and again.entry is None
-    assert promoting.record_of(finished.promotion, entry).ledger_entry == entry.id
+    record = promoting.record_of(finished.promotion, committed, entry)
+    assert record.ledger_entry == entry.id and record.unchanged == ()
