@@ -537,27 +537,35 @@ def test_a_promotion_killed_at_each_write_reruns_to_the_same_end(
     print(f"\n{points} kill points: {writes}")
     assert sum(w.startswith("copy ") for w in writes) == 2 and sum(w.startswith("pypi ") for w in writes) == 1, writes
     assert any("publish-records/release/" in w for w in writes) and any("ledger/release/entries/" in w for w in writes)
-    index, landed = s3.http_url + "downloads/whl/cpu/", []
+    after = s3.files("downloads")
+    capsys.readouterr()
+    assert main(argv) == 0  # a rerun of a finished promotion
+    again = capsys.readouterr()
+    assert "already done" in again.out + again.err and s3.files("downloads") == after
+    index, landed, spent = s3.http_url + "downloads/whl/cpu/", [], {"killed": 0.0, "pip": 0.0, "rerun": 0.0}
     for kill in range(points):
         restore(s3, before, pypi)
         fresh(kill)
+        clock = time.monotonic()
         with pytest.raises(Killed):
             main(argv)
         fresh(None)
+        spent["killed"] += time.monotonic() - clock
+        clock = time.monotonic()
         got = pip_install(index, "minifw==2.15.0+cpu", tmp_path / f"pip{kill}")
+        spent["pip"] += time.monotonic() - clock
         listed = (bucket / "whl/cpu/minifw/index.html").is_file()
         assert got.returncode == 0 if listed else "No matching distribution" in got.stderr, (writes[kill], got.stderr)
         assert "404" not in got.stderr and "hash" not in got.stderr.lower(), (writes[kill], got.stderr)
         landed.append("new" if got.returncode == 0 else "old")
         capsys.readouterr()
+        clock = time.monotonic()
         assert main(argv) == 0, writes[kill]
+        spent["rerun"] += time.monotonic() - clock
         said = capsys.readouterr()
         assert "finished a promotion cut short" in said.out + said.err or kill == 0, (writes[kill], said)
         assert release_state(s3, pypi) == whole, f"kill at write {kill} of {points}: {writes[kill]}"
-        after = s3.files("downloads")
-        assert main(argv) == 0
-        again = capsys.readouterr()
-        assert "already done" in again.out + again.err and s3.files("downloads") == after
     seconds = time.monotonic() - started
-    print(f"{points} kill points in {seconds:.0f} s; pip installed: {' '.join(landed)}")
+    print(f"{points} kill points in {seconds:.0f} s ({', '.join(f'{k} {v:.0f} s' for k, v in spent.items())}); "
+          f"pip installed: {' '.join(landed)}")
     assert landed[0] == "old" and landed[-1] == "new", landed
