@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from builders.base.errors import SelectionError
-from builders.channels.evidence import LedgerEntry, YankMark
+from builders.channels.evidence import LedgerEntry, PromotionRecord, YankMark
 from builders.channels.ledger import ChannelState
 from builders.channels.publishing import PublishFacts, render
 
@@ -62,14 +61,14 @@ def yank_entry(state: ChannelState, *, project: str, version: Version, reason: s
                  note=f"{'undo: ' if reason is None else ''}{version}")
 
 
-def promotion_entry(state: ChannelState, which: str, record: Mapping[str, Any] | None) -> LedgerEntry:
+def promotion_entry(state: ChannelState, which: str, record: PromotionRecord | None) -> LedgerEntry:
     """The promotion ``which`` names: a ledger entry id, or the record read from a file or object (its manifest's
     sha256 and version pick the entry)."""
     promotions = [e for e in state.entries if e.kind == "promotion" and e.promotion is not None]
     for entry in promotions:
         if entry.id == which or (record is not None and entry.promotion is not None
-                                 and entry.promotion.manifest_sha256 == record.get("manifest_sha256")
-                                 and entry.promotion.version == record.get("version")):
+                                 and entry.promotion.manifest_sha256 == record.manifest_sha256
+                                 and entry.promotion.version == record.version):
             return entry
     known = ", ".join(f"{e.id} ({e.promotion.version})" for e in promotions if e.promotion) or "none"
     raise SelectionError(f"{which}: no promotion of the release ledger is that id or record (promotions: {known}; "

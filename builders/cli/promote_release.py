@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import datetime
-import json
 from pathlib import Path
 
 from builders.base import redact, safe_output
 from builders.base.console import Console
 from builders.base.errors import SelectionError
-from builders.channels import releasing
-from builders.channels.ledger import open_ledger
+from builders.channels import promoting, publishing
+from builders.channels.ledger import ChannelState, Ledger, open_ledger
 from builders.cli import load
 from builders.cli.arguments import FLAG, Options
 from builders.index import manifest, promotion
@@ -32,10 +30,12 @@ DESCRIPTION = ("Release the candidate that --manifest describes, without rebuild
                "the project's limits with what the package server already holds, their requirements right for "
                "their platforms; the version not on the package server; twine and its credentials present). Then "
                "the manifest's files (and the requirements mirrored beside them), and nothing else the test channel "
-               "holds, are copied server-side to the release channel and their sha256 checked, the release pages "
-               "written, the promotion recorded in the bucket (publish-records/release/, what `rollback` reads), "
-               "and only then the PyPI wheels uploaded with twine and the package server polled until it serves "
-               "each (exit 21 otherwise). A refusal (exit 43) writes nothing.")
+               "holds, are copied server-side to the release channel and their sha256 checked, the promotion "
+               "appended to the release ledger (the commit point: before it no page changes), the pages rendered "
+               "from the ledger and each link checked, the PyPI wheels the package server lacks uploaded with twine "
+               "and the server polled until it serves each (exit 21 otherwise), and the promotion recorded in the "
+               "bucket (publish-records/release/). A run cut short finishes when run again; a finished one says "
+               "already done. A refusal (exit 43) writes nothing.")
 
 
 def execute(opts: Options, console: Console) -> int:
@@ -47,7 +47,11 @@ def execute(opts: Options, console: Console) -> int:
         raise SelectionError("--pypi-wheels needs --repository-url and --simple-url (the package server)")
     env = dict(opts.env)
     bucket = open_bucket(opts.bucket, env)
-    plan = promotion.plan(bucket, m, targets, evidence(opts, m, pypi_files, env))
+    release = manifest.load(opts.manifest)
+    found = promotion.plan(bucket, m, targets, evidence(opts, m, release, pypi_files, env))
+    plan = promoting.weigh(found, release, [t.id for t in targets],
+                           [promoting.read_record(p) for p in opts.validation],
+                           [promoting.read_record(p) for p in opts.pypi_validation], policy(opts, m)[1])
     write_record(opts.record, plan)
     show(console, plan)
     promotion.preflight(plan)
@@ -55,54 +59,78 @@ def execute(opts: Options, console: Console) -> int:
                  f"{len(plan.pypi)} PyPI file(s)")
     if opts.dry_run:
         return 0
-    if not release_in_ledger(opts, m, bucket, plan, console, env):
+    ledger = open_ledger(bucket, ChannelName.RELEASE.value, env)
+    facts = promoting.gather(bucket, ledger, plan, m.channels.channel(ChannelName.RELEASE),
+                             labels=[v.label for v in m.variants],
+                             validations=[p.read_bytes() for p in [*opts.validation, *opts.pypi_validation]])
+    planned = promoting.plan(facts, at=publishing.now(), writer=ledger.writer)
+    if planned.done:
+        console.line(f"{bucket.url}: already done: {plan.version} is released from this manifest (ledger entry "
+                     f"{_entry_id(facts.state, plan)}), its pages and record are written and every PyPI file is on "
+                     "the package server with its sha256; nothing written")
         return 0
-    if plan.pypi_done:
-        console.line(f"{opts.simple_url}: {len(plan.pypi_done)} of {len(plan.pypi)} PyPI file(s) uploaded already with "
-                     "the manifest's sha256 (an upload cut short): the rest is uploaded")
-    if plan.pypi:
-        promotion.upload_pypi(plan, opts.repository_url, env)
-        promotion.audit_pypi(plan, opts.simple_url, m.project.name, timeout=opts.audit_timeout)
-        console.line(f"{opts.simple_url}: serves the {len(plan.pypi)} uploaded file(s), each with its sha256")
+    apply(opts, m, bucket, ledger, facts, planned, console)
     return 0
 
 
-def release_in_ledger(opts: Options, m: Matrix, bucket: Bucket, plan: promotion.Promotion, console: Console,
-                      env: dict[str, str]) -> bool:
-    """The copies and pages (index/promotion), then the promotion's entry in the release ledger (adopted from its
-    pages first); False when the ledger and the package server hold this release already (nothing written)."""
-    release = m.channels.channel(ChannelName.RELEASE)
-    ledger = open_ledger(bucket, release.name.value, env)
-    folders = releasing.folders_of(release, [v.label for v in m.variants])
-    state = releasing.settle(bucket, ledger, folders)
-    if releasing.held(state, plan.version, plan.manifest) and not plan.copies and len(plan.pypi_done) == len(plan.pypi):
-        console.line(f"{bucket.url}: already done: {plan.version} is released from this manifest (ledger) and every "
-                     "PyPI file is on the package server with its sha256; nothing written")
-        return False
-    key = promotion.copy_release(bucket, plan, at=datetime.datetime.now(datetime.UTC))
-    sizes = {k: o.size for _label, folder in folders for k, o in bucket.listing(folder).items()}
-    entry = releasing.record(ledger, releasing.promotion_entry(
-        dict(plan.held), {p.key: p.source for p in plan.pages if isinstance(p.source, bytes)}, sizes,
-        version=plan.version, manifest_sha256=plan.manifest,
-        validations=releasing.validation_bytes([*opts.validation, *opts.pypi_validation]), writer=ledger.writer))
-    console.line(f"{bucket.url}: release channel updated, every copy's sha256 checked; the promotion's record: {key} "
-                 f"(rollback --promotion KEY); ledger entry {entry.id if entry else '(held already)'}")
-    return True
+def _entry_id(state: ChannelState, plan: promotion.Promotion) -> str:
+    entry = promoting.committed_entry(state, plan)
+    return entry.id if entry else "?"
 
 
-def evidence(opts: Options, m: Matrix, pypi_files: list[Path], env: dict[str, str]) -> promotion.Evidence:
-    """Everything the preflight weighs besides the bucket, gathered before the plan (reads only)."""
+def apply(opts: Options, m: Matrix, bucket: Bucket, ledger: Ledger, facts: promoting.PromoteFacts,
+          planned: promoting.PromotePlan, console: Console) -> None:
+    """The copies, the ledger entry (the commit point), the pages and their links, the PyPI files, the record
+    (:mod:`builders.channels.promoting`); says what a rerun finished."""
+    plan = facts.promotion
+    promoting.copy(bucket, planned)
+    entry, state = promoting.commit(ledger, facts, at=planned.entry.at if planned.entry else publishing.now())
+    ours = entry or promoting.committed_entry(state, plan)
+    assert ours is not None  # the ledger holds the promotion once commit returns
+    written = promoting.render_and_check(bucket, ledger, facts, state)
+    console.line(f"{bucket.url}: {len(planned.copies)} file(s) copied and verified, ledger entry {ours.id}"
+                 f"{'' if entry else ' (held already)'}, {len(written)} page(s) written, every link checked")
+    if plan.pypi_done:
+        console.line(f"{opts.simple_url}: {len(plan.pypi_done)} of {len(plan.pypi)} PyPI file(s) uploaded already with "
+                     "the manifest's sha256 (an upload cut short): the rest is uploaded")
+    promotion.upload_pypi(planned.pypi, opts.repository_url, dict(opts.env))
+    if plan.pypi:
+        promotion.audit_pypi(plan, opts.simple_url, m.project.name, timeout=opts.audit_timeout)
+        console.line(f"{opts.simple_url}: serves the {len(plan.pypi)} PyPI file(s), each with its sha256")
+    key = publishing.record_key(ChannelName.RELEASE.value, ours)
+    if planned.record:
+        promoting.store_record(bucket, promoting.record_of(plan, state, ours), ours)
+    console.line(f"{bucket.url}: the promotion's record: {key} (rollback --promotion {ours.id}, or KEY)")
+    finished = finished_parts(facts, planned)
+    if finished:
+        console.line(f"finished a promotion cut short: {finished}")
+
+
+def finished_parts(facts: promoting.PromoteFacts, planned: promoting.PromotePlan) -> str:
+    """What this run did of a promotion an earlier run began (``""``: none was begun)."""
+    plan = facts.promotion
+    begun = (planned.entry is None or plan.pypi_done
+             or any(facts.stored.get(c.dest) == c.sha256 for c in promoting.copies_of(plan)))
+    if not begun:
+        return ""
+    parts = [f"{len(planned.copies)} copy(ies)" if planned.copies else "",
+             "the ledger entry" if planned.entry else "", f"{len(planned.writes)} page(s)" if planned.writes else "",
+             f"{len(planned.pypi)} PyPI file(s)" if planned.pypi else "", "the record" if planned.record else ""]
+    return ", ".join(p for p in parts if p)
+
+
+def evidence(opts: Options, m: Matrix, release: manifest.Manifest, pypi_files: list[Path],
+             env: dict[str, str]) -> promotion.Evidence:
+    """Everything the preflight weighs besides the bucket and the validation records (reads only)."""
     limits, accept = policy(opts, m)
     version = str(m.project.version.public)
-    release = manifest.load(opts.manifest)
     server = (promotion.server_facts(opts.simple_url, m.project.name, version) if opts.simple_url
               else promotion.Server())
     expected = {"version": opts.expect_version or "", "tag": opts.expect_tag or "", "commit": opts.expect_commit or "",
                 "run_id": opts.expect_run_id or ""}
     uploads = bool(pypi_files)
     return promotion.Evidence(
-        manifest=release, records=[promotion.read_record(p) for p in opts.validation],
-        pypi_records=[promotion.read_record(p) for p in opts.pypi_validation], pypi_files=pypi_files, accept=accept,
+        manifest=release, pypi_files=pypi_files, accept=accept,
         limits=limits, expected=expected, server=server,
         upload_problem=promotion.upload_problem(env, trusted_publishing=opts.trusted_publishing) if uploads else "",
         requirement_problems=requirement_problems(m, pypi_files))
@@ -136,5 +164,7 @@ def policy(opts: Options, m: Matrix) -> tuple[promotion.PypiLimits, tuple[Accept
 
 
 def write_record(path: Path | None, plan: promotion.Promotion) -> None:
+    """``--record``: the preflight's verdict as a promotion record (no ledger entry yet: rollback finds the promotion
+    by its manifest and version)."""
     if path is not None:
-        safe_output.write_text(path, json.dumps(redact.scrub(plan.to_json()), indent=2, sort_keys=True) + "\n")
+        safe_output.write_text(path, redact.redact(promoting.record_of_plan(plan).to_json().decode()))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from builders.base.console import Console
 from builders.base.errors import InputError, Problem
 from builders.channels import publishing, yanking
-from builders.channels.evidence import LedgerEntry
+from builders.channels.evidence import LedgerEntry, PromotionRecord
 from builders.channels.ledger import ChannelState, open_ledger
 from builders.cli import load
 from builders.cli.arguments import Options
@@ -60,16 +59,11 @@ def execute(opts: Options, console: Console) -> int:
     return 0
 
 
-def read_record(bucket: Bucket, where: str) -> dict:
-    """The promotion's record: a local file if ``where`` is one, else the bucket's object of that key."""
+def read_record(bucket: Bucket, where: str) -> PromotionRecord:
+    """The promotion's record: a local file if ``where`` is one, else the bucket's object of that key (exit 20
+    naming the file and the key when it is not a promotion record)."""
     local = Path(where)
     data = local.read_bytes() if local.is_file() else bucket.read_if_there(where)
     if data is None:
         raise InputError([Problem(message=f"{where}: no such file, nor an object in {bucket.url}")])
-    try:
-        record = json.loads(data)
-    except ValueError as exc:
-        raise InputError([Problem(message=f"{where}: not a publish record: {exc}")]) from None
-    if not isinstance(record, dict):
-        raise InputError([Problem(message=f"{where}: not a publish record")])
-    return record
+    return PromotionRecord.from_json(data, where)

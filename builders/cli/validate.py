@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from pathlib import Path
 
+from builders.base import redact, safe_output
 from builders.base.console import Console
 from builders.base.errors import SelectionError, ValidationFailed
+from builders.channels.evidence import Containment, InstallVerdict, TargetVerdict, ValidationRecord
 from builders.cli import load
 from builders.cli.arguments import Options
 from builders.index import manifest, validate
@@ -44,20 +46,45 @@ def execute(opts: Options, console: Console) -> int:
             console.line(f"staging index of {opts.pypi_wheels}: {index_url}")
         host = detect(built.pythons, dict(opts.env), engines=False)
 
-        def keep(done: Sequence[validate.Validated]) -> dict[str, Any]:
-            data = validate.record(done, channel="pypi" if opts.pypi else channel.name.value,
-                                   version=str(built.project.version), project=m.project.name, host=host,
-                                   manifest=release.digest if release else "")
-            validate.write_record(opts.record, data)
+        def keep(done: Sequence[validate.Validated]) -> ValidationRecord:
+            data = record(done, channel="pypi" if opts.pypi else channel.name.value,
+                          version=str(built.project.version), project=m.project.name, host=host.platform,
+                          manifest=release.digest if release else "")
+            write_record(opts.record, data)
             return data
 
         results = validated(built, channel, targets, opts, index_url, release, console, keep)
     data = keep(results)
-    console.line(f"{opts.record}: {data['passed']} passed, {data['failed']} failed, {data['not-runnable']} not runnable, "
-                 f"{data['not-published']} not published")
-    if data["failed"] or not data["passed"]:
-        raise ValidationFailed(f"{data['failed']} target(s) failed, {data['passed']} passed (record: {opts.record})")
+    passed, failed = data.count(validate.PASSED), data.count(validate.FAILED)
+    console.line(f"{opts.record}: {passed} passed, {failed} failed, {data.count(validate.NOT_RUNNABLE)} not runnable, "
+                 f"{data.count(validate.NOT_PUBLISHED)} not published")
+    if failed or not passed:
+        raise ValidationFailed(f"{failed} target(s) failed, {passed} passed (record: {opts.record})")
     return 0
+
+
+def record(results: Sequence[validate.Validated], *, channel: str, version: str, project: str, host: str,
+           manifest: str = "") -> ValidationRecord:
+    """The validation record: each target's verdict, and the digest of the manifest validated against (``""``:
+    none; promotion takes only records of its manifest)."""
+    return ValidationRecord(project=project, channel=channel, version=version, host=host, manifest_sha256=manifest,
+                            targets=tuple(verdict(r) for r in results))
+
+
+def verdict(result: validate.Validated) -> TargetVerdict:
+    iso = result.isolation
+    return TargetVerdict(
+        target=result.target, status=result.status, reason=result.reason, index_url=result.index_url,
+        installs=tuple(InstallVerdict(installer=i.installer, status=i.status, reason=i.reason, filename=i.filename,
+                                      sha256=i.sha256) for i in result.installs),
+        isolation=None if iso is None else Containment(pid_namespace=iso.complete, why=iso.why,
+                                                       environment="allowlisted"))
+
+
+def write_record(path: Path, data: ValidationRecord) -> None:
+    """Write the record whole (a temporary file renamed over it): written after each target, so a job that
+    reaches its timeout keeps every verdict it reached, and a reader never sees half a file."""
+    safe_output.write_text(path, redact.redact(data.to_json().decode()))
 
 
 def validated(m: Matrix, channel: ReleaseChannel, targets: tuple[Target, ...], opts: Options, index_url: str | None,

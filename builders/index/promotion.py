@@ -1,8 +1,8 @@
 """Promotion without a rebuild: exactly the manifest's validated files, copied from test to release, then PyPI.
 
-Plan, preflight, apply. The plan reads the candidate's release manifest (:mod:`builders.index.manifest`),
-the validation records, the bucket (the test channel's pages and objects, the release channel's
-objects) and the package server; the preflight refuses, before anything irreversible, when
+The plan reads the candidate's release manifest (:mod:`builders.index.manifest`), the bucket (the test
+channel's pages and objects, the release channel's objects) and the package server; the preflight refuses,
+before anything irreversible, when
 
 - the manifest is not a candidate of the matrix's version, or not the run the dispatch names (version,
   tag, commit, run id), or a record validated another manifest (or none);
@@ -19,34 +19,29 @@ objects) and the package server; the preflight refuses, before anything irrevers
   server cannot be asked, or the upload could not run (twine, credentials).
 
 Only the manifest's files are released: a file the test channel still holds from an earlier candidate
-is listed as left out. Apply copies each file server-side, checks each copy's sha256 (the store's
-checksum, else read back), writes the release pages, and records the promotion in the bucket
-(``publish-records/release/``: what it released and what the pages listed before), which ``rollback``
-reads; only then the PyPI wheels are uploaded (twine) and the package server polled until it serves
-each with its sha256. A refusal writes nothing anywhere.
+is listed as left out. The validation records are weighed, and the promotion applied through the
+release ledger, in :mod:`builders.channels.promoting`; here are the reads of the bucket and the package
+server the preflight needs, and the PyPI upload and poll. A refusal writes nothing anywhere.
 """
 
 from __future__ import annotations
 
-import datetime
 import importlib.util
 import json
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from builders.base.errors import AuditError, InputError, PreflightRefused, Problem
+from builders.base.errors import AuditError, PreflightRefused
 from builders.base.process import run
 from builders.index import PAGE_LIMIT, PAGE_TIMEOUT, remote
 from builders.index.manifest import LABELLED, PYPI, Manifest, ManifestFile, identity_problems
-from builders.index.mirror import RECORD
-from builders.index.objectstore import Bucket, cache_control
-from builders.index.publish import SiteEntry, Upload, index_pages, published_entries, store_record
+from builders.index.objectstore import Bucket
+from builders.index.publish import SiteEntry, published_entries
 from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB, AcceptedNotRunnable
 from builders.matrix.release_channels import ChannelName
@@ -62,6 +57,21 @@ class Copy:
     source: str
     dest: str
     sha256: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Released:
+    """One file the release holds afterwards, as the test channel serves it: where its copy comes from and what the
+    release ledger records of it (the wheel, and its PEP 658 ``.metadata``)."""
+
+    source: str
+    dest: str
+    sha256: str
+    size: int
+    requires_python: str | None
+    metadata_sha256: str
+    metadata_size: int
+    target: str = ""  # the target id of the project's own wheel; "" for a requirement mirrored beside it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,9 +107,6 @@ class Accepted:
     not_runnable: str
     by: AcceptedNotRunnable
 
-    def to_json(self) -> dict[str, str]:
-        return {"not_runnable": self.not_runnable, "accepted_by": self.by.targets, "reason": self.by.reason}
-
     def __str__(self) -> str:
         return f"{self.target} not runnable ({self.not_runnable}), accepted by {self.by.targets!r}: {self.by.reason}"
 
@@ -109,8 +116,6 @@ class Evidence:
     """What the preflight weighs besides the bucket: the manifest, the records, the PyPI files and the world."""
 
     manifest: Manifest
-    records: Sequence[Mapping[str, Any]]
-    pypi_records: Sequence[Mapping[str, Any]] = ()
     pypi_files: Sequence[Path] = ()
     accept: Sequence[AcceptedNotRunnable] = ()
     limits: PypiLimits = field(default_factory=PypiLimits)
@@ -125,7 +130,6 @@ class Promotion:
     version: str
     copies: tuple[Copy, ...]
     unchanged: tuple[str, ...]
-    pages: tuple[Upload, ...]
     pypi: tuple[PypiFile, ...]
     refusals: tuple[str, ...]
     accepted: tuple[Accepted, ...] = ()
@@ -135,108 +139,14 @@ class Promotion:
     before: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (release folder, the wheels its pages listed before)
     held: tuple[tuple[str, str], ...] = ()  # every release file of this release afterwards (copied or already there)
     pypi_done: tuple[str, ...] = ()  # PyPI files the package server holds already with the manifest's sha256
+    release: tuple[Released, ...] = ()  # every file of this release on the release channel, copied or not yet
+    folders: tuple[tuple[str, str], ...] = ()  # (test folder, release folder) of each label this release writes
 
     @property
     def released(self) -> dict[str, str]:
         """Every release wheel of this promotion, copied now or by an earlier try: key -> sha256."""
         return {k: sha for k, sha in self.held if k.endswith(".whl")}
 
-    def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "manifest_sha256": self.manifest, "copied": [c.dest for c in self.copies],
-                "unchanged": list(self.unchanged), "release_files": dict(self.held),
-                "left_out": list(self.left_out),
-                "pypi": {f.path.name: f.sha256 for f in self.pypi}, "refusals": list(self.refusals),
-                "accepted_not_runnable": {a.target: a.to_json() for a in self.accepted},
-                "pypi_limits": {"file_mb": self.limits.file_mb, "total_gb": self.limits.total_gb}}
-
-
-# --- validation records ---------------------------------------------------------------------------
-
-
-def read_record(path: Path) -> dict[str, Any]:
-    """A validation record (``validate --record``), an :class:`InputError` when it is not one."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError([Problem(message=f"{path}: not a validation record: {exc}")]) from None
-    if not isinstance(data, dict) or not isinstance(data.get("targets"), list):
-        raise InputError([Problem(message=f"{path}: not a validation record (no targets list)")])
-    return data
-
-
-def verdicts(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """target id -> its entries across every record (several hosts validate parts of one release)."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for data in records:
-        for entry in data.get("targets", []):
-            out.setdefault(entry["target"], []).append(entry)
-    return out
-
-
-def record_problems(records: Sequence[Mapping[str, Any]], manifest: Manifest, channel: str, what: str) -> list[str]:
-    """Why a record cannot speak for this manifest: another manifest (or none), version or channel."""
-    out = []
-    for number, data in enumerate(records, 1):
-        name = f"{what} record {number} (host {data.get('host', '?')})"
-        digest = data.get("manifest_sha256") or ""
-        if digest != manifest.digest:
-            out.append(f"{name} validated {'manifest ' + digest[:12] + '...' if digest else 'no manifest'}, not this "
-                       f"one ({manifest.digest[:12]}...): validate --manifest with the candidate's manifest")
-        if data.get("version") != manifest.version or data.get("channel") != channel:
-            out.append(f"{name} is of {data.get('channel')} {data.get('version')}, not {channel} {manifest.version}")
-    return out
-
-
-def file_refusals(files: Sequence[ManifestFile], found: Mapping[str, list[dict[str, Any]]],
-                  accept: Sequence[AcceptedNotRunnable], what: str) -> list[str]:
-    """Why a manifest file stops the release: not validated, failed, validated with other bytes, or not runnable and
-    not accepted. A pass counts only if every installer of it installed the manifest's bytes."""
-    out = []
-    for file in files:
-        entries = found.get(file.target, [])
-        passed = [e for e in entries if e["status"] == "passed"]
-        failed = [e for e in entries if e["status"] == "failed"]
-        if failed:  # a pass elsewhere does not outweigh it: a target passes only if every record of it passed
-            also = f" (it passed in {len(passed)} other record(s): every record of a target must pass)" if passed else ""
-            out.append(f"{file.target} failed {what}: {failed[0].get('reason', '')}{also}")
-        elif passed:
-            out += [f"{file.target}: {what} installed {why}, the manifest's {file.name} is {file.sha256}"
-                    for why in _other_bytes(passed, file)]
-        elif not entries:
-            out.append(f"{file.target} was never validated ({what}: no record names it)")
-        elif _acceptance(file.target, accept) is None:
-            out.append(f"{file.target} was not runnable where it was validated ({entries[0].get('reason', '')}) and "
-                       "nothing accepts it (the matrix's channels.promotion.accept_not_runnable, or "
-                       "--accept-not-runnable)")
-    return out
-
-
-def _other_bytes(passed: Sequence[Mapping[str, Any]], file: ManifestFile) -> list[str]:
-    """Each install of a passing entry that did not provably get the manifest's file."""
-    out = []
-    for entry in passed:
-        for install in entry.get("installs", []) or [entry]:
-            got = (install.get("filename", ""), install.get("sha256", ""))
-            if got != (file.name, file.sha256):
-                out.append(f"{got[0] or 'an unrecorded file'} (sha256 {got[1] or 'not recorded'}) with "
-                           f"{install.get('installer', 'an installer')}")
-    return out
-
-
-def accepted_targets(files: Sequence[ManifestFile], found: Mapping[str, list[dict[str, Any]]],
-                     accept: Sequence[AcceptedNotRunnable]) -> list[Accepted]:
-    """The manifest's files released unvalidated: validated nowhere, not runnable where tried, and accepted."""
-    out = []
-    for file in files:
-        entries = found.get(file.target, [])
-        by = _acceptance(file.target, accept)
-        if by is not None and entries and all(e["status"] == "not-runnable" for e in entries):
-            out.append(Accepted(target=file.target, not_runnable=entries[0].get("reason", ""), by=by))
-    return out
-
-
-def _acceptance(target_id: str, accept: Sequence[AcceptedNotRunnable]) -> AcceptedNotRunnable | None:
-    return next((a for a in accept if a.accepts(target_id)), None)
 
 
 # --- the plan -------------------------------------------------------------------------------------
@@ -247,48 +157,48 @@ def plan(bucket: Bucket, m: Matrix, targets: Sequence[Target], evidence: Evidenc
     manifest = evidence.manifest
     planned = {t.id for t in targets}
     files = tuple(f for f in manifest.of_form(LABELLED) if f.target in planned)
-    found = verdicts(evidence.records)
     refusals = identity_problems(manifest, m, evidence.expected)
-    refusals += record_problems(evidence.records, manifest, ChannelName.TEST.value, "validation")
     refusals += [f"{t.id} has no file in the manifest: the candidate did not build it"
                  for t in targets if manifest.for_target(t.id, LABELLED) is None]
-    refusals += file_refusals(files, found, evidence.accept, "validation")
     labels = {t.id: t.variant.label for t in targets}
     copies: list[Copy] = []
     unchanged: list[str] = []
-    pages: list[Upload] = []
     left_out: list[str] = []
     before: list[tuple[str, tuple[str, ...]]] = []
     held: list[tuple[str, str]] = []
+    release: list[Released] = []
+    folders: list[tuple[str, str]] = []
     for label in sorted({labels[f.target] for f in files}):
         mine = [f for f in files if labels[f.target] == label]
         step = _label_step(bucket, m, label, mine)
         copies += step.copies
         unchanged += step.unchanged
-        pages += step.pages
         left_out += step.left_out
         refusals += step.refusals
         before.append((step.dest, step.before))
         held += step.held
+        release += step.release
+        folders.append((step.src, step.dest))
     pypi = [PypiFile(path=p, sha256=file_sha256(p), size=p.stat().st_size) for p in sorted(evidence.pypi_files)]
     refusals += pypi_refusals(pypi, evidence, str(m.project.version.public))
     return Promotion(version=str(m.project.version), copies=tuple(copies), unchanged=tuple(unchanged),
-                     pages=tuple(pages), pypi=tuple(pypi), refusals=tuple(refusals),
-                     accepted=tuple(accepted_targets(files, found, evidence.accept)), limits=evidence.limits,
+                     pypi=tuple(pypi), refusals=tuple(refusals),
+                     limits=evidence.limits,
                      manifest=manifest.digest, left_out=tuple(left_out), before=tuple(before), held=tuple(sorted(held)),
-                     pypi_done=uploaded_already(pypi, evidence.server))
+                     pypi_done=uploaded_already(pypi, evidence.server), release=tuple(release), folders=tuple(folders))
 
 
 @dataclass(frozen=True, kw_only=True)
 class _Step:
+    src: str
     dest: str
     copies: tuple[Copy, ...]
     unchanged: tuple[str, ...]
-    pages: tuple[Upload, ...]
     left_out: tuple[str, ...]
     refusals: tuple[str, ...]
     before: tuple[str, ...]
     held: tuple[tuple[str, str], ...]
+    release: tuple[Released, ...]
 
 
 def _label_step(bucket: Bucket, m: Matrix, label: str, files: Sequence[ManifestFile]) -> _Step:
@@ -312,23 +222,24 @@ def _label_step(bucket: Bucket, m: Matrix, label: str, files: Sequence[ManifestF
             left_out.append(key)
     copies: list[Copy] = []
     unchanged: list[str] = []
-    kept = dict(stored)
     for key, entry in chosen.items():
         target_key = dest + key[len(src):]
         verdict = _released_state(bucket, target_key, entry)
         if verdict == "same":
             unchanged.append(target_key)
-            kept.setdefault(target_key, entry)
         elif verdict:
             refusals.append(verdict)
         else:
             copies += [Copy(source=key, dest=target_key, sha256=entry.info.sha256),
                        Copy(source=f"{key}.metadata", dest=f"{target_key}.metadata", sha256=entry.info.metadata_sha256)]
-            kept[target_key] = entry
-    pages = index_pages(bucket, dest, kept, bucket.read_if_there(f"{src}{RECORD}"))
     held = tuple((dest + key[len(src):], entry.info.sha256) for key, entry in chosen.items())
-    return _Step(dest=dest, copies=tuple(copies), unchanged=tuple(unchanged), pages=tuple(pages),
-                 left_out=tuple(left_out), refusals=tuple(refusals), before=tuple(sorted(stored)), held=held)
+    files_after = tuple(Released(source=key, dest=dest + key[len(src):], sha256=e.info.sha256, size=e.info.size,
+                             requires_python=e.info.requires_python, metadata_sha256=e.info.metadata_sha256,
+                             metadata_size=len(e.info.metadata), target=wanted[key].target if key in wanted else "")
+                    for key, e in sorted(chosen.items()))
+    return _Step(src=src, dest=dest, copies=tuple(copies), unchanged=tuple(unchanged),
+                 left_out=tuple(left_out), refusals=tuple(refusals), before=tuple(sorted(stored)), held=held,
+                 release=files_after)
 
 
 def _served_refusals(bucket: Bucket, key: str, entry: SiteEntry, file: ManifestFile) -> list[str]:
@@ -364,9 +275,6 @@ def pypi_refusals(files: Sequence[PypiFile], evidence: Evidence, version: str) -
         return []
     limits, server = evidence.limits, evidence.server
     out = _same_files(files, evidence.manifest)
-    out += record_problems(evidence.pypi_records, evidence.manifest, "pypi", "staging validation")
-    out += file_refusals(evidence.manifest.of_form(PYPI), verdicts(evidence.pypi_records), evidence.accept,
-                         "staging validation")
     if limits.file_mb > PYPI_MAX_FILE_MB:
         out.append(f"the declared PyPI file limit {limits.file_mb:g} MB is over the most PyPI grants "
                    f"({PYPI_MAX_FILE_MB:.0f} MB, 1 GiB): declare the limit PyPI granted the project")
@@ -485,30 +393,6 @@ def preflight(promotion: Promotion) -> None:
                                "copied or uploaded (each reason above)")
 
 
-def copy_release(bucket: Bucket, promotion: Promotion, *, at: datetime.datetime) -> str:
-    """Every file copied test -> release and its sha256 checked, then the release pages, then the promotion's
-    publish record (what ``rollback`` reads); returns the record's key."""
-    release = ChannelName.RELEASE.value
-    for copy in promotion.copies:
-        bucket.copy(copy.source, copy.dest, cache_control=cache_control(release, copy.dest))
-    for copy in promotion.copies:
-        actual = bucket.verified_sha256(copy.dest)
-        if actual != copy.sha256:
-            raise PreflightRefused(f"{copy.dest}: the copy's sha256 is {actual}, not {copy.sha256}; the release "
-                                   "pages were not written (remove the copies and promote again)")
-    for page in promotion.pages:
-        bucket.upload(page.key, page.source, cache_control=cache_control(release, page.key))
-    return store_record(bucket, release, promotion_record(promotion, at), at=at)
-
-
-def promotion_record(promotion: Promotion, at: datetime.datetime) -> dict[str, Any]:
-    """The promotion's publish record: what it released (key -> sha256) and what each page listed before."""
-    return {"channel": ChannelName.RELEASE.value, "kind": "promotion", "version": promotion.version,
-            "manifest_sha256": promotion.manifest, "at": at.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "released": promotion.released, "unchanged": list(promotion.unchanged),
-            "before": {folder: list(keys) for folder, keys in promotion.before}}
-
-
 def audit_pypi(promotion: Promotion, simple_url: str, project: str, *, timeout: float = 300.0,
                interval: float = 5.0) -> None:
     """Poll the package server until it lists every uploaded file with the planned sha256 (a CDN may lag);
@@ -528,9 +412,9 @@ def audit_pypi(promotion: Promotion, simple_url: str, project: str, *, timeout: 
         time.sleep(interval)
 
 
-def upload_pypi(promotion: Promotion, repository_url: str, env: Mapping[str, str]) -> None:
-    """twine, last: every PyPI file in one command (twine skips none; ``--skip-existing`` is never used)."""
-    lacking = [f for f in promotion.pypi if f.path.name not in set(promotion.pypi_done)]  # a rerun resumes
-    if lacking:
+def upload_pypi(files: Sequence[PypiFile], repository_url: str, env: Mapping[str, str]) -> None:
+    """twine, last, one file per command, so that a run cut short leaves whole files a rerun counts as done
+    (twine skips none; ``--skip-existing`` is never used: other bytes under a name must stop the release)."""
+    for f in files:
         run([sys.executable, "-m", "twine", "upload", "--non-interactive", "--disable-progress-bar",
-             "--repository-url", repository_url, *(str(f.path) for f in lacking)], env=env, timeout=3600)
+             "--repository-url", repository_url, str(f.path)], env=env, timeout=3600)

@@ -30,13 +30,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from builders.base import redact, safe_output
 from builders.base.errors import AuditError, DeviceMissing, ProcessError, SelectionError
 from builders.base.process import HostRunner, LogLike
 from builders.base.sandbox import Isolation, candidate_env, isolation
@@ -54,7 +52,6 @@ from builders.wheel.smoke import HIDDEN_ENV, INSTALLERS, find_uv, outcome, probe
 
 PASSED, FAILED, NOT_RUNNABLE, NOT_PUBLISHED = "passed", "failed", "not-runnable", "not-published"
 STATUSES = (PASSED, FAILED, NOT_RUNNABLE, NOT_PUBLISHED)
-RECORD_VERSION = 2  # 2: manifest_sha256, and with a manifest both installers' sha256
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,10 +74,6 @@ class Install:
     filename: str = ""
     sha256: str = ""
 
-    def to_json(self) -> dict[str, str]:
-        return {k: v for k, v in {"installer": self.installer, "status": self.status, "reason": self.reason,
-                                  "filename": self.filename, "sha256": self.sha256}.items() if v}
-
 
 @dataclass(frozen=True, kw_only=True)
 class Validated:
@@ -99,11 +92,6 @@ class Validated:
     @property
     def filename(self) -> str:
         return next((i.filename for i in self.installs if i.filename), "")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"target": self.target, "status": self.status, "reason": self.reason, "index_url": self.index_url,
-                "filename": self.filename, "sha256": self.sha256, "installs": [i.to_json() for i in self.installs],
-                **({"isolation": self.isolation.to_json()} if self.isolation is not None else {})}
 
 
 # --- what can run here ----------------------------------------------------------------------
@@ -373,15 +361,6 @@ def _prefixed(show: Progress, prefix: str) -> Progress:
     return lambda line: show(f"{prefix}: {line}")
 
 
-def record(results: Sequence[Validated], *, channel: str, version: str, project: str, host: Host,
-           manifest: str = "") -> dict[str, Any]:
-    """The validation record: each target's verdict, the totals, and the digest of the manifest validated against
-    (``""``: none; promotion takes only records of its manifest)."""
-    counts = {s: sum(1 for r in results if r.status == s) for s in STATUSES}
-    return {"record_version": RECORD_VERSION, "project": project, "channel": channel, "version": version,
-            "host": host.platform, "manifest_sha256": manifest, "targets": [r.to_json() for r in results], **counts}
-
-
 def channel_matrix(m: Matrix, channel: ReleaseChannel, version: str | None) -> Matrix:
     """The matrix as the channel built it (a nightly's date from ``--version``)."""
     if channel.name is not ChannelName.NIGHTLY:
@@ -391,7 +370,3 @@ def channel_matrix(m: Matrix, channel: ReleaseChannel, version: str | None) -> M
         raise SelectionError("validate --channel nightly needs --version, the dev release (such as "
                              f"{channel.nightly_base(m.project.version)}.dev20261201)")
     return m.on_channel(channel.name, day)
-def write_record(path: Path, data: Mapping[str, Any]) -> None:
-    """Write the record whole (a temporary file renamed over it): written after each target, so a job that
-    reaches its timeout keeps every verdict it reached, and a reader never sees half a file."""
-    safe_output.write_text(path, json.dumps(redact.scrub(data), indent=2, sort_keys=True) + "\n")

@@ -22,10 +22,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.requirements import Requirement
@@ -437,3 +439,133 @@ def test_promote_with_mixed_defaults_keeps_the_accelerator_runtime_off_the_x86_6
     for arch in others:
         assert runtime <= installed(arch), (arch, requires)
     ok(helpers.builders("verify", str(promoted), "--target", TARGET, "--matrix", matrix, cwd=root, timeout=300))
+
+
+class Killed(BaseException):
+    """promote-release stopped dead at a write (no handler of builders catches it): what a SIGKILL between two
+    requests leaves in the bucket and on the package server."""
+
+
+def counting_writes(monkeypatch: pytest.MonkeyPatch, kill_at: int | None) -> list[str]:
+    """Every write promote-release makes, in order: each object copy, upload (the ledger's entry, lease and head on
+    rclone, each page, the record) and deletion, each conditional head move, each PyPI file's twine upload; with
+    ``kill_at`` the command dies as that write starts."""
+    from builders.channels import ledger as ledger_mod
+    from builders.index import promotion as promotion_mod
+    from builders.index.objectstore import Bucket
+
+    writes: list[str] = []
+
+    def wrap(name: str, original: Any, *, bound: bool = True) -> Any:
+        def write(*args: Any, **kwargs: Any) -> Any:
+            what = args[1] if bound else next((a for a in args[0] if a.endswith(".whl")), "")
+            if not bound and "twine" not in args[0]:
+                return original(*args, **kwargs)
+            if kill_at is not None and len(writes) == kill_at:
+                raise Killed(f"killed at write {kill_at}: {name} {what}")
+            writes.append(f"{name} {what}")
+            return original(*args, **kwargs)
+        return write
+
+    for name in ("upload", "delete", "copy"):
+        monkeypatch.setattr(Bucket, name, wrap(name, getattr(Bucket, name)))
+    monkeypatch.setattr(ledger_mod.Ledger, "_put_conditional", wrap("head", ledger_mod.Ledger._put_conditional))
+    monkeypatch.setattr(promotion_mod, "run", wrap("pypi", promotion_mod.run, bound=False))
+    return writes
+
+
+def release_state(s3: ObjectStore, pypi: PackageServer) -> dict[str, Any]:
+    """What a reader of the release channel and of the package server gets, without what carries a time or a
+    writer (the ledger entry's and the record's ``at``, the entry ids, the lease)."""
+    files = s3.files("downloads")
+    out: dict[str, Any] = {k: sha256(v) for k, v in files.items() if k.startswith("whl/cpu/")}
+    head = json.loads(files["ledger/release/head.json"])
+    entry = json.loads(files[f"ledger/release/entries/{head['entry']}.json"])
+    out["ledger"] = (entry["seq"], entry["kind"], sorted((f["key"], f["sha256"]) for f in entry["added"]),
+                     entry["promotion"])
+    out["records"] = sorted(json.dumps({k: v for k, v in json.loads(v).items() if k not in ("at", "ledger_entry")},
+                                       sort_keys=True) for k, v in files.items() if k.startswith("publish-records/release/"))
+    out["pypi"] = {p.name: sha256(p.read_bytes()) for p in pypi.root.iterdir()}
+    return out
+
+
+def restore(s3: ObjectStore, before: dict[str, bytes], pypi: PackageServer) -> None:
+    """The bucket as it was before the promotion, through the S3 API (rclone caches what its folder holds: a change
+    behind its back is served wrong), and the package server without the files uploaded since."""
+    promote_writes = sorted(set(s3.files("downloads")) - set(before))
+    open_bucket(BUCKET, s3.env).delete(promote_writes)
+    assert s3.files("downloads") == before
+    for path in pypi.root.iterdir():
+        path.unlink()
+
+
+def test_a_promotion_killed_at_each_write_reruns_to_the_same_end(
+        root: Path, matrix_path: Path, wheelhouse: Path, servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 43's kill-anywhere for promote-release with its PyPI upload: the uninterrupted run's writes counted,
+    then the bucket and the package server put back as they were before it and the command killed at each write in
+    turn. Right after each kill pip installs from the release channel the new release, or finds no release at all
+    (the old state: no page lists it yet), never a 404 or a hash error; the rerun exits 0 and reaches the
+    uninterrupted run's end state (objects, pages, ledger, record, package server files); one more says "already
+    done" and writes nothing."""
+    from builders.channels import ledger as ledger_mod
+    from builders.cli import main
+
+    s3, _staging, pypi = servers
+    rc = make_candidate(root, s3, matrix_path, only(wheelhouse, TARGET, tmp_path / "w"), tmp_path / "rc", "v2.15.0-rc1")
+    pypi_validation = staged(root, s3, matrix_path, rc, tmp_path)
+    argv = ["promote-release", "--matrix", str(matrix_path), "--bucket", BUCKET, "--target", TARGET, "--manifest",
+            str(rc.manifest), "--validation", str(rc.validation), "--pypi-wheels", str(rc.pypi), "--pypi-validation",
+            str(pypi_validation), "--repository-url", pypi.url, "--simple-url", pypi.simple_url, "--audit-timeout", "30"]
+    for key, value in {**s3.env, **CREDENTIALS}.items():
+        monkeypatch.setenv(key, value)
+    bucket, before = s3.root / "downloads", s3.files("downloads")
+    assert not list(pypi.root.iterdir())
+
+    def fresh(kill_at: int | None) -> list[str]:
+        monkeypatch.undo()
+        for key, value in {**s3.env, **CREDENTIALS}.items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setattr(ledger_mod, "LEASE_SECONDS", 1.0)  # a killed holder's lease lapses within the test
+        monkeypatch.setattr(ledger_mod, "SETTLE_SECONDS", 0.05)  # one writer: no race to settle
+        return counting_writes(monkeypatch, kill_at)
+
+    started = time.monotonic()
+    writes = fresh(None)
+    assert main(argv) == 0
+    whole, points = release_state(s3, pypi), len(writes)
+    print(f"\n{points} kill points: {writes}")
+    assert sum(w.startswith("copy ") for w in writes) == 2 and sum(w.startswith("pypi ") for w in writes) == 1, writes
+    assert any("publish-records/release/" in w for w in writes) and any("ledger/release/entries/" in w for w in writes)
+    after = s3.files("downloads")
+    capsys.readouterr()
+    assert main(argv) == 0  # a rerun of a finished promotion
+    again = capsys.readouterr()
+    assert "already done" in again.out + again.err and s3.files("downloads") == after
+    index, landed, spent = s3.http_url + "downloads/whl/cpu/", [], {"killed": 0.0, "pip": 0.0, "rerun": 0.0}
+    for kill in range(points):
+        restore(s3, before, pypi)
+        fresh(kill)
+        clock = time.monotonic()
+        with pytest.raises(Killed):
+            main(argv)
+        fresh(None)
+        spent["killed"] += time.monotonic() - clock
+        clock = time.monotonic()
+        got = pip_install(index, "minifw==2.15.0+cpu", tmp_path / f"pip{kill}")
+        spent["pip"] += time.monotonic() - clock
+        listed = (bucket / "whl/cpu/minifw/index.html").is_file()
+        assert got.returncode == 0 if listed else "No matching distribution" in got.stderr, (writes[kill], got.stderr)
+        assert "404" not in got.stderr and "hash" not in got.stderr.lower(), (writes[kill], got.stderr)
+        landed.append("new" if got.returncode == 0 else "old")
+        capsys.readouterr()
+        clock = time.monotonic()
+        assert main(argv) == 0, writes[kill]
+        spent["rerun"] += time.monotonic() - clock
+        said = capsys.readouterr()
+        assert "finished a promotion cut short" in said.out + said.err or kill == 0, (writes[kill], said)
+        assert release_state(s3, pypi) == whole, f"kill at write {kill} of {points}: {writes[kill]}"
+    seconds = time.monotonic() - started
+    print(f"{points} kill points in {seconds:.0f} s ({', '.join(f'{k} {v:.0f} s' for k, v in spent.items())}); "
+          f"pip installed: {' '.join(landed)}")
+    assert landed[0] == "old" and landed[-1] == "new", landed

@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from builders.base.errors import SelectionError
-from builders.channels import publishing
-from builders.channels.evidence import FileRecord, Head, Lease, LedgerCorrupt, LedgerEntry, PromotionDigests, YankMark
+from builders.channels import promoting, publishing
+from builders.channels.evidence import (
+    FileRecord, Head, Lease, LedgerCorrupt, LedgerEntry, PromotionDigests, PromotionRecord, YankMark)
 from builders.channels.ledger import ChannelState, chained, fold
 from builders.families import loader as matrix
+from builders.index import promotion
 from builders.matrix.release_channels import ReleaseChannel
 
 A, B, C = ("a" * 64, "b" * 64, "c" * 64)
@@ -218,9 +220,9 @@ def test_a_rollback_is_found_by_id_or_record_and_happens_once() -> None:
     state = chain(promoted(key))
     promotion = state.entries[-1]
     assert yanking.promotion_entry(state, promotion.id, None) == promotion
-    assert yanking.promotion_entry(state, "any.json", {"version": "2.15.0", "manifest_sha256": A}) == promotion
+    assert yanking.promotion_entry(state, "any.json", PromotionRecord(version="2.15.0", manifest_sha256=A)) == promotion
     with pytest.raises(SelectionError, match="history"):
-        yanking.promotion_entry(state, "any.json", {"version": "2.15.0", "manifest_sha256": B})
+        yanking.promotion_entry(state, "any.json", PromotionRecord(version="2.15.0", manifest_sha256=B))
     rollback = yanking.rollback_entry(state, promotion, reason="broken", at="t", writer="w")
     assert rollback is not None and [m.key for m in rollback.yanks] == [key] and rollback.undoes == promotion.id
     after = state.after(chained(state, rollback))
@@ -246,3 +248,53 @@ def test_repair_renders_the_ledger_names_strays_and_lost_files(channels: Channel
     assert repairing.plan(dataclasses.replace(ev, pages=dict(fix.pages))).done
     swapped = repairing.plan(dataclasses.replace(ev, digests={**ev.digests, key: C}))
     assert swapped.lost == (key,)
+
+
+# --- promote-release's plan, from evidence alone --------------------------------------------------------------
+
+
+def promotion_facts(shipped_text: str, *, state: ChannelState, stored: dict[str, str | None],
+                    pages: dict[str, bytes | None] | None = None, recorded: frozenset[str] = frozenset(),
+                    pypi_done: tuple[str, ...] = ()) -> promoting.PromoteFacts:
+    """One labelled wheel of the shipped matrix promoted from test to release, with one PyPI file."""
+    m = matrix.loads(shipped_text)
+    test, release, label, project = (m.channels.channel("test"), m.channels.channel("release"), m.variants[0].label,
+                                     m.project.name)
+    file = name(project, str(m.project.version), label)
+    src, dest = f"{test.index_path(label)}{project}/{file}", f"{release.index_path(label)}{project}/{file}"
+    found = promotion.Promotion(
+        version=str(m.project.version), copies=(), unchanged=(), refusals=(), manifest=C, pypi_done=pypi_done,
+        pypi=(promotion.PypiFile(path=Path("/dist/p-1-py3-none-any.whl"), sha256=A, size=1),),
+        release=(promotion.Released(source=src, dest=dest, sha256=A, size=10, requires_python=">=3.11",
+                                    metadata_sha256=B, metadata_size=2, target="t"),),
+        folders=((test.index_path(label), release.index_path(label)),), held=((dest, A),))
+    site = publishing.PublishFacts(channel=release, project="", folders=((label, release.index_path(label)),), local={},
+                                   stored={}, objects=frozenset(), pages=pages or {}, mirror={}, state=state)
+    return promoting.PromoteFacts(promotion=found, validations=(b"record",), site=site, stored=stored,
+                                  recorded=recorded)
+
+
+def test_a_promotion_copies_commits_renders_uploads_and_records_then_is_done(shipped_text: str) -> None:
+    """The first run plans everything; after a kill between the wheel's copy and its .metadata's, only the
+    .metadata; once the ledger, pages, package server and record hold it, nothing: "already done"."""
+    first = promotion_facts(shipped_text, state=ChannelState(), stored={})
+    plan = promoting.plan(first, at="2026-12-01T00:00:00.000000Z", writer="w")
+    (wheel_copy, meta_copy) = plan.copies
+    assert meta_copy.dest == f"{wheel_copy.dest}.metadata" and (wheel_copy.sha256, meta_copy.sha256) == (A, B)
+    assert plan.entry is not None and plan.entry.promotion == PromotionDigests(
+        version=first.promotion.version, manifest_sha256=C, validation_sha256=(hashlib.sha256(b"record").hexdigest(),))
+    assert {(f.key, f.form) for f in plan.entry.added} == {(wheel_copy.dest, "wheel"), (meta_copy.dest, "metadata")}
+    page = next(v for k, v in plan.pages.items() if k.endswith("/index.json") and k.count("/") > 2)
+    assert [f["hashes"]["sha256"] for f in json.loads(page)["files"]] == [A]
+    assert set(plan.writes) == set(plan.pages) and plan.pypi and plan.record and not plan.done
+    cut = promotion_facts(shipped_text, state=ChannelState(), stored={wheel_copy.dest: A})
+    assert promoting.plan(cut, at="2026-12-01T00:00:00.000000Z", writer="w").copies == (meta_copy,)
+    committed = ChannelState().after(chained(ChannelState(), plan.entry))
+    entry = committed.entries[-1]
+    finished = promotion_facts(shipped_text, state=committed, stored={wheel_copy.dest: A, meta_copy.dest: B},
+                               pages=dict(plan.pages), recorded=frozenset({publishing.record_key("release", entry)}),
+                               pypi_done=("p-1-py3-none-any.whl",))
+    again = promoting.plan(finished, at="2026-12-01T00:00:00.000000Z", writer="w")
+    assert again.done and again.entry is None
+    record = promoting.record_of(finished.promotion, committed, entry)
+    assert record.ledger_entry == entry.id and record.unchanged == ()

@@ -137,7 +137,7 @@ def verdict(tid: str, status: str, reason: str = "", filename: str = "", sha: st
 
 
 def test_a_preflight_with_reasons_refuses() -> None:
-    plan = promotion.Promotion(version="2.15.0", copies=(), unchanged=(), pages=(), pypi=(), refusals=("why",))
+    plan = promotion.Promotion(version="2.15.0", copies=(), unchanged=(), pypi=(), refusals=("why",))
     with pytest.raises(PreflightRefused, match="nothing was copied or uploaded"):
         promotion.preflight(plan)
 

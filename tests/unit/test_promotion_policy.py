@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from builders import cli
+from builders.channels import promoting
+from builders.channels.evidence import InstallVerdict, PromotionRecord, TargetVerdict, ValidationRecord
 from builders.cli import arguments, promote_release
 from builders.families import loader as matrix
 from builders.index import promotion
@@ -146,11 +148,8 @@ def preflight_of_pypi(wheel: Path, limits: promotion.PypiLimits, version: str,
     file = ManifestFile(name=wheel.name, sha256=file_sha256(wheel), size=wheel.stat().st_size, target="t", form=PYPI)
     release = Manifest(project="p", version=version, channel="test", commit="c", tag=f"v{version}-rc1", run_id="1",
                        files=(file,))
-    record = {"manifest_sha256": release.digest, "version": version, "channel": "pypi", "targets": [
-        {"target": "t", "status": "passed", "filename": wheel.name, "sha256": file.sha256}]}
     files = [promotion.PypiFile(path=wheel, sha256=file.sha256, size=file.size)]
-    evidence = promotion.Evidence(manifest=release, records=(), pypi_records=[record], limits=limits,
-                                  server=server or promotion.Server())
+    evidence = promotion.Evidence(manifest=release, limits=limits, server=server or promotion.Server())
     return promotion.pypi_refusals(files, evidence, version)
 
 
@@ -195,8 +194,10 @@ def test_a_limit_option_must_be_above_zero(shipped_text: str, tmp_path: Path, va
         promote_options(tmp_path, shipped_text, "--file-limit-mb", value)
 
 
-def not_runnable(targets: list[Target], why: str) -> dict:
-    return {"targets": [{"target": t.id, "status": "not-runnable", "reason": why} for t in targets]}
+def not_runnable(targets: list[Target], why: str) -> ValidationRecord:
+    return ValidationRecord(project="p", channel="test", version="1", host="h", manifest_sha256="",
+                            targets=tuple(TargetVerdict(target=t.id, status="not-runnable", reason=why)
+                                          for t in targets))
 
 
 def test_a_target_the_matrix_accepts_is_released_with_its_reason(shipped_text: str, tmp_path: Path) -> None:
@@ -205,16 +206,17 @@ def test_a_target_the_matrix_accepts_is_released_with_its_reason(shipped_text: s
     glob = f"{accepted.variant.label}-*"
     opts, m = promote_options(tmp_path, with_accepts(shipped_text, (glob, "no runner has this device")))
     _, accept = promote_release.policy(opts, m)
-    found = promotion.verdicts([not_runnable([accepted, other], "no such device here")])
-    assert promotion.file_refusals(files_of([accepted]), found, accept, "validation") == []
-    (refusal,) = promotion.file_refusals(files_of([accepted, other]), found, accept, "validation")
+    found = promoting.verdicts([not_runnable([accepted, other], "no such device here")])
+    assert promoting.file_refusals(files_of([accepted]), found, accept, "validation") == []
+    (refusal,) = promoting.file_refusals(files_of([accepted, other]), found, accept, "validation")
     assert other.id in refusal and "channels.promotion.accept_not_runnable" in refusal
-    (released,) = promotion.accepted_targets(files_of([accepted, other]), found, accept)
+    (released,) = promoting.accepted_targets(files_of([accepted, other]), found, accept)
     assert (released.target, released.by.targets, released.by.reason) == (accepted.id, glob, "no runner has this device")
-    record = promotion.Promotion(version=str(m.project.version), copies=(), unchanged=(), pages=(), pypi=(),
-                                 refusals=(), accepted=(released,)).to_json()
-    assert record["accepted_not_runnable"] == {accepted.id: {"not_runnable": "no such device here",
-                                                             "accepted_by": glob, "reason": "no runner has this device"}}
+    record = promoting.record_of_plan(promotion.Promotion(version=str(m.project.version), copies=(), unchanged=(),
+                                                          pypi=(), refusals=(), accepted=(released,),
+                                                          manifest="b" * 64))
+    assert dict(record.accepted) == {accepted.id: str(released)}
+    assert PromotionRecord.from_json(record.to_json(), "record.json") == record
     assert "no runner has this device" in str(released) and accepted.id in str(released)
 
 
@@ -225,9 +227,9 @@ def test_globs_given_on_the_command_line_replace_the_matrixs(shipped_text: str, 
     opts, m = promote_options(tmp_path, text, "--accept-not-runnable", other.id)
     _, accept = promote_release.policy(opts, m)
     assert [(a.targets, a.reason) for a in accept] == [(other.id, "given on the command line (--accept-not-runnable)")]
-    found = promotion.verdicts([not_runnable([first, other], "no such device here")])
-    assert [a.target for a in promotion.accepted_targets(files_of([first, other]), found, accept)] == [other.id]
-    (refusal,) = promotion.file_refusals(files_of([first, other]), found, accept, "validation")
+    found = promoting.verdicts([not_runnable([first, other], "no such device here")])
+    assert [a.target for a in promoting.accepted_targets(files_of([first, other]), found, accept)] == [other.id]
+    (refusal,) = promoting.file_refusals(files_of([first, other]), found, accept, "validation")
     assert first.id in refusal
 
 
@@ -235,11 +237,15 @@ def test_a_target_passes_only_if_every_record_of_it_passed(shipped_text: str) ->
     """One passing and one failing record of the same target, in either order of --validation: refused."""
     (target,) = expand(matrix.loads(shipped_text))[0][:1]
     files = files_of([target])
-    passed = {"targets": [{"target": target.id, "status": "passed", "sha256": files[0].sha256,
-                           "installs": [{"installer": "pip", "sha256": files[0].sha256}]}]}
-    failed = {"targets": [{"target": target.id, "status": "failed", "reason": "smoke failed on host B"}]}
+    def record(verdict: TargetVerdict) -> ValidationRecord:
+        return ValidationRecord(project="p", channel="test", version="1", host="h", manifest_sha256="",
+                                targets=(verdict,))
+
+    passed = record(TargetVerdict(target=target.id, status="passed", installs=(
+        InstallVerdict(installer="pip", status="passed", filename=files[0].name, sha256=files[0].sha256),)))
+    failed = record(TargetVerdict(target=target.id, status="failed", reason="smoke failed on host B"))
     for records in ([passed, failed], [failed, passed]):
-        (refusal,) = promotion.file_refusals(files, promotion.verdicts(records), (), "validation")
+        (refusal,) = promoting.file_refusals(files, promoting.verdicts(records), (), "validation")
         assert target.id in refusal and "smoke failed on host B" in refusal and "every record" in refusal
 
 

@@ -3,6 +3,7 @@ yank marks on the pages, and the staging index (the servers are in tests/integra
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -12,6 +13,8 @@ import pytest
 from packaging.version import Version
 
 from builders.base.errors import InputError
+from builders.channels import promoting
+from builders.channels.evidence import InstallVerdict, TargetVerdict, ValidationRecord
 from builders.index import manifest, promotion, yank
 from builders.index.manifest import LABELLED, PYPI, Manifest, ManifestFile
 from builders.index.pages import IndexedFile, project_html, project_json
@@ -33,14 +36,15 @@ def candidate(m: Matrix, targets: list[Target], *, tag: str | None = None) -> Ma
                     run_id="7", files=files)
 
 
-def record(release: Manifest, entries: list[dict], channel: str = "test") -> dict:
-    return {"manifest_sha256": release.digest, "version": release.version, "channel": channel, "host": "h",
-            "targets": entries}
+def record(release: Manifest, entries: list[TargetVerdict], channel: str = "test") -> ValidationRecord:
+    return ValidationRecord(project=release.project, manifest_sha256=release.digest, version=release.version,
+                            channel=channel, host="h", targets=tuple(entries))
 
 
-def passed(file: ManifestFile, *installs: tuple[str, str]) -> dict:
-    return {"target": file.target, "status": "passed", "filename": file.name, "sha256": file.sha256,
-            "installs": [{"installer": i, "status": "passed", "filename": file.name, "sha256": s} for i, s in installs]}
+def passed(file: ManifestFile, *installs: tuple[str, str]) -> TargetVerdict:
+    return TargetVerdict(target=file.target, status="passed",
+                         installs=tuple(InstallVerdict(installer=i, status="passed", filename=file.name, sha256=s)
+                                        for i, s in installs))
 
 
 def test_a_manifest_round_trips_and_its_digest_is_its_content(m: Matrix, tmp_path: Path) -> None:
@@ -82,24 +86,24 @@ def test_the_manifest_must_be_the_candidate_the_matrix_and_the_run_name(m: Matri
 
 def test_records_of_another_manifest_or_none_speak_for_nothing(m: Matrix) -> None:
     release = candidate(m, list(expand(m)[0][:1]))
-    assert promotion.record_problems([record(release, [])], release, "test", "validation") == []
-    old = {**record(release, []), "manifest_sha256": ""}
-    (problem,) = promotion.record_problems([old], release, "test", "validation")
+    assert promoting.record_problems([record(release, [])], release, "test", "validation") == []
+    old = dataclasses.replace(record(release, []), manifest_sha256="")
+    (problem,) = promoting.record_problems([old], release, "test", "validation")
     assert "no manifest" in problem
-    other = {**record(release, []), "version": "0.0.1"}
-    assert "not test" in promotion.record_problems([other], release, "test", "validation")[0]
+    other = dataclasses.replace(record(release, []), version="0.0.1")
+    assert "not test" in promoting.record_problems([other], release, "test", "validation")[0]
 
 
 def test_a_pass_counts_only_when_every_installer_got_the_manifests_bytes(m: Matrix) -> None:
     """The uv record that carried no sha256, and bytes replaced after validation: both refused."""
     release = candidate(m, list(expand(m)[0][:2]))
     first, second = release.files
-    found = promotion.verdicts([record(release, [passed(first, ("pip", first.sha256), ("uv", first.sha256)),
+    found = promoting.verdicts([record(release, [passed(first, ("pip", first.sha256), ("uv", first.sha256)),
                                                  passed(second, ("pip", second.sha256), ("uv", ""))])])
-    (refusal,) = promotion.file_refusals(release.files, found, (), "validation")
+    (refusal,) = promoting.file_refusals(release.files, found, (), "validation")
     assert second.target in refusal and "with uv" in refusal and "not recorded" in refusal
-    replaced = promotion.verdicts([record(release, [passed(first, ("pip", "f" * 64))])])
-    assert "f" * 64 in promotion.file_refusals((first,), replaced, (), "validation")[0]
+    replaced = promoting.verdicts([record(release, [passed(first, ("pip", "f" * 64))])])
+    assert "f" * 64 in promoting.file_refusals((first,), replaced, (), "validation")[0]
 
 
 def test_pypi_files_must_be_the_manifests_within_limits_and_the_server_asked(m: Matrix, tmp_path: Path) -> None:
@@ -109,20 +113,19 @@ def test_pypi_files_must_be_the_manifests_within_limits_and_the_server_asked(m: 
                         target="t", form=PYPI)
     release = Manifest(**{**candidate(m, []).__dict__, "files": (file,)})
     mine = promotion.PypiFile(path=wheel, sha256=file.sha256, size=file.size)
-    good = record(release, [passed(file, ("pip", file.sha256), ("uv", file.sha256))], channel="pypi")
-    ok = promotion.Evidence(manifest=release, records=(), pypi_records=[good])
+    ok = promotion.Evidence(manifest=release)
     version = str(m.project.version.public)
     assert promotion.pypi_refusals([mine], ok, version) == []
     stray = promotion.PypiFile(path=tmp_path / "x-1-py3-none-any.whl", sha256="a" * 64, size=1)
     assert any("does not name" in r for r in promotion.pypi_refusals([mine, stray], ok, version))
     held = promotion.Server(project_bytes=int(0.001 * 1e9))  # every earlier release counts towards the total
-    full = promotion.Evidence(manifest=release, records=(), pypi_records=[good], server=held,
+    full = promotion.Evidence(manifest=release, server=held,
                               limits=promotion.PypiLimits(total_gb=0.001))
     assert "MB already, every release counted" in " ".join(promotion.pypi_refusals([mine], full, version))
-    granted = promotion.Evidence(manifest=release, records=(), pypi_records=[good],
+    granted = promotion.Evidence(manifest=release,
                                  limits=promotion.PypiLimits(file_mb=5000))
     assert "over the most PyPI grants" in " ".join(promotion.pypi_refusals([mine], granted, version))
-    down = promotion.Evidence(manifest=release, records=(), pypi_records=[good],
+    down = promotion.Evidence(manifest=release,
                               server=promotion.Server(problem="connection refused"))
     assert "could not be asked" in " ".join(promotion.pypi_refusals([mine], down, version))
 
