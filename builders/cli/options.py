@@ -45,7 +45,7 @@ SELECTION = "selection (shell globs over ids like cu132-cp314t-linux-x86_64)"
 MATRIX_COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "workflow", "audit",
                    "variants", "publish", "validate", "promote-release", "manifest", "yank", "rollback", "repair-index",
                    "history")
-SELECTING = ("plan", "build", "images", "validate", "promote-release")
+SELECTING = ("plan", "build", "images", "validate", "promote-release", "audit")
 CHANNELS = tuple(c.value for c in ChannelName)
 WHEELHOUSE = Path("wheelhouse")  # ``build --output``'s default, where ``cache`` looks for a store
 MATRIX = Path("matrix.yaml")  # ``--matrix``'s default

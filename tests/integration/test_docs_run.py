@@ -50,8 +50,8 @@ FILL: dict[str, Callable[[Servers, str], str]] = {
 }
 # Lines that cannot run here, by their start, with the reason.
 CANNOT = {
-    "nox -s build -- --select": "compiles the demo for every target of the selection (minutes): the test's "
-                                "wheelhouse/ stands in for its output",
+    "nox -s build -- --target": "compiles the demo (minutes on two cores): the test's wheelhouse/ stands in for "
+                                "its output",
 }
 
 
