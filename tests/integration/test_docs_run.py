@@ -157,3 +157,19 @@ def test_every_command_line_of_the_release_docs_runs_as_written(root: Path, ship
             out += proc.stdout + proc.stderr
             ran += 1
     assert ran >= 10, ran
+    assert yanked_installs(tmp_path / "user-venv", servers[0].http_url + "downloads/whl/cpu/", env) == MEASURED
+
+
+# What pip and uv do with the version channels.md yanks when it is the index's only one, as that page says (PEP 592:
+# a yanked file still satisfies a requirement nothing else does): (installer, requirement) -> installs.
+MEASURED = {(tool, req): True for tool in ("pip", "uv") for req in ("minifw", "minifw==2.15.0", "minifw==2.15.0+cpu")}
+
+
+def yanked_installs(venv: Path, index: str, env: dict[str, str]) -> dict[tuple[str, str], bool]:
+    """Whether each installer resolves each requirement from the release index (a dry run into ``venv``)."""
+    python = str(venv / "bin" / "python")
+    argv = {"pip": [python, "-m", "pip", "install", "--dry-run", "--no-deps"],
+            "uv": [str(Path(sys.executable).parent / "uv"), "pip", "install", "--dry-run", "--no-deps", "--python", python]}
+    return {(tool, req): subprocess.run([*argv[tool], "--index-url", index, req], env=env, capture_output=True,
+                                        timeout=300).returncode == 0
+            for tool, req in MEASURED}
