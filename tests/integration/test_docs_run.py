@@ -157,6 +157,9 @@ def test_every_command_line_of_the_release_docs_runs_as_written(root: Path, ship
             out += proc.stdout + proc.stderr
             ran += 1
     assert ran >= 10, ran
+    for installer in ("pip", "uv"):  # validate said each step as it started (pip's install is silent for 30 s)
+        for step in ("a fresh venv", "installing minifw", "smoke test of minifw-2.15.0+cpu-"):
+            assert f"cpu-cp311-linux-x86_64: {installer}: {step}" in out, out
     assert yanked_installs(tmp_path / "user-venv", servers[0].http_url + "downloads/whl/cpu/", env) == MEASURED
 
 
