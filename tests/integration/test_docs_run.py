@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow
 DOCS = ("docs/channels.md", "docs/release.md", "docs/release-workflow.md")
 PROGRAMS = ("python -m builders ", "nox ", "pip ", "uv ")
 TAG = "cp311-cp311-manylinux_2_28_x86_64"
-DAY = "20261201"
+PUBLISH = ["python", "-m", "builders", "publish"]
 
 # The one table: a doc's placeholder -> what it is here (a callable reads what the run so far printed).
 Servers = tuple[ObjectStore, PackageServer, PackageServer]
@@ -142,7 +142,8 @@ def filled(line: str, s: Servers, out: str) -> str:
 def test_every_command_line_of_the_release_docs_runs_as_written(root: Path, shipped_text: str, servers: Servers,
                                                                   tmp_path: Path) -> None:
     work = scratch(tmp_path, root, shipped_text)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}, **servers[0].env, "PYTHONPATH": str(root), "TWINE_USERNAME": "builders",
+    mine = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}  # the index alone counts
+    env = {**mine, **servers[0].env, "PYTHONPATH": str(root), "TWINE_USERNAME": "builders",
            "TWINE_PASSWORD": "unused", "PATH": f"{tools(tmp_path)}:{os.environ['PATH']}",
            "PIP_CONFIG_FILE": os.devnull, "UV_NO_CONFIG": "1"}
     out, ran = "", 0
@@ -157,6 +158,9 @@ def test_every_command_line_of_the_release_docs_runs_as_written(root: Path, ship
             out += proc.stdout + proc.stderr
             ran += 1
     assert ran >= 10, ran
+    again = subprocess.run([*PUBLISH, "candidate-wheels/", "--channel", "test", "--bucket", "s3://downloads/"],
+                           cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 41 and "released already" in again.stderr, again.stdout + again.stderr  # not at promotion
     for installer in ("pip", "uv"):  # validate said each step as it started (pip's install is silent for 30 s)
         for step in ("a fresh venv", "installing minifw", "smoke test of minifw-2.15.0+cpu-"):
             assert f"cpu-cp311-linux-x86_64: {installer}: {step}" in out, out
