@@ -95,7 +95,8 @@ class SelectionError(BuildersError):
     """A selector matched nothing, or named something that does not exist."""
 
     exit_code = 5
-    what = "bad selection: a selector matches nothing, or nothing is left selected"
+    what = ("bad selection: a selector matches nothing, or nothing is left selected; yank: a version the channel "
+            "lacks, or no --reason; rollback: a promotion the ledger lacks")
 
 
 class ToolchainError(BuildersError):
@@ -140,7 +141,8 @@ class InputError(BuildersError):
     Callers with their own error (a matrix: :class:`MatrixError`) re-raise its problems."""
 
     exit_code = 20
-    what = "an untrusted input file cannot be read safely (too large, not UTF-8, malformed)"
+    what = ("an untrusted input file cannot be read safely (too large, not UTF-8, malformed; rollback: a record "
+            "that is none)")
 
     def __init__(self, problems: Sequence[Problem]) -> None:
         self.problems = tuple(problems)
@@ -312,7 +314,8 @@ class ObjectStoreError(BuildersError):
 
     exit_code = 40
     what = ("object store: a request the S3-compatible store refused or could not serve (credentials, no such bucket, "
-            "the endpoint down), a bad s3:// URL, or a channel's published pages that disagree with its files")
+            "the endpoint down), a bad s3:// URL, a channel's pages or ledger that disagree with its files (repair-index: "
+            "a lost file), or another writer holding the ledger (any command that writes a channel)")
 
 
 class ObjectExists(ObjectStoreError):

@@ -16,6 +16,7 @@ from builders.cli.arguments import Options
 from builders.index import audit, variant_audit
 from builders.index.variants import settings
 from builders.matrix.model import Matrix
+from builders.matrix.targets import selected
 from builders.report.compatibility import index_url, variant_index_url
 
 HELP = "compare a published index with the matrix"
@@ -36,7 +37,7 @@ def execute(opts: Options, console: Console) -> int:
     url = opts.index_url or default_index_url(m, opts.channel, dict(opts.env))
     try:
         result = (variant_audit.audit_variants(m, url) if opts.channel == variant_audit.CHANNEL
-                  else audit.audit(m, opts.channel, url))
+                  else audit.audit(m, opts.channel, url, targets=chosen(m, opts)))
     except requests.RequestException as exc:
         raise AuditError(f"{url}: cannot read the index: {exc}") from None
     md = audit.to_markdown(result)
@@ -47,6 +48,14 @@ def execute(opts: Options, console: Console) -> int:
                          "channel (listed above)")
     console.line(f"{url}: {result.promised} promised file(s), no drift")
     return 0
+
+
+def chosen(m: Matrix, opts: Options) -> frozenset[str] | None:
+    """The ids ``--target``/``--select``/``--skip`` pick (each selector must pick a real target), or None for all."""
+    selection = load.selection(opts)
+    if not (selection.targets or selection.select or selection.skip):
+        return None
+    return frozenset(t.id for t in selected(m, selection))
 
 
 # pip's own default index, asked of pip (builders never names a package index itself).

@@ -45,7 +45,7 @@ SELECTION = "selection (shell globs over ids like cu132-cp314t-linux-x86_64)"
 MATRIX_COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "workflow", "audit",
                    "variants", "publish", "validate", "promote-release", "manifest", "yank", "rollback", "repair-index",
                    "history")
-SELECTING = ("plan", "build", "images", "validate", "promote-release")
+SELECTING = ("plan", "build", "images", "validate", "promote-release", "audit")
 CHANNELS = tuple(c.value for c in ChannelName)
 WHEELHOUSE = Path("wheelhouse")  # ``build --output``'s default, where ``cache`` looks for a store
 MATRIX = Path("matrix.yaml")  # ``--matrix``'s default
@@ -287,7 +287,7 @@ _PLAN = (
            help="what the project already holds on PyPI (default: the profile's pypi_held_gb)"),
     Option(flags=("--promotion-window",), commands=("plan", "report"), parse=window_days, default=30, metavar="DAYS",
            group="rehearsal at scale",
-           help="how long after its candidate a release may be promoted: the candidate's artifacts must be kept "
+           help="how long after its candidate a release may be promoted; the candidate's artifacts must be kept "
                 "as long (default 30)"),
 )
 
@@ -316,7 +316,7 @@ _BUILD = (
     Option(flags=("--json",), commands=("build",), action="store_true", default=False,
            help="with --dry-run: the plans as JSON"),
     Option(flags=("--channel",), commands=("build", "plan", "smoke"), choices=CHANNELS,
-           help="build for this channel's version: nightly is a dev release of the matrix's nightly base from "
+           help="build for this channel's version; nightly is a dev release of the matrix's nightly base from "
                 "--commit-date (2.16.0.dev20261201+cu132); test and release the matrix's version (default: the "
                 "matrix's version)"),
     Option(flags=("--commit-date",), commands=("build", "plan", "smoke"), parse=datetime.date.fromisoformat,
@@ -363,7 +363,7 @@ _BUILD_AFTER = (
                 "variables). Without a matrix compile_cache it changes nothing"),
     Option(flags=("--sccache-dist",), commands=("build",), env=DIST_VAR, matrix="compile_cache.dist_scheduler",
            metavar="URL", group="shared compile cache",
-           help="the sccache-dist scheduler the core's compiles are sent to, over the matrix's "
+           help="the sccache-dist scheduler the core's compiles are sent to; over the matrix's "
                 "compile_cache.dist.scheduler (its token: $SCCACHE_DIST_TOKEN)"),
 )
 
@@ -468,7 +468,7 @@ _VALIDATE = (
     Option(flags=("--channel",), commands=("validate",), choices=CHANNELS, default=ChannelName.TEST.value,
            help="the channel to validate (default: test)"),
     Option(flags=("--index-url",), commands=("validate",), metavar="URL",
-           help="the simple index (PEP 503) to install every selected target from, as pip's --index-url; with "
+           help="the simple index to install every selected target from, as pip's --index-url (PEP 503); with "
                 "--pypi, the staging index's (default: each variant's index on the channel's site, --site-url)"),
     Option(flags=("--site-url",), commands=("validate",), metavar="URL",
            help="where the channels' site is served: each variant's index is URL + the channel's layout (default: "
@@ -495,7 +495,7 @@ _VALIDATE = (
     Option(flags=("--index-timeout",), commands=("validate",), parse=seconds, default=PAGE_TIMEOUT, metavar="SECONDS",
            help=f"read timeout; of that page, in seconds: a slower read fails its targets (default: {PAGE_TIMEOUT:g})"),
     Option(flags=("--pypi-wheels",), commands=("validate",), parse=input_dir, metavar="DIR",
-           help="with --pypi: this candidate's PyPI-form wheels, served for this run alone from a fresh staging "
+           help="with --pypi: this candidate's PyPI-form wheels; served for this run alone from a fresh staging "
                 "index on 127.0.0.1 (instead of --index-url: a long-lived staging server keeps an earlier "
                 "candidate's file under the same name)"),
 )
@@ -524,8 +524,10 @@ _YANK = (
            help="the channel whose pages are rewritten"),
     Option(flags=("--bucket",), commands=("yank", "rollback", "repair-index", "history"), required=True, metavar="URL",
            help="s3://BUCKET/ or s3://BUCKET/PREFIX/: the channels' site root"),
-    Option(flags=("--reason",), commands=("yank", "rollback"), required=True, metavar="TEXT",
+    Option(flags=("--reason",), commands=("rollback",), required=True, metavar="TEXT",
            help="why (PEP 592: installers show it to whoever pins the version)"),
+    Option(flags=("--reason",), commands=("yank",), metavar="TEXT",
+           help="why, needed unless --undo (PEP 592: installers show it to whoever pins the version)"),
     Option(flags=("--undo",), commands=("yank",), action="store_true", default=False,
            help="un-yank: list the version's files as installable again"),
     Option(flags=("--promotion",), commands=("rollback",), required=True, metavar="KEY",
@@ -657,7 +659,7 @@ ENVIRONMENT: tuple[EnvironmentFact, ...] = (
     EnvironmentFact(name="GITHUB_REF", read_by="builders/pipeline/remotecache.py",
                     why="the ref built: a trusted ref may write the shared compile cache (compile_cache.trusted.refs)"),
     EnvironmentFact(name=DIST_TOKEN, read_by="builders/pipeline/remotecache.py",
-                    why="the sccache-dist scheduler's client token, written only into the client config in the "
+                    why="the sccache-dist scheduler's client token; written only into the client config in the "
                         "target's work folder (0600) while it builds"),
     EnvironmentFact(name=MODE_VAR, read_by="builders/pipeline/remotecache.py",
                     why="set in a build's environment (never read from the user): what this run may do with the "
@@ -673,8 +675,8 @@ ENVIRONMENT: tuple[EnvironmentFact, ...] = (
                         "If-None-Match, as AWS S3 and moto do) or lease (a lock object with a fencing token, for a "
                         "store that ignores them, as rclone serve s3 does); unset: probed once per command"),
     *(EnvironmentFact(name=name, read_by="builders/index/objectstore.py",
-                      why=f"`publish` and `promote-release`: {why}, as any AWS client reads it")
-      for name, why in (("AWS_ENDPOINT_URL_S3", "the S3-compatible store's endpoint"),
+                      why=why)
+      for name, why in (("AWS_ENDPOINT_URL_S3", "the S3-compatible store's endpoint, read as AWS clients read all of these"),
                         ("AWS_ENDPOINT_URL", "the endpoint when AWS_ENDPOINT_URL_S3 is unset (neither: AWS itself)"),
                         ("AWS_ACCESS_KEY_ID", "the store's access key"), ("AWS_SECRET_ACCESS_KEY", "the store's secret key"),
                         ("AWS_SESSION_TOKEN", "a temporary credential's token (OIDC)"),

@@ -18,14 +18,11 @@ from builders.cli.options import ENVIRONMENT, OPTIONS, Computed, Option
 COMMAND = "python -m builders.cli.optionsdoc > docs/options.md"
 INTRO = f"""# Options and environment variables
 
-For anyone running a command: every option with its variable, matrix key and default, and the other
-variables builders reads. Generated from `builders/cli/options.py` (`{COMMAND}`);
-`python -m builders COMMAND --help` has each option's full text.
-
-**Precedence, for every option: the command line, else its variable, else the matrix key, else the
-default.** The environment is read once per run and handed down.
+Every option with its variable, matrix key, default and first clause (`--help` has the rest), and the
+other variables builders reads; from `builders/cli/options.py` (`{COMMAND}`).
+**Precedence: the command line, else the variable, else the matrix key, else the default.**
 """
-MEANING = 46  # characters of an option's help shown here; --help has the rest
+LEAD = 12  # a clause ends at ";" or "(" only after this many characters ("fail (exit 23) unless ..." goes on)
 EVERY = 10  # an option of at least this many commands is listed as "all but" the others
 
 
@@ -36,10 +33,10 @@ def markdown(listed: Sequence[Subcommand]) -> str:
     for option in (o for o in OPTIONS if (o.flags or o.env) and set(o.commands) & set(names)):
         taking = _commands(option, names)
         if taking != above:
-            rows.append(f"| **{taking}** | | |")
+            rows.append(f"**{taking}** | |")
             above = taking
         rows.append(_row(option))
-    table = "| option | variable · matrix · default | meaning |\n|---|---|---|\n"
+    table = "option | variable · matrix · default | meaning\n---|---|---\n"  # no outer pipes (GFM): 1 KB less
     return "\n".join([INTRO, table + "\n".join(rows) + "\n", environment_section()])
 
 
@@ -49,7 +46,7 @@ def _row(option: Option) -> str:
     use = usage(option) if option.flags else "(variable only)"
     text = option.help_text()
     lists_choices = re.split(r"[:;]| \(", text, maxsplit=1)[0] in (option.choice_list() or ())
-    return f"| {use} | {shown} | {_cell(short(text, clause=not lists_choices))} |"
+    return f"{use} | {shown} | {_cell(short(text, clause=not lists_choices))}"
 
 
 def _commands(option: Option, names: Sequence[str]) -> str:
@@ -60,12 +57,13 @@ def _commands(option: Option, names: Sequence[str]) -> str:
 
 
 def short(text: str, clause: bool = True) -> str:
-    """The help's first clause (up to ``;`` or a parenthesis; all of it where it goes choice by choice), cut at
-    a word to :data:`MEANING` characters."""
+    """The help's first clause, whole: up to the first ``;`` or parenthesis after its first :data:`LEAD`
+    characters (its first sentence where it goes choice by choice). Never cut inside the clause: a cut left
+    ``--index-url`` and ``--site-url`` reading the same (issue 43); ``--help`` has the rest."""
     text = " ".join(text.split())
-    first = re.split(r"; | \(", text, maxsplit=1)[0] if clause else text
-    first = text if len(first) < 12 else first
-    return first if len(first) <= MEANING else first[:MEANING].rsplit(" ", 1)[0] + " …"
+    if not clause:
+        return text.split(". ", 1)[0]
+    return text[:LEAD] + re.split(r"; | \(", text[LEAD:], maxsplit=1)[0]
 
 
 def usage(option: Option) -> str:
@@ -95,8 +93,8 @@ def _cell(text: str) -> str:
 
 def environment_section() -> str:
     """The variables that are no option, each with what it tells builders."""
-    rows = [f"| `{f.name}` | {_cell(short(f.why))} |" for f in ENVIRONMENT]
-    return "## Other environment variables\n\n| variable | meaning |\n|---|---|\n" + "\n".join(rows) + "\n"
+    rows = [f"`{f.name}` | {_cell(short(f.why))}" for f in ENVIRONMENT]
+    return "## Other environment variables\n\nvariable | meaning\n---|---\n" + "\n".join(rows) + "\n"
 
 
 def main() -> int:

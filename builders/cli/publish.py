@@ -11,10 +11,11 @@ from packaging.utils import canonicalize_name
 
 from builders.base import redact, safe_output
 from builders.base.console import Console
-from builders.base.errors import BuildersError, SelectionError
+from builders.base.errors import BuildersError, PublishRefused, SelectionError
 from builders.channels import publishing
 from builders.channels.evidence import LedgerEntry
 from builders.channels.ledger import ChannelState, Ledger, open_ledger
+from builders.channels.yanking import of_version
 from builders.cli import load
 from builders.cli.arguments import Options
 from builders.index import publish
@@ -49,6 +50,8 @@ def execute(opts: Options, console: Console) -> int:
     wheels = labelled_wheels(opts.wheelhouse)  # nothing to publish without one
     on_channel = publish.channel_matrix(m, channel, wheels)
     bucket = open_bucket(opts.bucket, opts.env)
+    if channel.name is ChannelName.TEST:
+        refuse_released(bucket, on_channel)
     with tempfile.TemporaryDirectory(prefix="builders-publish-") as tmp:
         site = Path(tmp)
         index_with_requirements(on_channel, wheels, site, opts.env, mirror=not opts.no_mirror,
@@ -76,6 +79,17 @@ def execute(opts: Options, console: Console) -> int:
     console.line(f"{bucket.url}: the {channel.name.value} channel serves "
                  f"{sum(1 for f in state.files.values() if f.form != 'metadata')} wheel(s)")
     return 0
+
+
+def refuse_released(bucket: Bucket, m: Matrix) -> None:
+    """A candidate of a version the release channel holds can never be promoted (a released file never changes):
+    refused here, before its files reach the test channel, rather than first at promotion after its validation."""
+    state = Ledger(bucket, ChannelName.RELEASE.value, mode="lease", writer="publish").read().state
+    released = of_version(state, m.project.name, m.project.version)
+    if released:
+        raise PublishRefused(f"{m.project.name} {m.project.version} is released already ({len(released)} file(s) on "
+                             f"the release channel, e.g. {released[0]}): a candidate of it can never be promoted; "
+                             "release a new version (bump project.version, tag its -rc1)")
 
 
 def write_record(opts: Options, bucket: Bucket, state: ChannelState, ours: LedgerEntry,

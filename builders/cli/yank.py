@@ -1,4 +1,5 @@
-"""``yank VERSION --channel C --reason TEXT --bucket URL``: mark a version yanked on a channel's pages (PEP 592)."""
+"""``yank VERSION --channel C --reason TEXT --bucket URL`` (``--undo``: no reason): mark a version yanked on a
+channel's pages (PEP 592)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ from builders.index.objectstore import open_bucket
 
 HELP = "mark a version yanked on every page of a channel (PEP 592), keeping its bytes"
 DESCRIPTION = ("Rewrite every label's pages of --channel so that each file of VERSION is listed as yanked with "
-               "--reason (data-yanked in the HTML, \"yanked\" in the JSON): pip and uv then skip it unless it is "
-               "pinned with ==, and nothing that already resolved it breaks (no byte is deleted). --undo lists "
-               "it as installable again. PyPI's own yank is made in its web UI (a version there is never "
+               "--reason (data-yanked in the HTML, \"yanked\" in the JSON): installers then skip it unless it is "
+               "pinned (uv: with its local version, ==2.15.0+cpu), and nothing that already resolved it breaks (no "
+               "byte is deleted). --undo lists it as installable again. PyPI's own yank is made in its web UI (a version there is never "
                "uploaded again).")
 
 
 def execute(opts: Options, console: Console) -> int:
+    if not (opts.undo or opts.reason):
+        raise SelectionError("yank needs --reason TEXT (installers show it to whoever pins the version); "
+                             "--undo needs none")
     m = load.matrix(opts)
     try:
         version = Version(opts.version)

@@ -25,7 +25,7 @@ import email.policy
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import unquote, urljoin, urlsplit
@@ -225,12 +225,17 @@ class Audit:
                 "requests": self.requests}
 
 
-def audit(matrix: Matrix, channel: str, index_url: str, client: Client | None = None) -> Audit:
-    """Compare the index's files of this release with what ``channel`` promises."""
+def audit(matrix: Matrix, channel: str, index_url: str, client: Client | None = None,
+          targets: Collection[str] | None = None) -> Audit:
+    """Compare the index's files of this release with what ``channel`` promises: for ``targets`` (ids) alone when
+    given, so that a selection's index is held to that selection, and another target's file is neither missing nor
+    unexpected there."""
     client = client or Client()
-    promised = promises(matrix, channel)
+    every = promises(matrix, channel)
+    promised = {n: p for n, p in every.items() if targets is None or p.target.id in targets}
     listed = read_project(client, index_url, matrix.project.name)
-    files = [f for f in listed or () if _this_release(f.filename, matrix)]
+    files = [f for f in listed or () if _this_release(f.filename, matrix) and (f.filename in promised
+                                                                                or f.filename not in every)]
     drift = [Drift(code="missing", file=matrix.project.name, message=f"the index has no project "
                    f"{matrix.project.canonical_name!r} at {index_url}")] if listed is None else []
     drift += compare(matrix, channel, promised, files, lambda f: read_metadata(client, f))

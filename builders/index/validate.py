@@ -169,8 +169,10 @@ def installed_file(report: Path, project: str) -> tuple[str, str]:
 
 
 def install_and_smoke(installer: str, target: Target, python: Path, source: Source, runner: HostRunner,
-                      scratch: Path) -> Install:
-    """One fresh venv with ``installer``, ``source`` installed into it, the smoke probe run there."""
+                      scratch: Path, progress: Progress | None = None) -> Install:
+    """One fresh venv with ``installer``, ``source`` installed into it, the smoke probe run there; ``progress``
+    gets a line as each step starts (pip's venv and install are silent for half a minute)."""
+    said = progress or _quiet
     venv, cwd = scratch / installer / "venv", scratch / installer / "cwd"
     cwd.mkdir(parents=True)
     py, report = venv_python(str(venv), target.platform.os), scratch / installer / "report.json"
@@ -181,7 +183,8 @@ def install_and_smoke(installer: str, target: Target, python: Path, source: Sour
     steps = (pip_steps(str(python), str(venv), py, source, str(report)) if installer == "pip"
              else uv_steps(str(uv), str(python), str(venv), py, source, pinned))
     try:
-        for argv in steps:
+        for what, argv in zip(("a fresh venv", f"installing {source.requirement} from {source.index_url}"), steps):
+            said(f"{installer}: {what}")
             runner.run(argv, env={}, timeout=target.project.timeouts.install)
     except ProcessError as exc:
         return Install(installer=installer, status=FAILED, reason=f"install from {source.index_url} failed: "
@@ -190,6 +193,7 @@ def install_and_smoke(installer: str, target: Target, python: Path, source: Sour
     wrong = _not_the_manifests(source, filename, sha)
     if wrong:
         return Install(installer=installer, status=FAILED, reason=wrong, filename=filename, sha256=sha)
+    said(f"{installer}: smoke test of {filename or source.requirement}")
     return _smoked(installer, target, py, source, runner, scratch, cwd, filename, sha)
 
 
@@ -255,8 +259,8 @@ def validate_target(target: Target, host: Host, source: Source, env: Mapping[str
         progress(f"candidate code runs in its {contained.describe()}")
     runner = HostRunner(clean_env(candidate_env(env)), log, wrap=contained.prefix)
     with tempfile.TemporaryDirectory(prefix="builders-validate-") as tmp:
-        installs = tuple(_shown(i, progress, partial(install_and_smoke, i, target, python, source, runner, Path(tmp)))
-                         for i in installers)
+        installs = tuple(_shown(i, progress, partial(install_and_smoke, i, target, python, source, runner, Path(tmp),
+                                                     progress)) for i in installers)
     reasons = [f"{i.installer}: {i.reason}" for i in installs if i.status != PASSED]
     shas = sorted({i.sha256 for i in installs if i.sha256})
     if len(shas) > 1:
@@ -266,8 +270,7 @@ def validate_target(target: Target, host: Host, source: Source, env: Mapping[str
 
 
 def _shown(installer: str, progress: Progress, run: Callable[[], Install]) -> Install:
-    """``run``'s install, a line before it (a venv and its installs take minutes) and one with its verdict after."""
-    progress(f"{installer}: installing and smoke-testing")
+    """``run``'s install (which shows each of its steps as it starts), and a line with its verdict after."""
     started = time.monotonic()
     done = run()
     progress(f"{installer}: {done.status} ({time.monotonic() - started:.0f} s)" + (f": {done.reason}" if done.reason

@@ -85,8 +85,9 @@ def test_without_a_selection_only_what_the_index_lists_is_validated(site, test_c
     assert (data["failed"], data["not-runnable"], data["not-published"]) == (1, 1, len(unlisted))
     assert "No matching distribution" not in proc.stdout + proc.stderr
     position = sorted([here.id, foreign.id], key=[t.id for t in targets].index).index(here.id) + 1
-    for installer in validate.INSTALLERS:  # progress while each installer runs, and its verdict
-        assert f"[{position}/2] {here.id}: {installer}: installing and smoke-testing" in proc.stderr, proc.stderr
+    for installer in validate.INSTALLERS:  # progress as each installer's step starts, and its verdict
+        for step in ("a fresh venv", "installing minifw"):
+            assert f"[{position}/2] {here.id}: {installer}: {step}" in proc.stderr, proc.stderr
         assert f"[{position}/2] {here.id}: {installer}: failed (" in proc.stderr, proc.stderr
 
 

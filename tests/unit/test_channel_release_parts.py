@@ -196,3 +196,13 @@ def test_simple_pages_give_each_file_its_declared_sha256() -> None:
     links = promotion._html_links(page)
     assert links["minifw-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl"] == "ab" * 32
     assert links["minifw-2.14.0.tar.gz"] == "" and "minifw-2.15.0+cpu-cp312-cp312-linux_x86_64.whl" in links
+
+
+def test_yank_undo_needs_no_reason_and_a_yank_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 43: ``yank --undo`` was refused by argparse without --reason; a yank without one is refused (exit 5)
+    before the matrix or the bucket is read, naming --undo."""
+    argv = ["yank", "2.15.0", "--channel", "release", "--bucket", "s3://downloads/"]
+    undo = arguments.parse(cli.parser("yank"), [*argv, "--undo"], {})
+    assert undo.undo and undo.reason is None
+    assert main(argv) == SelectionError.exit_code
+    assert "--reason" in capsys.readouterr().err
