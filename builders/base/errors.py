@@ -354,6 +354,23 @@ class PreflightRefused(BuildersError):
             "the package server); the release channel and the package server are as they were")
 
 
+class IndexCheckFailed(BuildersError):
+    """``check-index``: the served index breaks its contract (pages, hashes, links, provenance, variants.json)."""
+
+    exit_code = 48
+    what = ("check-index: the served index breaks its contract: its JSON and HTML pages differ, a file lacks its "
+            "sha256, core-metadata or provenance, a link serves other bytes, or variants.json changed since it was "
+            "published (each finding listed)")
+
+
+class CoverageMissing(IndexCheckFailed):
+    """``check-index``: a declared (variant x Python x platform) cell that pip or uv cannot resolve."""
+
+    exit_code = 49
+    what = ("check-index: a declared (variant x Python x platform) cell of the release has no file pip or uv "
+            "resolves from the served index for that environment (the coverage table names each)")
+
+
 class RehearsalError(BuildersError):
     """``plan --rehearse``: a scale profile or price table cannot be read, or the release crosses a limit."""
 

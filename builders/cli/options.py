@@ -45,7 +45,7 @@ SELECTION = "selection (shell globs over ids like cu132-cp314t-linux-x86_64)"
 MATRIX_COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "workflow", "audit",
                    "variants", "publish", "validate", "promote-release", "manifest", "yank", "rollback", "repair-index",
                    "history")
-SELECTING = ("plan", "build", "images", "validate", "promote-release")
+SELECTING = ("plan", "build", "images", "validate", "promote-release", "check-index")
 CHANNELS = tuple(c.value for c in ChannelName)
 WHEELHOUSE = Path("wheelhouse")  # ``build --output``'s default, where ``cache`` looks for a store
 MATRIX = Path("matrix.yaml")  # ``--matrix``'s default
@@ -628,12 +628,34 @@ _ENV_ONLY = (
                 "from the environment the engine passes, when it computes the image's build arguments"),
 )
 
+_CHECK_INDEX = (
+    Option(flags=("--channel",), commands=("check-index",), required=True, choices=CHANNELS,
+           help="the channel whose served indexes are checked"),
+    Option(flags=("--site-url",), commands=("check-index",), metavar="URL",
+           help="where the channels' site is served, through its web front where it has one: each variant's index "
+                "is URL + the channel's layout (default: the matrix's channels.index.base_url)"),
+    Option(flags=("--bucket",), commands=("check-index",), metavar="URL",
+           help="s3://BUCKET/ or s3://BUCKET/PREFIX/: the channels' site root, where coverage.json and coverage.html "
+                "are written beside the channel's indexes (and the earlier record is read from)"),
+    Option(flags=("--version",), commands=("check-index",), metavar="VERSION",
+           help="the version to check (nightly: the dev release, required)"),
+    Option(flags=("--variant-index-url",), commands=("check-index",), metavar="URL",
+           help="the PEP 825 variant index whose variants.json is checked (default: the matrix's, where the "
+                "lifecycle publishes it)"),
+    Option(flags=("--no-provenance",), commands=("check-index",), action="store_true", default=False,
+           help="do not require PEP 740 provenance of each file (a channel published before it was served)"),
+    Option(flags=("--resolve-jobs",), commands=("check-index",), parse=jobs, default=4, metavar="N",
+           help="pip and uv resolutions run at the same time (default: 4)"),
+    Option(flags=("--record",), commands=("check-index",), parse=output_file, metavar="PATH",
+           help="also write the coverage record (JSON) here"),
+)
+
 _VERSION = Option(flags=("--version",), commands=(ROOT,), action="version", help="show program's version number and exit")
 
 # Table order is --help order within a command.
 OPTIONS: tuple[Option, ...] = (
     _VERSION, _MATRIX, *_SELECTION, *_PLAN, *_BUILD, *_CACHE, *_CONTAINERS, *_BUILD_AFTER, *_IMAGES, *_WHEEL_CHECKS,
-    *_RELEASE, *_VARIANTS, *_PUBLISH, *_VALIDATE, *_MANIFEST, *_YANK, *_PROMOTE_RELEASE, *_PRUNE, *_ENV_ONLY,
+    *_RELEASE, *_VARIANTS, *_PUBLISH, *_VALIDATE, *_MANIFEST, *_YANK, *_PROMOTE_RELEASE, *_CHECK_INDEX, *_PRUNE, *_ENV_ONLY,
 )
 
 ENVIRONMENT: tuple[EnvironmentFact, ...] = (
