@@ -37,7 +37,8 @@ DESCRIPTION = ("Read each variant index of the channel as served (through --site
 def execute(opts: Options, console: Console) -> int:
     m = load.matrix(opts)
     channel = m.declared_channel(opts.channel)
-    built = channel_matrix(m, channel, opts.version)
+    built = (m.on_channel(channel.name, opts.commit_date) if channel.prerelease and opts.commit_date
+             else channel_matrix(m, channel, opts.version))
     env = dict(opts.env)
     bucket = open_bucket(opts.bucket, env) if opts.bucket else None
     where = coverage_key(channel)

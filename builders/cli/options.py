@@ -44,7 +44,7 @@ CACHE_KINDS = ("toolchain", "ccache", "uv", "image", "store", "core", caches.PAR
 SELECTION = "selection (shell globs over ids like cu132-cp314t-linux-x86_64)"
 MATRIX_COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "workflow", "audit",
                    "variants", "publish", "validate", "promote-release", "manifest", "yank", "rollback", "repair-index",
-                   "history")
+                   "history", "check-index")
 SELECTING = ("plan", "build", "images", "validate", "promote-release", "check-index")
 CHANNELS = tuple(c.value for c in ChannelName)
 WHEELHOUSE = Path("wheelhouse")  # ``build --output``'s default, where ``cache`` looks for a store
@@ -319,7 +319,7 @@ _BUILD = (
            help="build for this channel's version: nightly is a dev release of the matrix's nightly base from "
                 "--commit-date (2.16.0.dev20261201+cu132); test and release the matrix's version (default: the "
                 "matrix's version)"),
-    Option(flags=("--commit-date",), commands=("build", "plan", "smoke"), parse=datetime.date.fromisoformat,
+    Option(flags=("--commit-date",), commands=("build", "plan", "smoke", "check-index"), parse=datetime.date.fromisoformat,
            metavar="YYYY-MM-DD",
            help="with --channel nightly: the date of the commit built (its committer date, as git log shows it with "
                 "--date=short)"),

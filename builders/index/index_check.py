@@ -101,9 +101,12 @@ def html_page(body: bytes, url: str) -> Page:
 
 
 def read_pages(client: Client, index_url: str, project: str) -> tuple[Page | None, Page | None]:
-    """The project's JSON and HTML pages on ``index_url`` (None: that form is not served)."""
+    """The project's JSON and HTML pages on ``index_url`` (None: that form is not served); where the server does
+    not negotiate, the JSON page is the folder's ``index.json`` (the layout builders writes)."""
     url = urljoin(index_url if index_url.endswith("/") else index_url + "/", f"{canonicalize_name(project)}/")
     got_json = client.get(url, accept=JSON_ACCEPT, limit=MAX_PAGE, kind="pages")
+    if got_json is not None and "json" not in got_json[0]:  # a static host (an S3 website) negotiates nothing
+        got_json = client.get(url + "index.json", accept=JSON_ACCEPT, limit=MAX_PAGE, kind="pages")
     got_html = client.get(url, accept=HTML_ACCEPT, limit=MAX_PAGE, kind="pages")
     as_json = json_page(got_json[1], url) if got_json and "json" in got_json[0] else None
     as_html = html_page(got_html[1], url) if got_html and "json" not in got_html[0] else None
@@ -328,7 +331,8 @@ class Resolution:
 
 def pip_file(report: Mapping[str, object], project: str) -> str:
     """The file pip's report says it would install for ``project`` ("" when none)."""
-    for item in report.get("install", []) if isinstance(report.get("install"), list) else []:  # type: ignore[union-attr]
+    items = report.get("install")
+    for item in items if isinstance(items, list) else []:
         meta = item.get("metadata", {}) if isinstance(item, dict) else {}
         if canonicalize_name(str(meta.get("name", ""))) == canonicalize_name(project):
             return unquote(str(item.get("download_info", {}).get("url", "")).rsplit("/", 1)[-1])
@@ -443,7 +447,8 @@ def missing_cells(rows: Sequence[Mapping[str, object]]) -> list[str]:
 
 def coverage_html(record: Mapping[str, object]) -> str:
     """The coverage table as a small static page beside the index."""
-    rows = record.get("cells", [])
+    cells = record.get("cells")
+    rows = cells if isinstance(cells, list) else []
     head = "<tr><th>variant</th><th>Python</th><th>platform</th><th>file</th><th>pip</th><th>uv</th></tr>"
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(str(row.get(k, '')))}</td>"
