@@ -358,17 +358,15 @@ class IndexCheckFailed(BuildersError):
     """``check-index``: the served index breaks its contract (pages, hashes, links, provenance, variants.json)."""
 
     exit_code = 48
-    what = ("check-index: the served index breaks its contract: its JSON and HTML pages differ, a file lacks its "
-            "sha256, core-metadata or provenance, a link serves other bytes, or variants.json changed since it was "
-            "published (each finding listed)")
+    what = ("check-index: the pages differ, lack a hash, core-metadata or provenance, serve other bytes, or "
+            "variants.json changed")
 
 
 class CoverageMissing(IndexCheckFailed):
     """``check-index``: a declared (variant x Python x platform) cell that pip or uv cannot resolve."""
 
     exit_code = 49
-    what = ("check-index: a declared (variant x Python x platform) cell of the release has no file pip or uv "
-            "resolves from the served index for that environment (the coverage table names each)")
+    what = "check-index: a declared cell that pip or uv cannot resolve from the served index"
 
 
 class RehearsalError(BuildersError):

@@ -7,18 +7,17 @@ import sys
 
 from builders.base import safe_output
 from builders.base.console import Console
-from builders.base.errors import CoverageMissing, IndexCheckFailed
+from builders.base.errors import CoverageMissing, IndexCheckFailed, SelectionError
 from builders.cli import load
 from builders.cli.arguments import Options
 from builders.index import index_check
 from builders.index.objectstore import cache_control, open_bucket
 from builders.index.promote import public_version
 from builders.index.remote import Client
-from builders.index.validate import channel_matrix, clean_env
+from builders.index.validate import clean_env
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ReleaseChannel
 from builders.matrix.targets import select
-from builders.report.compatibility import variant_index_published
 from builders.wheel.smoke import find_uv
 
 HELP = "check a channel's served index: pages, hashes, links, provenance, variants.json, coverage per cell"
@@ -37,15 +36,16 @@ DESCRIPTION = ("Read each variant index of the channel as served (through --site
 def execute(opts: Options, console: Console) -> int:
     m = load.matrix(opts)
     channel = m.declared_channel(opts.channel)
-    built = (m.on_channel(channel.name, opts.commit_date) if channel.prerelease and opts.commit_date
-             else channel_matrix(m, channel, opts.version))
+    if channel.prerelease and opts.commit_date is None:
+        raise SelectionError("check-index --channel nightly needs --commit-date YYYY-MM-DD, the nightly's date")
+    built = m.on_channel(channel.name, opts.commit_date)
     env = dict(opts.env)
     bucket = open_bucket(opts.bucket, env) if opts.bucket else None
     where = coverage_key(channel)
     plan = make_plan(built, channel, opts, index_check.recorded_variants(bucket.read_if_there(where + ".json")
                                                                          if bucket else None))
     resolvers = index_check.Resolvers(python=sys.executable, uv=find_uv(), env=clean_env(env), pre=channel.prerelease)
-    checked = index_check.check(Client(), plan, resolvers, workers=opts.resolve_jobs, show=console.line)
+    checked = index_check.check(Client(), plan, resolvers, workers=index_check.WORKERS, show=console.line)
     data = index_check.record(plan, checked, channel.name.value)
     text = json.dumps(data, indent=2, sort_keys=True) + "\n"
     if opts.record:
@@ -62,14 +62,13 @@ def coverage_key(channel: ReleaseChannel) -> str:
     return channel.layout.split("{label}", 1)[0] + "coverage"
 
 
-def make_plan(m: Matrix, channel: ReleaseChannel, opts: Options, recorded: dict[str, str] | None) -> index_check.Plan:
+def make_plan(m: Matrix, channel: ReleaseChannel, opts: Options, recorded: dict[str, str] | None) -> index_check.CheckPlan:
     """The channel's cells (the selection, or every target it publishes) and each variant's index as served."""
     site = (opts.site_url or m.channels.index_base_url).rstrip("/") + "/"
     targets = select(m, load.selection(opts))
     cells = index_check.cells(targets)
-    variants = opts.variant_index_url or (site + m.wheel_variants.layout
-                                          if m.wheel_variants is not None and variant_index_published(m) else None)
-    return index_check.Plan(project=m.project.name, version=str(public_version(m)),
+    variants = site + m.wheel_variants.layout if m.wheel_variants is not None else None
+    return index_check.CheckPlan(project=m.project.name, version=str(public_version(m)),
                             indexes={c.label: site + channel.index_path(c.label) for c in cells},
                             cells=cells, provenance=not opts.no_provenance, variants_index=variants,
                             recorded_variants=recorded)

@@ -629,25 +629,15 @@ _ENV_ONLY = (
 )
 
 _CHECK_INDEX = (
-    Option(flags=("--channel",), commands=("check-index",), required=True, choices=CHANNELS,
-           help="the channel whose served indexes are checked"),
+    Option(flags=("--channel",), commands=("check-index",), required=True, choices=CHANNELS, help="the channel"),
     Option(flags=("--site-url",), commands=("check-index",), metavar="URL",
-           help="where the channels' site is served, through its web front where it has one: each variant's index "
-                "is URL + the channel's layout (default: the matrix's channels.index.base_url)"),
+           help="the site as served (web front; default: channels.index.base_url)"),
     Option(flags=("--bucket",), commands=("check-index",), metavar="URL",
-           help="s3://BUCKET/ or s3://BUCKET/PREFIX/: the channels' site root, where coverage.json and coverage.html "
-                "are written beside the channel's indexes (and the earlier record is read from)"),
-    Option(flags=("--version",), commands=("check-index",), metavar="VERSION",
-           help="the version to check (nightly: the dev release, required)"),
-    Option(flags=("--variant-index-url",), commands=("check-index",), metavar="URL",
-           help="the PEP 825 variant index whose variants.json is checked (default: the matrix's, where the "
-                "lifecycle publishes it)"),
+           help="the site root (coverage.json, .html)"),
     Option(flags=("--no-provenance",), commands=("check-index",), action="store_true", default=False,
-           help="do not require PEP 740 provenance of each file (a channel published before it was served)"),
-    Option(flags=("--resolve-jobs",), commands=("check-index",), parse=jobs, default=4, metavar="N",
-           help="pip and uv resolutions run at the same time (default: 4)"),
+           help="skip provenance (a channel published before PEP 740 pages)"),
     Option(flags=("--record",), commands=("check-index",), parse=output_file, metavar="PATH",
-           help="also write the coverage record (JSON) here"),
+           help="a copy of coverage.json"),
 )
 
 _VERSION = Option(flags=("--version",), commands=(ROOT,), action="version", help="show program's version number and exit")

@@ -47,10 +47,11 @@ MAX_PAGE = 64 * 1024 * 1024
 MAX_PROVENANCE = 4 * 1024 * 1024
 PASSED, MISSING, CANNOT_EXPRESS = "resolved", "missing", "cannot-express"
 RESOLVERS = ("pip", "uv")
+WORKERS = 4  # resolutions at once: each is one pip or uv process, mostly waiting on the index
 
 
 @dataclass(frozen=True, kw_only=True)
-class Finding:
+class IndexFinding:
     """One way the served index breaks its contract; ``code`` is stable (json-only, html-only, no-hash, ...)."""
 
     code: str
@@ -113,12 +114,12 @@ def read_pages(client: Client, index_url: str, project: str) -> tuple[Page | Non
     return as_json, as_html
 
 
-def compare_pages(as_json: Page, as_html: Page) -> list[Finding]:
+def compare_pages(as_json: Page, as_html: Page) -> list[IndexFinding]:
     """Both forms list the same files, each with the same sha256, core-metadata hash and provenance."""
     j, h = {f.filename: f for f in as_json.files}, {f.filename: f for f in as_html.files}
-    out = [Finding(code="json-only", file=n, message="listed in the JSON page, not in the HTML page")
+    out = [IndexFinding(code="json-only", file=n, message="listed in the JSON page, not in the HTML page")
            for n in sorted(j.keys() - h.keys())]
-    out += [Finding(code="html-only", file=n, message="listed in the HTML page, not in the JSON page")
+    out += [IndexFinding(code="html-only", file=n, message="listed in the HTML page, not in the JSON page")
             for n in sorted(h.keys() - j.keys())]
     for name in sorted(j.keys() & h.keys()):
         out += _same(name, "sha256", j[name].sha256, h[name].sha256)
@@ -127,23 +128,23 @@ def compare_pages(as_json: Page, as_html: Page) -> list[Finding]:
     return out
 
 
-def _same(name: str, what: str, in_json: object, in_html: object) -> list[Finding]:
+def _same(name: str, what: str, in_json: object, in_html: object) -> list[IndexFinding]:
     if in_json == in_html:
         return []
-    return [Finding(code="pages-differ", file=name, message=f"{what}: JSON says {in_json!r}, HTML {in_html!r}")]
+    return [IndexFinding(code="pages-differ", file=name, message=f"{what}: JSON says {in_json!r}, HTML {in_html!r}")]
 
 
-def file_findings(f: IndexFile, provenance_url: str, *, provenance: bool = True) -> list[Finding]:
+def file_findings(f: IndexFile, provenance_url: str, *, provenance: bool = True) -> list[IndexFinding]:
     """What one listed file lacks: its sha256, its ``.metadata`` with a hash, its provenance."""
     out = []
     if not f.sha256 or not re.fullmatch(r"[0-9a-f]{64}", f.sha256):
-        out.append(Finding(code="no-hash", file=f.filename, message=f"no sha256 on the page ({f.sha256!r})"))
+        out.append(IndexFinding(code="no-hash", file=f.filename, message=f"no sha256 on the page ({f.sha256!r})"))
     if f.filename.endswith(".whl") and not f.metadata:
-        out.append(Finding(code="no-core-metadata", file=f.filename, message="no PEP 658/714 core-metadata"))
+        out.append(IndexFinding(code="no-core-metadata", file=f.filename, message="no PEP 658/714 core-metadata"))
     elif f.filename.endswith(".whl") and not f.metadata_sha256:
-        out.append(Finding(code="no-core-metadata", file=f.filename, message="core-metadata without its sha256"))
+        out.append(IndexFinding(code="no-core-metadata", file=f.filename, message="core-metadata without its sha256"))
     if provenance and f.filename.endswith(".whl") and not provenance_url:
-        out.append(Finding(code="no-provenance", file=f.filename, message="no PEP 740 provenance on the page"))
+        out.append(IndexFinding(code="no-provenance", file=f.filename, message="no PEP 740 provenance on the page"))
     return out
 
 
@@ -195,47 +196,47 @@ def served_sha256(client: Client, url: str) -> str | None:
     return digest.hexdigest()
 
 
-def link_findings(client: Client, f: IndexFile, provenance_url: str) -> list[Finding]:
+def link_findings(client: Client, f: IndexFile, provenance_url: str) -> list[IndexFinding]:
     """The file, its ``.metadata`` and its provenance, each fetched: the listed hashes and PEP 740's keys hold."""
     out = []
     try:
         got = served_sha256(client, f.url)
     except (AuditError, requests.RequestException) as exc:
-        return [Finding(code="link", file=f.filename, message=str(exc))]
+        return [IndexFinding(code="link", file=f.filename, message=str(exc))]
     if got is None:
-        out.append(Finding(code="link", file=f.filename, message=f"{f.url} is not there"))
+        out.append(IndexFinding(code="link", file=f.filename, message=f"{f.url} is not there"))
     elif f.sha256 and got != f.sha256:
-        out.append(Finding(code="link-sha256", file=f.filename, message=f"{f.url} serves sha256 {got}, the page "
+        out.append(IndexFinding(code="link-sha256", file=f.filename, message=f"{f.url} serves sha256 {got}, the page "
                            f"lists {f.sha256}"))
     if f.metadata and f.filename.endswith(".whl"):
         try:
             read_metadata(client, f)
         except (AuditError, requests.RequestException) as exc:
-            out.append(Finding(code="core-metadata", file=f.filename, message=str(exc)))
+            out.append(IndexFinding(code="core-metadata", file=f.filename, message=str(exc)))
     if provenance_url:
         out += _provenance_findings(client, f.filename, provenance_url)
     return out
 
 
-def _provenance_findings(client: Client, name: str, url: str) -> list[Finding]:
+def _provenance_findings(client: Client, name: str, url: str) -> list[IndexFinding]:
     try:
         got = client.get(url, limit=MAX_PROVENANCE, kind="provenance")
         problems = ["not there"] if got is None else provenance_problems(json.loads(got[1]))
     except (AuditError, requests.RequestException, ValueError) as exc:
         problems = [str(exc)]
-    return [Finding(code="provenance", file=name, message=f"{url}: {p}") for p in problems]
+    return [IndexFinding(code="provenance", file=name, message=f"{url}: {p}") for p in problems]
 
 
-def variants_json_findings(name: str, served: str | None, listed: str | None, recorded: str | None) -> list[Finding]:
+def variants_json_findings(name: str, served: str | None, listed: str | None, recorded: str | None) -> list[IndexFinding]:
     """variants.json (PEP 825) never changes once published: what is served is what the page lists and what was
     recorded at its first check (``recorded`` None: none yet, this one is recorded)."""
     if served is None:
-        return [Finding(code="variants-json", file=name, message="listed but not there")]
+        return [IndexFinding(code="variants-json", file=name, message="listed but not there")]
     out = []
     if listed != served:
-        out.append(Finding(code="variants-json", file=name, message=f"served sha256 {served}, the page lists {listed}"))
+        out.append(IndexFinding(code="variants-json", file=name, message=f"served sha256 {served}, the page lists {listed}"))
     if recorded is not None and recorded != served:
-        out.append(Finding(code="variants-json-changed", file=name, message=f"sha256 {served}; recorded when it was "
+        out.append(IndexFinding(code="variants-json-changed", file=name, message=f"sha256 {served}; recorded when it was "
                            f"published: {recorded} (PEP 825: variants.json never changes)"))
     return out
 
@@ -244,7 +245,7 @@ def variants_json_findings(name: str, served: str | None, listed: str | None, re
 
 
 @dataclass(frozen=True, kw_only=True)
-class Cell:
+class CoverageCell:
     """One declared environment of the release: a variant's wheel on one Python and platform."""
 
     target: str  # the target id of the wheel that covers it
@@ -260,18 +261,18 @@ class Cell:
         return f"{self.label}-{self.python}-{self.platform}"
 
 
-def cells(targets: Iterable[Target]) -> tuple[Cell, ...]:
+def cells(targets: Iterable[Target]) -> tuple[CoverageCell, ...]:
     """Every (variant x Python x platform) cell: one per target, a shared wheel's for each Python it installs on."""
     out = {}
     for t in targets:
         for python in t.tested_pythons if t.shape.shared else (t.python,):
-            cell = Cell(target=t.id, label=t.variant.label, python=python, platform=t.platform.name,
+            cell = CoverageCell(target=t.id, label=t.variant.label, python=python, platform=t.platform.name,
                         wheel_platform=t.platform.wheel_platform, filename=t.wheel_name, version=str(t.version))
             out[cell.key] = cell
     return tuple(out[k] for k in sorted(out))
 
 
-def pip_argv(python: str, cell: Cell, project: str, index_url: str, report: str, pre: bool) -> list[str]:
+def pip_argv(python: str, cell: CoverageCell, project: str, index_url: str, report: str, pre: bool) -> list[str]:
     """pip's resolution of the cell: a dry run for the cell's tags, the index alone, binary only, a report."""
     p = cell.python
     return [python, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps", "--no-cache-dir",
@@ -300,7 +301,7 @@ def uv_platform(wheel_platform: str) -> tuple[str, dict[str, str]] | None:
     return None
 
 
-def uv_argv(uv: str, cell: Cell, index_url: str, requirements: str, out: str, pre: bool) -> tuple[list[str], dict[str, str]] | str:
+def uv_argv(uv: str, cell: CoverageCell, index_url: str, requirements: str, out: str, pre: bool) -> tuple[list[str], dict[str, str]] | str:
     """uv's resolution of the cell (a pylock.toml naming the file), or why uv cannot express the cell."""
     if cell.python.free_threaded:
         return f"uv has no free-threaded --python-version ({cell.python})"
@@ -362,7 +363,7 @@ class Resolvers:
     timeout: float = 300.0
 
 
-def resolve_one(r: Resolvers, resolver: str, cell: Cell, project: str, index_url: str) -> Resolution:
+def resolve_one(r: Resolvers, resolver: str, cell: CoverageCell, project: str, index_url: str) -> Resolution:
     """One cell by one resolver, in a scratch folder of its own."""
     with tempfile.TemporaryDirectory(prefix="builders-check-index-") as tmp:
         if resolver == "pip":
@@ -370,7 +371,7 @@ def resolve_one(r: Resolvers, resolver: str, cell: Cell, project: str, index_url
         return _by_uv(r, cell, project, index_url, Path(tmp))
 
 
-def _by_pip(r: Resolvers, cell: Cell, project: str, index_url: str, tmp: Path) -> Resolution:
+def _by_pip(r: Resolvers, cell: CoverageCell, project: str, index_url: str, tmp: Path) -> Resolution:
     report = tmp / "report.json"
     argv = pip_argv(r.python, cell, project, index_url, str(report), r.pre)
     try:
@@ -381,7 +382,7 @@ def _by_pip(r: Resolvers, cell: Cell, project: str, index_url: str, tmp: Path) -
     return _judged(cell, "pip", found)
 
 
-def _by_uv(r: Resolvers, cell: Cell, project: str, index_url: str, tmp: Path) -> Resolution:
+def _by_uv(r: Resolvers, cell: CoverageCell, project: str, index_url: str, tmp: Path) -> Resolution:
     if r.uv is None:
         return Resolution(cell=cell.key, resolver="uv", status=CANNOT_EXPRESS, reason="uv is not installed")
     (tmp / "requirements.in").write_text(f"{project}=={cell.version}\n", encoding="utf-8")
@@ -396,7 +397,7 @@ def _by_uv(r: Resolvers, cell: Cell, project: str, index_url: str, tmp: Path) ->
     return _judged(cell, "uv", uv_file((tmp / "pylock.toml").read_text(encoding="utf-8"), project, cell.version))
 
 
-def _judged(cell: Cell, resolver: str, found: str) -> Resolution:
+def _judged(cell: CoverageCell, resolver: str, found: str) -> Resolution:
     """Resolved only to the cell's own file (a pylock may name several wheels of the version: one is the cell's)."""
     if cell.filename in found.split(","):
         return Resolution(cell=cell.key, resolver=resolver, status=PASSED, file=cell.filename)
@@ -409,10 +410,10 @@ def _last_line(text: str) -> str:
     return " ".join(lines[-3:])[-400:]
 
 
-def resolve(r: Resolvers, jobs: Sequence[tuple[str, Cell, str]], project: str, *, workers: int,
+def resolve(r: Resolvers, jobs: Sequence[tuple[str, CoverageCell, str]], project: str, *, workers: int,
             show: Callable[[str], None] = lambda line: None) -> list[Resolution]:
     """Every (resolver, cell, index URL), ``workers`` at a time; the answers in the order asked."""
-    def one(job: tuple[str, Cell, str]) -> Resolution:
+    def one(job: tuple[str, CoverageCell, str]) -> Resolution:
         got = resolve_one(r, job[0], job[1], project, job[2])
         show(f"{got.cell} {got.resolver}: {got.status}{': ' + got.reason if got.reason else ''}")
         return got
@@ -424,7 +425,7 @@ def resolve(r: Resolvers, jobs: Sequence[tuple[str, Cell, str]], project: str, *
 # --- the coverage table -------------------------------------------------------------------------
 
 
-def coverage_table(all_cells: Sequence[Cell], results: Sequence[Resolution]) -> list[dict[str, object]]:
+def coverage_table(all_cells: Sequence[CoverageCell], results: Sequence[Resolution]) -> list[dict[str, object]]:
     """One row per cell: its file and each resolver's status."""
     by = {(r.cell, r.resolver): r for r in results}
     rows = []
@@ -463,21 +464,21 @@ def coverage_html(record: Mapping[str, object]) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Plan:
+class CheckPlan:
     """What to check: the project's version, each variant's index URL, the cells, the variant index (if any)."""
 
     project: str
     version: str  # the public version
     indexes: Mapping[str, str]  # label -> index URL
-    cells: tuple[Cell, ...]
+    cells: tuple[CoverageCell, ...]
     provenance: bool = True
-    variants_index: str | None = None  # the PEP 825 variant index's URL, where it is published
+    variants_index: str | None = None  # the PEP 825 variant index's URL, checked where it is served
     recorded_variants: Mapping[str, str] | None = None  # file name -> sha256 recorded at its first check
 
 
 @dataclass(frozen=True, kw_only=True)
 class Checked:
-    findings: tuple[Finding, ...]
+    findings: tuple[IndexFinding, ...]
     rows: tuple[dict[str, object], ...]
     variants_json: Mapping[str, str]  # file name -> sha256 served
 
@@ -492,12 +493,12 @@ def of_version(f: IndexFile, project: str, version: str) -> bool:
     return f.filename.lower().startswith(prefix.lower()) and f.filename[len(prefix):len(prefix) + 1] in ("+", "-")
 
 
-def check_label(client: Client, plan: Plan, label: str, index_url: str) -> list[Finding]:
+def check_label(client: Client, plan: CheckPlan, label: str, index_url: str) -> list[IndexFinding]:
     """One variant index: both pages, each file of the version, each link."""
     as_json, as_html = read_pages(client, index_url, plan.project)
     if as_json is None or as_html is None:
         form = "JSON (PEP 691)" if as_json is None else "HTML (PEP 503)"
-        return [Finding(code="no-page", file=label, message=f"{index_url}: no {form} project page")]
+        return [IndexFinding(code="no-page", file=label, message=f"{index_url}: no {form} project page")]
     out = compare_pages(as_json, as_html)
     for f in as_json.files:
         if of_version(f, plan.project, plan.version):
@@ -507,31 +508,31 @@ def check_label(client: Client, plan: Plan, label: str, index_url: str) -> list[
     return out
 
 
-def check_variants(client: Client, plan: Plan) -> tuple[list[Finding], dict[str, str]]:
+def check_variants(client: Client, plan: CheckPlan) -> tuple[list[IndexFinding], dict[str, str]]:
     """The variant index's ``*-variants.json`` of the version: served as listed, as recorded."""
     if plan.variants_index is None:
         return [], {}
     as_json, _ = read_pages(client, plan.variants_index, plan.project)
-    if as_json is None:
-        return [Finding(code="variants-json", file=plan.project, message=f"{plan.variants_index}: no project page")], {}
+    if as_json is None:  # no variant index served here (the lifecycle publishes it with the release alone)
+        return [], {}
     name = f"{canonicalize_name(plan.project).replace('-', '_')}-{plan.version}-variants.json"
     listed = next((f for f in as_json.files if f.filename == name), None)
-    if listed is None:
-        return [Finding(code="variants-json", file=name, message="the variant index's page does not list it")], {}
+    if listed is None:  # none of this version published yet: nothing to hold
+        return [], {}
     served = served_sha256(client, listed.url)
     recorded = (plan.recorded_variants or {}).get(name)
     return variants_json_findings(name, served, listed.sha256, recorded), ({name: served} if served else {})
 
 
-def check(client: Client, plan: Plan, resolvers: Resolvers, *, workers: int,
+def check(client: Client, plan: CheckPlan, resolvers: Resolvers, *, workers: int,
           show: Callable[[str], None] = lambda line: None) -> Checked:
     """Every check of the channel: its pages and bytes, variants.json, then each cell by pip and uv."""
-    findings: list[Finding] = []
+    findings: list[IndexFinding] = []
     for label, url in sorted(plan.indexes.items()):
         try:
             findings += check_label(client, plan, label, url)
         except (AuditError, requests.RequestException) as exc:
-            findings.append(Finding(code="unreadable", file=label, message=str(exc)))
+            findings.append(IndexFinding(code="unreadable", file=label, message=str(exc)))
     variant_findings, variants = check_variants(client, plan)
     jobs = [(resolver, c, plan.indexes[c.label]) for c in plan.cells for resolver in RESOLVERS]
     results = resolve(resolvers, jobs, plan.project, workers=workers, show=show)
@@ -539,7 +540,7 @@ def check(client: Client, plan: Plan, resolvers: Resolvers, *, workers: int,
                    variants_json=variants)
 
 
-def record(plan: Plan, checked: Checked, channel: str) -> dict[str, object]:
+def record(plan: CheckPlan, checked: Checked, channel: str) -> dict[str, object]:
     """The coverage record published beside the index (``coverage.json``): the cells, the findings, and the
     variants.json digests (the first check's are kept: what later checks hold it to)."""
     return {"project": plan.project, "version": plan.version, "channel": channel,

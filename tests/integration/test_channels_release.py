@@ -441,12 +441,12 @@ def test_promote_with_mixed_defaults_keeps_the_accelerator_runtime_off_the_x86_6
 
 def check_index(root: Path, s3: ObjectStore, matrix: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return run(root, s3, "check-index", "--matrix", str(matrix), "--channel", "test", "--bucket", BUCKET,
-               "--site-url", s3.http_url + "downloads/", "--variant-index-url", s3.http_url + "downloads/variants/",
-               *args)
+               "--site-url", s3.http_url + "downloads/", *args)
 
 
 def variant_index(folder: Path, name: str, body: bytes) -> None:
-    """A PEP 825 variant index's project page listing one ``variants.json`` (the layout builders writes)."""
+    """A PEP 825 variant index's project page listing one ``variants.json`` (the layout builders writes, at the
+    matrix's ``wheel_variants.layout`` on the site)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / name).write_bytes(body)
     (folder / "index.json").write_text(json.dumps({"meta": {"api-version": "1.1"}, "name": folder.name, "files": [
