@@ -177,6 +177,7 @@ def served_sha256(client: Client, url: str) -> str | None:
     """The sha256 of the bytes ``url`` serves, hashed as they stream (None: not there)."""
     client.requests += 1
     digest = hashlib.sha256()
+    client.read.setdefault("files", 0)
     if url.startswith("file:"):
         path = Path(url2pathname(urlsplit(url).path))
         if not path.is_file():
@@ -192,7 +193,7 @@ def served_sha256(client: Client, url: str) -> str | None:
             raise AuditError(f"{url}: HTTP {r.status_code}")
         for chunk in r.iter_content(1 << 20):
             digest.update(chunk)
-            client.read["files"] = client.read.get("files", 0) + len(chunk)
+            client.read["files"] += len(chunk)
     return digest.hexdigest()
 
 
@@ -219,6 +220,7 @@ def link_findings(client: Client, f: IndexFile, provenance_url: str) -> list[Ind
 
 
 def _provenance_findings(client: Client, name: str, url: str) -> list[IndexFinding]:
+    client.read.setdefault("provenance", 0)
     try:
         got = client.get(url, limit=MAX_PROVENANCE, kind="provenance")
         problems = ["not there"] if got is None else provenance_problems(json.loads(got[1]))

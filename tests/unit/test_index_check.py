@@ -3,13 +3,19 @@ keys, variants.json held to its record, and how each resolver is asked (or says 
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import replace
+from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from builders.families import loader
 from builders.index import index_check as ic
 from builders.index.audit import IndexFile
+from builders.index.pages import IndexedFile, project_html, project_json
+from builders.index.remote import Client
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
 
@@ -142,3 +148,36 @@ def test_pip_report_and_uv_lock_name_the_file() -> None:
     assert ic.pip_file(report, "p") == "p-1.0+cpu-x.whl"
     lock = '[[packages]]\nname = "p"\nversion = "1.0+cpu"\nwheels = [{ url = "http://x/p/a.whl" }]\n'
     assert ic.uv_file(lock, "p", "1.0+cpu") == "a.whl" and ic.uv_file(lock, "p", "2.0") == ""
+
+
+def served(tmp_path: Path, provenance: bool = False) -> tuple[Path, ic.CheckPlan]:
+    """A project folder written by builders' own page writers (file:// is what pip reads too), one wheel-named file
+    with its ``.metadata``, and, where asked, a PEP 740 provenance object linked from both pages."""
+    folder = tmp_path / "idx" / "p"
+    folder.mkdir(parents=True)
+    name, meta = "p-1.0+cpu-cp312-cp312-linux_x86_64.whl", b"Metadata-Version: 2.1\nName: p\nVersion: 1.0+cpu\n"
+    (folder / name).write_bytes(b"wheel bytes")
+    (folder / f"{name}.metadata").write_bytes(meta)
+    info = IndexedFile(filename=name, project="p", label="cpu", sha256=hashlib.sha256(b"wheel bytes").hexdigest(),
+                       size=11, version="1.0+cpu", requires_python=None, metadata=meta)
+    page, data = project_html("p", [info]), project_json("p", [info])
+    if provenance:
+        (folder / f"{name}.provenance").write_text(json.dumps({"version": 1, "attestation_bundles": [
+            {"publisher": {"kind": "GitHub"}, "attestations": [{"version": 1, "verification_material": {},
+                                                                "envelope": {}}]}]}))
+        page = page.replace(f'href="{quote(name)}#', f'data-provenance="{quote(name)}.provenance" href="{quote(name)}#')
+        data["files"][0]["provenance"] = f"{quote(name)}.provenance"  # type: ignore[index]
+    (folder / "index.html").write_text(page)
+    (folder / "index.json").write_text(json.dumps(data))
+    return folder, ic.CheckPlan(project="p", version="1.0", indexes={"cpu": (tmp_path / "idx").as_uri()}, cells=())
+
+
+def test_an_index_builders_writes_passes_and_each_break_is_found(tmp_path: Path) -> None:
+    folder, plan = served(tmp_path, provenance=True)
+    url = plan.indexes["cpu"]
+    assert ic.check_label(Client(), plan, "cpu", url) == []
+    (folder / "p-1.0+cpu-cp312-cp312-linux_x86_64.whl").write_bytes(b"other bytes")
+    assert [f.code for f in ic.check_label(Client(), plan, "cpu", url)] == ["link-sha256"]
+    folder, plan = served(tmp_path / "bare")
+    assert [f.code for f in ic.check_label(Client(), plan, "cpu", plan.indexes["cpu"])] == ["no-provenance"]
+    assert ic.check_label(Client(), replace(plan, provenance=False), "cpu", plan.indexes["cpu"]) == []
