@@ -357,6 +357,21 @@ class PreflightRefused(BuildersError):
             "the package server); the release channel and the package server are as they were")
 
 
+class IndexCheckFailed(BuildersError):
+    """``check-index``: the served index breaks its contract (pages, hashes, links, provenance, variants.json)."""
+
+    exit_code = 48
+    what = ("check-index: the pages differ, lack a hash, core-metadata or provenance, serve other bytes, or "
+            "variants.json changed")
+
+
+class CoverageMissing(IndexCheckFailed):
+    """``check-index``: a declared (variant x Python x platform) cell that pip or uv cannot resolve."""
+
+    exit_code = 49
+    what = "check-index: a declared cell that pip or uv cannot resolve from the served index"
+
+
 class RehearsalError(BuildersError):
     """``plan --rehearse``: a scale profile or price table cannot be read, or the release crosses a limit."""
 

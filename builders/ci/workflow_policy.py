@@ -43,7 +43,8 @@ from builders.ci.workflow_rules import environment, outcomes, where
 
 POLICY = Path(".github/workflow-policy.yml")
 CAPABILITIES = ("pypi", "channel", "github-release", "release-role", "id-token")
-CHANNEL_COMMANDS = frozenset({"publish", "promote-release", "yank", "rollback", "repair-index", "deploy-index"})
+CHANNEL_COMMANDS = frozenset({"publish", "promote-release", "yank", "rollback", "repair-index", "deploy-index",
+                              "check-index"})
 CHANNEL_SCRIPTS = (("ci/deploy-index.sh",), ("ci/promote.sh", "index"))
 PYPI_PROGRAMS = (("twine",), ("uv", "publish"), ("flit", "publish"), ("poetry", "publish"), ("hatch", "publish"))
 RELEASE_SCRIPTS = (("ci/github-release.sh",), ("gh", "release"))

@@ -44,8 +44,8 @@ CACHE_KINDS = ("toolchain", "ccache", "uv", "image", "store", "core", caches.PAR
 SELECTION = "selection (shell globs over ids like cu132-cp314t-linux-x86_64)"
 MATRIX_COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "workflow", "audit",
                    "variants", "publish", "validate", "promote-release", "manifest", "yank", "rollback", "repair-index",
-                   "history")
-SELECTING = ("plan", "build", "images", "validate", "promote-release", "audit")
+                   "history", "check-index")
+SELECTING = ("plan", "build", "images", "validate", "promote-release", "audit", "check-index")
 CHANNELS = tuple(c.value for c in ChannelName)
 WHEELHOUSE = Path("wheelhouse")  # ``build --output``'s default, where ``cache`` looks for a store
 MATRIX = Path("matrix.yaml")  # ``--matrix``'s default
@@ -319,7 +319,7 @@ _BUILD = (
            help="build for this channel's version; nightly is a dev release of the matrix's nightly base from "
                 "--commit-date (2.16.0.dev20261201+cu132); test and release the matrix's version (default: the "
                 "matrix's version)"),
-    Option(flags=("--commit-date",), commands=("build", "plan", "smoke"), parse=datetime.date.fromisoformat,
+    Option(flags=("--commit-date",), commands=("build", "plan", "smoke", "check-index"), parse=datetime.date.fromisoformat,
            metavar="YYYY-MM-DD",
            help="with --channel nightly: the date of the commit built (its committer date, as git log shows it with "
                 "--date=short)"),
@@ -630,12 +630,24 @@ _ENV_ONLY = (
                 "from the environment the engine passes, when it computes the image's build arguments"),
 )
 
+_CHECK_INDEX = (
+    Option(flags=("--channel",), commands=("check-index",), required=True, choices=CHANNELS, help="the channel"),
+    Option(flags=("--site-url",), commands=("check-index",), metavar="URL",
+           help="the site as served (web front; default: channels.index.base_url)"),
+    Option(flags=("--bucket",), commands=("check-index",), metavar="URL",
+           help="the site root (coverage.json, .html)"),
+    Option(flags=("--no-provenance",), commands=("check-index",), action="store_true", default=False,
+           help="skip provenance (a channel published before PEP 740 pages)"),
+    Option(flags=("--record",), commands=("check-index",), parse=output_file, metavar="PATH",
+           help="a copy of coverage.json"),
+)
+
 _VERSION = Option(flags=("--version",), commands=(ROOT,), action="version", help="show program's version number and exit")
 
 # Table order is --help order within a command.
 OPTIONS: tuple[Option, ...] = (
     _VERSION, _MATRIX, *_SELECTION, *_PLAN, *_BUILD, *_CACHE, *_CONTAINERS, *_BUILD_AFTER, *_IMAGES, *_WHEEL_CHECKS,
-    *_RELEASE, *_VARIANTS, *_PUBLISH, *_VALIDATE, *_MANIFEST, *_YANK, *_PROMOTE_RELEASE, *_PRUNE, *_ENV_ONLY,
+    *_RELEASE, *_VARIANTS, *_PUBLISH, *_VALIDATE, *_MANIFEST, *_YANK, *_PROMOTE_RELEASE, *_CHECK_INDEX, *_PRUNE, *_ENV_ONLY,
 )
 
 ENVIRONMENT: tuple[EnvironmentFact, ...] = (

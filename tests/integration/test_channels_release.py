@@ -569,3 +569,60 @@ def test_a_promotion_killed_at_each_write_reruns_to_the_same_end(
     print(f"{points} kill points in {seconds:.0f} s ({', '.join(f'{k} {v:.0f} s' for k, v in spent.items())}); "
           f"pip installed: {' '.join(landed)}")
     assert landed[0] == "old" and landed[-1] == "new", landed
+
+
+def check_index(root: Path, s3: ObjectStore, matrix: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run(root, s3, "check-index", "--matrix", str(matrix), "--channel", "test", "--bucket", BUCKET,
+               "--site-url", s3.http_url + "downloads/", *args)
+
+
+def variant_index(folder: Path, name: str, body: bytes) -> None:
+    """A PEP 825 variant index's project page listing one ``variants.json`` (the layout builders writes, at the
+    matrix's ``wheel_variants.layout`` on the site)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_bytes(body)
+    (folder / "index.json").write_text(json.dumps({"meta": {"api-version": "1.1"}, "name": folder.name, "files": [
+        {"filename": name, "url": name, "hashes": {"sha256": sha256(body)}}]}))
+    (folder / "index.html").write_text(f'<a href="{name}#sha256={sha256(body)}">{name}</a>')
+
+
+def test_check_index_passes_a_clean_channel_and_reports_each_broken_promise(
+        root: Path, matrix_path: Path, wheelhouse: Path, servers) -> None:
+    """After a publish: the clean test channel passes (every cell resolved by pip and uv, the coverage table beside
+    the index); then a file in JSON but not HTML, a missing hash, a changed variants.json and no provenance are
+    each reported (exit 48), and a wheel gone from the pages is a missing cell (exit 49)."""
+    s3, _staging, _pypi = servers
+    ok(run(root, s3, "publish", str(wheelhouse), "--matrix", str(matrix_path), "--channel", "test", "--bucket", BUCKET))
+    site = s3.root / "downloads"
+    (project,) = {p.parent for p in site.glob("whl/test/*/*/*.whl")}
+    wheels = sorted(p.name for p in project.glob("*.whl"))
+    version = wheels[0].split("-")[1].split("+")[0]
+    variants_name = f"{project.name}-{version}-variants.json"
+    variant_index(site / "variants" / project.name, variants_name, b'{"default-priorities": {}}\n')
+    clean = ok(check_index(root, s3, matrix_path, "--no-provenance", "--target", TARGET, "--target", LEFTOVER))
+    coverage = json.loads((site / "whl/test/coverage.json").read_text())
+    assert {(row["target"], row["file"], row["pip"], row["uv"]) for row in coverage["cells"]} == {
+        (t, w, "resolved", "resolved") for t, w in zip((TARGET, LEFTOVER), sorted(wheels, key=lambda n: "cp313" in n))}
+    assert coverage["variants_json"] == {variants_name: sha256(b'{"default-priorities": {}}\n')}
+    assert "0 missing" in clean.stderr + clean.stdout and (site / "whl/test/coverage.html").is_file()
+
+    page_json, page_html = project / "index.json", project / "index.html"
+    saved = page_json.read_bytes(), page_html.read_bytes()
+    data = json.loads(saved[0])
+    del data["files"][0]["hashes"]
+    page_json.write_text(json.dumps(data))
+    page_html.write_text("\n".join(line for line in saved[1].decode().splitlines() if wheels[1] not in line))
+    variant_index(site / "variants" / project.name, variants_name, b'{"default-priorities": {"changed": 1}}\n')
+    broken = check_index(root, s3, matrix_path, "--target", TARGET)
+    out = broken.stdout + broken.stderr
+    assert broken.returncode == 48, out
+    assert f"json-only: {wheels[1]}" in out and f"no-hash: {data['files'][0]['filename']}" in out, out
+    assert f"variants-json-changed: {variants_name}" in out and "no-provenance" in out, out
+
+    page_json.write_text(json.dumps({**data, "files": [f for f in json.loads(saved[0])["files"]
+                                                      if f["filename"] != wheels[1]]}))
+    page_html.write_text("\n".join(line for line in saved[1].decode().splitlines() if wheels[1] not in line))
+    bare = check_index(root, s3, matrix_path, "--no-provenance", "--target", LEFTOVER)
+    assert bare.returncode == 49 and "cpu-3.13-linux-x86_64" in bare.stderr, bare.stdout + bare.stderr
+    missing = json.loads((site / "whl/test/coverage.json").read_text())["missing"]
+    assert len(missing) == 1 and "3.13" in missing[0]

@@ -275,6 +275,13 @@ def nightly_versions(files: dict[str, object]) -> set[str]:
     return {str(parse_wheel_filename(name)[1]) for name in wheels(files, NIGHTLY)}
 
 
+def assert_covered(files: dict[str, object], key: str, version: str) -> None:
+    """check-index ran after the publish: its coverage table beside the index, every cell resolved by pip and uv."""
+    record = json.loads(files[key])  # type: ignore[arg-type]
+    assert record["version"] == version and record["missing"] == [] and record["findings"] == [], record
+    assert record["cells"] and all(c["pip"] == "resolved" and c["uv"] == "resolved" for c in record["cells"]), record
+
+
 def test_two_nightlies_leave_only_the_newer_on_the_channel_with_consistent_pages(world: World, nightlies) -> None:
     (first, after_first), (second, after_second) = nightlies
     for run in (first, second):
@@ -292,6 +299,7 @@ def test_two_nightlies_leave_only_the_newer_on_the_channel_with_consistent_pages
             and "/minifw/" in k} == {newer}
     assert not any(older.split("+")[0] in key for key in world.bucket() if key.startswith(NIGHTLY)), \
         "a file of the pruned nightly is left"
+    assert_covered(after_second, "whl/nightly/coverage.json", newer.split("+")[0])
 
 
 # -- the shared compile cache: the nightly writes it, candidates read it and write nothing ------------------
@@ -403,6 +411,7 @@ def assert_candidate(world: World, candidate: Candidate) -> None:
 def test_rc1_is_published_to_test_and_validated_over_http(world: World, candidates) -> None:
     rc1, _rc2 = candidates
     assert_candidate(world, rc1)
+    assert_covered(rc1.bucket, "whl/test/coverage.json", VERSION)
 
 
 def test_rc2_replaces_rc1_on_test_and_the_replacement_is_recorded(world: World, candidates) -> None:
@@ -528,6 +537,7 @@ def test_promotion_releases_exactly_rc2s_validated_bytes(world: World, candidate
     assert released == from_test, "and exactly what the test channel serves"
     linked = assert_consistent(world, RELEASE)
     assert {k.rsplit("/", 1)[-1]: v for k, v in linked.items() if k.endswith(".whl") and "/minifw/" in k} == released
+    assert_covered(bucket, "whl/coverage.json", VERSION)
     pypi = {name: sha256(data) for name, data in server.items() if name.endswith(".whl")}
     assert pypi == validated(world, rc2.run_id, "pypi"), "the package server holds exactly the validated PyPI wheels"
     assert promotion.before[1] == {}, "nothing was on the package server before the promotion"
