@@ -114,7 +114,8 @@ def ordering(released: tuple[str, ...], rebuilt: tuple[str, ...]) -> Difference 
 
 
 def _stamp(t: tuple[int, ...]) -> str:
-    return "%04d-%02d-%02d %02d:%02d:%02d" % tuple(t)
+    year, month, day, hour, minute, second = t[:6]
+    return f"{year:04d}-{month:02d}-{day:02d} {hour:02d}:{minute:02d}:{second:02d}"
 
 
 def _first_change(a: bytes, b: bytes) -> str:
