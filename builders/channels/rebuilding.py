@@ -81,13 +81,15 @@ def checkout(repo: Path, commit: str, dest: Path, env: Mapping[str, str]) -> Pat
 
 
 def fresh_cache(toolchains: Path, work: Path) -> Path:
-    """A toolchain cache folder whose ``toolchains`` is the shared one (linked) and whose compiler cache, beside
-    it, is new: ccache keys by the build folder's relative paths, so the release's objects would be hits."""
-    (work / "cache").mkdir(parents=True, exist_ok=True)
-    link = work / "cache" / "toolchains"
-    if not link.exists():
-        link.symlink_to(toolchains.resolve(), target_is_directory=True)
-    return link
+    """A toolchain cache folder holding a link to each toolkit of the shared one, beside a compiler cache of its
+    own, new (builds put ccache beside the toolchain folder; its keys are relative to the build folder, so the
+    release's objects would be hits and nothing compiled again)."""
+    mine = work / "cache" / "toolchains"
+    mine.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(toolchains.iterdir()) if toolchains.is_dir() else ():
+        if not (mine / entry.name).exists():
+            (mine / entry.name).symlink_to(entry.resolve(), target_is_directory=entry.is_dir())
+    return mine
 
 
 def build_argv(matrix: Path, target: str, output: Path, cache: Path, manifest: Manifest,
