@@ -10,6 +10,7 @@ as ``metadata``.
 
 from __future__ import annotations
 
+import calendar
 import json
 import zipfile
 from pathlib import Path
@@ -37,54 +38,63 @@ def target_of(project: str) -> str:
     return f"{label}-{python}-linux-x86_64"
 
 
-@pytest.fixture(scope="module", params=["cflags", "cudakit"])
-def released(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Path, Path]:
-    repo = tmp_path_factory.mktemp(request.param) / "repo"
-    commit = rebuilds.committed(PROJECTS / request.param, repo)
-    target = target_of(request.param)
+def release_of(project: str, factory: pytest.TempPathFactory) -> tuple[Path, str, Path, Path]:
+    repo = factory.mktemp(project) / "repo"
+    commit = rebuilds.committed(PROJECTS / project, repo)
+    target = target_of(project)
     wheel, manifest = rebuilds.release(repo, commit, target, repo.parent / "release")
     return repo, target, wheel, manifest
 
 
-def test_a_released_target_rebuilt_from_its_commit_is_identical(released: tuple[Path, str, Path, Path],
-                                                                tmp_path: Path) -> None:
-    repo, target, wheel, manifest = released
+@pytest.fixture(scope="module")
+def cpu(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Path, Path]:
+    return release_of("cflags", tmp_path_factory)
+
+
+def test_a_released_cu132_target_rebuilt_from_its_commit_is_identical(tmp_path_factory: pytest.TempPathFactory,
+                                                                      tmp_path: Path) -> None:
+    repo, target, wheel, manifest = release_of("cudakit", tmp_path_factory)
+    assert target.startswith("cu132-")
     proc = rebuilds.rebuild(repo, manifest, target, wheel, tmp_path / "work")
     assert proc.returncode == 0, (proc.stdout, proc.stderr[-3000:])
     outcome = json.loads(proc.stdout)
     assert outcome["identical"] and outcome["differences"] == [] and outcome["notes"] == []
-    rebuilt = json.loads((tmp_path / "work" / "out" / "results.json").read_text())["targets"][0]
-    assert rebuilt["compiler_cache"].get("misses", 0) > 0 and rebuilt["compiler_cache"].get("hits", 0) == 0, rebuilt
+    (rebuilt,) = json.loads((tmp_path / "work" / "out" / "results.json").read_text())["targets"]
+    assert rebuilt["compiler_cache"]["misses"] > 0 and rebuilt["compiler_cache"]["hits"] == 0, rebuilt  # compiled again
     assert (tmp_path / "work" / "out" / rebuilt["wheel"]).read_bytes() == wheel.read_bytes()
 
 
-def test_an_edited_member_is_named_with_its_kind(released: tuple[Path, str, Path, Path], tmp_path: Path) -> None:
-    repo, target, wheel, _ = released
-    if target.startswith("cu"):
-        pytest.skip("one edited wheel is enough: the cpu one rebuilds in seconds")
+def test_a_released_cpu_target_is_reproduced_and_an_edited_member_named_with_its_kind(
+        cpu: tuple[Path, str, Path, Path], tmp_path: Path) -> None:
+    """The released wheel with one byte of its extension flipped (RECORD made again): the rebuild, which is
+    the original release byte for byte, names the extension as ``code`` and RECORD as ``metadata``."""
+    repo, target, wheel, _ = cpu
     good = Wheel(wheel)
     with zipfile.ZipFile(wheel) as z:
         members = {n: z.read(n) for n in z.namelist() if not n.endswith("/RECORD")}
+        stamp = z.infolist()[0].date_time
+        modes = {i.filename: i.external_attr for i in z.infolist()}
     (so,) = [n for n in members if n.endswith(".so")]
     data = bytearray(members[so])
     data[len(data) // 2] ^= 0xFF
     members[so] = bytes(data)
     edited = tmp_path / "edited" / wheel.name
     edited.parent.mkdir()
-    write_wheel(edited, members, good.dist_info, {}, 315532800)
-    record = json.loads((wheel.parent.parent.parent / "results.json").read_text())["targets"][0]
-    commit = json.loads((wheel.parent.parent.parent / "manifest.json").read_text())["commit"]
+    write_wheel(edited, members, good.dist_info, modes, int(calendar.timegm((*stamp, 0, 0, 0))))
+    release = wheel.parent.parent.parent
+    (record,) = json.loads((release / "results.json").read_text())["targets"]
+    commit = json.loads((release / "manifest.json").read_text())["commit"]
     manifest = rebuilds.manifest_of(edited, record, commit, tmp_path / "manifest.json")
     proc = rebuilds.rebuild(repo, manifest, target, edited, tmp_path / "work")
     assert proc.returncode == NotReproduced.exit_code, (proc.stdout, proc.stderr[-3000:])
-    found = {(d["member"], d["kind"]) for d in json.loads(proc.stdout)["differences"]}
-    assert (so, "code") in found and (f"{good.dist_info}/RECORD", "metadata") in found, found
-    assert {kind for _, kind in found} == {"code", "metadata", "timestamps"}, found  # the edit's stamp is 1980's
+    outcome = json.loads(proc.stdout)
+    assert {(d["member"], d["kind"]) for d in outcome["differences"]} == {(so, "code"),
+                                                                          (f"{good.dist_info}/RECORD", "metadata")}
+    assert Path(outcome["rebuilt"]).read_bytes() == wheel.read_bytes()  # the original release, reproduced
 
 
-def test_a_commit_the_repository_lacks_is_a_clear_error(released: tuple[Path, str, Path, Path],
-                                                        tmp_path: Path) -> None:
-    repo, target, wheel, manifest = released
+def test_a_commit_the_repository_lacks_is_a_clear_error(cpu: tuple[Path, str, Path, Path], tmp_path: Path) -> None:
+    repo, target, wheel, manifest = cpu
     data = json.loads(manifest.read_text())
     (tmp_path / "m.json").write_text(json.dumps({**data, "commit": "0" * 40}))
     proc = rebuilds.rebuild(repo, tmp_path / "m.json", target, wheel, tmp_path / "work")
