@@ -525,16 +525,15 @@ _REBUILD = (
     Option(flags=("--wheel",), commands=("rebuild",), parse=input_file, metavar="PATH",
            help="the released wheel (checked against the manifest's sha256; default: downloaded from --channel)"),
     Option(flags=("--channel",), commands=("rebuild",), choices=CHANNELS, default=ChannelName.TEST.value,
-           help="without --wheel: the channel whose index serves the released file (default: test)"),
-    Option(flags=("--site-url",), commands=("rebuild",), metavar="URL",
-           help="where the channels' site is served (default: the matrix's channels.index.base_url)"),
+           help="without --wheel: the channel whose index (at the matrix's channels.index.base_url) serves the "
+                "released file (default: test)"),
     Option(flags=("--repo",), commands=("rebuild",), parse=input_dir, default=Path("."), metavar="DIR",
-           help="the git repository holding the manifest's commit (default: .); --matrix is read at the commit, "
-                "at its path relative to this repository"),
+           help="the git repo with the commit (default: .); --matrix is read at the commit, at its path relative "
+                "to this repository"),
     Option(flags=("--work",), commands=("rebuild",), parse=output_dir, metavar="DIR",
-           help="where the commit is checked out and built, kept (default: a temporary folder, removed)"),
+           help="kept work folder: the commit checked out and built (default: a temporary one, removed)"),
     Option(flags=("--cache",), commands=("rebuild",), parse=output_dir, env=CACHE_ENV, from_env=toolchains_under,
-           default=Computed(default_cache, "$XDG_CACHE_HOME/builders/toolchains, else ~/.cache/builders/toolchains"),
+           default=Computed(default_cache, "build's"),
            metavar="DIR", help="toolchain cache, shared (the compiler cache is the rebuild's own, empty: every "
                                "file is compiled again)"),
     Option(flags=("--json",), commands=("rebuild",), action="store_true", default=False,

@@ -61,7 +61,7 @@ def released_bytes(opts: Options, file: manifest.ManifestFile) -> bytes:
         return bytes(opts.wheel.read_bytes())
     m = load.matrix(opts)
     channel = m.declared_channel(opts.channel)
-    site = (opts.site_url or m.channels.index_base_url).rstrip("/") + "/"
+    site = m.channels.index_base_url.rstrip("/") + "/"
     label = file.target.split("-", 1)[0]
     url = f"{site}{channel.index_path(label)}{canonicalize_name(m.project.name)}/{file.name}"
     got = Client().get(url, limit=file.size + 1, kind="ranges")
