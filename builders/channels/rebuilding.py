@@ -24,9 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from builders.base.errors import RebuildError
 from builders.base.process import ProcessError, run
 from builders.index.manifest import LABELLED, Manifest, ManifestFile
+from builders.matrix.model import Matrix
 from builders.wheel import wheeldiff
 
 # The record's keys that must be the same for the rebuild to use the release's inputs.
@@ -59,6 +62,13 @@ def released_file(manifest: Manifest, target: str) -> ManifestFile:
         have = sorted({f.target for f in manifest.of_form(LABELLED)})
         raise RebuildError(f"the manifest has no labelled file of {target} (it has {', '.join(have) or 'none'})")
     return found
+
+
+def served_at(m: Matrix, channel: str, file: ManifestFile) -> str:
+    """Where ``channel``'s index serves ``file``: the variant's index folder, the project's page, the file."""
+    site = m.channels.index_base_url.rstrip("/") + "/"
+    label = file.target.split("-", 1)[0]
+    return f"{site}{m.declared_channel(channel).index_path(label)}{canonicalize_name(m.project.name)}/{file.name}"
 
 
 def checked(data: bytes, file: ManifestFile, where: str) -> bytes:

@@ -9,8 +9,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from builders.base.console import Console, render_table
 from builders.base.errors import NotReproduced, RebuildError
 from builders.base.process import ProcessError, run
@@ -59,11 +57,7 @@ def released_bytes(opts: Options, file: manifest.ManifestFile) -> bytes:
     """``--wheel``'s bytes, else the file as the channel's index serves it."""
     if opts.wheel:
         return bytes(opts.wheel.read_bytes())
-    m = load.matrix(opts)
-    channel = m.declared_channel(opts.channel)
-    site = m.channels.index_base_url.rstrip("/") + "/"
-    label = file.target.split("-", 1)[0]
-    url = f"{site}{channel.index_path(label)}{canonicalize_name(m.project.name)}/{file.name}"
+    url = rebuilding.served_at(load.matrix(opts), opts.channel, file)
     got = Client().get(url, limit=file.size + 1, kind="ranges")
     if got is None:
         raise RebuildError(f"{url}: not served (404)")

@@ -7,11 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name
 
 from builders.base.errors import InputError, RebuildError
 from builders.channels import rebuilding
 from builders.index import manifest
 from builders.index.manifest import LABELLED, Manifest, ManifestFile
+from builders.matrix.targets import expand
 from builders.pipeline import results
 
 RECORD = {"record_version": 1, "engine": "local", "epoch": 1796124056, "accelerator": "cuda", "toolkit": "13.2",
@@ -78,3 +80,11 @@ def test_a_released_file_must_be_the_manifests() -> None:
         rebuilding.released_file(made(), "cpu-cp312-linux-x86_64")
     with pytest.raises(RebuildError, match="the manifest's .* is " + "a" * 64):
         rebuilding.checked(b"other bytes", FILE, "w.whl")
+
+
+def test_a_released_file_is_fetched_from_its_variants_index_on_the_channel(m) -> None:
+    target = next(t for t in expand(m)[0] if t.variant.label == "cu132")
+    file = ManifestFile(name=target.wheel_name, sha256="a" * 64, size=1, target=target.id, form=LABELLED)
+    url = rebuilding.served_at(m, "test", file)
+    index = m.channels.index_url(m.declared_channel("test"), "cu132")
+    assert url == f"{index}{canonicalize_name(m.project.name)}/{target.wheel_name}"
