@@ -56,7 +56,9 @@ HOST_BASE_PREFIXES = ("LC_",)  # the locale's categories
 # (everything else a host passes is not).
 BUILD_INPUT_VARS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")
 # The compiler flags a build on this host gets its work folder's prefix map in (builders.pipeline.plan.prefix_maps).
-PREFIX_MAPPED = ("CFLAGS", "CXXFLAGS")
+# CPPFLAGS, not CFLAGS: setuptools (84) takes a set CFLAGS instead of Python's own "-DNDEBUG -g -O3", while it
+# appends CPPFLAGS to them (as meson does; CMake reads neither and builds Release without -g).
+PREFIX_MAPPED = ("CPPFLAGS",)
 PREFIX_MAP_TO = "/builders"
 
 

@@ -31,6 +31,9 @@ KINDS = (TIMESTAMPS, PATHS, ORDERING, METADATA, CODE, ONLY_RELEASED, ONLY_REBUIL
 ARCHIVE = "(archive)"  # the finding's member when the members agree but the zip's bytes do not
 # An absolute POSIX path of two components or more, as a compiler or a build backend embeds one.
 _PATH = re.compile(rb"(?:/[A-Za-z0-9._+@-]+){2,}")
+# An ELF GNU build-id note (namesz 4, descsz 20, NT_GNU_BUILD_ID, "GNU"), then its 20-byte hash: the linker's hash
+# over the output, debug info included, which stays when the debug info is stripped.
+_BUILD_ID = re.compile(rb"\x04\x00\x00\x00\x14\x00\x00\x00\x03\x00\x00\x00GNU\x00(.{20})", re.DOTALL)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,9 +102,21 @@ def member_difference(a: Member, b: Member) -> Difference | None:
         return Difference(member=a.name, kind=METADATA, detail=f"mode {a.mode:o} != {b.mode:o}")
     if ".dist-info/" in a.name:
         return Difference(member=a.name, kind=METADATA, detail=_first_change(a.data, b.data))
-    if _PATH.sub(b"<path>", a.data) == _PATH.sub(b"<path>", b.data):
-        return Difference(member=a.name, kind=PATHS, detail=_paths_detail(a.data, b.data))
+    if _normal(a.data) == _normal(b.data):
+        hashed = " (and the ELF build-id hashing them)" if _build_ids(a.data) != _build_ids(b.data) else ""
+        return Difference(member=a.name, kind=PATHS, detail=_paths_detail(a.data, b.data) + hashed)
     return Difference(member=a.name, kind=CODE, detail=_first_change(a.data, b.data))
+
+
+def _normal(data: bytes) -> bytes:
+    """``data`` with every absolute path one token and, in an ELF file, its build-id (a hash over them) zeroed."""
+    if data[:4] == b"\x7fELF":
+        data = _BUILD_ID.sub(lambda m: m.group(0)[:16] + bytes(20), data)
+    return _PATH.sub(b"<path>", data)
+
+
+def _build_ids(data: bytes) -> list[bytes]:
+    return _BUILD_ID.findall(data) if data[:4] == b"\x7fELF" else []
 
 
 def ordering(released: tuple[str, ...], rebuilt: tuple[str, ...]) -> Difference | None:

@@ -81,3 +81,17 @@ def test_summary_counts_by_kind_in_kind_order() -> None:
     moved = [("demo/_ext.so", SO.replace(b"/work/", b"/srv/x/"))] + BASE[1:]
     found = wd.differences(zipped(BASE), zipped(moved[::-1], stamp=(1980, 1, 1, 0, 0, 0)))
     assert list(wd.summary(found)) == [wd.TIMESTAMPS, wd.PATHS, wd.ORDERING]
+
+
+def test_a_folder_in_debug_info_with_the_build_id_hashing_it_is_paths() -> None:
+    """As MarkupSafe's extension came out of two folders without a prefix map: DWARF names the folder, and the
+    linker's build-id (a hash over everything) differs with it."""
+    def elf(folder: bytes, build_id: bytes) -> bytes:
+        note = b"\x04\0\0\0\x14\0\0\0\x03\0\0\0GNU\0" + build_id
+        return b"\x7fELF" + b"\0" * 12 + note + b"code" * 4 + folder + b"/.work/cpu-cp312/src\0"
+    a = [("m/_s.so", elf(b"/tmp/rb/ms-a", b"\x01" * 20))]
+    b = [("m/_s.so", elf(b"/tmp/rb/ms-b", b"\x02" * 20))]
+    (found,) = wd.differences(zipped(a), zipped(b))
+    assert found.kind == wd.PATHS and "build-id" in found.detail and "/tmp/rb/ms-a" in found.detail
+    other = [("m/_s.so", elf(b"/tmp/rb/ms-a", b"\x02" * 20).replace(b"code", b"CODE", 1))]
+    assert kinds(zipped(a), zipped(other)) == [("m/_s.so", wd.CODE)]
