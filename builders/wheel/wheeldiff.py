@@ -37,7 +37,7 @@ _BUILD_ID = re.compile(rb"\x04\x00\x00\x00\x14\x00\x00\x00\x03\x00\x00\x00GNU\x0
 
 
 @dataclass(frozen=True, kw_only=True)
-class Member:
+class ZipMember:
     name: str
     data: bytes
     date_time: tuple[int, ...]
@@ -46,13 +46,13 @@ class Member:
 
 @dataclass(frozen=True, kw_only=True)
 class Archive:
-    members: tuple[Member, ...]
+    members: tuple[ZipMember, ...]
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(m.name for m in self.members)
 
-    def by_name(self) -> dict[str, Member]:
+    def by_name(self) -> dict[str, ZipMember]:
         return {m.name: m for m in self.members}
 
 
@@ -69,7 +69,7 @@ class Difference:
 def read_archive(source: Path | bytes) -> Archive:
     """A wheel's members in archive order (a wheel is small enough to hold: a rebuild compares one)."""
     with zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source) as z:
-        return Archive(members=tuple(Member(name=i.filename, data=z.read(i), date_time=tuple(i.date_time),
+        return Archive(members=tuple(ZipMember(name=i.filename, data=z.read(i), date_time=tuple(i.date_time),
                                             mode=i.external_attr >> 16) for i in z.infolist()))
 
 
@@ -93,7 +93,7 @@ def compare(released: Archive, rebuilt: Archive) -> tuple[Difference, ...]:
     return tuple(sorted(out)) + ((moved,) if moved else ())
 
 
-def member_difference(a: Member, b: Member) -> Difference | None:
+def member_difference(a: ZipMember, b: ZipMember) -> Difference | None:
     """The kind of difference between one member's two versions, or None when they are the same."""
     if a.data == b.data and a.mode == b.mode:
         return None if a.date_time == b.date_time else Difference(
