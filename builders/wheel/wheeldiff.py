@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import io
 import re
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from builders.wheel.zipcheck import open_zip
 
 TIMESTAMPS, METADATA, PATHS, CODE, ORDERING = "timestamps", "metadata", "paths", "code", "ordering"
 ONLY_RELEASED, ONLY_REBUILT = "only-released", "only-rebuilt"
@@ -66,9 +67,10 @@ class Difference:
         return {"member": self.member, "kind": self.kind, "detail": self.detail}
 
 
-def read_archive(source: Path | bytes) -> Archive:
-    """A wheel's members in archive order (a wheel is small enough to hold: a rebuild compares one)."""
-    with zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source) as z:
+def read_archive(source: Path | bytes, name: str = "wheel") -> Archive:
+    """A wheel's members in archive order, through the capped reader (a released file is untrusted input)."""
+    data = source if isinstance(source, bytes) else source.read_bytes()
+    with open_zip(io.BytesIO(data), len(data), name) as z:
         return Archive(members=tuple(ZipMember(name=i.filename, data=z.read(i), date_time=tuple(i.date_time),
                                             mode=i.external_attr >> 16) for i in z.infolist()))
 
@@ -78,7 +80,7 @@ def differences(released: bytes, rebuilt: bytes) -> tuple[Difference, ...]:
     not (compression, extra fields, a comment) are one ``metadata`` finding on :data:`ARCHIVE`."""
     if released == rebuilt:
         return ()
-    found = compare(read_archive(released), read_archive(rebuilt))
+    found = compare(read_archive(released, "the released wheel"), read_archive(rebuilt, "the rebuilt wheel"))
     return found or (Difference(member=ARCHIVE, kind=METADATA, detail="the members agree; the zip's own bytes differ "
                                 f"({len(released)} and {len(rebuilt)} bytes)"),)
 
