@@ -382,6 +382,23 @@ class RehearsalError(BuildersError):
             "unreadable")
 
 
+class RebuildError(BuildersError):
+    """``rebuild`` could not rebuild: no such commit, target or file, a released file whose bytes are not the
+    manifest's, or the build itself failed."""
+
+    exit_code = 56
+    what = ("rebuild: the manifest's commit is not in the repository, the target has no file in the manifest, the "
+            "released file's sha256 is not the manifest's, or the rebuild's build failed (its log is named)")
+
+
+class NotReproduced(BuildersError):
+    """``rebuild`` built the target, and its bytes are not the released file's: the report names each member."""
+
+    exit_code = 57
+    what = ("rebuild: the rebuilt wheel differs from the released one; each differing member is named with the "
+            "kind of difference (timestamps, paths, ordering, metadata, code, only on one side)")
+
+
 # The codes no error class returns: success, argparse's usage error, a reader that went away.
 OTHER_EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "ok"),

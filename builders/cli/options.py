@@ -44,7 +44,7 @@ CACHE_KINDS = ("toolchain", "ccache", "uv", "image", "store", "core", caches.PAR
 SELECTION = "selection (shell globs over ids like cu132-cp314t-linux-x86_64)"
 MATRIX_COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "workflow", "audit",
                    "variants", "publish", "validate", "promote-release", "manifest", "yank", "rollback", "repair-index",
-                   "history", "check-index")
+                   "history", "check-index", "rebuild")
 SELECTING = ("plan", "build", "images", "validate", "promote-release", "audit", "check-index")
 CHANNELS = tuple(c.value for c in ChannelName)
 WHEELHOUSE = Path("wheelhouse")  # ``build --output``'s default, where ``cache`` looks for a store
@@ -517,6 +517,29 @@ _MANIFEST = (
            help="the run's id (default: $GITHUB_RUN_ID)"),
 )
 
+_REBUILD = (
+    Option(flags=("--manifest",), commands=("rebuild",), parse=input_file, required=True, metavar="PATH",
+           help="the release manifest (`manifest`): the commit, the file and its build record"),
+    Option(flags=("--target",), commands=("rebuild",), required=True, metavar="ID",
+           help="the target to rebuild (its labelled file in the manifest)"),
+    Option(flags=("--wheel",), commands=("rebuild",), parse=input_file, metavar="PATH",
+           help="the released wheel (checked against the manifest's sha256; default: downloaded from --channel)"),
+    Option(flags=("--channel",), commands=("rebuild",), choices=CHANNELS, default=ChannelName.TEST.value,
+           help="without --wheel: the channel whose index (at the matrix's channels.index.base_url) serves the "
+                "released file (default: test)"),
+    Option(flags=("--repo",), commands=("rebuild",), parse=input_dir, default=Path("."), metavar="DIR",
+           help="the git repo with the commit (default: .); --matrix is read at the commit, at its path relative "
+                "to this repository"),
+    Option(flags=("--work",), commands=("rebuild",), parse=output_dir, metavar="DIR",
+           help="kept work folder: the commit checked out and built (default: a temporary one, removed)"),
+    Option(flags=("--cache",), commands=("rebuild",), parse=output_dir, env=CACHE_ENV, from_env=toolchains_under,
+           default=Computed(default_cache, "build's"),
+           metavar="DIR", help="toolchain cache, shared (the compiler cache is the rebuild's own, empty: every "
+                               "file is compiled again)"),
+    Option(flags=("--json",), commands=("rebuild",), action="store_true", default=False,
+           help="the comparison as JSON"),
+)
+
 _YANK = (
     Option(flags=("version",), commands=("yank",), metavar="VERSION",
            help="the version to yank (its public part: every label's file of it)"),
@@ -647,7 +670,8 @@ _VERSION = Option(flags=("--version",), commands=(ROOT,), action="version", help
 # Table order is --help order within a command.
 OPTIONS: tuple[Option, ...] = (
     _VERSION, _MATRIX, *_SELECTION, *_PLAN, *_BUILD, *_CACHE, *_CONTAINERS, *_BUILD_AFTER, *_IMAGES, *_WHEEL_CHECKS,
-    *_RELEASE, *_VARIANTS, *_PUBLISH, *_VALIDATE, *_MANIFEST, *_YANK, *_PROMOTE_RELEASE, *_CHECK_INDEX, *_PRUNE, *_ENV_ONLY,
+    *_RELEASE, *_VARIANTS, *_PUBLISH, *_VALIDATE, *_MANIFEST, *_REBUILD, *_YANK, *_PROMOTE_RELEASE, *_CHECK_INDEX, *_PRUNE,
+    *_ENV_ONLY,
 )
 
 ENVIRONMENT: tuple[EnvironmentFact, ...] = (

@@ -31,6 +31,10 @@ from builders.wheel.archive import Wheel, file_sha256
 from builders.wheel.variant import split_label
 
 MANIFEST_VERSION = 1
+# Version 2 adds ``builds``: per target, what a rebuild needs besides the commit (builders.pipeline.buildrecord:
+# engine, SOURCE_DATE_EPOCH, toolkit pins, compiler, image id). A manifest without them is still written as 1.
+BUILDS_VERSION = 2
+VERSIONS = (MANIFEST_VERSION, BUILDS_VERSION)
 LABELLED, PYPI = "labelled", "pypi"
 FORMS = (LABELLED, PYPI)
 
@@ -56,11 +60,17 @@ class Manifest:
     tag: str
     run_id: str
     files: tuple[ManifestFile, ...]
+    builds: tuple[tuple[str, str], ...] = ()  # (target, its build record as canonical JSON), sorted by target
 
     def to_json(self) -> dict[str, Any]:
-        return {"manifest_version": MANIFEST_VERSION, "project": self.project, "version": self.version,
-                "channel": self.channel, "commit": self.commit, "tag": self.tag, "run_id": self.run_id,
-                "files": [f.to_json() for f in self.files]}
+        out = {"manifest_version": BUILDS_VERSION if self.builds else MANIFEST_VERSION, "project": self.project,
+               "version": self.version, "channel": self.channel, "commit": self.commit, "tag": self.tag,
+               "run_id": self.run_id, "files": [f.to_json() for f in self.files]}
+        return out | ({"builds": {t: json.loads(r) for t, r in self.builds}} if self.builds else {})
+
+    def build_of(self, target: str) -> dict[str, Any] | None:
+        """The build record of ``target`` (what a rebuild needs), or None where the manifest has none."""
+        return next((json.loads(r) for t, r in self.builds if t == target), None)
 
     def dumps(self) -> bytes:
         return (json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n").encode()
@@ -106,16 +116,23 @@ def entry(path: Path, target: Target, form: str) -> ManifestFile:
 
 
 def make(m: Matrix, labelled: Iterable[Path], pypi: Iterable[Path], *, channel: str, commit: str, tag: str,
-         run_id: str) -> Manifest:
-    """The manifest of ``labelled`` (each verified to be a target of ``m`` by its label and tags) and ``pypi``."""
+         run_id: str, builds: Mapping[str, Mapping[str, Any]] | None = None) -> Manifest:
+    """The manifest of ``labelled`` (each verified to be a target of ``m`` by its label and tags) and ``pypi``,
+    with ``builds`` (target -> its results.json ``rebuild`` record) for the targets it names."""
     files = [entry(p, target_of(m, Wheel(p)), LABELLED) for p in labelled]
     files += [entry(p, pypi_target(m, Wheel(p)), PYPI) for p in pypi]
     names = [f.name for f in files]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise PromoteError(f"two files named {', '.join(twice)}: a manifest names each file once")
+    named = {f.target for f in files}
+    records = tuple(sorted((t, _canonical(r)) for t, r in (builds or {}).items() if t in named and r))
     return Manifest(project=canonicalize_name(m.project.name), version=str(m.project.version.public),
-                    channel=channel, commit=commit, tag=tag, run_id=run_id, files=tuple(sorted(files)))
+                    channel=channel, commit=commit, tag=tag, run_id=run_id, files=tuple(sorted(files)), builds=records)
+
+
+def _canonical(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
 # --- reading one -------------------------------------------------------------------------------
@@ -134,8 +151,8 @@ def parse(data: Any, where: str) -> Manifest:
     def bad(key: str, why: str) -> InputError:
         return InputError([Problem(message=f"{where}: {key}: {why}")])
 
-    if not isinstance(data, dict) or data.get("manifest_version") != MANIFEST_VERSION:
-        raise bad("manifest_version", f"not a release manifest of version {MANIFEST_VERSION}")
+    if not isinstance(data, dict) or data.get("manifest_version") not in VERSIONS:
+        raise bad("manifest_version", f"not a release manifest of version {' or '.join(map(str, VERSIONS))}")
     fields = {k: data.get(k) for k in ("project", "version", "channel", "commit", "tag", "run_id")}
     for key, value in fields.items():
         if not isinstance(value, str):
@@ -143,7 +160,11 @@ def parse(data: Any, where: str) -> Manifest:
     if not isinstance(data.get("files"), list):
         raise bad("files", "missing or not a list")
     files = tuple(_file(item, f"files[{i}]", bad) for i, item in enumerate(data["files"]))
-    return Manifest(**fields, files=files)  # type: ignore[arg-type]
+    builds = data.get("builds", {})
+    if not isinstance(builds, dict) or not all(isinstance(r, dict) for r in builds.values()):
+        raise bad("builds", "not a mapping of target to its build record")
+    records = tuple(sorted((str(t), _canonical(r)) for t, r in builds.items()))
+    return Manifest(**fields, files=files, builds=records)  # type: ignore[arg-type]
 
 
 def _file(item: Any, key: str, bad: Any) -> ManifestFile:

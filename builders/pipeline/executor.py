@@ -40,7 +40,7 @@ from builders.base.process import Log, ProcessError, Runner
 from builders.base.safe_output import replace_into, write_whole
 from builders.families import toolchain_for
 from builders.matrix.model import OS, Matrix, PythonVersion
-from builders.pipeline import platform_policy, remotecache, results, sbom_facts, summary
+from builders.pipeline import buildrecord, platform_policy, remotecache, results, sbom_facts, summary
 from builders.pipeline.compilercache import STATS_LOG, parse_stats_log
 from builders.pipeline.core import CoreStore, ensure_core
 from builders.pipeline.engine import Engine
@@ -205,7 +205,8 @@ def reuse(plan: BuildPlan, config: RunConfig, log: Log) -> Result | None:
     return Result(id=plan.id, status="reused", engine=plan.engine, wheel=config.relative(dest),
                   channels=plan.target.channels, sha256=record["sha256"], size=record["size"],
                   policy=record.get("policy", ""), durations={"reuse": round(time.monotonic() - start, 2)},
-                  smoke=record.get("smoke", {}), log=config.relative(log.path), digest=plan.digest)
+                  smoke=record.get("smoke", {}), log=config.relative(log.path), digest=plan.digest,
+                  rebuild=record.get("rebuild", {}))
 
 
 # -- one build ----------------------------------------------------------------------------
@@ -277,6 +278,7 @@ def _stages(plan: BuildPlan, config: RunConfig, log: Log, progress: _Progress, t
             run_stage("check", lambda: check(plan, runner, log))
             wanted = run_stage("requirements", lambda: requirements(plan, runner, log, progress, config.force))
             raw = run_stage("build", lambda: named_limit(plan, "build", lambda: build(plan, runner, config, log, progress)))
+            progress.facts["rebuild"] = buildrecord.record(plan, runner, config.env)
             final = run_stage("label", lambda: label_as_planned(plan, raw))
             if plan.repair is not None:
                 final = run_stage("repair", lambda: named_limit(plan, "repair", lambda: repair(plan, runner)))
@@ -492,7 +494,7 @@ def _store(path: Path, plan: BuildPlan, config: RunConfig, log: Log, progress: _
     """Store the verified wheel under the plan's digest, then place it in the wheelhouse (all or nothing)."""
     record = {"id": plan.id, "digest": plan.digest, "engine": plan.engine, "sha256": file_sha256(path),
               "policy": progress.facts.get("policy", ""), "smoke": progress.facts.get("smoke", {}),
-              "smoked": config.run_smoke, "durations": progress.durations}
+              "smoked": config.run_smoke, "durations": progress.durations, "rebuild": progress.facts.get("rebuild", {})}
     stored = config.store.put(plan.digest, path, record, log=log.path)
     return place(stored.wheel, config.output / plan.outputs.destination)
 
@@ -507,7 +509,7 @@ def _result(plan: BuildPlan, config: RunConfig, progress: _Progress, *, status: 
         smoke=progress.facts.get("smoke", {}), findings=progress.facts.get("findings", ()),
         log=config.relative(config.log_path(plan.id)), digest=plan.digest if wheel else "",
         core=progress.facts.get("core", {}), compiler_cache=progress.facts.get("compiler_cache", {}),
-        requirements=progress.facts.get("requirements", {}),
+        requirements=progress.facts.get("requirements", {}), rebuild=progress.facts.get("rebuild", {}) if wheel else {},
     )
 
 

@@ -55,6 +55,11 @@ HOST_BASE_PREFIXES = ("LC_",)  # the locale's categories
 # Of those, the ones that can change what a build fetches, and so its wheel: part of a host plan's digest
 # (everything else a host passes is not).
 BUILD_INPUT_VARS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")
+# The compiler flags a build on this host gets its work folder's prefix map in (builders.pipeline.plan.prefix_maps).
+# CPPFLAGS, not CFLAGS: setuptools (84) takes a set CFLAGS instead of Python's own "-DNDEBUG -g -O3", while it
+# appends CPPFLAGS to them (as meson does; CMake reads neither and builds Release without -g).
+PREFIX_MAPPED = ("CPPFLAGS",)
+PREFIX_MAP_TO = "/builders"
 
 
 def host_base(env: Mapping[str, str]) -> tuple[str, ...]:
@@ -554,9 +559,21 @@ def build_env(target: Target, ctx: Context, recipe: Recipe) -> dict[str, str]:
     env = {**passed, **settings(target, recipe.toolchain.root, ctx.epoch), **toolkit_env(target, ctx, recipe),
            **dict(recipe.build_env)}
     env |= compiler_cache(ctx, recipe, env, per_run=per_run_vars(target))
+    env |= prefix_maps(target, recipe, env)
     if target.project.core_dir_var and recipe.build is None:
         env[target.project.core_dir_var] = f"{recipe.work}/core/install"
     return env
+
+
+def prefix_maps(target: Target, recipe: Recipe, env: Mapping[str, str]) -> dict[str, str]:
+    """A Linux build on this host compiles in its output folder's work folder, which debug info (setuptools builds
+    with Python's own ``-g``) and ``__FILE__`` would otherwise carry: GCC and Clang write it as ``/builders``
+    instead (``-ffile-prefix-map``, added to the project's own CFLAGS and CXXFLAGS), so that two builds of one
+    target in two folders are byte-identical. A container's folders are the same in every build already."""
+    if target.platform.os is not OS.LINUX or not recipe.runner.on_host or recipe.build is not None:
+        return {}
+    flag = f"-ffile-prefix-map={recipe.work}={PREFIX_MAP_TO}"
+    return {name: f"{env[name]} {flag}" if env.get(name) else flag for name in PREFIX_MAPPED}
 
 
 def toolkit_env(target: Target, ctx: Context, recipe: Recipe) -> dict[str, str]:

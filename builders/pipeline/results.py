@@ -54,6 +54,7 @@ class Result:
     core: dict[str, Any] = field(default_factory=dict)  # build.core: its digest, built or reused, seconds
     compiler_cache: dict[str, Any] = field(default_factory=dict)  # ccache hits/misses of this target's compiles
     requirements: dict[str, Any] = field(default_factory=dict)  # the source's own, as its metadata was read
+    rebuild: dict[str, Any] = field(default_factory=dict)  # what a rebuild needs (builders.pipeline.buildrecord)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

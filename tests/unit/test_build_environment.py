@@ -8,13 +8,18 @@ import pytest
 from builders.base import placeholders
 from builders.engines.local import kept
 from builders.families import loader as matrix
-from builders.pipeline.plan import HOST_BASE_VARS, cmake_archs
+from builders.pipeline.plan import HOST_BASE_VARS, PREFIX_MAP_TO, PREFIX_MAPPED, cmake_archs
 from tests import helpers
 from tests.unit.test_buildplan import ENV, built, context, plans
 
 PASS_LINE = "    environment_pass: [MINIFW_CORE_WEIGHT]\n"
 LEFTOVERS = {"CMAKE_ARGS": "-DFOO=on", "CFLAGS": "-DBROKEN", "CC": "clang", "LDFLAGS": "-lm",
              "CMAKE_GENERATOR": "Unix Makefiles", "PIP_CONSTRAINT": "/tmp/c.txt", "PYTHONPATH": "/elsewhere"}
+
+
+def prefix_map(plan) -> str:
+    """The flag every Linux build on this host gets, so its work folder is in no binary (plan.prefix_maps)."""
+    return f"-ffile-prefix-map={plan.work}={PREFIX_MAP_TO}"
 
 
 def with_build_keys(text: str, extra: str) -> str:
@@ -36,7 +41,9 @@ def test_a_shells_leftovers_change_neither_the_build_nor_its_digest(m) -> None:
     clean, dirty = plans(m, ctx=context()), plans(m, ctx=context(env={**ENV, **LEFTOVERS}))
     for tid, plan in built(dirty).items():
         assert plan.digest == clean[tid].digest
-        assert not set(LEFTOVERS) & set(dict(plan.build.env)) and not set(LEFTOVERS) & set(plan.host_vars)
+        env = dict(plan.build.env)
+        assert not (set(LEFTOVERS) - set(PREFIX_MAPPED)) & set(env) and not set(LEFTOVERS) & set(plan.host_vars)
+        assert all(env[name] == prefix_map(plan) for name in PREFIX_MAPPED)  # builders' own flag, not the shell's
         assert plan.runner.keep == plan.host_vars == ("HOME", "PATH")
 
 

@@ -17,6 +17,7 @@ from builders.families import loader as matrix
 from builders.matrix.findings import DEFAULT_RUNNERS
 from builders.matrix.targets import Selection, expand, select
 from builders.pipeline import platform_policy, sourcetree
+from builders.pipeline.plan import PREFIX_MAP_TO
 from builders.pipeline.private_source import COPY_SCRIPT, SKIPPED_DIRS, copy_command
 from builders.pipeline.store import tree_digest
 from builders.wheel import repair
@@ -65,6 +66,7 @@ def test_constant_build_variables_reach_every_build_and_the_digest(shipped_text:
     plain, flagged = built(plans(matrix.loads(shipped_text))), built(plans(changed))
     for tid, plan in flagged.items():
         assert dict(plan.build.env)["CFLAGS"] == "-g0 -O2"
+        assert dict(plan.build.env)["CPPFLAGS"] == f"-ffile-prefix-map={plan.work}={PREFIX_MAP_TO}"
         assert plan.digest != plain[tid].digest
         assert "CFLAGS" in plan.smoke_runner.unset  # an installed wheel must not need them
 
