@@ -1,0 +1,260 @@
+"""yank, yank --undo, rollback and repair-index killed at each of their writes on ``rclone serve s3`` (the lease:
+the most writes), then run again: the rerun exits 0 and reaches the end state of the uninterrupted run (objects,
+pages, the ledger's chain), a second rerun says "already done", and right after every kill pip resolves from the
+channel over HTTP what it resolved before the command or what it resolves after it: never a 404, never a hash
+error, a yanked version skipped or not as one of the two states says and installed when pinned.
+
+The kill is test_ledger_loopback's: the command stops dead at its Nth write (an object, the ledger's entry, its
+lease or head, a page, a deletion). One server per test; before each kill point the bucket is put back, through
+the S3 API, to what it held before the command. The promotions rollback undoes are made by ``promote-release``
+through the CLI from fake wheels (a validation record written here: validate cannot pass a wheel whose extension
+is a stub ELF).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from builders.channels import ledger as ledger_mod
+from builders.cli import main
+from builders.families import loader as matrix
+from builders.index.objectstore import Bucket, open_bucket
+from builders.matrix.model import Matrix
+from tests.integration.test_ledger_loopback import Killed, counting_writes
+from tests.integration.test_objectstore import labelled_wheel, matrix_file
+from tests.objectstore import ObjectStore, object_store
+
+pytestmark = pytest.mark.slow
+BUCKET = "s3://downloads/"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Versions:
+    """Two versions of the project, each with its matrix file and its fake labelled wheel."""
+
+    m: Matrix
+    old: str
+    new: str
+    matrices: dict[str, Path]
+    houses: dict[str, Path]
+
+
+def two_versions(tmp_path: Path, text: str) -> Versions:
+    m = matrix.loads(text)
+    old = str(m.project.version)
+    new = f"{m.project.version.major}.{m.project.version.minor}.{m.project.version.micro + 1}"
+    texts = {old: text, new: text.replace(f"version: {old}", f"version: {new}")}
+    matrices = {v: matrix_file(tmp_path / f"m-{v}", t) for v, t in texts.items()}
+    houses = {}
+    for v, t in texts.items():
+        labelled_wheel(tmp_path / f"house-{v}", matrix.loads(t), version=v, label=m.variants[0].label)
+        houses[v] = tmp_path / f"house-{v}"
+    return Versions(m=m, old=old, new=new, matrices=matrices, houses=houses)
+
+
+@pytest.fixture
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ObjectStore]:
+    """rclone serve s3 with its bucket; the lease short, its settle shorter (one writer at a time here)."""
+    with object_store(tmp_path / "rclone") as s3:
+        for name, value in s3.env.items():
+            monkeypatch.setenv(name, value)
+        s3.make_bucket("downloads")
+        monkeypatch.setattr(ledger_mod, "LEASE_SECONDS", 1.0)  # a killed holder's lease lapses within the test
+        monkeypatch.setattr(ledger_mod, "SETTLE_SECONDS", 0.05)
+        yield s3
+
+
+def put_back(bucket: Bucket, snapshot: dict[str, bytes]) -> None:
+    """The bucket made to hold exactly ``snapshot`` again, through the S3 API (the server's view stays coherent)."""
+    held = bucket.listing("")
+    bucket.delete(sorted(k for k in held if k not in snapshot))
+    for key, data in snapshot.items():
+        if key not in held or bucket.read(key) != data:
+            bucket.upload(key, data)
+
+
+def end_state(s3: ObjectStore, channel: str) -> dict[str, object]:
+    """What a reader and the ledger hold: every object outside the ledger's folder, and the chain's content without
+    what carries a time or a writer (ids follow from those); a killed run's orphan entry object is not in it."""
+    files = s3.files("downloads")
+    out: dict[str, object] = {k: hashlib.sha256(v).hexdigest() for k, v in files.items() if not k.startswith("ledger/")}
+    state = ledger_mod.Ledger(open_bucket(BUCKET, s3.env), channel, mode="lease", writer="reader").read().state
+    out["ledger"] = [(e.seq, e.kind, e.added, e.removed, e.yanks, e.promotion, e.note) for e in state.entries]
+    out["yanks"] = dict(state.yanks)
+    return out
+
+
+def pip_resolves(index: str, requirement: str, tmp: Path) -> str:
+    """The file pip downloads for ``requirement`` from ``index`` alone (for cp312 manylinux x86_64), or "nothing"
+    where no version matches; a 404 or a hash error fails the test on the spot."""
+    dest = tmp / f"pip{len(list(tmp.glob('pip*')))}" if tmp.exists() else tmp / "pip0"
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--isolated", "--no-deps", "--no-cache-dir",
+                           "--only-binary=:all:", "--python-version", "3.12", "--platform", "manylinux_2_28_x86_64",
+                           "--disable-pip-version-check", "--index-url", index, "--dest", str(dest), requirement],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "PIP_CONFIG_FILE": os.devnull})
+    said = proc.stdout + proc.stderr
+    if proc.returncode == 0:
+        (got,) = dest.glob("*.whl")
+        return got.name
+    assert "No matching distribution" in said and not re.search(r"404|HASHES|hash", said), said
+    return "nothing"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Command:
+    """One command to kill: its argv, its channel, and how pip is asked (index, requirements)."""
+
+    name: str
+    argv: list[str]
+    channel: str
+    index: str
+    requirements: tuple[str, ...]
+
+
+def kill_everywhere(s3: ObjectStore, command: Command, tmp: Path, capsys: pytest.CaptureFixture[str]) -> int:
+    """``command`` run whole, then killed at each of its writes in turn from the same bucket and run again; returns
+    the number of kill points."""
+    bucket = open_bucket(BUCKET, s3.env)
+    before = {k: v for k, v in s3.files("downloads").items()}
+    resolve: Callable[[], tuple[str, ...]] = lambda: tuple(  # noqa: E731 - one line, used three times
+        pip_resolves(command.index, r, tmp / command.name) for r in command.requirements)
+    old = resolve()
+    with pytest.MonkeyPatch.context() as mp:
+        writes = counting_writes(mp, None)
+        assert main(command.argv) == 0
+    whole, new = end_state(s3, command.channel), resolve()
+    print(f"{command.name}: {len(writes)} kill points: {writes}; pip {old} -> {new}")
+    for kill in range(len(writes)):
+        put_back(bucket, before)
+        with pytest.MonkeyPatch.context() as mp:
+            counting_writes(mp, kill)
+            with pytest.raises(Killed):
+                main(command.argv)
+        assert resolve() in (old, new), f"{command.name} killed at write {kill}: {writes[kill]}"
+        capsys.readouterr()
+        assert main(command.argv) == 0, capsys.readouterr().err
+        assert end_state(s3, command.channel) == whole, f"{command.name} killed at write {kill}: {writes[kill]}"
+        capsys.readouterr()
+        assert main(command.argv) == 0
+        assert "already done" in capsys.readouterr().err, f"{command.name} killed at write {kill}: {writes[kill]}"
+    return len(writes)
+
+
+def published(versions: Versions, channel: str = "test") -> None:
+    for v in (versions.old, versions.new):
+        assert main(["publish", str(versions.houses[v]), "--matrix", str(versions.matrices[v]), "--channel", channel,
+                     "--bucket", BUCKET, "--no-mirror"]) == 0
+
+
+def test_yank_and_its_undo_killed_at_each_write_rerun_to_the_same_end(
+        tmp_path: Path, server: ObjectStore, shipped_text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two versions on test; the newer yanked, then listed again: unpinned pip gets the newer before the yank and the
+    older after it (never nothing, never an error), ``==newer`` installs the newer in every state."""
+    v = two_versions(tmp_path, shipped_text)
+    published(v)
+    label, project = v.m.variants[0].label, v.m.project.name
+    index = f"{server.http_url}downloads/{v.m.channels.channel('test').index_path(label)}"
+    asks = (project, f"{project}=={v.new}")
+    common = ["--channel", "test", "--bucket", BUCKET, "--matrix", str(v.matrices[v.new])]
+    points = {}
+    yank = Command(name="yank", argv=["yank", v.new, "--reason", "broken kernels", *common], channel="test",
+                   index=index, requirements=asks)
+    points["yank"] = kill_everywhere(server, yank, tmp_path, capsys)
+    undo = Command(name="undo", argv=["yank", v.new, "--undo", "--reason", "fixed", *common], channel="test", index=index,
+                   requirements=asks[:1])
+    points["yank --undo"] = kill_everywhere(server, undo, tmp_path, capsys)
+    print(f"kill points: {points}")
+    assert all(n >= 4 for n in points.values()), points  # the entry, the lease twice, the head, the pages
+
+
+def test_repair_killed_at_each_write_reruns_to_the_same_end(
+        tmp_path: Path, server: ObjectStore, shipped_text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The newer of two versions yanked, a stray wheel put in the folder, the label's root pages lost, then: (a) the
+    yanked version's ``.metadata`` lost too (repair makes it again: an object written), (b) the ledger lost too (a
+    bucket from before it: repair builds one, the lease, the entry and the head written). pip gets the older version
+    unpinned at every kill point, never the stray."""
+    v = two_versions(tmp_path, shipped_text)
+    published(v)
+    label, project = v.m.variants[0].label, v.m.project.name
+    folder = v.m.channels.channel("test").index_path(label)
+    common = ["--channel", "test", "--bucket", BUCKET, "--matrix", str(v.matrices[v.new])]
+    assert main(["yank", v.new, "--reason", "broken kernels", *common]) == 0
+    bucket = open_bucket(BUCKET, server.env)
+    stray = labelled_wheel(tmp_path / "stray", v.m, version=f"{v.new}.post1", label=label)
+    bucket.upload(f"{folder}{project}/{stray.name}", stray)
+    bucket.delete([f"{folder}index.html", f"{folder}index.json"])
+    (newer,) = [k for k in bucket.listing(f"{folder}{project}/") if f"-{v.new}+" in k and k.endswith(".whl")]
+    index = f"{server.http_url}downloads/{folder}"
+    repair = Command(name="repair", argv=["repair-index", *common], channel="test", index=index, requirements=(project,))
+    points = {}
+    bucket.delete([f"{newer}.metadata"])
+    points["repair (a lost .metadata)"] = kill_everywhere(server, repair, tmp_path / "a", capsys)
+    assert bucket.read(f"{newer}.metadata")
+    bucket.delete(sorted(bucket.listing("ledger/")))
+    points["repair (no ledger)"] = kill_everywhere(server, repair, tmp_path / "b", capsys)
+    print(f"kill points: {points}")
+    assert stray.name not in json.dumps(json.loads(bucket.read(f"{folder}{project}/index.json")))
+    assert min(points.values()) >= 3, points
+
+
+def candidate(v: Versions, version: str, tmp: Path) -> list[str]:
+    """``version`` published on test, its manifest made, a passing validation record of it written: the
+    promote-release arguments that release it."""
+    house, mpath = v.houses[version], v.matrices[version]
+    assert main(["publish", str(house), "--matrix", str(mpath), "--channel", "test", "--bucket", BUCKET,
+                 "--no-mirror"]) == 0
+    return promotion_argv(v, version, tmp)
+
+
+def promotion_argv(v: Versions, version: str, tmp: Path) -> list[str]:
+    """The manifest and a passing validation record of ``version`` (made once per folder), as promote-release's
+    arguments."""
+    house, mpath = v.houses[version], v.matrices[version]
+    manifest, record = tmp / f"manifest-{version}.json", tmp / f"validation-{version}.json"
+    if not manifest.exists():
+        tmp.mkdir(parents=True, exist_ok=True)
+        assert main(["manifest", str(house), "--matrix", str(mpath), "--output", str(manifest), "--tag",
+                     f"v{version}-rc1", "--commit", "c0ffee", "--run-id", "7"]) == 0
+        record.write_text(json.dumps(validation_record(manifest)), encoding="utf-8")
+    (target,) = [f["target"] for f in json.loads(manifest.read_text())["files"]]
+    return ["promote-release", "--matrix", str(mpath), "--bucket", BUCKET, "--target", target, "--manifest",
+            str(manifest), "--validation", str(record)]
+
+
+def validation_record(manifest: Path) -> dict[str, object]:
+    """What ``validate --record`` writes for a manifest whose every labelled file passed with pip."""
+    data = json.loads(manifest.read_text())
+    return {"manifest_sha256": hashlib.sha256(manifest.read_bytes()).hexdigest(), "version": data["version"],
+            "channel": "test", "host": "this test",
+            "targets": [{"target": f["target"], "status": "passed", "filename": f["name"], "sha256": f["sha256"],
+                         "installs": [{"installer": "pip", "status": "passed", "filename": f["name"],
+                                       "sha256": f["sha256"]}]} for f in data["files"] if f["form"] == "labelled"]}
+
+
+def test_rollback_killed_at_each_write_reruns_to_the_same_end(
+        tmp_path: Path, server: ObjectStore, shipped_text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two promotions; the newer rolled back by its ledger id: unpinned pip gets the newer before and the older
+    after (the previous release listed again), ``==newer`` installs the newer in every state."""
+    v = two_versions(tmp_path, shipped_text)
+    for version in (v.old, v.new):
+        assert main(candidate(v, version, tmp_path / "candidates")) == 0
+    state = ledger_mod.Ledger(open_bucket(BUCKET, server.env), "release", mode="lease", writer="r").read().state
+    (promotion,) = [e.id for e in state.entries if e.promotion and e.promotion.version == v.new]
+    label, project = v.m.variants[0].label, v.m.project.name
+    index = f"{server.http_url}downloads/{v.m.channels.channel('release').index_path(label)}"
+    rollback = Command(name="rollback", channel="release", index=index, requirements=(project, f"{project}=={v.new}"),
+                       argv=["rollback", "--promotion", promotion, "--reason", "broken kernels", "--bucket", BUCKET,
+                             "--matrix", str(v.matrices[v.new])])
+    points = kill_everywhere(server, rollback, tmp_path, capsys)
+    print(f"kill points: rollback {points}")
+    assert points >= 4
