@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from builders.channels import publishing
 from builders.channels.evidence import FileRecord, LedgerEntry, PromotionDigests
 from builders.channels.ledger import ChannelState, Ledger
 from builders.channels.publishing import current_pages, now, page_keys, settled
@@ -77,6 +78,24 @@ def record(ledger: Ledger, entry: LedgerEntry) -> LedgerEntry | None:
         return entry
 
     return ledger.append(replan)[0]
+
+
+def render_pages(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, folders: Iterable[tuple[str, str]]) -> list[str]:
+    """The release pages written again as the ledger's rendering once the promotion's entry is in: promote-release
+    writes its own pages before its entry, from what it read, so a promotion or a yank committed meanwhile would be
+    left off them (measured: two promote-release at once, exit 0 both, one version unlisted). Every writer renders
+    last from the head it committed on or a newer one, so the pages end listing every entry. Returns the keys
+    written."""
+    folders = tuple(folders)
+    sizes = {k: o.size for _label, folder in folders for k, o in bucket.listing(folder).items()}
+    pages = current_pages(bucket, page_keys(sizes, folders))
+    mirror = {folder: raw for _label, folder in folders if (raw := pages.get(f"{folder}mirror.json")) is not None}
+    state = ledger.read().state
+    facts = publishing.PublishFacts(channel=channel, project="", folders=folders, local={}, stored={},
+                                    objects=frozenset(sizes), pages=pages, mirror=mirror, state=state)
+    written = publishing.write_pages(bucket, ledger, facts, state, dict(pages))
+    publishing.require_links(bucket, publishing.render(ledger.read().state, folders, mirror), written)
+    return written
 
 
 def validation_bytes(paths: Iterable[Path]) -> list[bytes]:

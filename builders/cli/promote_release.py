@@ -85,6 +85,7 @@ def release_in_ledger(opts: Options, m: Matrix, bucket: Bucket, plan: promotion.
         dict(plan.held), {p.key: p.source for p in plan.pages if isinstance(p.source, bytes)}, sizes,
         version=plan.version, manifest_sha256=plan.manifest,
         validations=releasing.validation_bytes([*opts.validation, *opts.pypi_validation]), writer=ledger.writer))
+    releasing.render_pages(bucket, ledger, release, folders)
     console.line(f"{bucket.url}: release channel updated, every copy's sha256 checked; the promotion's record: {key} "
                  f"(rollback --promotion KEY); ledger entry {entry.id if entry else '(held already)'}")
     return True

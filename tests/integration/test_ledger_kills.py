@@ -30,9 +30,9 @@ from builders.cli import main
 from builders.families import loader as matrix
 from builders.index.objectstore import Bucket, open_bucket
 from builders.matrix.model import Matrix
-from tests.integration.test_ledger_loopback import Killed, counting_writes
+from tests.integration.test_ledger_loopback import STORES, TRIES, Killed, counting_writes, nightly_house
 from tests.integration.test_objectstore import labelled_wheel, matrix_file
-from tests.objectstore import ObjectStore, object_store
+from tests.objectstore import MotoStore, ObjectStore, moto_store, object_store
 
 pytestmark = pytest.mark.slow
 BUCKET = "s3://downloads/"
@@ -125,7 +125,7 @@ def kill_everywhere(s3: ObjectStore, command: Command, tmp: Path, capsys: pytest
     """``command`` run whole, then killed at each of its writes in turn from the same bucket and run again; returns
     the number of kill points."""
     bucket = open_bucket(BUCKET, s3.env)
-    before = {k: v for k, v in s3.files("downloads").items()}
+    before = s3.files("downloads")
     resolve: Callable[[], tuple[str, ...]] = lambda: tuple(  # noqa: E731 - one line, used three times
         pip_resolves(command.index, r, tmp / command.name) for r in command.requirements)
     old = resolve()
@@ -133,7 +133,8 @@ def kill_everywhere(s3: ObjectStore, command: Command, tmp: Path, capsys: pytest
         writes = counting_writes(mp, None)
         assert main(command.argv) == 0
     whole, new = end_state(s3, command.channel), resolve()
-    print(f"{command.name}: {len(writes)} kill points: {writes}; pip {old} -> {new}")
+    with capsys.disabled():
+        print(f"\n{command.name}: {len(writes)} kill points: {', '.join(writes)}; pip {old} -> {new}")
     for kill in range(len(writes)):
         put_back(bucket, before)
         with pytest.MonkeyPatch.context() as mp:
@@ -179,7 +180,7 @@ def test_yank_and_its_undo_killed_at_each_write_rerun_to_the_same_end(
 
 def test_repair_killed_at_each_write_reruns_to_the_same_end(
         tmp_path: Path, server: ObjectStore, shipped_text: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """The newer of two versions yanked, a stray wheel put in the folder, the label's root pages lost, then: (a) the
+    """The newer of two versions yanked, a stray wheel put in the folder, the label's root pages lost, and: (a) the
     yanked version's ``.metadata`` lost too (repair makes it again: an object written), (b) the ledger lost too (a
     bucket from before it: repair builds one, the lease, the entry and the head written). pip gets the older version
     unpinned at every kill point, never the stray."""
@@ -200,7 +201,7 @@ def test_repair_killed_at_each_write_reruns_to_the_same_end(
     bucket.delete([f"{newer}.metadata"])
     points["repair (a lost .metadata)"] = kill_everywhere(server, repair, tmp_path / "a", capsys)
     assert bucket.read(f"{newer}.metadata")
-    bucket.delete(sorted(bucket.listing("ledger/")))
+    bucket.delete([*sorted(bucket.listing("ledger/")), f"{folder}index.html", f"{folder}index.json"])
     points["repair (no ledger)"] = kill_everywhere(server, repair, tmp_path / "b", capsys)
     print(f"kill points: {points}")
     assert stray.name not in json.dumps(json.loads(bucket.read(f"{folder}{project}/index.json")))
@@ -258,3 +259,87 @@ def test_rollback_killed_at_each_write_reruns_to_the_same_end(
     points = kill_everywhere(server, rollback, tmp_path, capsys)
     print(f"kill points: rollback {points}")
     assert points >= 4
+
+
+# --- races through the CLI ------------------------------------------------------------------------
+
+
+def listing_matches_ledger(bucket: Bucket, channel: str, folder: str, project: str) -> dict[str, str | None]:
+    """The project page of ``folder`` lists exactly the wheels the channel's ledger holds there, each with the
+    ledger's sha256 and yank; returns file name -> yank reason."""
+    state = ledger_mod.Ledger(bucket, channel, mode="lease", writer="reader").read().state
+    base = f"{folder}{project}/"
+    held = {k.removeprefix(base): (f.sha256, state.yanks.get(k)) for k, f in state.files.items()
+            if k.startswith(base) and f.form == "wheel"}
+    page = json.loads(bucket.read(f"{base}index.json"))
+    listed = {i["filename"]: (i["hashes"]["sha256"], i.get("yanked")) for i in page["files"]}
+    assert listed == held, (channel, listed, held)
+    return {name: yank for name, (_sha, yank) in listed.items()}
+
+
+def together(env: dict[str, str], *argvs: list[str]) -> list[str]:
+    """The commands started at the same moment as separate processes; each must exit 0; their outputs."""
+    procs = [subprocess.Popen([sys.executable, "-m", "builders", *a], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for a in argvs]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0] * len(procs), outs
+    return outs
+
+
+@pytest.fixture(params=STORES)
+def store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ObjectStore | MotoStore]:
+    """moto (conditional writes) or rclone (the lease) with its bucket, its keys in the environment (the racing
+    processes keep the ledger's own settle time)."""
+    with (moto_store if request.param == "moto" else object_store)(tmp_path / request.param) as s3:
+        for name, value in s3.env.items():
+            monkeypatch.setenv(name, value)
+        s3.make_bucket("downloads")
+        monkeypatch.setattr(ledger_mod, "SETTLE_SECONDS", 0.05)  # the setup's writes in this process, one at a time
+        yield s3
+
+
+def test_promotions_nightlies_and_yanks_at_once_through_the_cli_lose_no_entry(
+        tmp_path: Path, store: ObjectStore | MotoStore, shipped_text: str) -> None:
+    """TRIES times on each store, each try under a prefix of its own, real processes: a nightly publish during a
+    promote-release, two promote-release of different versions, a yank during a promote-release. Every command
+    exits 0, every entry is in its channel's ledger, and the pages list exactly what the ledgers hold."""
+    versions = [several(tmp_path, shipped_text, i) for i in range(4)]
+    m, project = versions[0].m, versions[0].m.project.name
+    label = m.variants[0].label
+    release, nightly = (m.channels.channel(c).index_path(label) for c in ("release", "nightly"))
+    env = {**os.environ, **store.env, "PYTHONPATH": str(Path.cwd())}
+    for attempt in range(TRIES):
+        url = f"s3://downloads/try{attempt}/"  # one bucket: rclone does not see a folder made after its first listing
+        for v in versions:
+            assert main(["publish", str(v.houses[v.old]), "--matrix", str(v.matrices[v.old]), "--channel", "test",
+                         "--bucket", url, "--no-mirror"]) == 0
+        promote = [on(promotion_argv(v, v.old, tmp_path / "candidates"), url) for v in versions]
+        day = nightly_house(tmp_path, m, f"202612{attempt + 1:02d}")
+        together(env, promote[0], ["publish", str(day), "--matrix", str(versions[0].matrices[versions[0].old]),
+                                   "--channel", "nightly", "--bucket", url, "--no-mirror"])
+        together(env, promote[1], promote[2])
+        together(env, promote[3], ["yank", versions[0].old, "--channel", "release", "--reason", "bad", "--bucket", url,
+                                   "--matrix", str(versions[0].matrices[versions[0].old])])
+        bucket = open_bucket(url, store.env)
+        state = ledger_mod.Ledger(bucket, "release", mode="lease", writer="reader").read().state
+        assert sorted(e.promotion.version for e in state.entries if e.promotion) == sorted(v.old for v in versions)
+        assert [e.kind for e in state.entries].count("yank") == 1, [e.kind for e in state.entries]
+        yanks = listing_matches_ledger(bucket, "release", release, project)
+        assert len(yanks) == 4 and sorted(r for r in yanks.values() if r) == ["bad"], yanks
+        assert len(listing_matches_ledger(bucket, "nightly", nightly, project)) == 1
+
+
+def several(tmp_path: Path, text: str, i: int) -> Versions:
+    """Version ``i`` steps above the matrix's (micro), with its matrix and wheel, as :class:`Versions`' ``old``."""
+    m = matrix.loads(text)
+    version = f"{m.project.version.major}.{m.project.version.minor}.{m.project.version.micro + i}"
+    changed = text.replace(f"version: {m.project.version}", f"version: {version}")
+    house = tmp_path / f"race-house-{version}"
+    labelled_wheel(house, matrix.loads(changed), version=version, label=m.variants[0].label)
+    return Versions(m=m, old=version, new=version, matrices={version: matrix_file(tmp_path / f"race-m-{version}",
+                                                                                   changed)}, houses={version: house})
+
+
+def on(argv: list[str], url: str) -> list[str]:
+    """``argv`` with its bucket replaced by ``url``."""
+    return [url if a == BUCKET else a for a in argv]
