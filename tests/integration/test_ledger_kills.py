@@ -112,43 +112,55 @@ def pip_resolves(index: str, requirement: str, tmp: Path) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class Command:
-    """One command to kill: its argv, its channel, and how pip is asked (index, requirements)."""
+    """One command to kill: its argv, its channel, and how pip is asked (the index folder, requirements)."""
 
     name: str
     argv: list[str]
     channel: str
-    index: str
+    folder: str  # the index folder pip is given (over HTTP)
     requirements: tuple[str, ...]
 
 
 def kill_everywhere(s3: ObjectStore, command: Command, tmp: Path, capsys: pytest.CaptureFixture[str]) -> int:
     """``command`` run whole, then killed at each of its writes in turn from the same bucket and run again; returns
-    the number of kill points."""
+    the number of kill points. pip runs where a kill left the index folder's bytes other than before the command
+    and after it (a page half written); where they are those of either state, pip's answer is that state's."""
     bucket = open_bucket(BUCKET, s3.env)
     before = s3.files("downloads")
+    index = f"{s3.http_url}downloads/{command.folder}"
     resolve: Callable[[], tuple[str, ...]] = lambda: tuple(  # noqa: E731 - one line, used three times
-        pip_resolves(command.index, r, tmp / command.name) for r in command.requirements)
-    old = resolve()
+        pip_resolves(index, r, tmp / command.name) for r in command.requirements)
+    old, served_old = resolve(), served(s3, command.folder)
     with pytest.MonkeyPatch.context() as mp:
         writes = counting_writes(mp, None)
         assert main(command.argv) == 0
-    whole, new = end_state(s3, command.channel), resolve()
-    with capsys.disabled():
-        print(f"\n{command.name}: {len(writes)} kill points: {', '.join(writes)}; pip {old} -> {new}")
+    whole, new, served_new = end_state(s3, command.channel), resolve(), served(s3, command.folder)
+    mixed = 0
     for kill in range(len(writes)):
+        where = f"{command.name} killed at write {kill}: {writes[kill]}"
         put_back(bucket, before)
         with pytest.MonkeyPatch.context() as mp:
             counting_writes(mp, kill)
             with pytest.raises(Killed):
                 main(command.argv)
-        assert resolve() in (old, new), f"{command.name} killed at write {kill}: {writes[kill]}"
+        now = served(s3, command.folder)
+        mixed += now not in (served_old, served_new)
+        assert (old if now == served_old else new if now == served_new else resolve()) in (old, new), where
         capsys.readouterr()
         assert main(command.argv) == 0, capsys.readouterr().err
-        assert end_state(s3, command.channel) == whole, f"{command.name} killed at write {kill}: {writes[kill]}"
+        assert end_state(s3, command.channel) == whole, where
         capsys.readouterr()
         assert main(command.argv) == 0
-        assert "already done" in capsys.readouterr().err, f"{command.name} killed at write {kill}: {writes[kill]}"
+        assert "already done" in capsys.readouterr().err, where
+    with capsys.disabled():
+        print(f"\n{command.name}: {len(writes)} kill points ({mixed} leaving the index between the two states): "
+              f"{', '.join(writes)}; pip {old} -> {new}")
     return len(writes)
+
+
+def served(s3: ObjectStore, folder: str) -> dict[str, bytes]:
+    """What the index folder serves: its pages, wheels and ``.metadata`` files."""
+    return {k: v for k, v in s3.files("downloads").items() if k.startswith(folder)}
 
 
 def published(versions: Versions, channel: str = "test") -> None:
@@ -164,15 +176,15 @@ def test_yank_and_its_undo_killed_at_each_write_rerun_to_the_same_end(
     v = two_versions(tmp_path, shipped_text)
     published(v)
     label, project = v.m.variants[0].label, v.m.project.name
-    index = f"{server.http_url}downloads/{v.m.channels.channel('test').index_path(label)}"
+    index = v.m.channels.channel("test").index_path(label)
     asks = (project, f"{project}=={v.new}")
     common = ["--channel", "test", "--bucket", BUCKET, "--matrix", str(v.matrices[v.new])]
     points = {}
     yank = Command(name="yank", argv=["yank", v.new, "--reason", "broken kernels", *common], channel="test",
-                   index=index, requirements=asks)
+                   folder=index, requirements=asks)
     points["yank"] = kill_everywhere(server, yank, tmp_path, capsys)
-    undo = Command(name="undo", argv=["yank", v.new, "--undo", "--reason", "fixed", *common], channel="test", index=index,
-                   requirements=asks[:1])
+    undo = Command(name="undo", argv=["yank", v.new, "--undo", "--reason", "fixed", *common], channel="test", folder=index,
+                   requirements=asks)
     points["yank --undo"] = kill_everywhere(server, undo, tmp_path, capsys)
     print(f"kill points: {points}")
     assert all(n >= 4 for n in points.values()), points  # the entry, the lease twice, the head, the pages
@@ -195,8 +207,8 @@ def test_repair_killed_at_each_write_reruns_to_the_same_end(
     bucket.upload(f"{folder}{project}/{stray.name}", stray)
     bucket.delete([f"{folder}index.html", f"{folder}index.json"])
     (newer,) = [k for k in bucket.listing(f"{folder}{project}/") if f"-{v.new}+" in k and k.endswith(".whl")]
-    index = f"{server.http_url}downloads/{folder}"
-    repair = Command(name="repair", argv=["repair-index", *common], channel="test", index=index, requirements=(project,))
+    repair = Command(name="repair", argv=["repair-index", *common], channel="test", folder=folder,
+                     requirements=(project,))
     points = {}
     bucket.delete([f"{newer}.metadata"])
     points["repair (a lost .metadata)"] = kill_everywhere(server, repair, tmp_path / "a", capsys)
@@ -252,8 +264,8 @@ def test_rollback_killed_at_each_write_reruns_to_the_same_end(
     state = ledger_mod.Ledger(open_bucket(BUCKET, server.env), "release", mode="lease", writer="r").read().state
     (promotion,) = [e.id for e in state.entries if e.promotion and e.promotion.version == v.new]
     label, project = v.m.variants[0].label, v.m.project.name
-    index = f"{server.http_url}downloads/{v.m.channels.channel('release').index_path(label)}"
-    rollback = Command(name="rollback", channel="release", index=index, requirements=(project, f"{project}=={v.new}"),
+    index = v.m.channels.channel("release").index_path(label)
+    rollback = Command(name="rollback", channel="release", folder=index, requirements=(project, f"{project}=={v.new}"),
                        argv=["rollback", "--promotion", promotion, "--reason", "broken kernels", "--bucket", BUCKET,
                              "--matrix", str(v.matrices[v.new])])
     points = kill_everywhere(server, rollback, tmp_path, capsys)
