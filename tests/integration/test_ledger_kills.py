@@ -9,6 +9,16 @@ lease or head, a page, a deletion). One server per test; before each kill point 
 the S3 API, to what it held before the command. The promotions rollback undoes are made by ``promote-release``
 through the CLI from fake wheels (a validation record written here: validate cannot pass a wheel whose extension
 is a stub ELF).
+
+Kill points measured: yank 6, yank --undo 6, rollback 6 (the entry, the lease taken, the head, the lease given
+back, the project's two pages), repair-index 3 with the ledger intact (a lost ``.metadata`` made again, two root
+pages) and 6 on a bucket whose ledger is lost (the first entry, lease, head, lease, two root pages).
+
+Races, through the CLI as real processes, TRIES times on moto (conditional writes) and on rclone (the lease): a
+nightly publish during a promote-release, two promote-release of different versions, a yank during a
+promote-release; every entry ends in its ledger and the pages list exactly what the ledgers hold (before
+promote-release rendered its pages from the ledger after its entry, the second race lost a version from the page
+and the third a yank, both commands exiting 0).
 """
 
 from __future__ import annotations
