@@ -46,9 +46,10 @@ minutes. It runs in the default suite.
 
 7. a second release (2.15.1: its candidate and its promotion): the first is still on the release channel byte for
    byte and both versions resolve with pip over HTTP from the release index and from the package server;
-8. the second release rolled back (``builders rollback`` on the host, from its promotion's publish record): its
-   files yanked on the release pages and no byte deleted; unpinned, pip and uv resolve 2.15.0 again, pinned
-   ``==2.15.1`` still resolves; the next publish works.
+8. the second release rolled back (``builders rollback`` on the host, by the promotion's id that ``builders
+   history`` lists): its files yanked on the release pages and no byte deleted; unpinned, pip and uv resolve 2.15.0
+   again, pinned ``==2.15.1`` still resolves; the same rollback again (by the promotion's publish record) is
+   "already done" and writes nothing; history lists the rollback; the next publish works.
 
 Each candidate writes its release manifest (the ``release-files`` job); the validate jobs validate against it
 and promote.yml releases exactly its validated files, after ``ci/candidate-run.sh`` asked GitHub's API (the ``gh``
@@ -637,6 +638,10 @@ class RolledBack:
     before: dict[str, bytes]
     after: dict[str, bytes]
     published: subprocess.CompletedProcess[str]  # the next publish, after the rollback
+    history: tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]  # before and after it
+    promotion_id: str  # the second release's promotion, as ``history`` lists it (what the rollback was given)
+    again: subprocess.CompletedProcess[str]  # the same rollback again, named by its publish record
+    after_again: dict[str, bytes]
 
 
 def host_builders(world: World, root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -651,14 +656,24 @@ def host_builders(world: World, root: Path, *args: str) -> subprocess.CompletedP
 
 @pytest.fixture(scope="module")
 def rolled_back(world: World, root: Path, second_release: Second) -> RolledBack:
+    """``history`` names the second promotion's id, ``rollback`` takes that id; the same rollback again, by the
+    promotion's publish record, is already done; ``history`` then lists the rollback; the next publish."""
     before = world.bucket()
-    records = sorted(k for k in before if k.startswith("publish-records/release/"))
-    promotion = next(k for k in reversed(records) if json.loads(before[k]).get("version", "").startswith(SECOND))
-    proc = host_builders(world, root, "rollback", "--promotion", promotion, "--reason", ROLLBACK_REASON)
+    listed = host_builders(world, root, "history", "--channel", "release")
+    ids = [line.split()[0] for line in (listed.stdout + listed.stderr).splitlines()
+           if " promotion " in line and f"version {SECOND}," in line]
+    promotion_id = ids[0] if len(ids) == 1 else f"(history listed {len(ids)} promotions of {SECOND})"
+    proc = host_builders(world, root, "rollback", "--promotion", promotion_id, "--reason", ROLLBACK_REASON)
     after = world.bucket()
+    records = sorted(k for k in before if k.startswith("publish-records/release/"))
+    record = next(k for k in reversed(records) if json.loads(before[k]).get("version", "").startswith(SECOND))
+    again = host_builders(world, root, "rollback", "--promotion", record, "--reason", "another reason")
+    after_again = world.bucket()
+    history = host_builders(world, root, "history", "--channel", "release")
     wheels_dir = world.artifact(SECOND_CANDIDATE, "release-wheels") / "wheels"
     published = host_builders(world, root, "publish", str(wheels_dir), "--channel", "test")
-    return RolledBack(proc=proc, before=before, after=after, published=published)
+    return RolledBack(proc=proc, before=before, after=after, published=published, history=(listed, history),
+                      promotion_id=promotion_id, again=again, after_again=after_again)
 
 
 def resolved_by_uv(index_url: str, requirement: str) -> str:
@@ -696,3 +711,20 @@ def test_a_rollback_yanks_the_release_the_previous_resolves_and_the_next_publish
     assert downloadable(index, SECOND, tmp_path / "pinned") in second
     assert resolved_by_uv(index, f"minifw=={SECOND}+cpu") == f"minifw=={SECOND}+cpu"
     assert rolled_back.published.returncode == 0, rolled_back.published.stdout + rolled_back.published.stderr
+
+
+def test_history_names_the_promotion_a_rollback_takes_by_id_and_a_second_rollback_is_already_done(
+        rolled_back: RolledBack) -> None:
+    """``builders history`` lists each promotion with its id; ``rollback`` takes that id; the same rollback again
+    (named by the promotion's publish record this time) exits 0, says "already done" and writes nothing; history
+    then lists the rollback, naming the promotion it undoes."""
+    listed, after = rolled_back.history
+    assert listed.returncode == 0 and after.returncode == 0, listed.stdout + listed.stderr + after.stderr
+    said = rolled_back.proc.stdout + rolled_back.proc.stderr
+    assert rolled_back.proc.returncode == 0 and rolled_back.promotion_id in said, (
+        rolled_back.promotion_id, listed.stdout + listed.stderr, said)
+    assert rolled_back.again.returncode == 0, rolled_back.again.stdout + rolled_back.again.stderr
+    assert "already done" in rolled_back.again.stdout + rolled_back.again.stderr
+    assert rolled_back.after_again == rolled_back.after, "a second rollback wrote something"
+    lines = (after.stdout + after.stderr).splitlines()
+    assert [line for line in lines if " rollback " in line and f"undoes {rolled_back.promotion_id}" in line], lines
