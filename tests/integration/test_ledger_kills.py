@@ -36,6 +36,7 @@ from pathlib import Path
 import pytest
 
 from builders.channels import ledger as ledger_mod
+from builders.channels.evidence import InstallVerdict, TargetVerdict, ValidationRecord
 from builders.cli import main
 from builders.families import loader as matrix
 from builders.index.objectstore import Bucket, open_bucket
@@ -248,20 +249,21 @@ def promotion_argv(v: Versions, version: str, tmp: Path) -> list[str]:
         tmp.mkdir(parents=True, exist_ok=True)
         assert main(["manifest", str(house), "--matrix", str(mpath), "--output", str(manifest), "--tag",
                      f"v{version}-rc1", "--commit", "c0ffee", "--run-id", "7"]) == 0
-        record.write_text(json.dumps(validation_record(manifest)), encoding="utf-8")
+        record.write_bytes(validation_record(manifest))
     (target,) = [f["target"] for f in json.loads(manifest.read_text())["files"]]
     return ["promote-release", "--matrix", str(mpath), "--bucket", BUCKET, "--target", target, "--manifest",
             str(manifest), "--validation", str(record)]
 
 
-def validation_record(manifest: Path) -> dict[str, object]:
+def validation_record(manifest: Path) -> bytes:
     """What ``validate --record`` writes for a manifest whose every labelled file passed with pip."""
     data = json.loads(manifest.read_text())
-    return {"manifest_sha256": hashlib.sha256(manifest.read_bytes()).hexdigest(), "version": data["version"],
-            "channel": "test", "host": "this test",
-            "targets": [{"target": f["target"], "status": "passed", "filename": f["name"], "sha256": f["sha256"],
-                         "installs": [{"installer": "pip", "status": "passed", "filename": f["name"],
-                                       "sha256": f["sha256"]}]} for f in data["files"] if f["form"] == "labelled"]}
+    return ValidationRecord(
+        project=data["project"], version=data["version"], channel="test", host="this test",
+        manifest_sha256=hashlib.sha256(manifest.read_bytes()).hexdigest(),
+        targets=tuple(TargetVerdict(target=f["target"], status="passed", installs=(
+            InstallVerdict(installer="pip", status="passed", filename=f["name"], sha256=f["sha256"]),))
+            for f in data["files"] if f["form"] == "labelled")).to_json()
 
 
 def test_rollback_killed_at_each_write_reruns_to_the_same_end(
