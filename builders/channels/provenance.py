@@ -31,8 +31,10 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 
+from builders.index.pages import PROVENANCE
+
 STATEMENT_TYPE = "application/vnd.in-toto+json"
-SUFFIX = ".provenance"
+SUFFIX = PROVENANCE
 MAX_BYTES = 4 * 1024 * 1024  # one provenance object read from an index
 # Fulcio's certificate extensions (https://github.com/sigstore/fulcio/blob/main/docs/oid-info.md), DER UTF8String.
 BUILD_SIGNER_URI = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.9")

@@ -18,6 +18,7 @@ from builders.channels.evidence import FileRecord, LedgerEntry, PromotionDigests
 from builders.channels.ledger import ChannelState, Ledger
 from builders.channels.publishing import current_pages, now, page_keys, settled
 from builders.index.objectstore import Bucket
+from builders.index.pages import PROVENANCE
 from builders.matrix.release_channels import ReleaseChannel
 
 
@@ -38,7 +39,7 @@ def promotion_entry(held: Mapping[str, str], pages: Mapping[str, bytes], sizes: 
     listed = _listed(pages)
     added: list[FileRecord] = []
     for key, sha in sorted(held.items()):
-        if key.endswith(".metadata"):
+        if key.endswith((".metadata", PROVENANCE)):
             continue
         requires, core = listed.get(key, (None, ""))
         added.append(FileRecord(key=key, sha256=sha, size=sizes.get(key, 0), requires_python=requires))
@@ -46,9 +47,17 @@ def promotion_entry(held: Mapping[str, str], pages: Mapping[str, bytes], sizes: 
         if core:
             added.append(FileRecord(key=f"{key}.metadata", sha256=core, size=sizes.get(f"{key}.metadata", 0),
                                     form="metadata"))
+        added += provenance_record(held, sizes, key)
     return LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="promotion", at=now(), writer=writer, added=tuple(added),
                  promotion=PromotionDigests(version=version, manifest_sha256=manifest_sha256,
                                      validation_sha256=tuple(hashlib.sha256(v).hexdigest() for v in validations)))
+
+
+def provenance_record(held: Mapping[str, str], sizes: Mapping[str, int], key: str) -> list[FileRecord]:
+    """The release's ``<key>.provenance`` (PEP 740), where the promotion copied one."""
+    sha = held.get(f"{key}{PROVENANCE}")
+    return [FileRecord(key=f"{key}{PROVENANCE}", sha256=sha, size=sizes.get(f"{key}{PROVENANCE}", 0),
+                       form="provenance")] if sha else []
 
 
 def _listed(pages: Mapping[str, bytes]) -> dict[str, tuple[str | None, str]]:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import datetime
 import json
+import tempfile
 from pathlib import Path
+from typing import Any
 
 from builders.base import redact, safe_output
 from builders.base.console import Console
 from builders.base.errors import SelectionError
-from builders.channels import releasing
+from builders.channels import provenance, releasing
 from builders.channels.ledger import open_ledger
 from builders.cli import load
 from builders.cli.arguments import FLAG, Options
@@ -53,6 +55,7 @@ def execute(opts: Options, console: Console) -> int:
     promotion.preflight(plan)
     console.line(f"preflight passed: {len(plan.copies)} file(s) to copy, {len(plan.unchanged)} already released, "
                  f"{len(plan.pypi)} PyPI file(s)")
+    attested = pypi_attestations(opts.attestations, plan) if plan.pypi else {}
     if opts.dry_run:
         return 0
     if not release_in_ledger(opts, m, bucket, plan, console, env):
@@ -61,7 +64,8 @@ def execute(opts: Options, console: Console) -> int:
         console.line(f"{opts.simple_url}: {len(plan.pypi_done)} of {len(plan.pypi)} PyPI file(s) uploaded already with "
                      "the manifest's sha256 (an upload cut short): the rest is uploaded")
     if plan.pypi:
-        promotion.upload_pypi(plan, opts.repository_url, env)
+        with tempfile.TemporaryDirectory(prefix="builders-attestations-") as tmp:
+            promotion.upload_pypi(plan, opts.repository_url, env, write_attestations(attested, Path(tmp)))
         promotion.audit_pypi(plan, opts.simple_url, m.project.name, timeout=opts.audit_timeout)
         console.line(f"{opts.simple_url}: serves the {len(plan.pypi)} uploaded file(s), each with its sha256")
     return 0
@@ -88,6 +92,34 @@ def release_in_ledger(opts: Options, m: Matrix, bucket: Bucket, plan: promotion.
     console.line(f"{bucket.url}: release channel updated, every copy's sha256 checked; the promotion's record: {key} "
                  f"(rollback --promotion KEY); ledger entry {entry.id if entry else '(held already)'}")
     return True
+
+
+def pypi_attestations(folder: Path | None, plan: promotion.Promotion) -> dict[str, dict[str, Any]]:
+    """PyPI file name -> the PEP 740 attestation of ``--attestations`` whose statement names it alone (PyPI takes
+    one subject per attestation); a file without one is refused before anything is written."""
+    if folder is None:
+        return {}
+    try:
+        found = provenance.read_bundles(folder)
+        single = {subjects[0][1]: a for a in found if len(subjects := provenance.subjects(a)) == 1}
+    except provenance.ProvenanceProblem as exc:
+        raise SelectionError(f"--attestations: {exc}") from None
+    lacking = [f.path.name for f in plan.pypi if f.sha256 not in single]
+    if lacking:
+        raise SelectionError(f"--attestations: no single-subject attestation names {', '.join(lacking)} by its "
+                             "sha256 (PyPI takes one attestation per file: attest each PyPI wheel on its own); "
+                             "nothing was written")
+    return {f.path.name: single[f.sha256] for f in plan.pypi}
+
+
+def write_attestations(attested: dict[str, dict[str, Any]], folder: Path) -> list[Path]:
+    """Each as ``<wheel>.publish.attestation``, the name twine pairs with its file."""
+    out = []
+    for name, item in sorted(attested.items()):
+        path = folder / f"{name}.publish.attestation"
+        path.write_text(json.dumps(item, sort_keys=True), encoding="utf-8")
+        out.append(path)
+    return out
 
 
 def evidence(opts: Options, m: Matrix, pypi_files: list[Path], env: dict[str, str]) -> promotion.Evidence:

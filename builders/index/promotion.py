@@ -46,6 +46,7 @@ from builders.index import PAGE_LIMIT, PAGE_TIMEOUT, remote
 from builders.index.manifest import LABELLED, PYPI, Manifest, ManifestFile, identity_problems
 from builders.index.mirror import RECORD
 from builders.index.objectstore import Bucket, cache_control
+from builders.index.pages import PROVENANCE
 from builders.index.publish import SiteEntry, Upload, index_pages, published_entries, store_record
 from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB, AcceptedNotRunnable
@@ -323,12 +324,25 @@ def _label_step(bucket: Bucket, m: Matrix, label: str, files: Sequence[ManifestF
             refusals.append(verdict)
         else:
             copies += [Copy(source=key, dest=target_key, sha256=entry.info.sha256),
-                       Copy(source=f"{key}.metadata", dest=f"{target_key}.metadata", sha256=entry.info.metadata_sha256)]
+                       Copy(source=f"{key}.metadata", dest=f"{target_key}.metadata", sha256=entry.info.metadata_sha256),
+                       *provenance_copies(bucket, key, target_key, entry)]
             kept[target_key] = entry
     pages = index_pages(bucket, dest, kept, bucket.read_if_there(f"{src}{RECORD}"))
     held = tuple((dest + key[len(src):], entry.info.sha256) for key, entry in chosen.items())
+    held += tuple((c.dest, c.sha256) for c in copies if c.dest.endswith(PROVENANCE))
     return _Step(dest=dest, copies=tuple(copies), unchanged=tuple(unchanged), pages=tuple(pages),
                  left_out=tuple(left_out), refusals=tuple(refusals), before=tuple(sorted(stored)), held=held)
+
+
+def provenance_copies(bucket: Bucket, key: str, target_key: str, entry: SiteEntry) -> list[Copy]:
+    """The PEP 740 provenance the test channel's page links for ``key``, copied beside the released file (its
+    sha256 as the test channel stores it: the copy is checked against it)."""
+    if entry.info.provenance is None:
+        return []
+    if bucket.head(f"{key}{PROVENANCE}") is None:
+        return []
+    sha = bucket.verified_sha256(f"{key}{PROVENANCE}")
+    return [Copy(source=f"{key}{PROVENANCE}", dest=f"{target_key}{PROVENANCE}", sha256=sha)]
 
 
 def _served_refusals(bucket: Bucket, key: str, entry: SiteEntry, file: ManifestFile) -> list[str]:
@@ -528,9 +542,12 @@ def audit_pypi(promotion: Promotion, simple_url: str, project: str, *, timeout: 
         time.sleep(interval)
 
 
-def upload_pypi(promotion: Promotion, repository_url: str, env: Mapping[str, str]) -> None:
-    """twine, last: every PyPI file in one command (twine skips none; ``--skip-existing`` is never used)."""
+def upload_pypi(promotion: Promotion, repository_url: str, env: Mapping[str, str],
+                attestations: Sequence[Path] = ()) -> None:
+    """twine, last: every PyPI file in one command (twine skips none; ``--skip-existing`` is never used); with
+    ``attestations`` (``<wheel>.publish.attestation``, PEP 740), ``--attestations``: each file carries its own."""
     lacking = [f for f in promotion.pypi if f.path.name not in set(promotion.pypi_done)]  # a rerun resumes
     if lacking:
+        attest = ["--attestations", *map(str, attestations)] if attestations else []
         run([sys.executable, "-m", "twine", "upload", "--non-interactive", "--disable-progress-bar",
-             "--repository-url", repository_url, *(str(f.path) for f in lacking)], env=env, timeout=3600)
+             "--repository-url", repository_url, *attest, *(str(f.path) for f in lacking)], env=env, timeout=3600)

@@ -74,7 +74,7 @@ def test_a_malformed_provenance_is_a_problem_in_words(raw: bytes) -> None:
 
 def test_a_file_that_is_no_bundle_is_refused_with_its_path(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"dsseEnvelope": {}}')
-    with pytest.raises(ProvenanceProblem, match="x.json: not a Sigstore bundle"):
+    with pytest.raises(ProvenanceProblem, match="x\\.json: not a Sigstore bundle"):
         provenance.read_bundles(tmp_path)
 
 
