@@ -22,6 +22,8 @@ import json
 import os
 import subprocess
 import sys
+import urllib.parse
+import urllib.request
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,12 +32,13 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from builders.base.errors import PreflightRefused, PublishRefused, ValidationFailed
+from builders.base.errors import PreflightRefused, PublishRefused, ReleaseUnverified, ValidationFailed
+from builders.channels import provenance
 from builders.index.objectstore import open_bucket
 from builders.index.pages import find_wheels
 from builders.wheel.archive import ZIP_EPOCH, Wheel
 from builders.wheel.writer import rewrite
-from tests import expected, helpers
+from tests import attestations, expected, helpers
 from tests.objectstore import ObjectStore, PackageServer, object_store, package_server
 
 pytestmark = pytest.mark.slow
@@ -437,3 +440,88 @@ def test_promote_with_mixed_defaults_keeps_the_accelerator_runtime_off_the_x86_6
     for arch in others:
         assert runtime <= installed(arch), (arch, requires)
     ok(helpers.builders("verify", str(promoted), "--target", TARGET, "--matrix", matrix, cwd=root, timeout=300))
+
+
+def attest(folder: Path, wheels: list[Path], **identity: str) -> Path:
+    """Bundles as the attest step writes them (tests/attestations.py: self-signed, offline), one per wheel."""
+    return attestations.write(folder, {w.name: sha256(w.read_bytes()) for w in wheels}, ref=REF, **identity)
+
+
+def pages_provenance(s3: ObjectStore, folder: str) -> dict[str, tuple[str | None, bytes | None]]:
+    """file -> (the JSON page's provenance link, the object it resolves to over HTTP) of ``folder``'s project page;
+    the HTML page links the same."""
+    base = f"{s3.http_url}downloads/{folder}minifw/"
+    page = json.loads(urllib.request.urlopen(base + "index.json", timeout=30).read())
+    html = urllib.request.urlopen(base + "index.html", timeout=30).read().decode()
+    out = {}
+    for item in page["files"]:
+        link = item.get("provenance")
+        assert (f'data-provenance="{link}"' in html) == (link is not None), html
+        out[item["filename"]] = (link, urllib.request.urlopen(base + link, timeout=30).read() if link else None)
+    return out
+
+
+REF = "refs/tags/v2.15.0-rc2"
+
+
+def test_provenance_is_served_on_test_and_release_and_verify_release_checks_every_file(
+        root: Path, matrix_path: Path, wheelhouse: Path, servers, tmp_path: Path) -> None:
+    """A candidate published with the attest step's bundles: both pages link each wheel's PEP 740 provenance on
+    test, promotion copies it to release with the PyPI file's attestation sent by twine, and verify-release passes
+    on the release, then fails on a swapped file, a page's hash changed, another file's provenance and a
+    provenance naming another workflow."""
+    s3, _staging, pypi = servers
+    wheels = only(wheelhouse, TARGET, tmp_path / "wheels")
+    rc = tmp_path / "rc2"
+    rc.mkdir()
+    ok(run(root, s3, "promote", str(wheels), "--matrix", str(matrix_path), "--output", str(rc / "dist")))
+    ok(run(root, s3, "manifest", str(wheels), "--matrix", str(matrix_path), "--pypi-wheels", str(rc / "dist"),
+           "--output", str(rc / "manifest.json"), "--tag", "v2.15.0-rc2", "--commit", "c0ffee", "--run-id", "7"))
+    bundles = attest(tmp_path / "bundles", [*wheels.glob("*.whl"), *(rc / "dist").glob("*.whl")])
+    ok(run(root, s3, "publish", str(wheels), "--matrix", str(matrix_path), "--channel", "test", "--bucket", BUCKET,
+           "--attestations", str(bundles)))
+    (wheel,) = wheels.glob("*.whl")
+    on_test = pages_provenance(s3, "whl/test/cpu/")
+    assert set(on_test) >= {wheel.name} and all(link and raw for link, raw in on_test.values() if link), on_test
+    assert on_test[wheel.name][0] == f"{urllib.parse.quote(wheel.name)}.provenance"
+    ok(run(root, s3, "validate", "--matrix", str(matrix_path), "--channel", "test", "--site-url",
+           s3.http_url + "downloads/", "--target", TARGET, "--manifest", str(rc / "manifest.json"), "--record",
+           str(rc / "validation.json"), "--installer", "pip"))
+    candidate = Candidate(wheels=wheels, pypi=rc / "dist", manifest=rc / "manifest.json", validation=rc / "validation.json")
+    ok(run(root, s3, "promote-release", "--matrix", str(matrix_path), "--bucket", BUCKET, "--target", TARGET,
+           "--manifest", str(candidate.manifest), "--validation", str(candidate.validation), "--pypi-wheels",
+           str(candidate.pypi), "--pypi-validation", str(staged(root, s3, matrix_path, candidate, tmp_path)),
+           "--repository-url", pypi.url, "--simple-url", pypi.simple_url, "--attestations", str(bundles)))
+    (pypi_wheel,) = candidate.pypi.glob("*.whl")
+    assert [p.name for p in pypi.root.iterdir()] == [pypi_wheel.name]  # the package server ignores the attestation
+    released = pages_provenance(s3, "whl/cpu/")
+    assert released == {wheel.name: on_test[wheel.name]}, "promotion copies the provenance with the file"
+    verify = ["verify-release", "2.15.0", "--matrix", str(matrix_path), "--channel", "release", "--site-url",
+              s3.http_url + "downloads/", "--manifest", str(candidate.manifest), "--repository", attestations.REPOSITORY]
+    passed = ok(run(root, s3, *verify))
+    said = passed.stdout + passed.stderr
+    assert f"ok   {wheel.name}" in said and "not checked: the certificate's chain" in said
+    bucket = open_bucket(BUCKET, s3.env)
+    key = f"whl/cpu/minifw/{wheel.name}"
+    other = attest(tmp_path / "other", [next(p for p in find_wheels(wheelhouse) if p.name != wheel.name)])
+    (tmp_path / "swapped").mkdir()
+    swapped = rewrite(Wheel(wheel), tmp_path / "swapped", epoch=ZIP_EPOCH + 86400).read_bytes()  # same name, other bytes
+    cases = [(key, swapped, "served bytes have sha256"),
+             ("whl/cpu/minifw/index.json", s3.files("downloads")["whl/cpu/minifw/index.json"].replace(
+                 sha256(wheel.read_bytes()).encode(), b"0" * 64), "the JSON page declares"),
+             (f"{key}.provenance", provenance_bytes(other, find_wheels(wheelhouse)), "not this file's sha256"),
+             (f"{key}.provenance", provenance_bytes(attest(tmp_path / "nightly", [wheel], workflow="nightly.yml"),
+                                                    [wheel]), "the certificate's workflow is 'nightly.yml'")]
+    for changed, data, reason in cases:
+        kept = s3.files("downloads")[changed]
+        bucket.upload(changed, data)
+        refused(run(root, s3, *verify), reason, ReleaseUnverified.exit_code)
+        bucket.upload(changed, kept)
+    ok(run(root, s3, *verify))
+
+
+def provenance_bytes(bundles: Path, wheels: list[Path]) -> bytes:
+    """The one provenance object those bundles make for one of ``wheels``."""
+    made = provenance.provenances(provenance.read_bundles(bundles), {w.name: sha256(w.read_bytes()) for w in wheels})
+    (raw,) = made.values()
+    return raw
