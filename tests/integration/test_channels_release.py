@@ -121,21 +121,25 @@ class Candidate:
     pypi: Path  # its PyPI-form wheels
     manifest: Path
     validation: Path
+    bundles: Path | None = None  # the attest step's Sigstore bundles of its wheels and PyPI wheels
 
 
 def make_candidate(root: Path, s3: ObjectStore, matrix: Path, wheels: Path, tmp: Path, tag: str, *,
-                   installers: tuple[str, ...] = ("pip",), run_id: str = "7") -> Candidate:
-    """A candidate run as release.yml makes it: its PyPI form, its manifest, published on test, validated."""
+                   installers: tuple[str, ...] = ("pip",), run_id: str = "7", attested: bool = False) -> Candidate:
+    """A candidate run as release.yml makes it: its PyPI form, its manifest, published on test (``attested``:
+    with its wheels' provenance), validated."""
     tmp.mkdir(parents=True, exist_ok=True)
     pypi, manifest, validation = tmp / "dist", tmp / "manifest.json", tmp / "validation.json"
     ok(run(root, s3, "promote", str(wheels), "--matrix", str(matrix), "--output", str(pypi)))
     ok(run(root, s3, "manifest", str(wheels), "--matrix", str(matrix), "--pypi-wheels", str(pypi), "--output",
            str(manifest), "--tag", tag, "--commit", "c0ffee" + tag, "--run-id", run_id))
-    ok(run(root, s3, "publish", str(wheels), "--matrix", str(matrix), "--channel", "test", "--bucket", BUCKET))
+    bundles = attest(tmp / "bundles", [*find_wheels(wheels), *find_wheels(pypi)], ref=f"refs/tags/{tag}") if attested else None
+    ok(run(root, s3, "publish", str(wheels), "--matrix", str(matrix), "--channel", "test", "--bucket", BUCKET,
+           *(("--attestations", str(bundles)) if bundles else ())))
     ok(run(root, s3, "validate", "--matrix", str(matrix), "--channel", "test", "--site-url", s3.http_url + "downloads/",
            "--target", TARGET, "--manifest", str(manifest), "--record", str(validation),
            *(a for i in installers for a in ("--installer", i))))
-    return Candidate(wheels=wheels, pypi=pypi, manifest=manifest, validation=validation)
+    return Candidate(wheels=wheels, pypi=pypi, manifest=manifest, validation=validation, bundles=bundles)
 
 
 def test_validate_installs_the_manifests_bytes_over_http_with_both_installers(
@@ -219,12 +223,14 @@ def test_promotion_releases_exactly_the_manifests_validated_files_and_each_refus
     s3, _staging, pypi = servers
     make_candidate(root, s3, matrix_path, wheelhouse, tmp_path / "rc1", "v2.15.0-rc1")  # leaves cp313 on test
     rc2 = make_candidate(root, s3, matrix_path, only(wheelhouse, TARGET, tmp_path / "rc2-wheels"), tmp_path / "rc2",
-                         "v2.15.0-rc2")
+                         "v2.15.0-rc2", attested=True)
+    on_test = pages_provenance(s3, "whl/test/cpu/")
     pypi_validation = staged(root, s3, matrix_path, rc2, tmp_path)
     (pypi_wheel,) = rc2.pypi.glob("*.whl")
     promote = ["promote-release", "--matrix", str(matrix_path), "--bucket", BUCKET, "--target", TARGET,
                "--manifest", str(rc2.manifest), "--validation", str(rc2.validation), "--pypi-wheels", str(rc2.pypi),
-               "--pypi-validation", str(pypi_validation), "--expect-tag", "v2.15.0-rc2", "--expect-version", "2.15.0"]
+               "--pypi-validation", str(pypi_validation), "--expect-tag", "v2.15.0-rc2", "--expect-version", "2.15.0",
+               "--attestations", str(rc2.bundles)]
     to_pypi = ["--repository-url", pypi.url, "--simple-url", pypi.simple_url]
     base_env = {**os.environ, **s3.env, "PYTHONPATH": str(root)}
     before = s3.files("downloads")
@@ -259,6 +265,7 @@ def test_promotion_releases_exactly_the_manifests_validated_files_and_each_refus
     assert {k.rsplit("/", 1)[-1]: sha256(v) for k, v in release.items()} == {labelled["name"]: labelled["sha256"]}
     assert not any(LEFTOVER.split("-")[1] in k for k in release), "the leftover rc1 wheel is not released"
     (pypi_file,) = [f for f in manifest["files"] if f["form"] == "pypi"]
+    # twine sent the PEP 740 attestation (--attestations); pypiserver accepts the upload and keeps the wheel alone
     assert {p.name: sha256(p.read_bytes()) for p in pypi.root.iterdir()} == {pypi_file["name"]: pypi_file["sha256"]}
     records = [k for k in s3.files("downloads") if k.startswith("publish-records/release/")]
     (promotion_record,) = records
@@ -267,6 +274,7 @@ def test_promotion_releases_exactly_the_manifests_validated_files_and_each_refus
     finished = s3.files("downloads")
     again = ok(run(root, s3, *promote, *to_pypi))  # a rerun of a finished promotion: done, not refused
     assert "already done" in again.stdout + again.stderr and s3.files("downloads") == finished
+    provenance_served_and_verified(root, s3, matrix_path, wheelhouse, rc2, on_test, tmp_path)
 
 
 def test_a_release_key_holding_other_bytes_is_never_overwritten(
@@ -442,9 +450,9 @@ def test_promote_with_mixed_defaults_keeps_the_accelerator_runtime_off_the_x86_6
     ok(helpers.builders("verify", str(promoted), "--target", TARGET, "--matrix", matrix, cwd=root, timeout=300))
 
 
-def attest(folder: Path, wheels: list[Path], **identity: str) -> Path:
+def attest(folder: Path, wheels: list[Path], *, ref: str = "refs/tags/v2.15.0-rc2", **identity: str) -> Path:
     """Bundles as the attest step writes them (tests/attestations.py: self-signed, offline), one per wheel."""
-    return attestations.write(folder, {w.name: sha256(w.read_bytes()) for w in wheels}, ref=REF, **identity)
+    return attestations.write(folder, {w.name: sha256(w.read_bytes()) for w in wheels}, ref=ref, **identity)
 
 
 def pages_provenance(s3: ObjectStore, folder: str) -> dict[str, tuple[str | None, bytes | None]]:
@@ -461,57 +469,32 @@ def pages_provenance(s3: ObjectStore, folder: str) -> dict[str, tuple[str | None
     return out
 
 
-REF = "refs/tags/v2.15.0-rc2"
-
-
-def test_provenance_is_served_on_test_and_release_and_verify_release_checks_every_file(
-        root: Path, matrix_path: Path, wheelhouse: Path, servers, tmp_path: Path) -> None:
-    """A candidate published with the attest step's bundles: both pages link each wheel's PEP 740 provenance on
-    test, promotion copies it to release with the PyPI file's attestation sent by twine, and verify-release passes
-    on the release, then fails on a swapped file, a page's hash changed, another file's provenance and a
-    provenance naming another workflow."""
-    s3, _staging, pypi = servers
-    wheels = only(wheelhouse, TARGET, tmp_path / "wheels")
-    rc = tmp_path / "rc2"
-    rc.mkdir()
-    ok(run(root, s3, "promote", str(wheels), "--matrix", str(matrix_path), "--output", str(rc / "dist")))
-    ok(run(root, s3, "manifest", str(wheels), "--matrix", str(matrix_path), "--pypi-wheels", str(rc / "dist"),
-           "--output", str(rc / "manifest.json"), "--tag", "v2.15.0-rc2", "--commit", "c0ffee", "--run-id", "7"))
-    bundles = attest(tmp_path / "bundles", [*wheels.glob("*.whl"), *(rc / "dist").glob("*.whl")])
-    ok(run(root, s3, "publish", str(wheels), "--matrix", str(matrix_path), "--channel", "test", "--bucket", BUCKET,
-           "--attestations", str(bundles)))
-    (wheel,) = wheels.glob("*.whl")
-    on_test = pages_provenance(s3, "whl/test/cpu/")
-    assert set(on_test) >= {wheel.name} and all(link and raw for link, raw in on_test.values() if link), on_test
-    assert on_test[wheel.name][0] == f"{urllib.parse.quote(wheel.name)}.provenance"
-    ok(run(root, s3, "validate", "--matrix", str(matrix_path), "--channel", "test", "--site-url",
-           s3.http_url + "downloads/", "--target", TARGET, "--manifest", str(rc / "manifest.json"), "--record",
-           str(rc / "validation.json"), "--installer", "pip"))
-    candidate = Candidate(wheels=wheels, pypi=rc / "dist", manifest=rc / "manifest.json", validation=rc / "validation.json")
-    ok(run(root, s3, "promote-release", "--matrix", str(matrix_path), "--bucket", BUCKET, "--target", TARGET,
-           "--manifest", str(candidate.manifest), "--validation", str(candidate.validation), "--pypi-wheels",
-           str(candidate.pypi), "--pypi-validation", str(staged(root, s3, matrix_path, candidate, tmp_path)),
-           "--repository-url", pypi.url, "--simple-url", pypi.simple_url, "--attestations", str(bundles)))
-    (pypi_wheel,) = candidate.pypi.glob("*.whl")
-    assert [p.name for p in pypi.root.iterdir()] == [pypi_wheel.name]  # the package server ignores the attestation
-    released = pages_provenance(s3, "whl/cpu/")
-    assert released == {wheel.name: on_test[wheel.name]}, "promotion copies the provenance with the file"
-    verify = ["verify-release", "2.15.0", "--matrix", str(matrix_path), "--channel", "release", "--site-url",
-              s3.http_url + "downloads/", "--manifest", str(candidate.manifest), "--repository", attestations.REPOSITORY]
+def provenance_served_and_verified(root: Path, s3: ObjectStore, matrix: Path, wheelhouse: Path, rc: Candidate,
+                                   on_test: dict[str, tuple[str | None, bytes | None]], tmp: Path) -> None:
+    """After an attested candidate's promotion: both pages of test linked every file's PEP 740 provenance,
+    promotion copied it to release, and verify-release passes there, then fails on a swapped file, a page's hash
+    changed, another file's provenance and a provenance naming another workflow (each put back after)."""
+    (wheel,) = find_wheels(rc.wheels)
+    link, raw = on_test[wheel.name]  # rc1's leftover wheel was published without provenance: its pages link none
+    assert link == f"{urllib.parse.quote(wheel.name)}.provenance" and raw, on_test
+    assert pages_provenance(s3, "whl/cpu/") == {wheel.name: on_test[wheel.name]}, "promotion copies it"
+    verify = ["verify-release", "2.15.0", "--matrix", str(matrix), "--channel", "release", "--site-url",
+              s3.http_url + "downloads/", "--manifest", str(rc.manifest), "--repository", attestations.REPOSITORY]
     passed = ok(run(root, s3, *verify))
     said = passed.stdout + passed.stderr
     assert f"ok   {wheel.name}" in said and "not checked: the certificate's chain" in said
-    bucket = open_bucket(BUCKET, s3.env)
     key = f"whl/cpu/minifw/{wheel.name}"
-    other = attest(tmp_path / "other", [next(p for p in find_wheels(wheelhouse) if p.name != wheel.name)])
-    (tmp_path / "swapped").mkdir()
-    swapped = rewrite(Wheel(wheel), tmp_path / "swapped", epoch=ZIP_EPOCH + 86400).read_bytes()  # same name, other bytes
+    (tmp / "swapped").mkdir()
+    swapped = rewrite(Wheel(wheel), tmp / "swapped", epoch=ZIP_EPOCH + 86400).read_bytes()  # same name, other bytes
+    page = s3.files("downloads")["whl/cpu/minifw/index.json"]
+    other = [p for p in find_wheels(wheelhouse) if p.name != wheel.name]
     cases = [(key, swapped, "served bytes have sha256"),
-             ("whl/cpu/minifw/index.json", s3.files("downloads")["whl/cpu/minifw/index.json"].replace(
-                 sha256(wheel.read_bytes()).encode(), b"0" * 64), "the JSON page declares"),
-             (f"{key}.provenance", provenance_bytes(other, find_wheels(wheelhouse)), "not this file's sha256"),
-             (f"{key}.provenance", provenance_bytes(attest(tmp_path / "nightly", [wheel], workflow="nightly.yml"),
-                                                    [wheel]), "the certificate's workflow is 'nightly.yml'")]
+             ("whl/cpu/minifw/index.json", page.replace(sha256(wheel.read_bytes()).encode(), b"0" * 64),
+              "the JSON page declares"),
+             (f"{key}.provenance", provenance_bytes(attest(tmp / "other", other), other), "not this file's sha256"),
+             (f"{key}.provenance", provenance_bytes(attest(tmp / "nightly", [wheel], workflow="nightly.yml"), [wheel]),
+              "the certificate's workflow is 'nightly.yml'")]
+    bucket = open_bucket(BUCKET, s3.env)
     for changed, data, reason in cases:
         kept = s3.files("downloads")[changed]
         bucket.upload(changed, data)
