@@ -71,8 +71,7 @@ def read_bundles(folder: Path) -> list[dict[str, Any]]:
     one per line), as PEP 740 attestations."""
     out = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".sigstore")):
-        text = path.read_text(encoding="utf-8")
-        docs = [text] if path.suffix != ".jsonl" else [line for line in text.splitlines() if line.strip()]
+        docs = _documents(path.read_text(encoding="utf-8"))
         for n, doc in enumerate(docs, 1):
             try:
                 out.append(attestation_of(json.loads(doc)))
@@ -80,6 +79,15 @@ def read_bundles(folder: Path) -> list[dict[str, Any]]:
                 raise ProvenanceProblem(f"{path}{f' line {n}' if len(docs) > 1 else ''}: not a Sigstore bundle "
                                         f"with a DSSE envelope ({exc})") from None
     return out
+
+
+def _documents(text: str) -> list[str]:
+    """One JSON document, or JSON Lines (what the attest step appends), whatever the file's suffix."""
+    try:
+        json.loads(text)
+    except ValueError:
+        return [line for line in text.splitlines() if line.strip()]
+    return [text]
 
 
 def attestation_of(bundle: Any) -> dict[str, Any]:

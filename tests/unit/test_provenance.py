@@ -81,3 +81,10 @@ def test_a_file_that_is_no_bundle_is_refused_with_its_path(tmp_path: Path) -> No
 def test_a_file_no_statement_names_gets_no_provenance(tmp_path: Path) -> None:
     folder = attestations.write(tmp_path, {WHEEL: SHA})
     assert list(provenance.provenances(provenance.read_bundles(folder), {WHEEL: SHA, OTHER: OTHER_SHA})) == [WHEEL]
+
+
+def test_a_json_file_holding_json_lines_is_read_line_by_line(tmp_path: Path) -> None:
+    lines = attestations.write(tmp_path / "a", {WHEEL: SHA, OTHER: OTHER_SHA}) / "attestation.jsonl"
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "provenance-1.sigstore.json").write_bytes(lines.read_bytes())
+    assert len(provenance.read_bundles(tmp_path / "b")) == 2
