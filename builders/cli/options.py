@@ -463,7 +463,7 @@ _PUBLISH = (
     Option(flags=("--record",), commands=("publish",), parse=output_file, metavar="PATH",
            help="also write the publication record (JSON) here"),
     Option(flags=("--attestations",), commands=("publish", "promote-release"), parse=input_dir, metavar="DIR",
-           help="the Sigstore bundles the workflow's attest step wrote (*.json, *.jsonl): publish serves each as its "
+           help="the attest step's Sigstore bundles (*.json, *.jsonl): publish serves each as its "
                 "file's PEP 740 provenance (<file>.provenance, linked from the pages); promote-release uploads them "
                 "to the package server with twine --attestations (one single-subject attestation per PyPI file)"),
 )
@@ -542,22 +542,20 @@ _YANK = (
 
 _VERIFY_RELEASE = (
     Option(flags=("version",), commands=("verify-release",), metavar="VERSION",
-           help="the version whose files are checked (its public part: every variant's file of it)"),
+           help="the version to check (its public part: every variant's file of it)"),
     Option(flags=("--channel",), commands=("verify-release",), choices=CHANNELS, default=ChannelName.RELEASE.value,
-           help="the channel whose served index is read (default: release)"),
+           help="the channel to read (default: release)"),
     Option(flags=("--site-url",), commands=("verify-release",), metavar="URL",
            help="where the channels' site is served: each variant's index is URL + the channel's layout (default: "
                 "the matrix's channels.index.base_url)"),
-    Option(flags=("--index-url",), commands=("verify-release",), metavar="URL",
-           help="one simple index to read instead of the site's per-variant indexes"),
     Option(flags=("--manifest",), commands=("verify-release",), parse=input_file, metavar="PATH",
-           help="the release manifest: each file's sha256 must be the manifest's too, and --ref defaults to its tag"),
+           help="the release manifest (each file's sha256; --ref defaults to its tag)"),
     Option(flags=("--repository",), commands=("verify-release",), env="GITHUB_REPOSITORY", metavar="OWNER/NAME",
            help="the repository whose workflow built the release (default: $GITHUB_REPOSITORY)"),
     Option(flags=("--workflow",), commands=("verify-release",), default="release.yml", metavar="FILE",
-           help="the workflow file that built and attested it (default: release.yml, the one `workflow` writes)"),
+           help="the workflow that attested it (default: release.yml)"),
     Option(flags=("--ref",), commands=("verify-release",), metavar="REF",
-           help="the git ref it was built from (default: refs/tags/ + the manifest's tag; none: any ref)"),
+           help="the ref built (default: refs/tags/ + the manifest's tag; none: any ref)"),
 )
 
 _PROMOTE_RELEASE = (

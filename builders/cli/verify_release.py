@@ -17,7 +17,7 @@ from builders.matrix.model import Matrix
 SHOWN = 20
 HELP = "check every served file of a version against its pages, the release manifest and its PEP 740 provenance"
 DESCRIPTION = ("Read each variant's project pages (JSON and HTML) of the channel from the served index (--site-url "
-               "and the channel's layout, or one --index-url), download every file of VERSION, and check: its "
+               "and the channel's layout), download every file of VERSION, and check: its "
                "sha256 is what both pages and the release manifest (--manifest) declare; both pages link its "
                "provenance (PEP 740); the provenance's in-toto statement names the file's sha256, its DSSE "
                "signature verifies with its certificate's key, and the certificate's builder (Fulcio's extensions: "
@@ -67,9 +67,7 @@ def identity(opts: Options, release: manifest.Manifest | None) -> Identity:
 
 
 def page_urls(opts: Options, m: Matrix, index_path: object) -> list[str]:
-    """Each variant's project page folder: one --index-url's, or the site's per-variant indexes."""
+    """Each variant's project page folder on the site (``--site-url`` + the channel's layout)."""
     project = canonicalize_name(m.project.name)
-    if opts.index_url:
-        return [f"{opts.index_url.rstrip('/')}/{project}/"]
     site = (opts.site_url or m.channels.index_base_url).rstrip("/") + "/"
     return [f"{site}{index_path(v.label)}{project}/" for v in m.variants]  # type: ignore[operator]
