@@ -123,12 +123,18 @@ def changes(evidence: PublishFacts, state: ChannelState, *, at: str,
         added.append(local.record)
     after = state.after(_placed(state, LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="publish", at=at,
                                              writer=writer, added=tuple(added))))
-    removed = prune(after, evidence.channel, evidence.project)
+    removed = tuple(sorted({*prune(after, evidence.channel, evidence.project),
+                            *stale_provenance(state, replaced, evidence.local)}))
     if not added and not removed:
         return None, tuple(refused), tuple(replaced)
     entry = LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="publish", at=at, writer=writer,
                   added=tuple(added), removed=removed)
     return entry, tuple(refused), tuple(replaced)
+
+
+def stale_provenance(state: ChannelState, replaced: Iterable[str], local: Mapping[str, LocalFile]) -> set[str]:
+    """The provenance of each replaced file that this publication brings none for: it names the old bytes."""
+    return {f"{k}{SUFFIX}" for k in replaced if f"{k}{SUFFIX}" in state.files and f"{k}{SUFFIX}" not in local}
 
 
 def _placed(state: ChannelState, entry: LedgerEntry) -> LedgerEntry:

@@ -94,3 +94,10 @@ def test_the_version_files_and_html_links_are_read_from_the_pages() -> None:
     html = (f'<a href="demo-1.0.0%2Bcpu-cp312-cp312-linux_x86_64.whl#sha256={SHA}" data-provenance="p&amp;q">x</a>'
             '<a href="b.whl#sha256=00">b</a>')
     assert verifying.html_links(html) == {NAME: (SHA, "p&q"), "b.whl": ("00", None)}
+
+
+def test_a_replaced_wheel_published_without_provenance_loses_the_old_one() -> None:
+    state = held(*files(True))
+    assert publishing.stale_provenance(state, [KEY], {}) == {f"{KEY}.provenance"}
+    assert publishing.stale_provenance(state, [KEY], publishing.provenance_files({KEY: b"{}"})) == set()
+    assert publishing.stale_provenance(held(*files(False)), [KEY], {}) == set()
