@@ -39,6 +39,8 @@ class Served:
     url: str
     filename: str
     sha256: str  # the served bytes'
+    size: int  # the served bytes'
+    json_size: int | None  # what the JSON page declares (None: no size)
     json_sha256: str  # what the JSON page declares
     html_sha256: str | None  # what the HTML page's link declares (None: no link)
     provenance_link: str | None  # the JSON page's ``provenance``
@@ -96,12 +98,13 @@ def _served(client: Client, base: str, item: Mapping[str, object], links: Mappin
             ) -> Served:
     name = str(item["filename"])
     url = urljoin(base, str(item.get("url") or name))
+    got = client.get(url, limit=MAX_FILE, kind="files")
     size = item.get("size")
-    got = client.get(url, limit=size if isinstance(size, int) and 0 < size <= MAX_FILE else MAX_FILE, kind="files")
     link = item.get("provenance")
     prov = client.get(urljoin(base, link), limit=provenance.MAX_BYTES, kind="files") if isinstance(link, str) else None
     hashes = item.get("hashes")
     return Served(url=url, filename=name, sha256=hashlib.sha256(got[1]).hexdigest() if got else "",
+                  size=len(got[1]) if got else 0, json_size=size if isinstance(size, int) else None,
                   json_sha256=str(hashes.get("sha256", "")) if isinstance(hashes, dict) else "",
                   html_sha256=links[name][0] if name in links else None,
                   provenance_link=link if isinstance(link, str) else None,
@@ -116,6 +119,8 @@ def problems(served: Served, manifest: Mapping[str, str] | None, expected: Ident
     elif served.sha256 != served.json_sha256:
         out.append(f"served bytes have sha256 {served.sha256[:12]}..., the JSON page declares "
                    f"{served.json_sha256[:12]}...")
+    if served.sha256 and served.json_size is not None and served.json_size != served.size:
+        out.append(f"{served.size:,} bytes served, the JSON page declares {served.json_size:,}")
     if served.html_sha256 is None:
         out.append("not linked from the HTML page")
     elif served.html_sha256 != served.json_sha256:

@@ -62,7 +62,7 @@ def test_a_promotion_entry_records_the_provenance_it_copied() -> None:
 def served(tmp_path: Path, **change: object) -> verifying.Served:
     folder = attestations.write(tmp_path, {NAME: SHA})
     (raw,) = provenance.provenances(provenance.read_bundles(folder), {NAME: SHA}).values()
-    base = verifying.Served(url=NAME, filename=NAME, sha256=SHA, json_sha256=SHA, html_sha256=SHA,
+    base = verifying.Served(url=NAME, filename=NAME, sha256=SHA, size=5, json_size=5, json_sha256=SHA, html_sha256=SHA,
                             provenance_link=f"{NAME}.provenance", html_provenance=f"{NAME}.provenance", provenance=raw)
     return dataclasses.replace(base, **change)  # type: ignore[arg-type]
 
@@ -79,7 +79,8 @@ def test_each_disagreement_is_named(tmp_path: Path) -> None:
              "not linked from the HTML page": served(tmp_path / "3", html_sha256=None),
              "no provenance on the JSON page": served(tmp_path / "4", provenance_link=None),
              "is not served": served(tmp_path / "5", provenance=None),
-             "the HTML page's data-provenance": served(tmp_path / "6", html_provenance=None)}
+             "the HTML page's data-provenance": served(tmp_path / "6", html_provenance=None),
+             "5 bytes served, the JSON page declares 6": served(tmp_path / "9", json_size=6)}
     for reason, item in cases.items():
         assert any(reason in p for p in verifying.problems(item, {NAME: SHA}, EXPECTED)), reason
     assert verifying.problems(served(tmp_path / "7"), {NAME: other}, EXPECTED) == [
