@@ -35,7 +35,7 @@ def execute(opts: Options, console: Console) -> int:
 def line(entry: LedgerEntry) -> str:
     """One entry, as a release engineer scans it."""
     what = [f"+{sum(1 for f in entry.added if f.form in LISTED)} wheel(s)"] if entry.added else []
-    what += [f"-{sum(1 for k in entry.removed if not k.endswith('.metadata'))} removed"] if entry.removed else []
+    what += [f"-{sum(1 for k in entry.removed if not k.endswith(('.metadata', '.provenance')))} removed"] if entry.removed else []
     yanked = [y for y in entry.yanks if y.reason is not None]
     what += [f"{len(yanked)} yanked ({yanked[0].reason!r})"] if yanked else []
     what += [f"{len(entry.yanks) - len(yanked)} listed again"] if len(entry.yanks) > len(yanked) else []
