@@ -56,12 +56,10 @@ def say(console: Console, expected: Identity, manifest_checked: bool, count: int
 
 
 def identity(opts: Options, release: manifest.Manifest | None) -> Identity:
-    """The builder expected: --repository (default $GITHUB_REPOSITORY), --workflow, --ref (default the manifest's
-    tag)."""
-    repository = opts.repository or ""
-    if not repository:
-        raise SelectionError("verify-release needs --repository OWNER/NAME (the repository whose workflow built the "
-                             "release; default $GITHUB_REPOSITORY)")
+    """The builder expected: --repository, --workflow, --ref (default the manifest's tag)."""
+    repository = str(opts.repository).removeprefix("https://github.com/").strip("/")
+    if repository.count("/") != 1:
+        raise SelectionError(f"--repository {opts.repository!r}: OWNER/NAME, the repository whose workflow built it")
     ref = opts.ref or (f"refs/tags/{release.tag}" if release and release.tag else "")
     return Identity(repository=repository, workflow=opts.workflow.rsplit("/", 1)[-1], ref=ref)
 
