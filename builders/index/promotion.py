@@ -330,6 +330,7 @@ def _label_step(bucket: Bucket, m: Matrix, label: str, files: Sequence[ManifestF
     pages = index_pages(bucket, dest, kept, bucket.read_if_there(f"{src}{RECORD}"))
     held = tuple((dest + key[len(src):], entry.info.sha256) for key, entry in chosen.items())
     held += tuple((c.dest, c.sha256) for c in copies if c.dest.endswith(PROVENANCE))
+    held += tuple(released_provenance(bucket, unchanged))
     return _Step(dest=dest, copies=tuple(copies), unchanged=tuple(unchanged), pages=tuple(pages),
                  left_out=tuple(left_out), refusals=tuple(refusals), before=tuple(sorted(stored)), held=held)
 
@@ -343,6 +344,12 @@ def provenance_copies(bucket: Bucket, key: str, target_key: str, entry: SiteEntr
         return []
     sha = bucket.verified_sha256(f"{key}{PROVENANCE}")
     return [Copy(source=f"{key}{PROVENANCE}", dest=f"{target_key}{PROVENANCE}", sha256=sha)]
+
+
+def released_provenance(bucket: Bucket, keys: Iterable[str]) -> list[tuple[str, str]]:
+    """(key, sha256) of the provenance each already released file has (a rerun's promotion entry names it too)."""
+    return [(f"{k}{PROVENANCE}", bucket.verified_sha256(f"{k}{PROVENANCE}")) for k in keys
+            if bucket.head(f"{k}{PROVENANCE}") is not None]
 
 
 def _served_refusals(bucket: Bucket, key: str, entry: SiteEntry, file: ManifestFile) -> list[str]:
