@@ -372,6 +372,15 @@ class CoverageMissing(IndexCheckFailed):
     what = "check-index: a declared cell that pip or uv cannot resolve from the served index"
 
 
+class ReleaseUnverified(BuildersError):
+    """``verify-release``: a served file does not match its page, the release manifest or its provenance."""
+
+    exit_code = 51
+    what = ("verify-release: a file of the version, as the index serves it, is not what its page or the release "
+            "manifest declares, or its PEP 740 provenance is missing, names another file, another builder "
+            "(repository, workflow, ref), or its signature does not verify (each named)")
+
+
 class RehearsalError(BuildersError):
     """``plan --rehearse``: a scale profile or price table cannot be read, or the release crosses a limit."""
 

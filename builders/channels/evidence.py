@@ -18,7 +18,9 @@ from typing import Any
 from builders.base.errors import LedgerCorrupt
 
 SCHEMA = 1
-FORMS = ("wheel", "requirement", "metadata")  # the project's own wheel, a mirrored requirement, a PEP 658 file
+# the project's own wheel, a mirrored requirement, a PEP 658 file, a PEP 740 provenance (``<wheel>.provenance``)
+FORMS = ("wheel", "requirement", "metadata", "provenance")
+LISTED = ("wheel", "requirement")  # the forms a page lists as files
 KINDS = ("adopt", "publish", "promotion", "yank", "rollback", "repair")
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from builders.base import redact
 from builders.base.errors import InputError, ObjectStoreError, Problem
 from builders.channels.evidence import (
+    LISTED,
     FileRecord,
     InstallVerdict,
     LedgerEntry,
@@ -30,6 +31,7 @@ from builders.channels.evidence import (
     ValidationRecord,
 )
 from builders.channels.ledger import ChannelState, Ledger, chained, fold
+from builders.channels.provenance import SUFFIX
 from builders.channels.publishing import (
     PublishFacts,
     current_pages,
@@ -61,6 +63,8 @@ class PromoteFacts:
     site: PublishFacts
     stored: Mapping[str, str | None]  # each release key of this promotion -> the sha256 the bucket holds (None: absent)
     recorded: frozenset[str] = frozenset()  # the promotion's record beside the channels, where it exists already
+    # each test-channel ``<file>.provenance`` the test page links and the bucket holds -> (its sha256, its size)
+    provenance: Mapping[str, tuple[str, int]] = field(default_factory=dict)
 
     @property
     def state(self) -> ChannelState:
@@ -193,7 +197,7 @@ def weigh(promotion: Promotion, manifest: Manifest, targets: Iterable[str], reco
 def plan(evidence: PromoteFacts, *, at: str, writer: str) -> PromotePlan:
     """What promoting does, from ``evidence`` alone (no bucket, no package server)."""
     promo = evidence.promotion
-    wanted = copies_of(promo)
+    wanted = copies_of(promo, evidence.provenance)
     entry = promotion_entry(evidence, at=at, writer=writer)
     after = evidence.state if entry is None else evidence.state.after(chained(evidence.state, entry))
     pages = render(after, evidence.site.folders, evidence.site.mirror)
@@ -204,12 +208,15 @@ def plan(evidence: PromoteFacts, *, at: str, writer: str) -> PromotePlan:
                        record=committed is None or record_key(RELEASE, committed) not in evidence.recorded)
 
 
-def copies_of(promotion: Promotion) -> tuple[Copy, ...]:
-    """Every object this release holds on the release channel: each wheel, then its ``.metadata`` (a copy cut short
-    between them leaves a wheel no page lists: harmless, and copied again)."""
+def copies_of(promotion: Promotion, provenance: Mapping[str, tuple[str, int]]) -> tuple[Copy, ...]:
+    """Every object this release holds on the release channel: each wheel, then its ``.metadata``, then its PEP 740
+    ``.provenance`` where the test channel serves one (a copy cut short between them leaves an object no page
+    links: harmless, and copied again)."""
     return tuple(c for r in promotion.release for c in (
         Copy(source=r.source, dest=r.dest, sha256=r.sha256),
-        Copy(source=f"{r.source}.metadata", dest=f"{r.dest}.metadata", sha256=r.metadata_sha256)))
+        Copy(source=f"{r.source}.metadata", dest=f"{r.dest}.metadata", sha256=r.metadata_sha256),
+        *([Copy(source=f"{r.source}{SUFFIX}", dest=f"{r.dest}{SUFFIX}", sha256=provenance[f"{r.source}{SUFFIX}"][0])]
+          if f"{r.source}{SUFFIX}" in provenance else [])))
 
 
 def digests(evidence: PromoteFacts) -> PromotionDigests:
@@ -218,8 +225,9 @@ def digests(evidence: PromoteFacts) -> PromotionDigests:
 
 
 def promotion_entry(evidence: PromoteFacts, *, at: str, writer: str) -> LedgerEntry | None:
-    """The promotion as a ledger entry: each release file and its ``.metadata``; None when the ledger holds a
-    promotion of this manifest and version already (a rerun). Run again on a newer head after a lost race."""
+    """The promotion as a ledger entry: each release file, its ``.metadata`` and its ``.provenance`` (where the test
+    channel serves one); None when the ledger holds a promotion of this manifest and version already (a rerun).
+    Run again on a newer head after a lost race."""
     if committed_entry(evidence.state, evidence.promotion) is not None:
         return None
     added: list[FileRecord] = []
@@ -228,6 +236,9 @@ def promotion_entry(evidence: PromoteFacts, *, at: str, writer: str) -> LedgerEn
                              form="wheel" if r.target else "requirement", requires_python=r.requires_python),
                   FileRecord(key=f"{r.dest}.metadata", sha256=r.metadata_sha256, size=r.metadata_size,
                              form="metadata")]
+        served = evidence.provenance.get(f"{r.source}{SUFFIX}")
+        if served is not None:
+            added.append(FileRecord(key=f"{r.dest}{SUFFIX}", sha256=served[0], size=served[1], form="provenance"))
     return LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="promotion", at=at, writer=writer,
                        added=tuple(added), promotion=digests(evidence))
 
@@ -255,7 +266,7 @@ def record_of(promotion: Promotion, state: ChannelState, entry: LedgerEntry) -> 
     before = fold(e for e in state.entries[:[e.id for e in state.entries].index(entry.id)])
     unchanged = tuple(sorted(r.dest for r in promotion.release
                              if (held := before.files.get(r.dest)) is not None and held.sha256 == r.sha256))
-    listed = tuple((dest, tuple(sorted(k for k, f in before.files.items() if k.startswith(dest) and f.form != "metadata")))
+    listed = tuple((dest, tuple(sorted(k for k, f in before.files.items() if k.startswith(dest) and f.form in LISTED)))
                    for _src, dest in promotion.folders)
     return dataclasses.replace(record_of_plan(promotion), at=entry.at, ledger_entry=entry.id, unchanged=unchanged,
                                before=listed)
@@ -268,13 +279,15 @@ def gather(bucket: Bucket, ledger: Ledger, promotion: Promotion, channel: Releas
            validations: Iterable[bytes]) -> PromoteFacts:
     """Every read of the release channel promote-release makes, once (the preflight's are in ``promotion``): the
     ledger (adopted from the pages on a bucket from before it), the objects under the release folders, the stored
-    digests of this release's keys, the pages, the mirror records (the release's merged with the test channel's)
-    and whether the promotion's record exists."""
+    digests of this release's keys, the test channel's provenance of each file (its sha256 and size), the pages, the
+    mirror records (the release's merged with the test channel's) and whether the promotion's record exists."""
     folders = tuple((label, channel.index_path(label)) for label in sorted(labels))
     sizes = {k: o.size for _label, folder in folders for k, o in bucket.listing(folder).items()}
     pages = current_pages(bucket, page_keys(sizes, folders))
     state = settled(ledger, pages, sizes)
-    stored = {c.dest: bucket.verified_sha256(c.dest) if c.dest in sizes else None for c in copies_of(promotion)}
+    provenance = served_provenance(bucket, promotion)
+    stored = {c.dest: bucket.verified_sha256(c.dest) if c.dest in sizes else None
+              for c in copies_of(promotion, provenance)}
     sources = {dest: bucket.read_if_there(f"{src}{RECORD}") for src, dest in promotion.folders}
     mirror = {folder: merged for _label, folder in folders
               if (merged := merged_bytes(pages.get(f"{folder}{RECORD}"), sources.get(folder))) is not None}
@@ -283,7 +296,18 @@ def gather(bucket: Bucket, ledger: Ledger, promotion: Promotion, channel: Releas
     site = PublishFacts(channel=channel, project="", folders=folders, local={}, stored={}, objects=frozenset(sizes),
                         pages=pages, mirror=mirror, state=state)
     return PromoteFacts(promotion=promotion, validations=tuple(validations), site=site, stored=stored,
-                        recorded=recorded)
+                        recorded=recorded, provenance=provenance)
+
+
+def served_provenance(bucket: Bucket, promotion: Promotion) -> dict[str, tuple[str, int]]:
+    """The PEP 740 provenance the test channel's pages link for each release file and the bucket holds: test key ->
+    (its sha256 as stored, its size); the copy is checked against that sha256 and the ledger records both."""
+    out = {}
+    for r in promotion.release:
+        key = f"{r.source}{SUFFIX}"
+        if r.provenance and (found := bucket.head(key)) is not None:
+            out[key] = (bucket.verified_sha256(key), found.size)
+    return out
 
 
 # --- apply ---------------------------------------------------------------------------------------

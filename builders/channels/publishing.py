@@ -14,15 +14,18 @@ concurrent writer's files are never dropped from a page.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from urllib.parse import quote, unquote
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from builders.base.errors import ObjectStoreError, PublishRefused
-from builders.channels.evidence import FileRecord, LedgerCorrupt, LedgerEntry, YankMark
+from builders.channels.evidence import LISTED, FileRecord, LedgerCorrupt, LedgerEntry, YankMark
 from builders.channels.ledger import ChannelState, Ledger
+from builders.channels.provenance import SUFFIX
 from builders.index.objectstore import Bucket, cache_control
 from builders.index.pages import IndexedFile, project_html, project_json, root_html, root_json
 from builders.index.publish import RECORDS, SiteEntry, merged_bytes, sha256sums, yanked
@@ -120,12 +123,18 @@ def changes(evidence: PublishFacts, state: ChannelState, *, at: str,
         added.append(local.record)
     after = state.after(_placed(state, LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="publish", at=at,
                                              writer=writer, added=tuple(added))))
-    removed = prune(after, evidence.channel, evidence.project)
+    removed = tuple(sorted({*prune(after, evidence.channel, evidence.project),
+                            *stale_provenance(state, replaced, evidence.local)}))
     if not added and not removed:
         return None, tuple(refused), tuple(replaced)
     entry = LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="publish", at=at, writer=writer,
                   added=tuple(added), removed=removed)
     return entry, tuple(refused), tuple(replaced)
+
+
+def stale_provenance(state: ChannelState, replaced: Iterable[str], local: Mapping[str, LocalFile]) -> set[str]:
+    """The provenance of each replaced file that this publication brings none for: it names the old bytes."""
+    return {f"{k}{SUFFIX}" for k in replaced if f"{k}{SUFFIX}" in state.files and f"{k}{SUFFIX}" not in local}
 
 
 def _placed(state: ChannelState, entry: LedgerEntry) -> LedgerEntry:
@@ -148,7 +157,8 @@ def prune(state: ChannelState, channel: ReleaseChannel, project: str) -> tuple[s
             by_folder.setdefault(key.rsplit("/", 2)[0], {})[key] = Version(str(parse_wheel_filename(key.rsplit("/", 1)[-1])[1]))
     for keys in by_folder.values():
         old = set(sorted(set(keys.values()), reverse=True)[channel.keep:])
-        out += [k for key, v in keys.items() if v in old for k in (key, f"{key}.metadata") if k in state.files]
+        out += [k for key, v in keys.items() if v in old for k in (key, f"{key}.metadata", f"{key}{SUFFIX}")
+                if k in state.files]
     return tuple(sorted(out))
 
 
@@ -182,7 +192,7 @@ def listed_files(state: ChannelState, folder: str, label: str) -> dict[str, List
     out: dict[str, Listed] = {}
     for key, f in sorted(state.files.items()):
         rest = key[len(folder):]
-        if not key.startswith(folder) or f.form == "metadata" or rest.count("/") != 1:
+        if not key.startswith(folder) or f.form not in LISTED or rest.count("/") != 1:
             continue
         core = state.files.get(f"{key}.metadata")
         if core is None:
@@ -190,7 +200,8 @@ def listed_files(state: ChannelState, folder: str, label: str) -> dict[str, List
         name = rest.split("/")[1]
         out[key] = Listed(filename=name, project=rest.split("/")[0], label=label, sha256=f.sha256, size=f.size,
                           version=str(parse_wheel_filename(name)[1]), requires_python=f.requires_python,
-                          metadata=b"", yanked=state.yanks.get(key), core_sha256=core.sha256)
+                          metadata=b"", yanked=state.yanks.get(key), core_sha256=core.sha256,
+                          provenance=f"{quote(name)}{SUFFIX}" if f"{key}{SUFFIX}" in state.files else None)
     return out
 
 
@@ -214,6 +225,13 @@ def local_files(entries: Mapping[str, SiteEntry], project: str, targets: Mapping
                                                              size=len(e.info.metadata), form="metadata"),
                                            source=e.info.metadata)
     return out
+
+
+def provenance_files(provenance: Mapping[str, bytes]) -> dict[str, LocalFile]:
+    """Each wheel's PEP 740 provenance (wheel key -> its bytes) as the ``<key>.provenance`` object the pages link."""
+    return {f"{key}{SUFFIX}": LocalFile(record=FileRecord(key=f"{key}{SUFFIX}", sha256=hashlib.sha256(raw).hexdigest(),
+                                                          size=len(raw), form="provenance"), source=raw)
+            for key, raw in sorted(provenance.items())}
 
 
 def page_keys(objects: Iterable[str], folders: Iterable[tuple[str, str]]) -> list[str]:
@@ -409,6 +427,9 @@ def _link_problems(bucket: Bucket, page: str, key: str, item: Mapping[str, objec
             out.append(f"{target}: linked by {page}, not in the bucket")
         elif bucket.verified_sha256(target) != sha:
             out.append(f"{target}: its bytes are not the sha256 {page} declares")
+    link = item.get("provenance")
+    if isinstance(link, str) and bucket.head(f"{key.rsplit('/', 1)[0]}/{unquote(link)}") is None:
+        out.append(f"{key}{SUFFIX}: linked by {page}, not in the bucket")
     return out
 
 
@@ -418,7 +439,7 @@ def now() -> str:
 
 def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, *, project: str,
            local: Mapping[str, SiteEntry], targets: Mapping[str, str], labels: Iterable[str],
-           mirror_records: Mapping[str, bytes]) -> PublishFacts:
+           mirror_records: Mapping[str, bytes], provenance: Mapping[str, bytes] | None = None) -> PublishFacts:
     """Every read publish makes, once: the ledger (adopted from the pages on a bucket from before it), the objects
     under the channel's folders, the stored bytes' digests of the files it brings, the pages as they are."""
     folders = tuple((label, channel.index_path(label)) for label in sorted(labels))
@@ -426,7 +447,7 @@ def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, *, project: 
     objects = frozenset(sizes)
     pages = current_pages(bucket, page_keys(objects, folders))
     state = settled(ledger, pages, sizes)
-    files = local_files(local, project, targets)
+    files = local_files(local, project, targets) | provenance_files(provenance or {})
     mirror = {folder: merged for _label, folder in folders
               if (merged := merged_bytes(pages.get(f"{folder}mirror.json"), mirror_records.get(folder))) is not None}
     ours = publishing_entry(state, files)

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from builders.base.errors import ObjectStoreError
-from builders.channels.evidence import FileRecord, LedgerEntry, YankMark
+from builders.channels.evidence import LISTED, FileRecord, LedgerEntry, YankMark
 from builders.channels.ledger import ChannelState, Ledger, chained
 from builders.channels.publishing import PAGE_NAMES, current_pages, now, page_keys, render, unrecorded
 from builders.index.objectstore import Bucket
@@ -87,7 +87,7 @@ def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, labels: Iter
     held = state.files if adopt is None else state.after(chained(state, adopt)).files
     digests = {k: bucket.verified_sha256(k) for k in held if k in sizes}
     remade = {f"{k}.metadata": metadata_of(bucket, k, k.rsplit("/", 1)[-1]) for k, f in held.items()
-              if f.form != "metadata" and f"{k}.metadata" not in sizes and digests.get(k) == f.sha256}
+              if f.form in LISTED and f"{k}.metadata" not in sizes and digests.get(k) == f.sha256}
     return RepairFacts(channel=channel, folders=folders, state=state, adopt=adopt, sizes=sizes, pages=pages,
                     digests=digests, remade=remade)
 

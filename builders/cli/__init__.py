@@ -48,7 +48,7 @@ channels. `python -m builders COMMAND --help` says more."""
 # The rest of cli/ is their plumbing: options, arguments, paths, load, channel_args, optionsdoc.
 COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "merge-index", "release-check",
             "workflow", "audit", "variants", "cache", "publish", "validate", "manifest", "promote-release", "yank",
-            "rollback", "repair-index", "history", "check-index", "rebuild")
+            "rollback", "repair-index", "history", "check-index", "rebuild", "verify-release")
 
 # Every code the tool can return, made from the error classes (a unit test proves docs/exit-codes.md's
 # table is this table).

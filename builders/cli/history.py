@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from builders.base.console import Console
-from builders.channels.evidence import LedgerEntry
+from builders.channels.evidence import LISTED, LedgerEntry
 from builders.channels.ledger import Ledger
 from builders.cli import load
 from builders.cli.arguments import Options
@@ -28,14 +28,14 @@ def execute(opts: Options, console: Console) -> int:
     for entry in state.entries:
         console.line(line(entry))
     console.line(f"{len(state.entries)} entries; the channel holds "
-                 f"{sum(1 for f in state.files.values() if f.form != 'metadata')} wheel(s), {len(state.yanks)} yanked")
+                 f"{sum(1 for f in state.files.values() if f.form in LISTED)} wheel(s), {len(state.yanks)} yanked")
     return 0
 
 
 def line(entry: LedgerEntry) -> str:
     """One entry, as a release engineer scans it."""
-    what = [f"+{sum(1 for f in entry.added if f.form != 'metadata')} wheel(s)"] if entry.added else []
-    what += [f"-{sum(1 for k in entry.removed if not k.endswith('.metadata'))} removed"] if entry.removed else []
+    what = [f"+{sum(1 for f in entry.added if f.form in LISTED)} wheel(s)"] if entry.added else []
+    what += [f"-{sum(1 for k in entry.removed if not k.endswith(('.metadata', '.provenance')))} removed"] if entry.removed else []
     yanked = [y for y in entry.yanks if y.reason is not None]
     what += [f"{len(yanked)} yanked ({yanked[0].reason!r})"] if yanked else []
     what += [f"{len(entry.yanks) - len(yanked)} listed again"] if len(entry.yanks) > len(yanked) else []

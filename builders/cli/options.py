@@ -44,7 +44,7 @@ CACHE_KINDS = ("toolchain", "ccache", "uv", "image", "store", "core", caches.PAR
 SELECTION = "selection (shell globs over ids like cu132-cp314t-linux-x86_64)"
 MATRIX_COMMANDS = ("plan", "build", "images", "verify", "smoke", "report", "promote", "index", "workflow", "audit",
                    "variants", "publish", "validate", "promote-release", "manifest", "yank", "rollback", "repair-index",
-                   "history", "check-index", "rebuild")
+                   "history", "check-index", "rebuild", "verify-release")
 SELECTING = ("plan", "build", "images", "validate", "promote-release", "audit", "check-index")
 CHANNELS = tuple(c.value for c in ChannelName)
 WHEELHOUSE = Path("wheelhouse")  # ``build --output``'s default, where ``cache`` looks for a store
@@ -462,6 +462,10 @@ _PUBLISH = (
            help="print what would be added, replaced and pruned; write nothing"),
     Option(flags=("--record",), commands=("publish",), parse=output_file, metavar="PATH",
            help="also write the publication record (JSON) here"),
+    Option(flags=("--attestations",), commands=("publish", "promote-release"), parse=input_dir, metavar="DIR",
+           help="the attest step's Sigstore bundles (*.json, *.jsonl): publish serves each as its "
+                "file's PEP 740 provenance (<file>.provenance, linked from the pages); promote-release uploads them "
+                "to the package server with twine --attestations (one single-subject attestation per PyPI file)"),
 )
 
 _VALIDATE = (
@@ -559,6 +563,24 @@ _YANK = (
                 "promote-release --record's file"),
     Option(flags=("--dry-run",), commands=("yank", "rollback", "repair-index"), action="store_true", default=False,
            help="print the pages that would be written; write nothing"),
+)
+
+_VERIFY_RELEASE = (
+    Option(flags=("version",), commands=("verify-release",), metavar="VERSION",
+           help="the version to check (its public part: every variant's file of it)"),
+    Option(flags=("--channel",), commands=("verify-release",), choices=CHANNELS, default=ChannelName.RELEASE.value,
+           help="the channel to read (default: release)"),
+    Option(flags=("--site-url",), commands=("verify-release",), metavar="URL",
+           help="where the channels' site is served: each variant's index is URL + the channel's layout (default: "
+                "the matrix's channels.index.base_url)"),
+    Option(flags=("--manifest",), commands=("verify-release",), parse=input_file, metavar="PATH",
+           help="the release manifest (each file's sha256; --ref defaults to its tag)"),
+    Option(flags=("--repository",), commands=("verify-release",), required=True, metavar="OWNER/NAME",
+           help="the repository whose workflow built the release"),
+    Option(flags=("--workflow",), commands=("verify-release",), default="release.yml", metavar="FILE",
+           help="the workflow that attested it (default: release.yml)"),
+    Option(flags=("--ref",), commands=("verify-release",), metavar="REF",
+           help="the ref built (default: refs/tags/ + the manifest's tag; none: any ref)"),
 )
 
 _PROMOTE_RELEASE = (
@@ -670,8 +692,8 @@ _VERSION = Option(flags=("--version",), commands=(ROOT,), action="version", help
 # Table order is --help order within a command.
 OPTIONS: tuple[Option, ...] = (
     _VERSION, _MATRIX, *_SELECTION, *_PLAN, *_BUILD, *_CACHE, *_CONTAINERS, *_BUILD_AFTER, *_IMAGES, *_WHEEL_CHECKS,
-    *_RELEASE, *_VARIANTS, *_PUBLISH, *_VALIDATE, *_MANIFEST, *_REBUILD, *_YANK, *_PROMOTE_RELEASE, *_CHECK_INDEX, *_PRUNE,
-    *_ENV_ONLY,
+    *_RELEASE, *_VARIANTS, *_PUBLISH, *_VALIDATE, *_MANIFEST, *_REBUILD, *_YANK, *_VERIFY_RELEASE, *_PROMOTE_RELEASE,
+    *_CHECK_INDEX, *_PRUNE, *_ENV_ONLY,
 )
 
 ENVIRONMENT: tuple[EnvironmentFact, ...] = (

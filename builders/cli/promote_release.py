@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import tempfile
 from pathlib import Path
+from typing import Any
 
 from builders.base import redact, safe_output
 from builders.base.console import Console
 from builders.base.errors import SelectionError
-from builders.channels import promoting, publishing
+from builders.channels import promoting, provenance, publishing
 from builders.channels.ledger import ChannelState, Ledger, open_ledger
 from builders.cli import load
 from builders.cli.arguments import FLAG, Options
@@ -57,6 +60,7 @@ def execute(opts: Options, console: Console) -> int:
     promotion.preflight(plan)
     console.line(f"preflight passed: {len(plan.copies)} file(s) to copy, {len(plan.unchanged)} already released, "
                  f"{len(plan.pypi)} PyPI file(s)")
+    attested = pypi_attestations(opts.attestations, plan) if plan.pypi else {}
     if opts.dry_run:
         return 0
     ledger = open_ledger(bucket, ChannelName.RELEASE.value, env)
@@ -69,7 +73,7 @@ def execute(opts: Options, console: Console) -> int:
                      f"{_entry_id(facts.state, plan)}), its pages and record are written and every PyPI file is on "
                      "the package server with its sha256; nothing written")
         return 0
-    apply(opts, m, bucket, ledger, facts, planned, console)
+    apply(opts, m, bucket, ledger, facts, planned, console, attested)
     return 0
 
 
@@ -79,9 +83,10 @@ def _entry_id(state: ChannelState, plan: promotion.Promotion) -> str:
 
 
 def apply(opts: Options, m: Matrix, bucket: Bucket, ledger: Ledger, facts: promoting.PromoteFacts,
-          planned: promoting.PromotePlan, console: Console) -> None:
-    """The copies, the ledger entry (the commit point), the pages and their links, the PyPI files, the record
-    (:mod:`builders.channels.promoting`); says what a rerun finished."""
+          planned: promoting.PromotePlan, console: Console, attested: dict[str, dict[str, Any]]) -> None:
+    """The copies, the ledger entry (the commit point), the pages and their links, the PyPI files (each with its
+    ``--attestations`` attestation, if given), the record (:mod:`builders.channels.promoting`); says what a rerun
+    finished."""
     plan = facts.promotion
     promoting.copy(bucket, planned)
     entry, state = promoting.commit(ledger, facts, at=planned.entry.at if planned.entry else publishing.now())
@@ -93,7 +98,8 @@ def apply(opts: Options, m: Matrix, bucket: Bucket, ledger: Ledger, facts: promo
     if plan.pypi_done:
         console.line(f"{opts.simple_url}: {len(plan.pypi_done)} of {len(plan.pypi)} PyPI file(s) uploaded already with "
                      "the manifest's sha256 (an upload cut short): the rest is uploaded")
-    promotion.upload_pypi(planned.pypi, opts.repository_url, dict(opts.env))
+    with tempfile.TemporaryDirectory(prefix="builders-attestations-") as tmp:
+        promotion.upload_pypi(planned.pypi, opts.repository_url, dict(opts.env), write_attestations(attested, Path(tmp)))
     if plan.pypi:
         promotion.audit_pypi(plan, opts.simple_url, m.project.name, timeout=opts.audit_timeout)
         console.line(f"{opts.simple_url}: serves the {len(plan.pypi)} PyPI file(s), each with its sha256")
@@ -110,13 +116,41 @@ def finished_parts(facts: promoting.PromoteFacts, planned: promoting.PromotePlan
     """What this run did of a promotion an earlier run began (``""``: none was begun)."""
     plan = facts.promotion
     begun = (planned.entry is None or plan.pypi_done
-             or any(facts.stored.get(c.dest) == c.sha256 for c in promoting.copies_of(plan)))
+             or any(facts.stored.get(c.dest) == c.sha256 for c in promoting.copies_of(plan, facts.provenance)))
     if not begun:
         return ""
     parts = [f"{len(planned.copies)} copy(ies)" if planned.copies else "",
              "the ledger entry" if planned.entry else "", f"{len(planned.writes)} page(s)" if planned.writes else "",
              f"{len(planned.pypi)} PyPI file(s)" if planned.pypi else "", "the record" if planned.record else ""]
     return ", ".join(p for p in parts if p)
+
+
+def pypi_attestations(folder: Path | None, plan: promotion.Promotion) -> dict[str, dict[str, Any]]:
+    """PyPI file name -> the PEP 740 attestation of ``--attestations`` whose statement names it alone (PyPI takes
+    one subject per attestation); a file without one is refused before anything is written."""
+    if folder is None:
+        return {}
+    try:
+        found = provenance.read_bundles(folder)
+        single = {subjects[0][1]: a for a in found if len(subjects := provenance.subjects(a)) == 1}
+    except provenance.ProvenanceProblem as exc:
+        raise SelectionError(f"--attestations: {exc}") from None
+    lacking = [f.path.name for f in plan.pypi if f.sha256 not in single]
+    if lacking:
+        raise SelectionError(f"--attestations: no single-subject attestation names {', '.join(lacking)} by its "
+                             "sha256 (PyPI takes one attestation per file: attest each PyPI wheel on its own); "
+                             "nothing was written")
+    return {f.path.name: single[f.sha256] for f in plan.pypi}
+
+
+def write_attestations(attested: dict[str, dict[str, Any]], folder: Path) -> list[Path]:
+    """Each as ``<wheel>.publish.attestation``, the name twine pairs with its file."""
+    out = []
+    for name, item in sorted(attested.items()):
+        path = folder / f"{name}.publish.attestation"
+        path.write_text(json.dumps(item, sort_keys=True), encoding="utf-8")
+        out.append(path)
+    return out
 
 
 def evidence(opts: Options, m: Matrix, release: manifest.Manifest, pypi_files: list[Path],

@@ -11,9 +11,9 @@ from packaging.utils import canonicalize_name
 
 from builders.base import redact, safe_output
 from builders.base.console import Console
-from builders.base.errors import BuildersError, PublishRefused, SelectionError
-from builders.channels import publishing
-from builders.channels.evidence import LedgerEntry
+from builders.base.errors import BuildersError, InputError, Problem, PublishRefused, SelectionError
+from builders.channels import provenance, publishing
+from builders.channels.evidence import LISTED, LedgerEntry
 from builders.channels.ledger import ChannelState, Ledger, open_ledger
 from builders.channels.yanking import of_version
 from builders.cli import load
@@ -60,7 +60,8 @@ def execute(opts: Options, console: Console) -> int:
         local, records = site_files(site, channel, labels)
         ledger = open_ledger(bucket, channel.name.value, opts.env)
         evidence = publishing.gather(bucket, ledger, channel, project=m.project.name, local=local,
-                                     targets=targets(on_channel, local), labels=labels, mirror_records=records)
+                                     targets=targets(on_channel, local), labels=labels, mirror_records=records,
+                                     provenance=provenance_of(opts, local, console))
         at = publishing.now()
         planned = publishing.plan(evidence, at=at, writer=ledger.writer)
         show(console, planned)
@@ -77,7 +78,7 @@ def execute(opts: Options, console: Console) -> int:
     if ours is not None and planned.record:
         write_record(opts, bucket, state, ours, evidence, version=str(on_channel.project.version))
     console.line(f"{bucket.url}: the {channel.name.value} channel serves "
-                 f"{sum(1 for f in state.files.values() if f.form != 'metadata')} wheel(s)")
+                 f"{sum(1 for f in state.files.values() if f.form in LISTED)} wheel(s)")
     return 0
 
 
@@ -104,6 +105,24 @@ def write_record(opts: Options, bucket: Bucket, state: ChannelState, ours: Ledge
     bucket.upload(key, text.encode(), cache_control=cache_control(channel, key))
     if opts.record is not None:
         safe_output.write_text(opts.record, text)
+
+
+def provenance_of(opts: Options, local: dict[str, SiteEntry], console: Console) -> dict[str, bytes]:
+    """wheel key -> its PEP 740 provenance, from ``--attestations``' bundles; a wheel of the project's that no
+    bundle attests is named (it is published without provenance)."""
+    if opts.attestations is None:
+        return {}
+    try:
+        found = provenance.provenances(provenance.read_bundles(opts.attestations),
+                                       {k.rsplit("/", 1)[-1]: e.info.sha256 for k, e in local.items()})
+    except provenance.ProvenanceProblem as exc:
+        raise InputError([Problem(message=f"--attestations: {exc}", hint="pass the attest step's bundle-path "
+                                  "files (Sigstore bundles)")]) from None
+    keys = {k.rsplit("/", 1)[-1]: k for k in local}
+    own = canonicalize_name(load.matrix(opts).project.name)
+    for key in sorted(k for k, e in local.items() if e.info.project == own and k.rsplit("/", 1)[-1] not in found):
+        console.error(f"no attestation names {key} (by its sha256): published without provenance")
+    return {keys[name]: raw for name, raw in found.items()}
 
 
 def site_files(site: Path, channel: ReleaseChannel, labels: list[str]) -> tuple[dict[str, SiteEntry], dict[str, bytes]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from builders.base.console import Console
 from builders.base.errors import ObjectStoreError
 from builders.channels import publishing, repairing
+from builders.channels.evidence import LISTED
 from builders.channels.ledger import ChannelState, open_ledger
 from builders.cli import load
 from builders.cli.arguments import Options
@@ -55,7 +56,7 @@ def execute(opts: Options, console: Console) -> int:
 
 def show(console: Console, fix: repairing.PageRepair) -> None:
     if fix.adopt is not None:
-        console.line(f"ledger   a first one, of {sum(1 for f in fix.adopt.added if f.form != 'metadata')} wheel(s) "
+        console.line(f"ledger   a first one, of {sum(1 for f in fix.adopt.added if f.form in LISTED)} wheel(s) "
                      f"({fix.adopt.note})")
     for key in fix.remade:
         console.line(f"metadata {key}: made again from its wheel (the sha256 the ledger holds)")

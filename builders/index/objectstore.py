@@ -256,7 +256,8 @@ def cache_control(channel: str, key: str) -> str:
     with each release (revalidated every 10 minutes, as PyTorch's index writer sets them); a nightly's and a
     candidate's pages and files change any day (no-cache), and so do the publication records."""
     name = key.rsplit("/", 1)[-1]
-    if channel == "release" and name.endswith((".whl", ".whl.metadata")) and not key.startswith("publish-records/"):
+    immutable = name.endswith((".whl", ".whl.metadata", ".whl.provenance"))
+    if channel == "release" and immutable and not key.startswith("publish-records/"):
         return "public, max-age=31536000, immutable"
     if channel == "release" and not key.startswith("publish-records/"):
         return "max-age=600, must-revalidate"

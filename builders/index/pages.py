@@ -53,6 +53,7 @@ from builders.wheel.writer import partial_path
 from builders.wheel.zipcheck import printable
 
 API_VERSION = "1.1"
+PROVENANCE = ".provenance"  # PEP 740: a file's provenance object is served as ``<file>.provenance``
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,6 +67,7 @@ class IndexedFile:
     requires_python: str | None
     metadata: bytes
     yanked: str | None = None  # PEP 592: None, or the reason ("" for none given); the bytes stay served
+    provenance: str | None = None  # PEP 740: the URL of its provenance object (``<file>.provenance``), if any
 
     @property
     def metadata_sha256(self) -> str:
@@ -315,6 +317,8 @@ def project_html(project: str, files: Iterable[IndexedFile]) -> str:
         attrs.append(f'data-core-metadata="sha256={f.metadata_sha256}"')
         if f.yanked is not None:
             attrs.append(f'data-yanked="{html.escape(f.yanked)}"')
+        if f.provenance is not None:
+            attrs.append(f'data-provenance="{html.escape(f.provenance)}"')
         links.append(f'    <a {" ".join(attrs)}>{html.escape(f.filename)}</a><br/>\n')
     return _page(f"Links for {html.escape(project)}", "".join(links), heading=True)
 
@@ -339,6 +343,7 @@ def project_json(project: str, files: Iterable[IndexedFile]) -> dict[str, object
                 "dist-info-metadata": {"sha256": f.metadata_sha256},
                 "size": f.size,
                 **({"yanked": f.yanked or True} if f.yanked is not None else {}),
+                **({"provenance": f.provenance} if f.provenance is not None else {}),
             }
             for f in ordered
         ],

@@ -72,6 +72,7 @@ class Released:
     metadata_sha256: str
     metadata_size: int
     target: str = ""  # the target id of the project's own wheel; "" for a requirement mirrored beside it
+    provenance: bool = False  # the test channel's page links its PEP 740 provenance (``<source>.provenance``)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -235,7 +236,8 @@ def _label_step(bucket: Bucket, m: Matrix, label: str, files: Sequence[ManifestF
     held = tuple((dest + key[len(src):], entry.info.sha256) for key, entry in chosen.items())
     files_after = tuple(Released(source=key, dest=dest + key[len(src):], sha256=e.info.sha256, size=e.info.size,
                              requires_python=e.info.requires_python, metadata_sha256=e.info.metadata_sha256,
-                             metadata_size=len(e.info.metadata), target=wanted[key].target if key in wanted else "")
+                             metadata_size=len(e.info.metadata), target=wanted[key].target if key in wanted else "",
+                             provenance=e.info.provenance is not None)
                     for key, e in sorted(chosen.items()))
     return _Step(src=src, dest=dest, copies=tuple(copies), unchanged=tuple(unchanged),
                  left_out=tuple(left_out), refusals=tuple(refusals), before=tuple(sorted(stored)), held=held,
@@ -412,9 +414,13 @@ def audit_pypi(promotion: Promotion, simple_url: str, project: str, *, timeout: 
         time.sleep(interval)
 
 
-def upload_pypi(files: Sequence[PypiFile], repository_url: str, env: Mapping[str, str]) -> None:
+def upload_pypi(files: Sequence[PypiFile], repository_url: str, env: Mapping[str, str],
+                attestations: Sequence[Path] = ()) -> None:
     """twine, last, one file per command, so that a run cut short leaves whole files a rerun counts as done
-    (twine skips none; ``--skip-existing`` is never used: other bytes under a name must stop the release)."""
+    (twine skips none; ``--skip-existing`` is never used: other bytes under a name must stop the release); with
+    ``attestations`` (``<wheel>.publish.attestation``, PEP 740), ``--attestations`` and the file's own."""
     for f in files:
+        own = [str(a) for a in attestations if a.name.startswith(f"{f.path.name}.")]
+        attest = ["--attestations", *own] if attestations else []
         run([sys.executable, "-m", "twine", "upload", "--non-interactive", "--disable-progress-bar",
-             "--repository-url", repository_url, str(f.path)], env=env, timeout=3600)
+             "--repository-url", repository_url, *attest, str(f.path)], env=env, timeout=3600)

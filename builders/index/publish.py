@@ -130,7 +130,8 @@ def _stored_info(bucket: Bucket, folder: str, project: str, label: str, item: di
                                "the bucket's pages disagree with its files (repair it before publishing)")
     return IndexedFile(filename=filename, project=project, label=label, sha256=item["hashes"]["sha256"],
                        size=int(item.get("size", 0)), version=str(parse_wheel_filename(filename)[1]),
-                       requires_python=item.get("requires-python"), metadata=metadata, yanked=yanked(item))
+                       requires_python=item.get("requires-python"), metadata=metadata, yanked=yanked(item),
+                       provenance=item["provenance"] if isinstance(item.get("provenance"), str) else None)
 
 
 def yanked(item: dict[str, Any]) -> str | None:

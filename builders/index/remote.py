@@ -46,7 +46,7 @@ class Client:
 
     session: requests.Session = field(default_factory=requests.Session)
     timeout: float = TIMEOUT
-    read: dict[str, int] = field(default_factory=lambda: {"pages": 0, "metadata": 0, "ranges": 0})
+    read: dict[str, int] = field(default_factory=lambda: {"pages": 0, "metadata": 0, "ranges": 0, "files": 0})
     requests: int = 0
 
     def get(self, url: str, *, accept: str = "", limit: int, kind: str) -> tuple[str, bytes] | None:

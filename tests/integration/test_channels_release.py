@@ -23,6 +23,8 @@ import os
 import subprocess
 import sys
 import time
+import urllib.parse
+import urllib.request
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,12 +34,13 @@ from typing import Any
 import pytest
 from packaging.requirements import Requirement
 
-from builders.base.errors import PreflightRefused, PublishRefused, ValidationFailed
+from builders.base.errors import PreflightRefused, PublishRefused, ReleaseUnverified, ValidationFailed
+from builders.channels import provenance
 from builders.index.objectstore import open_bucket
 from builders.index.pages import find_wheels
 from builders.wheel.archive import ZIP_EPOCH, Wheel
 from builders.wheel.writer import rewrite
-from tests import expected, helpers
+from tests import attestations, expected, helpers
 from tests.objectstore import ObjectStore, PackageServer, object_store, package_server
 
 pytestmark = pytest.mark.slow
@@ -120,21 +123,25 @@ class Candidate:
     pypi: Path  # its PyPI-form wheels
     manifest: Path
     validation: Path
+    bundles: Path | None = None  # the attest step's Sigstore bundles of its wheels and PyPI wheels
 
 
 def make_candidate(root: Path, s3: ObjectStore, matrix: Path, wheels: Path, tmp: Path, tag: str, *,
-                   installers: tuple[str, ...] = ("pip",), run_id: str = "7") -> Candidate:
-    """A candidate run as release.yml makes it: its PyPI form, its manifest, published on test, validated."""
+                   installers: tuple[str, ...] = ("pip",), run_id: str = "7", attested: bool = False) -> Candidate:
+    """A candidate run as release.yml makes it: its PyPI form, its manifest, published on test (``attested``:
+    with its wheels' provenance), validated."""
     tmp.mkdir(parents=True, exist_ok=True)
     pypi, manifest, validation = tmp / "dist", tmp / "manifest.json", tmp / "validation.json"
     ok(run(root, s3, "promote", str(wheels), "--matrix", str(matrix), "--output", str(pypi)))
     ok(run(root, s3, "manifest", str(wheels), "--matrix", str(matrix), "--pypi-wheels", str(pypi), "--output",
            str(manifest), "--tag", tag, "--commit", "c0ffee" + tag, "--run-id", run_id))
-    ok(run(root, s3, "publish", str(wheels), "--matrix", str(matrix), "--channel", "test", "--bucket", BUCKET))
+    bundles = attest(tmp / "bundles", [*find_wheels(wheels), *find_wheels(pypi)], ref=f"refs/tags/{tag}") if attested else None
+    ok(run(root, s3, "publish", str(wheels), "--matrix", str(matrix), "--channel", "test", "--bucket", BUCKET,
+           *(("--attestations", str(bundles)) if bundles else ())))
     ok(run(root, s3, "validate", "--matrix", str(matrix), "--channel", "test", "--site-url", s3.http_url + "downloads/",
            "--target", TARGET, "--manifest", str(manifest), "--record", str(validation),
            *(a for i in installers for a in ("--installer", i))))
-    return Candidate(wheels=wheels, pypi=pypi, manifest=manifest, validation=validation)
+    return Candidate(wheels=wheels, pypi=pypi, manifest=manifest, validation=validation, bundles=bundles)
 
 
 def test_validate_installs_the_manifests_bytes_over_http_with_both_installers(
@@ -218,12 +225,14 @@ def test_promotion_releases_exactly_the_manifests_validated_files_and_each_refus
     s3, _staging, pypi = servers
     make_candidate(root, s3, matrix_path, wheelhouse, tmp_path / "rc1", "v2.15.0-rc1")  # leaves cp313 on test
     rc2 = make_candidate(root, s3, matrix_path, only(wheelhouse, TARGET, tmp_path / "rc2-wheels"), tmp_path / "rc2",
-                         "v2.15.0-rc2")
+                         "v2.15.0-rc2", attested=True)
+    on_test = pages_provenance(s3, "whl/test/cpu/")
     pypi_validation = staged(root, s3, matrix_path, rc2, tmp_path)
     (pypi_wheel,) = rc2.pypi.glob("*.whl")
     promote = ["promote-release", "--matrix", str(matrix_path), "--bucket", BUCKET, "--target", TARGET,
                "--manifest", str(rc2.manifest), "--validation", str(rc2.validation), "--pypi-wheels", str(rc2.pypi),
-               "--pypi-validation", str(pypi_validation), "--expect-tag", "v2.15.0-rc2", "--expect-version", "2.15.0"]
+               "--pypi-validation", str(pypi_validation), "--expect-tag", "v2.15.0-rc2", "--expect-version", "2.15.0",
+               "--attestations", str(rc2.bundles)]
     to_pypi = ["--repository-url", pypi.url, "--simple-url", pypi.simple_url]
     base_env = {**os.environ, **s3.env, "PYTHONPATH": str(root)}
     before = s3.files("downloads")
@@ -258,6 +267,7 @@ def test_promotion_releases_exactly_the_manifests_validated_files_and_each_refus
     assert {k.rsplit("/", 1)[-1]: sha256(v) for k, v in release.items()} == {labelled["name"]: labelled["sha256"]}
     assert not any(LEFTOVER.split("-")[1] in k for k in release), "the leftover rc1 wheel is not released"
     (pypi_file,) = [f for f in manifest["files"] if f["form"] == "pypi"]
+    # twine sent the PEP 740 attestation (--attestations); pypiserver accepts the upload and keeps the wheel alone
     assert {p.name: sha256(p.read_bytes()) for p in pypi.root.iterdir()} == {pypi_file["name"]: pypi_file["sha256"]}
     records = [k for k in s3.files("downloads") if k.startswith("publish-records/release/")]
     (promotion_record,) = records
@@ -266,6 +276,7 @@ def test_promotion_releases_exactly_the_manifests_validated_files_and_each_refus
     finished = s3.files("downloads")
     again = ok(run(root, s3, *promote, *to_pypi))  # a rerun of a finished promotion: done, not refused
     assert "already done" in again.stdout + again.stderr and s3.files("downloads") == finished
+    provenance_served_and_verified(root, s3, matrix_path, wheelhouse, rc2, on_test, tmp_path)
 
 
 def test_a_release_key_holding_other_bytes_is_never_overwritten(
@@ -502,7 +513,8 @@ def restore(s3: ObjectStore, before: dict[str, bytes], pypi: PackageServer) -> N
 def test_a_promotion_killed_at_each_write_reruns_to_the_same_end(
         root: Path, matrix_path: Path, wheelhouse: Path, servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 43's kill-anywhere for promote-release with its PyPI upload: the uninterrupted run's writes counted,
+    """Issue 43's kill-anywhere for promote-release with its PyPI upload (an attested candidate: each file's
+    provenance copied, the PyPI file's attestation sent with it): the uninterrupted run's writes counted,
     then the bucket and the package server put back as they were before it and the command killed at each write in
     turn. Right after each kill pip installs from the release channel the new release, or finds no release at all
     (the old state: no page lists it yet), never a 404 or a hash error; the rerun exits 0 and reaches the
@@ -512,11 +524,13 @@ def test_a_promotion_killed_at_each_write_reruns_to_the_same_end(
     from builders.cli import main
 
     s3, _staging, pypi = servers
-    rc = make_candidate(root, s3, matrix_path, only(wheelhouse, TARGET, tmp_path / "w"), tmp_path / "rc", "v2.15.0-rc1")
+    rc = make_candidate(root, s3, matrix_path, only(wheelhouse, TARGET, tmp_path / "w"), tmp_path / "rc", "v2.15.0-rc1",
+                        attested=True)
     pypi_validation = staged(root, s3, matrix_path, rc, tmp_path)
     argv = ["promote-release", "--matrix", str(matrix_path), "--bucket", BUCKET, "--target", TARGET, "--manifest",
             str(rc.manifest), "--validation", str(rc.validation), "--pypi-wheels", str(rc.pypi), "--pypi-validation",
-            str(pypi_validation), "--repository-url", pypi.url, "--simple-url", pypi.simple_url, "--audit-timeout", "30"]
+            str(pypi_validation), "--repository-url", pypi.url, "--simple-url", pypi.simple_url, "--audit-timeout", "30",
+            "--attestations", str(rc.bundles)]
     for key, value in {**s3.env, **CREDENTIALS}.items():
         monkeypatch.setenv(key, value)
     bucket, before = s3.root / "downloads", s3.files("downloads")
@@ -535,7 +549,9 @@ def test_a_promotion_killed_at_each_write_reruns_to_the_same_end(
     assert main(argv) == 0
     whole, points = release_state(s3, pypi), len(writes)
     print(f"\n{points} kill points: {writes}")
-    assert sum(w.startswith("copy ") for w in writes) == 2 and sum(w.startswith("pypi ") for w in writes) == 1, writes
+    assert sum(w.startswith("copy ") for w in writes) == 3 and sum(w.startswith("pypi ") for w in writes) == 1, writes
+    assert any(w.startswith("copy ") and w.endswith(".whl.provenance") for w in writes), "the provenance is copied"
+    assert any(f.endswith(".whl.provenance") for f in whole), "and released with the wheel (the kill points' end)"
     assert any("publish-records/release/" in w for w in writes) and any("ledger/release/entries/" in w for w in writes)
     after = s3.files("downloads")
     capsys.readouterr()
@@ -626,3 +642,63 @@ def test_check_index_passes_a_clean_channel_and_reports_each_broken_promise(
     assert bare.returncode == 49 and "cpu-3.13-linux-x86_64" in bare.stderr, bare.stdout + bare.stderr
     missing = json.loads((site / "whl/test/coverage.json").read_text())["missing"]
     assert len(missing) == 1 and "3.13" in missing[0]
+
+
+def attest(folder: Path, wheels: list[Path], *, ref: str = "refs/tags/v2.15.0-rc2", **identity: str) -> Path:
+    """Bundles as the attest step writes them (tests/attestations.py: self-signed, offline), one per wheel."""
+    return attestations.write(folder, {w.name: sha256(w.read_bytes()) for w in wheels}, ref=ref, **identity)
+
+
+def pages_provenance(s3: ObjectStore, folder: str) -> dict[str, tuple[str | None, bytes | None]]:
+    """file -> (the JSON page's provenance link, the object it resolves to over HTTP) of ``folder``'s project page;
+    the HTML page links the same."""
+    base = f"{s3.http_url}downloads/{folder}minifw/"
+    page = json.loads(urllib.request.urlopen(base + "index.json", timeout=30).read())
+    html = urllib.request.urlopen(base + "index.html", timeout=30).read().decode()
+    out = {}
+    for item in page["files"]:
+        link = item.get("provenance")
+        assert (f'data-provenance="{link}"' in html) == (link is not None), html
+        out[item["filename"]] = (link, urllib.request.urlopen(base + link, timeout=30).read() if link else None)
+    return out
+
+
+def provenance_served_and_verified(root: Path, s3: ObjectStore, matrix: Path, wheelhouse: Path, rc: Candidate,
+                                   on_test: dict[str, tuple[str | None, bytes | None]], tmp: Path) -> None:
+    """After an attested candidate's promotion: both pages of test linked every file's PEP 740 provenance,
+    promotion copied it to release, and verify-release passes there, then fails on a swapped file, a page's hash
+    changed, another file's provenance and a provenance naming another workflow (each put back after)."""
+    (wheel,) = find_wheels(rc.wheels)
+    link, raw = on_test[wheel.name]  # rc1's leftover wheel was published without provenance: its pages link none
+    assert link == f"{urllib.parse.quote(wheel.name)}.provenance" and raw, on_test
+    assert pages_provenance(s3, "whl/cpu/") == {wheel.name: on_test[wheel.name]}, "promotion copies it"
+    verify = ["verify-release", "2.15.0", "--matrix", str(matrix), "--channel", "release", "--site-url",
+              s3.http_url + "downloads/", "--manifest", str(rc.manifest), "--repository", attestations.REPOSITORY]
+    passed = ok(run(root, s3, *verify))
+    said = passed.stdout + passed.stderr
+    assert f"ok   {wheel.name}" in said and "not checked: the certificate's chain" in said
+    key = f"whl/cpu/minifw/{wheel.name}"
+    (tmp / "swapped").mkdir()
+    swapped = rewrite(Wheel(wheel), tmp / "swapped", epoch=ZIP_EPOCH + 86400).read_bytes()  # same name, other bytes
+    page = s3.files("downloads")["whl/cpu/minifw/index.json"]
+    other = [p for p in find_wheels(wheelhouse) if p.name != wheel.name]
+    cases = [(key, swapped, "served bytes have sha256"),
+             ("whl/cpu/minifw/index.json", page.replace(sha256(wheel.read_bytes()).encode(), b"0" * 64),
+              "the JSON page declares"),
+             (f"{key}.provenance", provenance_bytes(attest(tmp / "other", other), other), "not this file's sha256"),
+             (f"{key}.provenance", provenance_bytes(attest(tmp / "nightly", [wheel], workflow="nightly.yml"), [wheel]),
+              "the certificate's workflow is 'nightly.yml'")]
+    bucket = open_bucket(BUCKET, s3.env)
+    for changed, data, reason in cases:
+        kept = s3.files("downloads")[changed]
+        bucket.upload(changed, data)
+        refused(run(root, s3, *verify), reason, ReleaseUnverified.exit_code)
+        bucket.upload(changed, kept)
+    ok(run(root, s3, *verify))
+
+
+def provenance_bytes(bundles: Path, wheels: list[Path]) -> bytes:
+    """The one provenance object those bundles make for one of ``wheels``."""
+    made = provenance.provenances(provenance.read_bundles(bundles), {w.name: sha256(w.read_bytes()) for w in wheels})
+    (raw,) = made.values()
+    return raw

@@ -255,8 +255,10 @@ def test_repair_renders_the_ledger_names_strays_and_lost_files(channels: Channel
 
 def promotion_facts(shipped_text: str, *, state: ChannelState, stored: dict[str, str | None],
                     pages: dict[str, bytes | None] | None = None, recorded: frozenset[str] = frozenset(),
-                    pypi_done: tuple[str, ...] = ()) -> promoting.PromoteFacts:
-    """One labelled wheel of the shipped matrix promoted from test to release, with one PyPI file."""
+                    pypi_done: tuple[str, ...] = (),
+                    provenance: tuple[str, int] | None = None) -> promoting.PromoteFacts:
+    """One labelled wheel of the shipped matrix promoted from test to release, with one PyPI file (and, with
+    ``provenance``, the (sha256, size) of the test channel's ``<wheel>.provenance``)."""
     m = matrix.loads(shipped_text)
     test, release, label, project = (m.channels.channel("test"), m.channels.channel("release"), m.variants[0].label,
                                      m.project.name)
@@ -266,12 +268,13 @@ def promotion_facts(shipped_text: str, *, state: ChannelState, stored: dict[str,
         version=str(m.project.version), copies=(), unchanged=(), refusals=(), manifest=C, pypi_done=pypi_done,
         pypi=(promotion.PypiFile(path=Path("/dist/p-1-py3-none-any.whl"), sha256=A, size=1),),
         release=(promotion.Released(source=src, dest=dest, sha256=A, size=10, requires_python=">=3.11",
-                                    metadata_sha256=B, metadata_size=2, target="t"),),
+                                    metadata_sha256=B, metadata_size=2, target="t",
+                                    provenance=provenance is not None),),
         folders=((test.index_path(label), release.index_path(label)),), held=((dest, A),))
     site = publishing.PublishFacts(channel=release, project="", folders=((label, release.index_path(label)),), local={},
                                    stored={}, objects=frozenset(), pages=pages or {}, mirror={}, state=state)
     return promoting.PromoteFacts(promotion=found, validations=(b"record",), site=site, stored=stored,
-                                  recorded=recorded)
+                                  recorded=recorded, provenance={f"{src}.provenance": provenance} if provenance else {})
 
 
 def test_a_promotion_copies_commits_renders_uploads_and_records_then_is_done(shipped_text: str) -> None:
@@ -298,3 +301,26 @@ def test_a_promotion_copies_commits_renders_uploads_and_records_then_is_done(shi
     assert again.done and again.entry is None
     record = promoting.record_of(finished.promotion, committed, entry)
     assert record.ledger_entry == entry.id and record.unchanged == ()
+
+
+def test_a_promotion_copies_the_test_channels_provenance_and_its_entry_and_pages_name_it(shipped_text: str) -> None:
+    """The provenance gathered from the test channel is copied last (after the .metadata), recorded in the entry
+    with form "provenance" and the gathered sha256 and size, and linked from the pages rendered from the ledger;
+    a rerun after its copy was cut short copies only it."""
+    first = promotion_facts(shipped_text, state=ChannelState(), stored={}, provenance=(C, 7))
+    plan = promoting.plan(first, at="2026-12-01T00:00:00.000000Z", writer="w")
+    (wheel_copy, meta_copy, prov_copy) = plan.copies
+    assert (prov_copy.source, prov_copy.dest, prov_copy.sha256) == (
+        f"{wheel_copy.source}.provenance", f"{wheel_copy.dest}.provenance", C)
+    assert plan.entry is not None
+    assert {(f.key, f.form, f.sha256, f.size) for f in plan.entry.added if f.form == "provenance"} == {
+        (prov_copy.dest, "provenance", C, 7)}
+    page = next(v for k, v in plan.pages.items() if k.endswith("/index.json") and k.count("/") > 2)
+    (item,) = json.loads(page)["files"]
+    assert item["provenance"].endswith(".whl.provenance")
+    cut = promotion_facts(shipped_text, state=ChannelState(), stored={wheel_copy.dest: A, meta_copy.dest: B},
+                          provenance=(C, 7))
+    assert promoting.plan(cut, at="2026-12-01T00:00:00.000000Z", writer="w").copies == (prov_copy,)
+    without = promoting.plan(promotion_facts(shipped_text, state=ChannelState(), stored={}),
+                             at="2026-12-01T00:00:00.000000Z", writer="w")
+    assert len(without.copies) == 2 and without.entry is not None and without.entry.added == plan.entry.added[:2]
