@@ -207,8 +207,8 @@ def _build_engine_help() -> str:
 
 
 def _require_device_help() -> str:
-    return ("fail (exit 23) unless this machine shows a device of the target's accelerator, where the "
-            f"matrix names GPU smoke runners for its variant and platform ({device_rules()})")
+    return ("fail (exit 23) unless a device of the target's accelerator shows, where the matrix names GPU "
+            f"smoke runners for it ({device_rules()})")
 
 
 _MATRIX = Option(flags=("--matrix",), commands=MATRIX_COMMANDS, parse=input_file, default=MATRIX,
@@ -234,8 +234,8 @@ _CONTAINERS = (
 
 _PLAN = (
     Option(flags=("--format",), commands=("plan",), choices=("table", "json", "github"), default="table",
-           help="table (default); json: full records; github: the shards of job matrices the release workflow "
-                "consumes (<= 256 jobs each) and the images to build"),
+           help="table (default); json: full records; github: the workflow's job-matrix shards (<= 256 jobs "
+                "each) and images"),
     Option(flags=("--json",), commands=("plan",), dest="format", action="store_const", const="json",
            help="same as --format json"),
     Option(flags=("--engine",), commands=("plan",), choices=engines.names, default=engines.DEFAULT,
@@ -327,7 +327,7 @@ _BUILD = (
 
 _BUILD_AFTER = (
     Option(flags=("--cache",), commands=("build",), parse=output_dir, env=CACHE_ENV, from_env=toolchains_under,
-           default=Computed(default_cache, "$XDG_CACHE_HOME/builders/toolchains, else ~/.cache/builders/toolchains"),
+           default=Computed(default_cache, "~/.cache/builders/toolchains ($XDG_CACHE_HOME for ~/.cache)"),
            metavar="DIR", help="toolchain cache (default: $BUILDERS_CACHE or ~/.cache/builders/toolchains)"),
     Option(flags=("--no-smoke",), commands=("build",), dest="smoke", action="store_false", default=True,
            help="skip the smoke stage"),
@@ -475,7 +475,7 @@ _VALIDATE = (
            help="the simple index to install every selected target from, as pip's --index-url (PEP 503); with "
                 "--pypi, the staging index's (default: each variant's index on the channel's site, --site-url)"),
     Option(flags=("--site-url",), commands=("validate",), metavar="URL",
-           help="where the channels' site is served: each variant's index is URL + the channel's layout (default: "
+           help="the channels' site as served: each variant's index is URL + the channel's layout (default: "
                 "the matrix's channels.index.base_url)"),
     Option(flags=("--pypi",), commands=("validate",), action="store_true", default=False,
            help="validate the PyPI-form wheels from a staging package index"),
@@ -571,7 +571,7 @@ _VERIFY_RELEASE = (
     Option(flags=("--channel",), commands=("verify-release",), choices=CHANNELS, default=ChannelName.RELEASE.value,
            help="the channel to read (default: release)"),
     Option(flags=("--site-url",), commands=("verify-release",), metavar="URL",
-           help="where the channels' site is served: each variant's index is URL + the channel's layout (default: "
+           help="the channels' site as served: each variant's index is URL + the channel's layout (default: "
                 "the matrix's channels.index.base_url)"),
     Option(flags=("--manifest",), commands=("verify-release",), parse=input_file, metavar="PATH",
            help="the release manifest (each file's sha256; --ref defaults to its tag)"),
@@ -598,7 +598,7 @@ _PROMOTE_RELEASE = (
            help="the package server's simple index, asked whether the version is already there"),
     Option(flags=("--accept-not-runnable",), commands=("promote-release",), action="append", default=[],
            matrix="channels.promotion.accept_not_runnable", metavar="GLOB",
-           help="targets that may be released although no host could run their validation (repeatable); given, "
+           help="targets released although no host could run their validation (repeatable); given, "
                 "these globs replace the matrix's entries (default: the matrix's, each with its reason)"),
     Option(flags=("--file-limit-mb",), commands=("promote-release",), parse=above_zero, default=FILE_LIMIT_MB,
            matrix="channels.promotion.pypi_file_limit_mb", metavar="MB",
@@ -618,7 +618,7 @@ _PROMOTE_RELEASE = (
            help="the candidate's release manifest: exactly its files that passed validation (or whose target is "
                 "accepted as not runnable) are released, nothing else the test channel holds"),
     Option(flags=("--expect-version",), commands=("promote-release",), metavar="VERSION",
-           help="the version the dispatch asked for: refused unless the manifest and the matrix have it"),
+           help="the dispatch's version: refused unless the manifest and the matrix have it"),
     Option(flags=("--expect-tag",), commands=("promote-release",), metavar="TAG",
            help="the tag of the run to release (as GitHub reports the run): refused unless the manifest's"),
     Option(flags=("--expect-commit",), commands=("promote-release",), metavar="SHA",
@@ -632,9 +632,9 @@ _PROMOTE_RELEASE = (
 
 _CACHE = (
     Option(flags=("verb",), commands=("cache",), choices=("list", "prune"),
-           help="list: every cached entry with its size, last use and whether the matrix's plans use it; prune: "
-                "delete leftovers of killed runs, entries unused for --older-than DAYS, then the least recently "
-                "used until --max-size; never what the matrix's plans use"),
+           help="list: each entry's size, last use and whether a plan uses it; prune: killed runs' leftovers, "
+                "entries unused for --older-than DAYS, then the least recently used until --max-size; never what a "
+                "plan uses"),
     Option(flags=("--matrix",), commands=("cache",), parse=input_file, metavar="PATH",
            default=Computed(matrix_if_there, "./matrix.yaml if it exists, else none"),
            help="the matrix whose plans' entries are kept (default: ./matrix.yaml; prune needs one)"),
@@ -644,7 +644,7 @@ _CACHE = (
            default=Computed(wheelhouse_if_there, "./wheelhouse if it exists, else none"),
            help="an output folder whose store to include (repeatable; default: ./wheelhouse if it exists)"),
     Option(flags=("--cache",), commands=("cache",), parse=output_dir, env=CACHE_ENV, from_env=toolchains_under,
-           default=Computed(default_cache, "$XDG_CACHE_HOME/builders/toolchains, else ~/.cache/builders/toolchains"),
+           default=Computed(default_cache, "~/.cache/builders/toolchains ($XDG_CACHE_HOME for ~/.cache)"),
            metavar="DIR", help="toolchain cache as `build --cache` names it; ccache/ and uv/ are beside it (default: "
                                "$BUILDERS_CACHE or ~/.cache/builders/toolchains)"),
     Option(flags=("--kind",), commands=("cache",), action="append", choices=CACHE_KINDS, default=[],

@@ -18,8 +18,8 @@ from builders.cli.options import ENVIRONMENT, OPTIONS, Computed, Option
 COMMAND = "python -m builders.cli.optionsdoc > docs/options.md"
 INTRO = f"""# Options and environment variables
 
-Every option with its variable, matrix key, default and first clause (`--help` has the rest), and the
-other variables builders reads; from `builders/cli/options.py` (`{COMMAND}`).
+Each option's variable, matrix key, default and first clause (`--help` has the rest), then the other
+variables read; from `builders/cli/options.py` (`{COMMAND}`).
 **Precedence: the command line, else the variable, else the matrix key, else the default.**
 """
 LEAD = 12  # a clause ends at ";" or "(" only after this many characters ("fail (exit 23) unless ..." goes on)

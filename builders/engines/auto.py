@@ -25,4 +25,4 @@ def unbuildable(target: Target, host: Host) -> str | None:
 
 
 FACTORY = EngineFactory(name="auto", make=make, unbuildable=unbuildable, containers=True,
-                        help="a container engine when one works, else local, and it says which and why")
+                        help="a container engine if one works, else local (it says why)")

@@ -222,5 +222,5 @@ def in_image(target: Target) -> bool:
 FACTORY = EngineFactory(
     name="cibw", make=make, unbuildable=unbuildable_in_image, containers=True, in_image=in_image,
     ci_for=frozenset({OS.MACOS, OS.WINDOWS}),
-    help="cibuildwheel, natively on macOS and Windows, in the variant's image on Linux (a dry run also plans "
-         "macOS and Windows targets as their CI runners would)")
+    help="cibuildwheel: native on macOS and Windows, the variant's image on Linux (a dry run plans them as CI "
+         "would)")
