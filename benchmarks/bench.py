@@ -66,7 +66,7 @@ PARTS = ("local", "cibw", "plan", "smoke", "verify")
 SMOKE_SCRIPT = ROOT / "benchmarks" / "bench_smoke.py"
 PLAN_TARGETS = 1000
 PLAN_REPEAT = 5
-MAX_PYTHONS, MAX_VERSIONS = 32, 32  # the loader's caps (builders.matrix.loader), as tests/unit/test_ci_shards.py grows
+MAX_PYTHONS, MAX_VERSIONS = 32, 32  # the loader's caps (builders.matrix.yaml_loader), as tests/unit/test_ci_shards.py grows
 
 
 @dataclass(frozen=True)

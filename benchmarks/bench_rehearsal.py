@@ -18,10 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import synthetic
 
-from builders.ci import layouts, limits, prices, rehearsal, rehearsal_report, scale_profile
 from builders.families import loader
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
+from builders.report import layouts, limits, prices, rehearsal, rehearsal_report, scale_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"

@@ -5,7 +5,7 @@
 #   AWS_ROLE_ARN set (AWS, or a store that trusts GitHub's OIDC issuer): the job's GitHub OIDC token
 #     (audience sts.amazonaws.com, valid about 5 minutes) is exchanged here, at once, for a session of
 #     the role (AssumeRoleWithWebIdentity at AWS_ENDPOINT_URL_STS or AWS_ENDPOINT_URL, else AWS's STS;
-#     builders/index/credentials.py). Its AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+#     builders/channels/credentials.py). Its AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
 #     AWS_SESSION_TOKEN (masked in the log), AWS_CREDENTIAL_EXPIRATION, BUCKET_SESSION_SECONDS and
 #     AWS_ROLE_SESSION_NAME go to $GITHUB_ENV: a refused token or role fails this step, not a publish
 #     halfway. The session lasts BUCKET_SESSION_SECONDS (the workflow passes the job's timeout; held to
@@ -26,7 +26,7 @@ if [ -n "${AWS_ROLE_ARN:-}" ]; then
   : "${GITHUB_ENV:?ci/bucket-credentials.sh writes to \$GITHUB_ENV}"
   # The environment is handed to builders as a mapping (it reads no os.environ of its own).
   "${PYTHON:-python}" -c 'import os, sys
-from builders.index import credentials
+from builders.channels import credentials
 sys.exit(credentials.main(sys.argv[1:], dict(os.environ)))' exchange \
     || die "no session of role $AWS_ROLE_ARN (above: what GitHub's token service or STS answered)"
 elif [ -n "${AWS_ACCESS_KEY_ID:-}" ] && [ -n "${AWS_SECRET_ACCESS_KEY:-}" ]; then

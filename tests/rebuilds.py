@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from builders.index import manifest as mf
+from builders.channels import manifest as mf
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "builders", "GIT_AUTHOR_EMAIL": "builders@example.invalid",
            "GIT_COMMITTER_NAME": "builders", "GIT_COMMITTER_EMAIL": "builders@example.invalid"}

@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from builders.ci import prices, scale_profile
 from builders.matrix.targets import Target
+from builders.report import prices, scale_profile
 
 PRICE = 0.01  # dollars a minute on ubuntu-24.04
 DISK_GB = 14

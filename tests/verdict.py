@@ -1,4 +1,4 @@
-"""verify's and audit's verdicts on one wheel's METADATA, side by side (builders.wheel.rules).
+"""verify's and audit's verdicts on one wheel's METADATA, side by side (builders.wheel.metadata_rules).
 
 verify's ``check_metadata`` reads the METADATA out of the wheel; audit's ``check_file`` reads it
 out of the same file with its range reader (file://). Each side's findings are turned back into

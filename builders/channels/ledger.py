@@ -30,7 +30,7 @@ from typing import Any
 
 from builders.base.errors import LedgerBusy, ObjectStoreError
 from builders.channels.evidence import FileRecord, Head, Lease, LedgerCorrupt, LedgerEntry
-from builders.index.objectstore import Bucket
+from builders.channels.objectstore import Bucket
 
 LEDGER = "ledger/"
 HEAD, LOCK = "head.json", "lock.json"  # JSON objects: the store serves them as such

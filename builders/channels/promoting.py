@@ -31,7 +31,11 @@ from builders.channels.evidence import (
     ValidationRecord,
 )
 from builders.channels.ledger import ChannelState, Ledger, chained, fold
+from builders.channels.manifest import LABELLED, PYPI, Manifest, ManifestFile
+from builders.channels.objectstore import Bucket, cache_control
+from builders.channels.promotion import Accepted, Copy, Promotion, PypiFile
 from builders.channels.provenance import SUFFIX
+from builders.channels.publication import merged_bytes
 from builders.channels.publishing import (
     PublishFacts,
     current_pages,
@@ -42,11 +46,7 @@ from builders.channels.publishing import (
     settled,
     write_pages,
 )
-from builders.index.manifest import LABELLED, PYPI, Manifest, ManifestFile
 from builders.index.mirror import RECORD
-from builders.index.objectstore import Bucket, cache_control
-from builders.index.promotion import Accepted, Copy, Promotion, PypiFile
-from builders.index.publish import merged_bytes
 from builders.matrix.promotion_policy import AcceptedNotRunnable
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 

@@ -25,10 +25,10 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from builders.base.errors import ObjectStoreError, PublishRefused
 from builders.channels.evidence import LISTED, FileRecord, LedgerCorrupt, LedgerEntry, YankMark
 from builders.channels.ledger import ChannelState, Ledger
+from builders.channels.objectstore import Bucket, cache_control
 from builders.channels.provenance import SUFFIX
-from builders.index.objectstore import Bucket, cache_control
+from builders.channels.publication import RECORDS, SiteEntry, merged_bytes, sha256sums, yanked
 from builders.index.pages import IndexedFile, project_html, project_json, root_html, root_json
-from builders.index.publish import RECORDS, SiteEntry, merged_bytes, sha256sums, yanked
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 
 PAGE_NAMES = ("index.html", "index.json", "SHA256SUMS", "mirror.json")

@@ -28,7 +28,7 @@ from packaging.utils import canonicalize_name
 
 from builders.base.errors import RebuildError
 from builders.base.process import ProcessError, run
-from builders.index.manifest import LABELLED, Manifest, ManifestFile
+from builders.channels.manifest import LABELLED, Manifest, ManifestFile
 from builders.matrix.model import Matrix
 from builders.wheel import wheeldiff
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from builders.base.errors import ObjectStoreError
 from builders.channels.evidence import LISTED, FileRecord, LedgerEntry, YankMark
 from builders.channels.ledger import ChannelState, Ledger, chained
+from builders.channels.objectstore import Bucket
+from builders.channels.page_repair import _metadata_of as metadata_of
+from builders.channels.publication import RECORDS
 from builders.channels.publishing import PAGE_NAMES, current_pages, now, page_keys, render, unrecorded
-from builders.index.objectstore import Bucket
-from builders.index.publish import RECORDS
-from builders.index.repair import _metadata_of as metadata_of
 from builders.matrix.release_channels import ReleaseChannel
 
 

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from builders.base.errors import Problem, WorkflowDrift
+from builders.channels import credentials
 from builders.ci import expressions as ex
 from builders.ci.workflow_jobs import (
     ATTEST_ACTIONS,
@@ -53,7 +54,6 @@ from builders.ci.workflow_jobs import (
     uploads_to_pypi,
     upstream,
 )
-from builders.index import credentials
 
 GATE = ("needs.plan.outputs.release", "true")
 CANDIDATE = "needs.plan.outputs.candidate"

@@ -8,16 +8,16 @@ import sys
 from builders.base import safe_output
 from builders.base.console import Console
 from builders.base.errors import CoverageMissing, IndexCheckFailed, SelectionError
+from builders.channels.objectstore import cache_control, open_bucket
+from builders.channels.validate import clean_env
 from builders.cli import load
 from builders.cli.arguments import Options
 from builders.index import index_check
-from builders.index.objectstore import cache_control, open_bucket
-from builders.index.promote import public_version
 from builders.index.remote import Client
-from builders.index.validate import clean_env
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ReleaseChannel
 from builders.matrix.targets import select
+from builders.wheel.pypi_form import public_version
 from builders.wheel.smoke import find_uv
 
 HELP = "check a channel's served index: pages, hashes, links, provenance, variants.json, coverage per cell"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from builders.base.console import Console
 from builders.channels.evidence import LISTED, LedgerEntry
 from builders.channels.ledger import Ledger
+from builders.channels.objectstore import open_bucket
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.index.objectstore import open_bucket
 
 HELP = "list a channel's ledger entries: publishes, promotions, yanks, rollbacks, with their ids"
 DESCRIPTION = ("Read the channel's ledger from the bucket (ledger/<channel>/: the head, then each entry back to the "

@@ -5,9 +5,9 @@ from __future__ import annotations
 from builders.base.console import Console
 from builders.base.errors import SelectionError
 from builders.base.safe_output import write_whole
+from builders.channels import manifest
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.index import manifest
 from builders.pipeline import results
 
 HELP = "write the release manifest of a candidate's files (name, sha256, size, target; tag, commit, run)"

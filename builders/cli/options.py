@@ -732,7 +732,7 @@ ENVIRONMENT: tuple[EnvironmentFact, ...] = (
                     why="how a channel's ledger head moves: conditional (the store enforces If-Match and "
                         "If-None-Match, as AWS S3 and moto do) or lease (a lock object with a fencing token, for a "
                         "store that ignores them, as rclone serve s3 does); unset: probed once per command"),
-    *(EnvironmentFact(name=name, read_by="builders/index/objectstore.py",
+    *(EnvironmentFact(name=name, read_by="builders/channels/objectstore.py",
                       why=why)
       for name, why in (("AWS_ENDPOINT_URL_S3", "the S3-compatible store's endpoint, read as AWS clients read all of these"),
                         ("AWS_ENDPOINT_URL", "the endpoint when AWS_ENDPOINT_URL_S3 is unset (neither: AWS itself)"),

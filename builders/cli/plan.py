@@ -15,7 +15,6 @@ from builders.base.safe_output import write_whole
 from builders.ci import disk, run_channel
 from builders.ci import jobs as ci
 from builders.ci.checks import refuse_release, tag_kind
-from builders.ci.estimate import compare, costs_from
 from builders.cli import load
 from builders.cli.arguments import Options
 from builders.engines.images import engine_env
@@ -24,6 +23,7 @@ from builders.matrix.release_channels import ChannelName
 from builders.matrix.targets import Target, expand, selected
 from builders.pipeline import platform_policy
 from builders.pipeline.host import detect
+from builders.report.estimate import compare, costs_from
 
 HELP = "list the targets the matrix implies"
 DESCRIPTION = ("Expand matrix.yaml into targets and show, for this host, which can be built "
@@ -137,7 +137,7 @@ def estimate_table(m: Matrix, targets: Sequence[Target], results: Sequence[Path]
     rows = [(key.replace("_", " "), *(str(found[side][key]) for side in ("before", "after", "warm"))) for key in keys]
     rows.append(("runner-minutes, after / before", "", str(found["runner_minutes_ratio"]), ""))
     rows.append(("runner-minutes, warm / cold", "", "", str(found["warm_runner_minutes_ratio"])))
-    source = ", ".join(map(str, results)) if results else "default stage times (builders.ci.estimate.Costs)"
+    source = ", ".join(map(str, results)) if results else "default stage times (builders.report.estimate.Costs)"
     rates = ", ".join(f"{k} {v:.0%}" for k, v in found["hit_rates"].items()) or "none measured (warm = cold)"
     return render_table(("release run of " + m.project.name, "one build job per target", "per (variant, platform)",
                          "same, warm compile cache"), rows) + f"\nstage times: {source}\ncompile-cache hit rates: {rates}"
@@ -146,8 +146,8 @@ def estimate_table(m: Matrix, targets: Sequence[Target], results: Sequence[Path]
 def rehearse_plan(opts: Options, m: Matrix, targets: Sequence[Target], console: Console) -> int:
     """``--rehearse``: the table (or JSON), ``--compare``'s delta; exit 47 naming every limit crossed."""
     # Imported here: the rehearsal's modules cost every other `plan` start (the workflow's plan job) 0.25 s.
-    from builders.ci import rehearsal_report
     from builders.cli import rehearse
+    from builders.report import rehearsal_report
 
     done = rehearse.run(opts, m, targets, opts.rehearse)
     if opts.format == "json":

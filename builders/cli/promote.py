@@ -8,9 +8,9 @@ from builders.base.console import Console
 from builders.cli import load
 from builders.cli.arguments import Options
 from builders.index.pages import find_wheels
-from builders.index.promote import PromoteError, promotable, promote, target_of
 from builders.matrix.model import Matrix
 from builders.wheel.archive import Wheel
+from builders.wheel.pypi_form import PromoteError, promotable, promote, target_of
 from builders.wheel.variant import split_label
 
 HELP = "turn a labelled default-variant wheel into the PyPI wheel"

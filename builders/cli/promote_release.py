@@ -10,18 +10,17 @@ from typing import Any
 from builders.base import redact, safe_output
 from builders.base.console import Console
 from builders.base.errors import SelectionError
-from builders.channels import promoting, provenance, publishing
+from builders.channels import manifest, promoting, promotion, provenance, publishing
 from builders.channels.ledger import ChannelState, Ledger, open_ledger
+from builders.channels.objectstore import Bucket, open_bucket
 from builders.cli import load
 from builders.cli.arguments import FLAG, Options
-from builders.index import manifest, promotion
-from builders.index.objectstore import Bucket, open_bucket
 from builders.index.pages import find_wheels
-from builders.index.promote import requirement_problems
 from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import AcceptedNotRunnable
 from builders.matrix.release_channels import ChannelName
 from builders.matrix.targets import select
+from builders.wheel.pypi_form import requirement_problems
 
 HELP = "release exactly a candidate's validated files: test to release, then PyPI"
 DESCRIPTION = ("Release the candidate that --manifest describes, without rebuilding: a preflight first, reading "

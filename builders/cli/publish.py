@@ -13,21 +13,21 @@ from builders.base import redact, safe_output
 from builders.base.console import Console
 from builders.base.errors import BuildersError, InputError, Problem, PublishRefused, SelectionError
 from builders.channels import provenance, publishing
+from builders.channels import publication as publish
 from builders.channels.evidence import LISTED, LedgerEntry
 from builders.channels.ledger import ChannelState, Ledger, open_ledger
+from builders.channels.manifest import labelled_wheels
+from builders.channels.objectstore import Bucket, cache_control, open_bucket
+from builders.channels.publication import SiteEntry
 from builders.channels.yanking import of_version
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.index import publish
-from builders.index.manifest import labelled_wheels
 from builders.index.mirror import RECORD
-from builders.index.objectstore import Bucket, cache_control, open_bucket
 from builders.index.pages import index_with_requirements
-from builders.index.promote import target_of
-from builders.index.publish import SiteEntry
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 from builders.wheel.archive import Wheel
+from builders.wheel.pypi_form import target_of
 
 SHOWN = 10  # dead links named in the message
 HELP = "publish a channel's per-variant indexes to an S3-compatible bucket"

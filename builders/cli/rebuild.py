@@ -12,10 +12,9 @@ from pathlib import Path
 from builders.base.console import Console, render_table
 from builders.base.errors import NotReproduced, RebuildError
 from builders.base.process import ProcessError, run
-from builders.channels import rebuilding
+from builders.channels import manifest, rebuilding
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.index import manifest
 from builders.index.remote import Client
 
 HELP = "rebuild a released target from its manifest's commit and compare it byte for byte"

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from builders.base.process import ProcessError
 from builders.base.process import run as run_process
-from builders.ci import layouts, limits, prices, rehearsal, scale_profile
 from builders.ci.workflow_graph import load
 from builders.cli.arguments import Options
 from builders.families import loader as matrix_mod
@@ -22,6 +21,7 @@ from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName
 from builders.matrix.targets import Target, expand
 from builders.pipeline import results as results_mod
+from builders.report import layouts, limits, prices, rehearsal, scale_profile
 
 DECLARED = "declared"
 RELEASE_WORKFLOW = Path(".github/workflows/release.yml")
@@ -61,7 +61,7 @@ def nightly_keep(m: Matrix) -> int:
 
 
 def nightlies_per_month(workflow: Path) -> float:
-    """Runs a month of the release workflow's ``schedule`` (:func:`builders.ci.rehearsal.per_month`)."""
+    """Runs a month of the release workflow's ``schedule`` (:func:`builders.report.rehearsal.per_month`)."""
     return rehearsal.per_month(load(workflow).top) if workflow.is_file() else 0.0
 
 

@@ -7,9 +7,9 @@ from builders.base.errors import ObjectStoreError
 from builders.channels import publishing, repairing
 from builders.channels.evidence import LISTED
 from builders.channels.ledger import ChannelState, open_ledger
+from builders.channels.objectstore import cache_control, open_bucket
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.index.objectstore import cache_control, open_bucket
 
 HELP = "rebuild a channel's pages from its ledger, yanks kept, strays named and never listed"
 DESCRIPTION = ("Render every page of every label's index of --channel from the channel's ledger (yanks included) and "

@@ -8,13 +8,13 @@ from pathlib import Path
 from builders.base.console import Console
 from builders.base.errors import PathError
 from builders.base.safe_output import write_whole
-from builders.ci import rehearsal_report
 from builders.cli import load, rehearse
 from builders.cli.arguments import Options
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
 from builders.pipeline import results
 from builders.report import compatibility as report
+from builders.report import rehearsal_report
 
 DEFAULT_RESULTS = Path("wheelhouse/results.json")
 

@@ -10,9 +10,9 @@ from builders.base.errors import InputError, Problem
 from builders.channels import publishing, yanking
 from builders.channels.evidence import LedgerEntry, PromotionRecord
 from builders.channels.ledger import ChannelState, open_ledger
+from builders.channels.objectstore import Bucket, open_bucket
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.index.objectstore import Bucket, open_bucket
 from builders.matrix.release_channels import ChannelName
 
 ENTRY_ID = re.compile(r"[0-9]{8}-[0-9a-f]{16}")  # a ledger entry's id (builders history lists them)

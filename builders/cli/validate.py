@@ -9,16 +9,16 @@ from pathlib import Path
 from builders.base import redact, safe_output
 from builders.base.console import Console
 from builders.base.errors import SelectionError, ValidationFailed
+from builders.channels import manifest, validate
 from builders.channels.evidence import Containment, InstallVerdict, TargetVerdict, ValidationRecord
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.index import manifest, validate
-from builders.index.promote import public_version
 from builders.index.staging import staging_index
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ReleaseChannel
 from builders.matrix.targets import Target, select
 from builders.pipeline.host import detect
+from builders.wheel.pypi_form import public_version
 
 HELP = "install a channel's published wheels over HTTP and smoke-test them"
 DESCRIPTION = ("For every selected target this host can run: a fresh venv, then `pip install --index-url <the "

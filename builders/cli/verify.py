@@ -8,10 +8,10 @@ from builders.base.console import Console
 from builders.base.errors import VerifyError
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.index.promote import check_promoted
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, one_target
 from builders.wheel.archive import Wheel
+from builders.wheel.pypi_form import check_promoted
 from builders.wheel.verify import Expectation, Finding, verify
 
 HELP = "check a wheel against its target"

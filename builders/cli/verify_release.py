@@ -6,11 +6,10 @@ from packaging.utils import canonicalize_name
 
 from builders.base.console import Console
 from builders.base.errors import ReleaseUnverified, SelectionError
-from builders.channels import verifying
+from builders.channels import manifest, verifying
 from builders.channels.provenance import NOT_CHECKED, Identity
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.index import manifest
 from builders.index.remote import Client
 from builders.matrix.model import Matrix
 

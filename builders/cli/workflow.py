@@ -13,9 +13,9 @@ from builders.base.console import Console
 from builders.base.errors import InputError, Problem, WorkflowDrift
 from builders.ci import linters, workflow_policy
 from builders.ci.workflow import checkout_root, drift
-from builders.ci.workflow_scale import scale_problems
 from builders.cli import load
 from builders.cli.arguments import Options
+from builders.report.workflow_scale import scale_problems
 
 MAX_BYTES = untrusted.MIB
 

@@ -10,10 +10,10 @@ from builders.base.errors import SelectionError
 from builders.channels import publishing, yanking
 from builders.channels.evidence import LedgerEntry
 from builders.channels.ledger import ChannelState, open_ledger
+from builders.channels.objectstore import open_bucket
 from builders.channels.yanking import of_version
 from builders.cli import load
 from builders.cli.arguments import Options
-from builders.index.objectstore import open_bucket
 
 HELP = "mark a version yanked on every page of a channel (PEP 592), keeping its bytes"
 DESCRIPTION = ("Rewrite every label's pages of --channel so that each file of VERSION is listed as yanked with "

@@ -43,12 +43,12 @@ from packaging.utils import (
 from packaging.version import Version
 
 from builders.base.errors import AuditError, SelectionError
-from builders.index.promote import public_version, pypi_requirements
 from builders.index.remote import MAX_METADATA, Client, RangeUnsupported, is_metadata, remote_member
 from builders.matrix.model import Matrix, PythonVersion
 from builders.matrix.policy import dropped_pythons, exclusion_for
 from builders.matrix.targets import Target, expand, target_id, wheel_filename
-from builders.wheel import rules as metadata_rules
+from builders.wheel import metadata_rules
+from builders.wheel.pypi_form import public_version, pypi_requirements
 from builders.wheel.verify import platform_kind
 from builders.wheel.zipcheck import MIB, printable
 
@@ -200,7 +200,7 @@ class Drift:
     code: str
     file: str
     message: str
-    rule: str = ""  # the builders.wheel.rules code a METADATA drift comes from
+    rule: str = ""  # the builders.wheel.metadata_rules code a METADATA drift comes from
 
     def to_json(self) -> dict[str, str]:
         return {"code": self.code, "file": self.file, "message": self.message}
@@ -379,7 +379,7 @@ def check_file(matrix: Matrix, promise: Promise, f: IndexFile, metadata: Callabl
     return drift
 
 
-# What each METADATA rule's problem is called here (builders.wheel.rules holds the rules).
+# What each METADATA rule's problem is called here (builders.wheel.metadata_rules holds the rules).
 METADATA_CODES = {"name": "metadata", "version": "metadata", "requires-python": "requires-python",
                   "requires-python-missing": "requires-python", "requires-python-invalid": "requires-python",
                   "requires-python-admits-dropped": "requires-python",
@@ -387,7 +387,7 @@ METADATA_CODES = {"name": "metadata", "version": "metadata", "requires-python": 
 
 
 def metadata_drift(matrix: Matrix, promise: Promise, meta: email.message.Message, f: IndexFile) -> list[Drift]:
-    """The METADATA rules (builders.wheel.rules), then whether the index says the same Requires-Python."""
+    """The METADATA rules (builders.wheel.metadata_rules), then whether the index says the same Requires-Python."""
     want = metadata_rules.Wanted(project=matrix.project.name, version=promise.version,
                                  requires_python=matrix.project.requires_python, requirements=promise.requirements,
                                  dropped=matrix.dropped, required=promise.target.variant.requirements)

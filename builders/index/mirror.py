@@ -35,10 +35,10 @@ from packaging.utils import canonicalize_name
 
 from builders.base.process import ProcessError, run
 from builders.base.safe_output import write_whole
-from builders.index.promote import target_of
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target
 from builders.wheel.archive import Wheel, file_sha256
+from builders.wheel.pypi_form import target_of
 from builders.wheel.smoke import pip_index_args
 from builders.wheel.verify import installed_requirements
 from builders.wheel.zipcheck import printable

@@ -44,9 +44,9 @@ from packaging.version import Version
 from builders.base.errors import IndexBuildError, WheelError
 from builders.base.safe_output import replace_into, write_whole
 from builders.index.mirror import RECORD, MirrorError, pip_mirror
-from builders.index.promote import PromoteError, target_of
 from builders.matrix.model import Matrix
 from builders.wheel.archive import Wheel, file_sha256, header
+from builders.wheel.pypi_form import PromoteError, target_of
 from builders.wheel.variant import split_label
 from builders.wheel.verify import Expectation, Finding, integrity, verify
 from builders.wheel.writer import partial_path

@@ -18,10 +18,10 @@ import hashlib
 import json
 
 from builders.index.audit import Audit, Client, Drift, IndexFile, read_project
-from builders.index.promote import public_version
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand, wheel_filename
 from builders.wheel import variant as wheel_variant
+from builders.wheel.pypi_form import public_version
 
 CHANNEL = "variants"
 MAX_JSON = 16 * 1024 * 1024

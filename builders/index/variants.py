@@ -31,11 +31,11 @@ from pathlib import Path
 from builders.base.errors import VariantError
 from builders.base.process import LogLike, run
 from builders.index.pages import IndexedFile, Requirements, describe, find_wheels, write_project, write_root
-from builders.index.promote import PromoteError, public_version, target_of, wheel_epoch
 from builders.matrix.model import Matrix, WheelVariants
 from builders.matrix.targets import Target
 from builders.wheel import variant as wheel_variant
 from builders.wheel.archive import Wheel, file_sha256
+from builders.wheel.pypi_form import PromoteError, public_version, target_of, wheel_epoch
 from builders.wheel.verify import Expectation, verify
 from builders.wheel.writer import rewrite
 from builders.wheel.zipcheck import Finding

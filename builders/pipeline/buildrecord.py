@@ -5,7 +5,7 @@ the same inputs if the release recorded them: the engine, SOURCE_DATE_EPOCH, the
 toolkit's pip requirements), the compiler where the build ran (``cc --version``, asked there: the host's
 or the image's), the image by tag and by id (a container build), and whether the wheel was tagged at
 this host's own level (``--local-only``). The manifest carries these records per target
-(:mod:`builders.index.manifest`), versioned by :data:`RECORD_VERSION`.
+(:mod:`builders.channels.manifest`), versioned by :data:`RECORD_VERSION`.
 """
 
 from __future__ import annotations

@@ -50,9 +50,9 @@ from builders.pipeline.results import Result
 from builders.pipeline.store import Store, digest, place
 from builders.wheel import source_metadata
 from builders.wheel.archive import Wheel, file_sha256
+from builders.wheel.metadata_rules import merged
 from builders.wheel.repair import RepairError, failed, only_wheel
 from builders.wheel.rpath import interpreter_rpaths, set_runtime_rpaths, strip_rpaths
-from builders.wheel.rules import merged
 from builders.wheel.smoke import SmokeOutcome, ready, run_planned, stage, uv_cache, uv_cache_folder
 from builders.wheel.verify import Expectation, verify
 from builders.wheel.writer import label

@@ -30,7 +30,7 @@ from packaging.utils import canonicalize_name
 
 from builders.base.errors import VerifyError
 from builders.matrix.targets import Target
-from builders.wheel import rules
+from builders.wheel import metadata_rules as rules
 from builders.wheel.verify import marker_environment
 
 PROBE = "metadata_probe.py"

@@ -39,8 +39,7 @@ from builders.families.base import MadeBy
 from builders.matrix import runpath
 from builders.matrix.model import OS, Dropped, Matrix, Platform, PythonVersion, Variant
 from builders.matrix.targets import Target
-from builders.wheel import elf, sbom
-from builders.wheel import rules as metadata_rules
+from builders.wheel import elf, metadata_rules, sbom
 from builders.wheel.abi_audit import shape_findings
 from builders.wheel.archive import RecordEntry, Wheel, WheelReader, record_digest
 from builders.wheel.zipcheck import Finding
@@ -299,7 +298,7 @@ def platform_kind(platform: str) -> tuple[str, str]:
 # --- METADATA and RECORD -------------------------------------------------------------------------
 
 
-# What each METADATA rule's problem is called here (builders.wheel.rules holds the rules).
+# What each METADATA rule's problem is called here (builders.wheel.metadata_rules holds the rules).
 METADATA_CODES = {"name": "name-mismatch", "version": "version-mismatch", "requires-python": "requires-python-mismatch",
                   "requires-python-missing": "requires-python-missing", "requires-python-invalid": "requires-python-invalid",
                   "requires-python-admits-dropped": "requires-python-admits-dropped",

@@ -23,10 +23,10 @@ from packaging.metadata import Metadata
 
 from builders.families import loader as matrix
 from builders.index import audit
-from builders.index.promote import check_promoted, public_version, pypi_requirements
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand
 from builders.wheel.archive import Wheel
+from builders.wheel.pypi_form import check_promoted, public_version, pypi_requirements
 from builders.wheel.verify import METADATA_CODES, Expectation, verify
 from builders.wheel.writer import label, rewrite
 from tests.verdict import same_verdict
@@ -157,7 +157,7 @@ def test_label_and_promote_keep_a_backends_metadata(shipped, tmp_path: Path, bac
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_verify_and_audit_give_a_backends_metadata_one_verdict(shipped, tmp_path: Path, backend: str) -> None:
-    """The shared rules (builders.wheel.rules) on real METADATA: the labelled wheel as its own index
+    """The shared rules (builders.wheel.metadata_rules) on real METADATA: the labelled wheel as its own index
     holds it, and the promoted one as PyPI holds it; neither side finds anything, and both agree."""
     m, t = shipped
     labelled = label(build(m, backend, tmp_path), t.version, t.requirements, tmp_path / "labelled", 315532800)

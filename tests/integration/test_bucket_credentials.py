@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from builders.index import credentials, objectstore
+from builders.channels import credentials, objectstore
 from tests.objectstore import free_port
 
 pytestmark = pytest.mark.slow

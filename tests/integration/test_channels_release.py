@@ -36,7 +36,7 @@ from packaging.requirements import Requirement
 
 from builders.base.errors import PreflightRefused, PublishRefused, ReleaseUnverified, ValidationFailed
 from builders.channels import provenance
-from builders.index.objectstore import open_bucket
+from builders.channels.objectstore import open_bucket
 from builders.index.pages import find_wheels
 from builders.wheel.archive import ZIP_EPOCH, Wheel
 from builders.wheel.writer import rewrite
@@ -462,8 +462,8 @@ def counting_writes(monkeypatch: pytest.MonkeyPatch, kill_at: int | None) -> lis
     rclone, each page, the record) and deletion, each conditional head move, each PyPI file's twine upload; with
     ``kill_at`` the command dies as that write starts."""
     from builders.channels import ledger as ledger_mod
-    from builders.index import promotion as promotion_mod
-    from builders.index.objectstore import Bucket
+    from builders.channels import promotion as promotion_mod
+    from builders.channels.objectstore import Bucket
 
     writes: list[str] = []
 

@@ -23,7 +23,7 @@ from packaging.requirements import Requirement
 from builders.families import loader as matrix
 from builders.matrix.targets import expand
 from builders.wheel.archive import Wheel
-from builders.wheel.rules import requirement_key
+from builders.wheel.metadata_rules import requirement_key
 from tests import helpers
 
 pytestmark = pytest.mark.slow

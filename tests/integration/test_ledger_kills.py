@@ -37,9 +37,9 @@ import pytest
 
 from builders.channels import ledger as ledger_mod
 from builders.channels.evidence import InstallVerdict, TargetVerdict, ValidationRecord
+from builders.channels.objectstore import Bucket, open_bucket
 from builders.cli import main
 from builders.families import loader as matrix
-from builders.index.objectstore import Bucket, open_bucket
 from builders.matrix.model import Matrix
 from tests.integration.test_ledger_loopback import STORES, TRIES, Killed, counting_writes, nightly_house
 from tests.integration.test_objectstore import labelled_wheel, matrix_file

@@ -23,9 +23,9 @@ import pytest
 
 from builders.base.errors import ObjectStoreError
 from builders.channels import ledger as ledger_mod
+from builders.channels.objectstore import Bucket, open_bucket
 from builders.cli import main
 from builders.families import loader as matrix
-from builders.index.objectstore import Bucket, open_bucket
 from builders.matrix.model import Matrix
 from tests.integration.test_objectstore import labelled_wheel, matrix_file
 from tests.objectstore import MotoStore, ObjectStore, moto_store, object_store

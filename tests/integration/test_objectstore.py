@@ -30,11 +30,11 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 from builders.base.errors import ObjectExists, ObjectStoreError, SelectionError
+from builders.channels import objectstore
+from builders.channels import publication as publish_mod
+from builders.channels.objectstore import Bucket, open_bucket
 from builders.cli import main
 from builders.families import loader as matrix
-from builders.index import objectstore
-from builders.index import publish as publish_mod
-from builders.index.objectstore import Bucket, open_bucket
 from builders.matrix.model import Matrix
 from builders.wheel.writer import write_wheel
 from tests import expected

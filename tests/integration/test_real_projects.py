@@ -27,7 +27,7 @@ import yaml
 from packaging.requirements import Requirement
 
 from builders.pipeline.platform_policy import host_glibc
-from builders.wheel.rules import requirement_key
+from builders.wheel.metadata_rules import requirement_key
 from tests import helpers
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(host_glibc() is None, reason="tags at this glibc host's level")]

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
-from builders.wheel.rules import requirement_key
+from builders.wheel.metadata_rules import requirement_key
 from tests import helpers
 from tests.integration.test_private_source import DEBUG, build, project_tree
 

@@ -24,8 +24,8 @@ import pytest
 
 from builders.base import sandbox
 from builders.base.process import MARKER
+from builders.channels import validate
 from builders.families import loader as matrix
-from builders.index import validate
 from builders.index.staging import serving_folder
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand

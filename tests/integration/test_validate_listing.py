@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from builders.channels import validate
 from builders.families import loader as matrix
-from builders.index import validate
 from builders.index.staging import serving_folder
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from builders.index import validate
+from builders.channels import validate
 from builders.wheel.writer import write_wheel
 
 

@@ -1,4 +1,4 @@
-"""The bucket's role session (builders.index.credentials) without a network: the renewal decision as a pure
+"""The bucket's role session (builders.channels.credentials) without a network: the renewal decision as a pure
 function of expiry and now, the session's length, what goes to $GITHUB_ENV, and the renewing credentials on a
 clock the test turns (the token service and STS stand-ins are in-process fakes here; the real exchange, against
 moto's STS and a stand-in token service on loopback, is tests/integration/test_bucket_credentials.py)."""
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from builders.base.errors import ObjectStoreError
-from builders.index import credentials, objectstore
-from builders.index.credentials import RoleSession
+from builders.channels import credentials, objectstore
+from builders.channels.credentials import RoleSession
 
 T0 = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
 OIDC = {"AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/publisher",

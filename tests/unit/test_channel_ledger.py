@@ -11,12 +11,19 @@ from pathlib import Path
 import pytest
 
 from builders.base.errors import SelectionError
-from builders.channels import promoting, publishing
+from builders.channels import promoting, promotion, publishing
 from builders.channels.evidence import (
-    FileRecord, Head, Lease, LedgerCorrupt, LedgerEntry, PromotionDigests, PromotionRecord, YankMark)
+    FileRecord,
+    Head,
+    Lease,
+    LedgerCorrupt,
+    LedgerEntry,
+    PromotionDigests,
+    PromotionRecord,
+    YankMark,
+)
 from builders.channels.ledger import ChannelState, chained, fold
 from builders.families import loader as matrix
-from builders.index import promotion
 from builders.matrix.release_channels import ReleaseChannel
 
 A, B, C = ("a" * 64, "b" * 64, "c" * 64)

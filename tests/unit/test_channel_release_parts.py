@@ -12,9 +12,10 @@ from packaging.version import Version
 
 from builders import cli
 from builders.base.errors import ObjectStoreError, PreflightRefused, PublishRefused, SelectionError
+from builders.channels import promotion, validate
+from builders.channels import publication as publish
+from builders.channels.objectstore import BucketUrl, content_type
 from builders.cli import arguments, channel_args, main
-from builders.index import promotion, publish, validate
-from builders.index.objectstore import BucketUrl, content_type
 from builders.index.pages import IndexedFile
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName, ReleaseChannel, nightly_date
@@ -110,7 +111,7 @@ def test_a_target_is_published_only_by_a_wheel_of_its_project_version_and_tag(m:
 def test_with_a_manifest_uv_installs_the_project_pinned_to_its_sha256(tmp_path: Path) -> None:
     """uv keeps no report of what it installed: the manifest's sha256 goes into the requirement, which uv checks
     against the bytes it downloads (a mismatch is uv's "Hash mismatch" error)."""
-    from builders.index.manifest import LABELLED, ManifestFile
+    from builders.channels.manifest import LABELLED, ManifestFile
 
     file = ManifestFile(name="minifw-2.15.0+cpu-py3-none-any.whl", sha256="ab" * 32, size=1, target="t", form=LABELLED)
     source = validate.Source(index_url="http://127.0.0.1:1/whl/test/cpu/", requirement="minifw==2.15.0",

@@ -20,7 +20,7 @@ from builders.matrix.targets import expand
 
 GITHUB_MAX_JOBS = 256
 GITHUB_MAX_OUTPUT_BYTES = 1_000_000
-# The loader's caps (builders.matrix.loader): at most 32 Pythons, 32 versions of a family and 4,000
+# The loader's caps (builders.matrix.yaml_loader): at most 32 Pythons, 32 versions of a family and 4,000
 # candidate targets.
 MAX_PYTHONS = 32
 MAX_VERSIONS = 32

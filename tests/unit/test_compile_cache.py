@@ -22,7 +22,6 @@ import pytest
 from builders import cli
 from builders.base.errors import InputError
 from builders.base.process import Log
-from builders.ci.estimate import Costs, compare, measured
 from builders.cli import arguments
 from builders.families import loader as matrix
 from builders.matrix.compile_cache import Backend, CompileCache, Reads
@@ -30,6 +29,7 @@ from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
 from builders.pipeline import cacheprobe, remotecache
 from builders.pipeline.remotecache import Mode, RemoteCache
+from builders.report.estimate import Costs, compare, measured
 from tests.helpers import problems_of
 from tests.unit.test_buildplan import CONTAINER, ENV, HOST, built, context, plans
 

@@ -1,16 +1,16 @@
 """Runner time of a release run, from the plan: one build job per (variant, platform) against one per target.
 
 Expected figures are computed here from the targets and the costs, independently of
-builders.ci.estimate's arithmetic (sums written out per job)."""
+builders.report.estimate's arithmetic (sums written out per job)."""
 
 from __future__ import annotations
 
 import pytest
 
 from builders.ci import jobs as ci
-from builders.ci.estimate import Costs, compare, estimate, measured
 from builders.families import loader as matrix
 from builders.matrix.targets import expand
+from builders.report.estimate import Costs, compare, estimate, measured
 
 
 @pytest.fixture(scope="module")

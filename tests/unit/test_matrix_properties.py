@@ -1,7 +1,7 @@
 """Property: whatever the matrix text, loading it ends in a Matrix or in builders' own error.
 
 Random edits of the shipped text (byte flips, deletions, duplications, YAML values spliced in
-at keys) are fed to :func:`builders.matrix.loader.loads`; no other exception may escape, and a matrix
+at keys) are fed to :func:`builders.matrix.yaml_loader.loads`; no other exception may escape, and a matrix
 that loads must expand into targets whose ids, versions and wheel names can be computed.
 """
 

@@ -1,7 +1,7 @@
 """The matrix is read once after the schema: every mapping of the parsed YAML is visited once, by
 :mod:`builders.matrix.build` alone, and each variant is merged once (by :func:`draft.overlay`).
 
-Counted on the real :func:`builders.matrix.loader.loads` over the shipped matrix: the parsed data is
+Counted on the real :func:`builders.matrix.yaml_loader.loads` over the shipped matrix: the parsed data is
 swapped for mappings that count every access, switched on after the schema check, so the count
 covers the one pass, the rules and the model together.
 """
@@ -17,7 +17,8 @@ import pytest
 
 from builders.base import yamlmarks
 from builders.families import accelerators
-from builders.matrix import build, draft, loader
+from builders.matrix import build, draft
+from builders.matrix import yaml_loader as loader
 from builders.matrix.model import Matrix
 from tests import importgraph
 from tests.importgraph import modules
@@ -138,7 +139,7 @@ def test_only_the_loader_parses_the_matrix_and_hands_the_data_to_the_schema_and_
     the shape check and :func:`build.read`; nothing else in builders gets the raw mapping."""
     parsers = {name for name, path in modules().items()
                if any(name_of(c.func).endswith("yamlmarks.parse") for c in calls_in(ast.parse(path.read_text())))}
-    assert parsers == {"builders.matrix.loader"}
+    assert parsers == {"builders.matrix.yaml_loader"}
     tree = ast.parse(Path(loader.__file__).read_text())
     users = {name_of(c.func) for c in calls_in(tree) if any(ast.unparse(a) == "parsed.data" for a in c.args)}
     every = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and ast.unparse(n) == "parsed.data"]
@@ -158,4 +159,4 @@ def test_the_raw_reader_stays_in_the_builder() -> None:
     graph = importgraph.graph()
     for module in ("rules", "findings", "properties", "policy", "model", "draft", "schema"):
         assert "builders.matrix.build" not in graph[f"builders.matrix.{module}"], module
-    assert [m for m, imported in graph.items() if "builders.matrix.build" in imported] == ["builders.matrix.loader"]
+    assert [m for m, imported in graph.items() if "builders.matrix.build" in imported] == ["builders.matrix.yaml_loader"]

@@ -18,9 +18,9 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from builders.families import loader as matrix
-from builders.index.promote import public_version, pypi_requirements
 from builders.matrix.targets import Target, expand
 from builders.wheel.archive import Wheel
+from builders.wheel.pypi_form import public_version, pypi_requirements
 from builders.wheel.verify import METADATA_CODES, Expectation, verify
 from builders.wheel.writer import header_fields, label, rewrite, write_wheel
 

@@ -1,4 +1,4 @@
-"""One rule, one verdict: verify and audit judge the same METADATA alike (builders.wheel.rules).
+"""One rule, one verdict: verify and audit judge the same METADATA alike (builders.wheel.metadata_rules).
 
 Each case is one METADATA, put in a wheel: verify's ``check_metadata`` reads it out of the
 wheel, audit's ``check_file`` reads it out of the same file with its range reader (file://). Each
@@ -21,11 +21,10 @@ from packaging.version import Version
 
 from builders.families import loader
 from builders.index import audit
-from builders.index.promote import public_version, pypi_requirements
 from builders.matrix.model import DroppedKind, Matrix
 from builders.matrix.targets import Target, expand
-from builders.wheel import rules as metadata_rules
-from builders.wheel import verify
+from builders.wheel import metadata_rules, verify
+from builders.wheel.pypi_form import public_version, pypi_requirements
 from builders.wheel.writer import write_wheel
 from tests.hostile import make_wheels as mw
 from tests.verdict import same_verdict

@@ -14,8 +14,8 @@ import json
 import pytest
 
 from builders.base.errors import ObjectExists, ObjectStoreError
-from builders.index import publish
-from builders.index.objectstore import cache_control, content_type, full_object_sha256, refused_deletes
+from builders.channels import publication as publish
+from builders.channels.objectstore import cache_control, content_type, full_object_sha256, refused_deletes
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 
 WHEEL = "whl/cpu/minifw/minifw-2.15.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl"

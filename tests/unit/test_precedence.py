@@ -29,7 +29,7 @@ MATRIX_ENDS = frozenset(tuple(p.strip("<>") for p in o.matrix.split(".")[-2:]) f
 ALLOWED = {
     ("builders/engines/images.py", "base_image"): "the table's per-target key (platforms.<platform>.base_image): "
     "--base-image, else the target's platform's, applied for each target where its image is computed, only there",
-    ("builders/index/credentials.py", "GITHUB_RUN_ID"): "a label in the cloud session's name (as CloudTrail shows "
+    ("builders/channels/credentials.py", "GITHUB_RUN_ID"): "a label in the cloud session's name (as CloudTrail shows "
     "it), not manifest's --run-id: 'run' names a session outside CI, no option's default",
 }
 

@@ -14,10 +14,10 @@ from packaging.version import Version
 from builders.base.errors import VerifyError
 from builders.cli import main
 from builders.index.pages import IndexBuildError, build_index, find_wheels, matrix_checker
-from builders.index.promote import PromoteError, promote, pypi_requirements, target_of
 from builders.matrix.model import Matrix
 from builders.wheel.archive import Wheel, record_hash
-from builders.wheel.rules import requirement_identity
+from builders.wheel.metadata_rules import requirement_identity
+from builders.wheel.pypi_form import PromoteError, promote, pypi_requirements, target_of
 from builders.wheel.verify import Finding
 from builders.wheel.writer import write_wheel
 from tests import expected
@@ -168,7 +168,7 @@ def test_promote_refuses_an_input_that_does_not_verify(tmp_path: Path, m) -> Non
 
 def test_promote_fails_when_the_result_does_not_verify(tmp_path: Path, m, monkeypatch: pytest.MonkeyPatch) -> None:
     """A rewrite that went wrong (here: Requires-Dist emptied) is caught by the check after it."""
-    import builders.index.promote as promote_mod
+    import builders.wheel.pypi_form as promote_mod
 
     real = promote_mod.rewrite
     monkeypatch.setattr(promote_mod, "rewrite", lambda wheel, dest, **kw: real(wheel, dest, **{**kw, "requirements": ()}))

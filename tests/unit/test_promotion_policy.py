@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 
 from builders import cli
-from builders.channels import promoting
+from builders.channels import promoting, promotion
 from builders.channels.evidence import InstallVerdict, PromotionRecord, TargetVerdict, ValidationRecord
+from builders.channels.manifest import LABELLED, PYPI, Manifest, ManifestFile
 from builders.cli import arguments, promote_release
 from builders.families import loader as matrix
-from builders.index import promotion
-from builders.index.manifest import LABELLED, PYPI, Manifest, ManifestFile
 from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB, PromotionPolicy
 from builders.matrix.targets import Target, expand

@@ -20,11 +20,11 @@ from builders.base.arch import canonical_arch
 from builders.base.errors import VerifyError
 from builders.cli import main
 from builders.families import loader
-from builders.index.promote import check_promoted, pypi_file_problems, pypi_requirements
 from builders.matrix.model import OS, Matrix, Platform, Variant
 from builders.matrix.targets import Target, expand
 from builders.wheel.archive import Wheel
-from builders.wheel.rules import requirement_identity, requirement_key
+from builders.wheel.metadata_rules import requirement_identity, requirement_key
+from builders.wheel.pypi_form import check_promoted, pypi_file_problems, pypi_requirements
 from builders.wheel.verify import installed_requirements, installs, platform_environment, pypi_requirement_problems
 from tests import expected
 from tests.unit.test_matrix import after

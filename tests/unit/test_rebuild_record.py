@@ -10,9 +10,8 @@ import pytest
 from packaging.utils import canonicalize_name
 
 from builders.base.errors import InputError, RebuildError
-from builders.channels import rebuilding
-from builders.index import manifest
-from builders.index.manifest import LABELLED, Manifest, ManifestFile
+from builders.channels import manifest, rebuilding
+from builders.channels.manifest import LABELLED, Manifest, ManifestFile
 from builders.matrix.targets import expand
 from builders.pipeline import results
 

@@ -79,14 +79,14 @@ def test_the_registries_answer_in_their_listed_order() -> None:
     assert engines.DEFAULT in engines.names()
 
 
-LOAD = ("m = builders.matrix.loader.load(" + repr(str(shipped_matrix_path())) + ", builds=False, "
+LOAD = ("m = builders.matrix.yaml_loader.load(" + repr(str(shipped_matrix_path())) + ", builds=False, "
         "families=[f.ACCELERATOR for f in ({given})])\nprint(len(m.variants))")
 
 
 @pytest.mark.parametrize("first", [
-    "import builders.matrix.loader\nfrom builders.families import cpu, cuda, rocm, xpu",
-    "from builders.families import xpu, rocm, cuda, cpu\nimport builders.matrix.loader",
-    "from builders.families import cpu, cuda, rocm, xpu\nimport builders.cli\nimport builders.matrix.loader",
+    "import builders.matrix.yaml_loader\nfrom builders.families import cpu, cuda, rocm, xpu",
+    "from builders.families import xpu, rocm, cuda, cpu\nimport builders.matrix.yaml_loader",
+    "from builders.families import cpu, cuda, rocm, xpu\nimport builders.cli\nimport builders.matrix.yaml_loader",
 ])
 def test_the_loader_takes_its_families_in_a_fresh_interpreter_whatever_came_first(first: str, m: Matrix) -> None:
     assert fresh(f"{first}\n{LOAD.format(given='cpu, cuda, rocm, xpu')}") == str(len(m.variants))
@@ -94,7 +94,7 @@ def test_the_loader_takes_its_families_in_a_fresh_interpreter_whatever_came_firs
 
 def test_a_family_the_loader_was_not_given_is_a_matrix_problem_not_an_ordering_trap(m: Matrix) -> None:
     others = sorted({v.accelerator.value for v in m.variants} - {"cpu"})
-    code = ("import builders.matrix.loader\nfrom builders.families import cpu\nfrom builders.base.errors import MatrixError\n"
+    code = ("import builders.matrix.yaml_loader\nfrom builders.families import cpu\nfrom builders.base.errors import MatrixError\n"
             "try:\n    " + LOAD.format(given="cpu,").replace("\n", "\n    ") + "\n"
             "except MatrixError as exc:\n    print(type(exc).__name__, [n for n in "
             f"{others!r} if f\"'{{n}}' is not allowed here\" in str(exc)])")

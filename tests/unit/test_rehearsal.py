@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from builders import cli
-from builders.ci import layouts, prices, rehearsal, rehearsal_report, scale_profile
 from builders.families import loader
 from builders.index.audit import read_project
 from builders.index.remote import Client
 from builders.matrix.targets import Target, expand
+from builders.report import layouts, prices, rehearsal, rehearsal_report, scale_profile
 from tests import rehearsal_fixtures as fx
 
 

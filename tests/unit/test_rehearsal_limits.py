@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
-from builders.ci import limits, rehearsal
-from builders.ci.workflow_scale import scale_problems
 from builders.families import loader
 from builders.matrix.promotion_policy import PromotionPolicy
 from builders.matrix.targets import Target, expand
+from builders.report import limits, rehearsal
+from builders.report.workflow_scale import scale_problems
 from tests import rehearsal_fixtures as fx
 
 ROOT = Path(__file__).resolve().parents[2]

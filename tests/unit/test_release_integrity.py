@@ -13,12 +13,12 @@ import pytest
 from packaging.version import Version
 
 from builders.base.errors import InputError
-from builders.channels import promoting
+from builders.channels import manifest, promoting, promotion
+from builders.channels import page_yanks as yank
 from builders.channels.evidence import InstallVerdict, TargetVerdict, ValidationRecord
-from builders.index import manifest, promotion, yank
-from builders.index.manifest import LABELLED, PYPI, Manifest, ManifestFile
+from builders.channels.manifest import LABELLED, PYPI, Manifest, ManifestFile
+from builders.channels.publication import SiteEntry, yanked
 from builders.index.pages import IndexedFile, project_html, project_json
-from builders.index.publish import SiteEntry, yanked
 from builders.index.staging import staging_index
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target, expand

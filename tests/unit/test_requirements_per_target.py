@@ -15,7 +15,7 @@ from builders.base.errors import VerifyError
 from builders.families import loader as matrix
 from builders.matrix.targets import Target, expand
 from builders.pipeline.plan import BuildPlan
-from builders.wheel import rules
+from builders.wheel import metadata_rules as rules
 from builders.wheel.source_metadata import SourceMetadata, check_declaration, declaration_problems, expected
 from builders.wheel.verify import marker_environment
 from tests import helpers

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from builders.base.errors import MatrixError, RehearsalError
-from builders.ci import limits, rehearsal, rehearsal_report, scale_profile
 from builders.families import loader
 from builders.matrix.promotion_policy import PromotionPolicy
 from builders.matrix.targets import Selection, Target, expand, select
+from builders.report import limits, rehearsal, rehearsal_report, scale_profile
 from builders.wheel.verify import Contents, Expectation, check_size
 from builders.wheel.writer import write_wheel
 from tests import rehearsal_fixtures as fx

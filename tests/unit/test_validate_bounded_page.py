@@ -16,9 +16,10 @@ import pytest
 
 from builders import cli
 from builders.base.console import Console
+from builders.channels import validate
 from builders.cli import arguments
 from builders.cli import validate as validate_command
-from builders.index import PAGE_LIMIT, validate
+from builders.index import PAGE_LIMIT
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
 

@@ -14,10 +14,10 @@ import pytest
 from builders import cli
 from builders.base.console import Console
 from builders.base.errors import InputError
+from builders.channels import validate
 from builders.channels.evidence import InstallVerdict, PromotionRecord, TargetVerdict, ValidationRecord
 from builders.cli import arguments
 from builders.cli import validate as validate_command
-from builders.index import validate
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
 from builders.pipeline.host import detect, foreign

@@ -24,11 +24,11 @@ from packaging.utils import canonicalize_name
 
 from builders.cli.verify import channel_of, check
 from builders.families import loader as matrix
-from builders.index.promote import pypi_requirements
 from builders.matrix.model import OS, Accelerator, Matrix
 from builders.matrix.targets import Target, expand
 from builders.wheel import elf
 from builders.wheel.archive import Wheel
+from builders.wheel.pypi_form import pypi_requirements
 from builders.wheel.verify import (
     CHECKS,
     SPOOL_MAX,

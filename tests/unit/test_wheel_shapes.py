@@ -19,14 +19,14 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import parse_wheel_filename
 
 from builders.base.errors import MatrixError, SelectionError
+from builders.channels import manifest
 from builders.ci import jobs as ci
-from builders.ci import rehearsal
 from builders.families import loader
-from builders.index import manifest
 from builders.matrix.model import Matrix, PythonVersion
 from builders.matrix.targets import Selection, expand, select
 from builders.pipeline.plan import BuildPlan
 from builders.pipeline.results import Result
+from builders.report import rehearsal
 from builders.report.compatibility import cells
 from builders.wheel.archive import Wheel
 from builders.wheel.verify import Expectation, verify

@@ -35,7 +35,7 @@ from builders.matrix.model import Matrix, Platform
 from builders.matrix.targets import Target, expand
 from builders.pipeline.platform_policy import local_only_problem
 from builders.wheel.archive import ZIP_EPOCH, Wheel
-from builders.wheel.rules import requirement_key, restricted, without
+from builders.wheel.metadata_rules import requirement_key, restricted, without
 from builders.wheel.verify import (
     Expectation,
     Finding,

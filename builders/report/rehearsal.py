@@ -31,12 +31,12 @@ from typing import Any
 from builders.base.errors import WorkflowDrift
 from builders.ci import expressions as ex
 from builders.ci import jobs as ci
-from builders.ci.prices import PricedRunner, Prices
-from builders.ci.scale_profile import Profile, Scale
 from builders.ci.workflow_graph import Job, Unset, entries, expand, read, value
 from builders.ci.workflow_jobs import PYPI_ACTIONS
 from builders.ci.workflow_rules import outcomes
 from builders.matrix.targets import Target
+from builders.report.prices import PricedRunner, Prices
+from builders.report.scale_profile import Profile, Scale
 
 BUILD = "nox -s build"
 IMAGE = "ci/images.sh push"

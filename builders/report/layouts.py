@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from builders.ci import jobs as ci
-from builders.ci.prices import Prices
-from builders.ci.scale_profile import Profile
 from builders.matrix.targets import Target
+from builders.report.prices import Prices
+from builders.report.scale_profile import Profile
 
 PER_TARGET = "one job per target"
 FAN_OUT = "core job, then one job per Python"

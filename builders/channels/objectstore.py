@@ -9,7 +9,7 @@ environment behind its back.
 
 This module only moves bytes: list, read, hash, upload, copy, delete. What may be written
 where (a release file never changes, a candidate replaces, a nightly is pruned) is
-:mod:`builders.index.publish`'s. Conditional writes (``IfNoneMatch``, ``upload(if_absent=True)``)
+:mod:`builders.channels.publication`'s. Conditional writes (``IfNoneMatch``, ``upload(if_absent=True)``)
 are a guard against a concurrent writer, never the rule itself: S3-compatible servers differ in
 honouring them (``rclone serve s3`` overwrites, moto and AWS refuse with 412), so a publication
 reads what is there first. What each loopback server keeps (headers, checksums, conditional
@@ -75,11 +75,11 @@ class BucketUrl:
 def client(env: Mapping[str, str]) -> S3Client:
     """A boto3 S3 client configured from ``env`` the standard way (module docstring). In a GitHub job that may
     assume ``AWS_ROLE_ARN`` with an OIDC token it mints (``id-token: write``), its credentials are the role's and
-    renew themselves before each session ends (:mod:`builders.index.credentials`)."""
+    renew themselves before each session ends (:mod:`builders.channels.credentials`)."""
     import boto3  # imported here: every command but publish/promote runs without it
     from botocore.config import Config
 
-    from builders.index import credentials
+    from builders.channels import credentials
 
     region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
     if credentials.from_github_oidc(env):

@@ -10,9 +10,9 @@ from dataclasses import asdict
 from typing import Any
 
 from builders.base.console import render_table
-from builders.ci.layouts import Layout
-from builders.ci.limits import Crossed
-from builders.ci.rehearsal import RUNS, Instance, Rehearsal, Totals, release_totals
+from builders.report.layouts import Layout
+from builders.report.limits import Crossed
+from builders.report.rehearsal import RUNS, Instance, Rehearsal, Totals, release_totals
 
 JOB_COLUMNS = ("run", "job", "runner", "count", "min cold", "min warm", "longest", "ends h", "disk GB", "down GB",
                "up GB", "bucket GB", "PyPI GB", "$ cold", "$ warm")

@@ -1,6 +1,6 @@
 """Promotion without a rebuild: exactly the manifest's validated files, copied from test to release, then PyPI.
 
-The plan reads the candidate's release manifest (:mod:`builders.index.manifest`), the bucket (the test
+The plan reads the candidate's release manifest (:mod:`builders.channels.manifest`), the bucket (the test
 channel's pages and objects, the release channel's objects) and the package server; the preflight refuses,
 before anything irreversible, when
 
@@ -38,10 +38,10 @@ from packaging.version import Version
 
 from builders.base.errors import AuditError, PreflightRefused
 from builders.base.process import run
+from builders.channels.manifest import LABELLED, PYPI, Manifest, ManifestFile, identity_problems
+from builders.channels.objectstore import Bucket
+from builders.channels.publication import SiteEntry, published_entries
 from builders.index import PAGE_LIMIT, PAGE_TIMEOUT, remote
-from builders.index.manifest import LABELLED, PYPI, Manifest, ManifestFile, identity_problems
-from builders.index.objectstore import Bucket
-from builders.index.publish import SiteEntry, published_entries
 from builders.matrix.model import Matrix
 from builders.matrix.promotion_policy import FILE_LIMIT_MB, TOTAL_LIMIT_GB, AcceptedNotRunnable
 from builders.matrix.release_channels import ChannelName

@@ -1,6 +1,6 @@
 """A release's scale: per target, how big its wheel is and how long and how much disk it takes to build.
 
-``plan --rehearse`` (:mod:`builders.ci.rehearsal`) needs, for every target, its wheel's size, the
+``plan --rehearse`` (:mod:`builders.report.rehearsal`) needs, for every target, its wheel's size, the
 minutes its variant's Python-independent core compiles cold and from a warm compile cache, the minutes
 each further Python adds, the toolkit and image a build job holds, its build tree and the size of the
 runtime requirements a smoke install downloads. A :class:`Profile` holds them as rules over target ids
@@ -28,9 +28,9 @@ from typing import Any
 from packaging.utils import parse_wheel_filename
 
 from builders.base.errors import RehearsalError
-from builders.ci.estimate import Costs, measured
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target
+from builders.report.estimate import Costs, measured
 
 SHIPPED = "torch-2.15.0"
 MB = 1_000_000
@@ -142,7 +142,7 @@ def from_matrix(matrix: Matrix, costs: Costs | None = None) -> Profile:
     own = tuple(Rule(targets=f"{v.label}-*-{p.name}", scale=replace(scale, wheel_mb=found[0]), note=found[1])
                 for v in matrix.variants for p in matrix.platforms if (found := v.size_budget(p.name)) is not None)
     return Profile(name=f"{matrix.project.name} (declared)", source=f"{matrix.path}: the wheel size budgets "
-                   "and builders.ci.estimate.Costs' default stage times", date=str(matrix.project.released or ""),
+                   "and builders.report.estimate.Costs' default stage times", date=str(matrix.project.released or ""),
                    rules=(*own, Rule(targets="*", scale=scale)), setup_min=costs.setup / 60, smoke_min=costs.smoke / 60)
 
 

@@ -23,11 +23,11 @@ from packaging.utils import canonicalize_name
 
 from builders.base.errors import IndexBuildError, InputError, Problem, PromoteError
 from builders.index.pages import find_wheels
-from builders.index.promote import pypi_target as promoted_from
-from builders.index.promote import target_of
 from builders.matrix.model import Matrix
 from builders.matrix.targets import Target
 from builders.wheel.archive import Wheel, file_sha256
+from builders.wheel.pypi_form import pypi_target as promoted_from
+from builders.wheel.pypi_form import target_of
 from builders.wheel.variant import split_label
 
 MANIFEST_VERSION = 1

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from builders.index.objectstore import Bucket, cache_control
+from builders.channels.objectstore import Bucket, cache_control
+from builders.channels.publication import SiteEntry, Upload, index_pages, yanked
 from builders.index.pages import IndexedFile
-from builders.index.publish import SiteEntry, Upload, index_pages, yanked
 from builders.matrix.release_channels import ReleaseChannel
 from builders.wheel.archive import Wheel, header, parse_metadata
 

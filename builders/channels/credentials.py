@@ -8,7 +8,7 @@ STS where neither is set), never left to boto3 to exchange at its first request,
 
 - ``ci/bucket-credentials.sh`` calls :func:`main` (``exchange``): the session's keys, masked in the log, and its
   expiry go to ``$GITHUB_ENV``, so a refused token or role fails that step, not a publish halfway.
-- :func:`botocore_session`, which :func:`builders.index.objectstore.client` uses where the job can mint tokens:
+- :func:`botocore_session`, which :func:`builders.channels.objectstore.client` uses where the job can mint tokens:
   credentials that mint a new token and assume the role again some minutes before the session ends
   (:func:`refresh_due`), so an upload or a hash that outlasts one session goes on.
 

@@ -1,6 +1,6 @@
 """The limits a release at scale crosses, each found with the job that crosses it and the fix.
 
-Checked over a :class:`~builders.ci.rehearsal.Rehearsal`: GitHub's 256 jobs per matrix, 6 hours
+Checked over a :class:`~builders.report.rehearsal.Rehearsal`: GitHub's 256 jobs per matrix, 6 hours
 per job on a hosted runner (and the job's own ``timeout-minutes``), a runner's disk, the retention of an
 artifact another run downloads against the promotion window, PyPI's file and project limits (with what
 the project already holds), S3's 5 GB single PUT, a GitHub Release's 2 GB per asset, and the life of
@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from builders.ci.disk import PYPI_BATCH_MB
-from builders.ci.rehearsal import RELEASE_ASSETS, Instance, Rehearsal
 from builders.matrix.promotion_policy import PromotionPolicy
+from builders.report.rehearsal import RELEASE_ASSETS, Instance, Rehearsal
 
 MB, MIB = 1_000_000, 1 << 20  # the profile's sizes are MB, a budget is MiB
 

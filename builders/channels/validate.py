@@ -38,11 +38,11 @@ from packaging.version import InvalidVersion, Version
 from builders.base.errors import AuditError, DeviceMissing, ProcessError, SelectionError
 from builders.base.process import HostRunner, LogLike
 from builders.base.sandbox import Isolation, candidate_env, isolation
+from builders.channels.manifest import ManifestFile
+from builders.channels.promotion import project_files
 from builders.families.device import require
 from builders.families.hostfacts import Host
 from builders.index import PAGE_LIMIT, PAGE_TIMEOUT
-from builders.index.manifest import ManifestFile
-from builders.index.promotion import project_files
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName, ReleaseChannel, nightly_date
 from builders.matrix.targets import Target

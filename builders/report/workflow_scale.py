@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from builders.base.errors import RehearsalError
-from builders.ci import limits, prices, rehearsal, scale_profile
 from builders.matrix.model import Matrix
 from builders.matrix.targets import expand
+from builders.report import limits, prices, rehearsal, scale_profile
 
 
 def scale_problems(matrix: Matrix, workflow: Path) -> list[str]:

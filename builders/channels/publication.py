@@ -38,8 +38,8 @@ from packaging.version import Version
 
 from builders.base import redact
 from builders.base.errors import ObjectStoreError, PublishRefused, SelectionError
+from builders.channels.objectstore import Bucket, StoredObject, cache_control
 from builders.index.mirror import RECORD
-from builders.index.objectstore import Bucket, StoredObject, cache_control
 from builders.index.pages import IndexedFile, describe, merge_record, project_html, project_json, root_html, root_json
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName, ReleaseChannel, nightly_date

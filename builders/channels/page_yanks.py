@@ -21,9 +21,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from builders.base.errors import InputError, Problem, SelectionError
-from builders.index.objectstore import Bucket, cache_control
-from builders.index.publish import SiteEntry, Upload, index_pages, published_entries, store_record
-from builders.index.repair import stored_entry
+from builders.channels.objectstore import Bucket, cache_control
+from builders.channels.page_repair import stored_entry
+from builders.channels.publication import SiteEntry, Upload, index_pages, published_entries, store_record
 from builders.matrix.release_channels import ReleaseChannel
 
 
