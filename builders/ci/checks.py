@@ -20,7 +20,7 @@ from packaging.version import InvalidVersion, Version
 from builders.base.errors import ReleaseError
 from builders.matrix.model import OS, Matrix
 from builders.matrix.targets import Target, expand
-from builders.pipeline.platform_policy import manylinux
+from builders.wheel.pypi_form import manylinux
 
 CANDIDATE = re.compile(r"-rc[1-9][0-9]*")  # v{version}-rc{N}: a release candidate, never published as the release
 

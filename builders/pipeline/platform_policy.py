@@ -20,13 +20,11 @@ from functools import cache
 from importlib import util
 from pathlib import Path
 
-from packaging.tags import Tag
-
 from builders.families.hostfacts import Host
 from builders.matrix.model import OS, Matrix
 from builders.matrix.targets import Target
+from builders.wheel.pypi_form import manylinux, manylinux_arch
 
-MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_(.+)")
 LIBSTDCXX = re.compile(r"libstdc\+\+\.so\.6\.0\.(\d+)$")
 LIB_FOLDERS = ("/usr/lib/{arch}-linux-gnu", "/usr/lib64", "/lib64", "/usr/lib", "/lib/{arch}-linux-gnu")
 WAYS_OUT = ("use --engine container (builds in the policy's image{image}) or build --local-only (tags wheels at "
@@ -35,12 +33,6 @@ WAYS_OUT = ("use --engine container (builds in the policy's image{image}) or bui
 
 def version(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split("."))
-
-
-def manylinux(platform_tag: str) -> tuple[int, int, str] | None:
-    """``manylinux_2_28_x86_64`` -> (2, 28, "x86_64"); None for any other platform tag."""
-    match = MANYLINUX.fullmatch(platform_tag)
-    return (int(match.group(1)), int(match.group(2)), match.group(3)) if match else None
 
 
 def host_glibc() -> str | None:
@@ -134,23 +126,6 @@ def local_only(matrix: Matrix, host: Host) -> Matrix:
     level = host_level(host)
     if level is None:
         return matrix
-    platforms = tuple(replace(p, wheel_platform=level) if p.os is OS.LINUX and _arch(p.wheel_platform) == host.arch
+    platforms = tuple(replace(p, wheel_platform=level) if p.os is OS.LINUX and manylinux_arch(p.wheel_platform) == host.arch
                       else p for p in matrix.platforms)
     return replace(matrix, platforms=platforms)
-
-
-def _arch(platform_tag: str) -> str | None:
-    level = manylinux(platform_tag)
-    return level[2] if level else None
-
-
-def local_only_problem(matrix: Matrix, tags: frozenset[Tag]) -> str | None:
-    """Why a wheel with ``tags`` is a ``--local-only`` wheel (a manylinux level the matrix does not give its
-    platform), or None. Such a wheel was made for testing on its build host and is never published."""
-    for tag in tags:
-        arch = _arch(tag.platform)
-        promised = [p.wheel_platform for p in matrix.platforms if arch and _arch(p.wheel_platform) == arch]
-        if promised and tag.platform not in promised:
-            return (f"tagged {tag.platform}, not the matrix's {', '.join(promised)}: a `build --local-only` wheel, "
-                    "tagged at its build host's own level for testing, is never published")
-    return None

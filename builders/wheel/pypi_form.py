@@ -23,17 +23,18 @@ fresh, valid PyPI wheel.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.markers import Marker
 from packaging.requirements import Requirement
+from packaging.tags import Tag
 from packaging.version import Version
 
 from builders.base.errors import PromoteError, VerifyError
 from builders.matrix.model import Matrix, Platform
 from builders.matrix.targets import Target, expand
-from builders.pipeline.platform_policy import local_only_problem
 from builders.wheel.archive import ZIP_EPOCH, Wheel
 from builders.wheel.metadata_rules import requirement_key, restricted, without
 from builders.wheel.verify import (
@@ -114,6 +115,33 @@ def project_requirements(matrix: Matrix, wheel: Wheel | None) -> tuple[Requireme
     label = wheel.version.local or ""
     added = matrix.variant(label).requirements if label in {v.label for v in matrix.variants} else ()
     return without(wheel.requires_dist, added)
+
+
+MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_(.+)")
+
+
+def manylinux(platform_tag: str) -> tuple[int, int, str] | None:
+    """``manylinux_2_28_x86_64`` -> (2, 28, "x86_64"); None for any other platform tag."""
+    match = MANYLINUX.fullmatch(platform_tag)
+    return (int(match.group(1)), int(match.group(2)), match.group(3)) if match else None
+
+
+def manylinux_arch(platform_tag: str) -> str | None:
+    """The architecture of a manylinux platform tag (``x86_64``), or None for any other tag."""
+    level = manylinux(platform_tag)
+    return level[2] if level else None
+
+
+def local_only_problem(matrix: Matrix, tags: frozenset[Tag]) -> str | None:
+    """Why a wheel with ``tags`` is a ``--local-only`` wheel (a manylinux level the matrix does not give its
+    platform), or None. Such a wheel was made for testing on its build host and is never published."""
+    for tag in tags:
+        arch = manylinux_arch(tag.platform)
+        promised = [p.wheel_platform for p in matrix.platforms if arch and manylinux_arch(p.wheel_platform) == arch]
+        if promised and tag.platform not in promised:
+            return (f"tagged {tag.platform}, not the matrix's {', '.join(promised)}: a `build --local-only` wheel, "
+                    "tagged at its build host's own level for testing, is never published")
+    return None
 
 
 def public_version(matrix: Matrix) -> Version:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from builders.pipeline import platform_policy
+from builders.wheel import pypi_form
 from tests import helpers
 from tests.integration.test_private_source import OPTIMISED, build, project_tree
 
@@ -28,7 +29,7 @@ def test_plan_warns_and_local_only_builds_a_wheel_nobody_publishes(tmp_path: Pat
     proc = helpers.builders("plan", "--matrix", str(tree / "matrix.yaml"), "--target", TID, "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     (record,) = json.loads(proc.stdout)["targets"]
-    major, minor, arch = platform_policy.manylinux(record["tags"][0].rsplit("-", 1)[-1])
+    major, minor, arch = pypi_form.manylinux(record["tags"][0].rsplit("-", 1)[-1])
     if tuple(map(int, GLIBC.split("."))) <= (major, minor):
         assert record["repair_risk"] is None
     else:

@@ -20,7 +20,7 @@ from builders.pipeline import platform_policy, sourcetree
 from builders.pipeline.plan import PREFIX_MAP_TO
 from builders.pipeline.private_source import COPY_SCRIPT, SKIPPED_DIRS, copy_command
 from builders.pipeline.store import tree_digest
-from builders.wheel import repair
+from builders.wheel import pypi_form, repair
 from tests import helpers
 from tests.unit.test_buildplan import HOST, LOCAL, built, context, plans
 
@@ -92,7 +92,7 @@ def manylinux_target(m):
 
 def test_a_newer_host_is_named_with_both_ways_out(m) -> None:
     t = manylinux_target(m)
-    major, minor, _arch = platform_policy.manylinux(t.platform.wheel_platform)
+    major, minor, _arch = pypi_form.manylinux(t.platform.wheel_platform)
     newer = f"{major}.{minor + 8}"
     risk = platform_policy.repair_risk(t, policy_host(newer, "3.4.99"))
     assert f"host glibc {newer} > {major}.{minor}" in risk and "GLIBCXX_3.4.99" in risk
@@ -106,9 +106,9 @@ def test_the_repair_warning_is_one_for_the_run_and_only_for_the_hosts_own_archit
     targets (built in their image or on their runner) and a host that meets the policy draw no warning."""
     targets, _ = expand(m)
     t = manylinux_target(m)
-    major, minor, arch = platform_policy.manylinux(t.platform.wheel_platform)
+    major, minor, arch = pypi_form.manylinux(t.platform.wheel_platform)
     newer = policy_host(f"{major}.{minor + 8}")
-    mine = [x.id for x in targets if (platform_policy.manylinux(x.platform.wheel_platform) or (0, 0, ""))[2] == arch]
+    mine = [x.id for x in targets if (pypi_form.manylinux(x.platform.wheel_platform) or (0, 0, ""))[2] == arch]
     others = [x for x in targets if x.platform.os is t.platform.os and x.id not in mine]
     assert others, "the shipped matrix has Linux targets of another architecture"
     assert all(platform_policy.repair_risk(x, newer) is None for x in others)
@@ -121,13 +121,13 @@ def test_the_repair_warning_is_one_for_the_run_and_only_for_the_hosts_own_archit
 
 def test_local_only_tags_at_the_hosts_level_and_is_never_published(m) -> None:
     t = manylinux_target(m)
-    major, minor, arch = platform_policy.manylinux(t.platform.wheel_platform)
+    major, minor, arch = pypi_form.manylinux(t.platform.wheel_platform)
     host = policy_host(f"{major}.{minor + 8}")
     local = platform_policy.local_only(m, host)
     (moved,) = [p for p in local.platforms if p.wheel_platform != m.platform(p.name).wheel_platform]
     assert moved.wheel_platform == f"manylinux_{major}_{minor + 8}_{arch}"
     (lt,) = select(local, Selection(targets=(t.id,)))
-    assert platform_policy.local_only_problem(m, lt.tags) and platform_policy.local_only_problem(m, t.tags) is None
+    assert pypi_form.local_only_problem(m, lt.tags) and pypi_form.local_only_problem(m, t.tags) is None
     assert "never published" in checks.local_only_note(lt.wheel_name, {t.wheel_name})
     assert checks.local_only_note(t.wheel_name, {lt.wheel_name.replace(t.project.name, "other")}) == ""
 
