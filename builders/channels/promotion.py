@@ -352,27 +352,8 @@ def project_files(simple_url: str, project: str, *, limit: int = PAGE_LIMIT,
                   timeout: float = PAGE_TIMEOUT) -> dict[str, tuple[str, int]]:
     """file name -> (sha256 or ``""``, size or 0) of every file of ``project`` the package server lists; read
     through the bounded reader (an index builders does not control may serve a page of any size, or trickle)."""
-    url = simple_url.rstrip("/") + f"/{canonicalize_name(project)}/"
-    got = remote.Client(timeout=timeout).get(url, accept="application/vnd.pypi.simple.v1+json, text/html;q=0.1",
-                                             limit=limit, kind="pages")
-    if got is None:
-        return {}
-    kind, body = got
-    if "json" in kind:
-        return {f["filename"]: (f.get("hashes", {}).get("sha256", ""), int(f.get("size") or 0))
-                for f in json.loads(body)["files"]}
-    return {name: (sha, 0) for name, sha in _html_links(body.decode("utf-8", "replace")).items()}
-
-
-def _html_links(page: str) -> dict[str, str]:
-    import re
-    from urllib.parse import unquote
-
-    out = {}
-    for href in re.findall(r'href="([^"]+)"', page):
-        path, _, fragment = href.partition("#")
-        out[unquote(path.rsplit("/", 1)[-1])] = fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else ""
-    return out
+    files = remote.read_project(remote.Client(timeout=timeout), simple_url, project, limit=limit)
+    return {f.filename: (f.sha256 or "", f.size or 0) for f in files or ()}
 
 
 def _version_of(filename: str) -> str | None:

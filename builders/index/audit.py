@@ -23,12 +23,9 @@ import email.message
 import email.parser
 import email.policy
 import hashlib
-import json
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from html.parser import HTMLParser
-from urllib.parse import unquote, urljoin, urlsplit
 
 import requests
 from packaging.requirements import Requirement
@@ -36,26 +33,30 @@ from packaging.tags import Tag
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
-    canonicalize_name,
     parse_sdist_filename,
     parse_wheel_filename,
 )
 from packaging.version import Version
 
 from builders.base.errors import AuditError, SelectionError
-from builders.index.remote import MAX_METADATA, Client, RangeUnsupported, is_metadata, remote_member
+from builders.index.remote import (
+    MAX_METADATA,
+    Client,
+    IndexFile,
+    RangeUnsupported,
+    is_metadata,
+    read_project,
+    remote_member,
+)
 from builders.matrix.model import Matrix, PythonVersion
 from builders.matrix.policy import dropped_pythons, exclusion_for
 from builders.matrix.targets import Target, expand, target_id, wheel_filename
 from builders.wheel import metadata_rules
 from builders.wheel.pypi_form import public_version, pypi_requirements
 from builders.wheel.verify import platform_kind
-from builders.wheel.zipcheck import MIB, printable
+from builders.wheel.zipcheck import printable
 
 PYPI = "pypi"
-ACCEPT = ("application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
-          "text/html;q=0.01")
-MAX_PAGE = 64 * MIB  # a project page; PyPI's largest JSON pages are a few MiB
 
 
 # --- what the matrix promises ------------------------------------------------------------------
@@ -94,100 +95,6 @@ def promises(matrix: Matrix, channel: str) -> dict[str, Promise]:
             out[t.wheel_name] = Promise(filename=t.wheel_name, target=t, version=t.version,
                                         requirements=t.declared_requirements)
     return out
-
-
-# --- what the index lists ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class IndexFile:
-    """One file of a project page, as PEP 691 (or PEP 503 with PEP 658/714) describes it."""
-
-    filename: str
-    url: str
-    sha256: str | None = None
-    requires_python: str | None = None
-    yanked: str | None = None  # None: not yanked; otherwise the reason ("" when none given)
-    metadata: bool = False
-    metadata_sha256: str | None = None
-    size: int | None = None  # bytes, where the page says (PEP 700's ``size``)
-
-
-def files_from_json(data: object, base: str) -> list[IndexFile]:
-    """A PEP 691 project page's files; URLs resolved against ``base``."""
-    if not isinstance(data, dict) or not isinstance(data.get("files"), list):
-        raise AuditError(f"{base}: not a PEP 691 project page (no 'files' list)")
-    return [_json_file(f, base) for f in data["files"] if isinstance(f, dict) and isinstance(f.get("filename"), str)]
-
-
-def _json_file(f: Mapping[str, object], base: str) -> IndexFile:
-    hashes = f.get("hashes") if isinstance(f.get("hashes"), dict) else {}
-    meta = f.get("core-metadata", f.get("dist-info-metadata", False))
-    yanked = f.get("yanked", False)
-    return IndexFile(
-        filename=str(f["filename"]), url=urljoin(base, str(f.get("url", f["filename"]))),
-        sha256=_text(hashes.get("sha256")) if isinstance(hashes, dict) else None,
-        requires_python=_text(f.get("requires-python")),
-        yanked=(yanked if isinstance(yanked, str) else "") if yanked else None,
-        metadata=bool(meta), metadata_sha256=_text(meta.get("sha256")) if isinstance(meta, dict) else None,
-        size=_size(f.get("size")))
-
-
-def _size(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-class _Anchors(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.found: list[tuple[dict[str, str], list[str]]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self.found.append(({k: v if v is not None else "" for k, v in attrs}, []))
-
-    def handle_data(self, data: str) -> None:
-        if self.found:
-            self.found[-1][1].append(data)
-
-
-def files_from_html(text: str, base: str) -> list[IndexFile]:
-    """A PEP 503 project page's files, with the PEP 592/658/714 ``data-`` attributes."""
-    parser = _Anchors()
-    parser.feed(text)
-    return [_html_file(attrs, base) for attrs, _ in parser.found if attrs.get("href")]
-
-
-def _html_file(attrs: Mapping[str, str], base: str) -> IndexFile:
-    url = urljoin(base, attrs["href"])
-    fragment = urlsplit(url).fragment
-    meta = attrs.get("data-core-metadata", attrs.get("data-dist-info-metadata"))
-    return IndexFile(
-        filename=unquote(urlsplit(url).path.rsplit("/", 1)[-1]), url=url.split("#", 1)[0],
-        sha256=fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else None,
-        requires_python=attrs.get("data-requires-python") or None,
-        yanked=attrs.get("data-yanked"),
-        metadata=meta is not None and meta != "false",
-        metadata_sha256=meta.removeprefix("sha256=") if meta and meta.startswith("sha256=") else None)
-
-
-def read_project(client: Client, index_url: str, project: str) -> list[IndexFile] | None:
-    """The files of ``project`` on the index at ``index_url``; None when the index has no such project."""
-    url = urljoin(index_url if index_url.endswith("/") else index_url + "/", f"{canonicalize_name(project)}/")
-    got = client.get(url, accept=ACCEPT, limit=MAX_PAGE, kind="pages")
-    if got is None:
-        return None
-    content_type, body = got
-    if "json" in content_type:
-        try:
-            return files_from_json(json.loads(body), url)
-        except ValueError as exc:
-            raise AuditError(f"{printable(url)}: not valid JSON: {exc}") from None
-    return files_from_html(body.decode("utf-8", errors="replace"), url)
 
 
 # --- the audit ---------------------------------------------------------------------------------

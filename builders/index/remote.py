@@ -10,19 +10,26 @@ wheel), the member is refused from its central directory entry before it is read
 another compression, over :data:`MAX_METADATA`, a zip bomb's ratio), inflated by ``zipfile`` (which
 checks its local header and CRC), and at most :data:`MAX_FETCHED` bytes are fetched for one wheel.
 Whole wheels are never downloaded.
+
+A project's simple page (PEP 691 JSON, or PEP 503 HTML with PEP 592/658/714 attributes) is read here
+too, once for every reader: ``audit``, ``promote-release``'s package-server check and ``validate``'s
+listing all get :func:`read_project`'s :class:`IndexFile` list, each page capped at the caller's limit.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 from urllib.request import url2pathname
 
 import requests
+from packaging.utils import canonicalize_name
 
 from builders.base.errors import AuditError, WheelError
 from builders.wheel.zipcheck import MAX_CENTRAL_DIRECTORY, MIB, ZIP_ERRORS, open_zip, printable, refusal
@@ -34,6 +41,9 @@ MIN_FETCH = 4 * 1024  # the least one range read asks for: a member's local head
 # largest central directory any wheel may have, and the member itself.
 MAX_FETCHED = TAIL + (64 * 1024 + 22) + MAX_CENTRAL_DIRECTORY + MAX_METADATA + 2 * MIN_FETCH
 TIMEOUT = 60.0
+ACCEPT = ("application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
+          "text/html;q=0.01")
+MAX_PAGE = 64 * MIB  # a project page; PyPI's largest JSON pages are a few MiB
 
 
 class RangeUnsupported(Exception):
@@ -207,3 +217,98 @@ def _member_bytes(zf: zipfile.ZipFile, source: RangedFile, info: zipfile.ZipInfo
 def is_metadata(name: str) -> bool:
     """The wheel's ``<name>-<version>.dist-info/METADATA`` (top level)."""
     return re.fullmatch(r"[^/]+\.dist-info/METADATA", name) is not None
+
+
+# --- what the index lists ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexFile:
+    """One file of a project page, as PEP 691 (or PEP 503 with PEP 658/714) describes it."""
+
+    filename: str
+    url: str
+    sha256: str | None = None
+    requires_python: str | None = None
+    yanked: str | None = None  # None: not yanked; otherwise the reason ("" when none given)
+    metadata: bool = False
+    metadata_sha256: str | None = None
+    size: int | None = None  # bytes, where the page says (PEP 700's ``size``)
+
+
+def files_from_json(data: object, base: str) -> list[IndexFile]:
+    """A PEP 691 project page's files; URLs resolved against ``base``."""
+    if not isinstance(data, dict) or not isinstance(data.get("files"), list):
+        raise AuditError(f"{base}: not a PEP 691 project page (no 'files' list)")
+    return [_json_file(f, base) for f in data["files"] if isinstance(f, dict) and isinstance(f.get("filename"), str)]
+
+
+def _json_file(f: Mapping[str, object], base: str) -> IndexFile:
+    hashes = f.get("hashes") if isinstance(f.get("hashes"), dict) else {}
+    meta = f.get("core-metadata", f.get("dist-info-metadata", False))
+    yanked = f.get("yanked", False)
+    return IndexFile(
+        filename=str(f["filename"]), url=urljoin(base, str(f.get("url", f["filename"]))),
+        sha256=_text(hashes.get("sha256")) if isinstance(hashes, dict) else None,
+        requires_python=_text(f.get("requires-python")),
+        yanked=(yanked if isinstance(yanked, str) else "") if yanked else None,
+        metadata=bool(meta), metadata_sha256=_text(meta.get("sha256")) if isinstance(meta, dict) else None,
+        size=_size(f.get("size")))
+
+
+def _size(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[dict[str, str], list[str]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self.found.append(({k: v if v is not None else "" for k, v in attrs}, []))
+
+    def handle_data(self, data: str) -> None:
+        if self.found:
+            self.found[-1][1].append(data)
+
+
+def files_from_html(text: str, base: str) -> list[IndexFile]:
+    """A PEP 503 project page's files, with the PEP 592/658/714 ``data-`` attributes."""
+    parser = _Anchors()
+    parser.feed(text)
+    return [_html_file(attrs, base) for attrs, _ in parser.found if attrs.get("href")]
+
+
+def _html_file(attrs: Mapping[str, str], base: str) -> IndexFile:
+    url = urljoin(base, attrs["href"])
+    fragment = urlsplit(url).fragment
+    meta = attrs.get("data-core-metadata", attrs.get("data-dist-info-metadata"))
+    return IndexFile(
+        filename=unquote(urlsplit(url).path.rsplit("/", 1)[-1]), url=url.split("#", 1)[0],
+        sha256=fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else None,
+        requires_python=attrs.get("data-requires-python") or None,
+        yanked=attrs.get("data-yanked"),
+        metadata=meta is not None and meta != "false",
+        metadata_sha256=meta.removeprefix("sha256=") if meta and meta.startswith("sha256=") else None)
+
+
+def read_project(client: Client, index_url: str, project: str, *, limit: int = MAX_PAGE) -> list[IndexFile] | None:
+    """The files of ``project`` on the index at ``index_url`` (its page read up to ``limit`` bytes); None when the
+    index has no such project."""
+    url = urljoin(index_url if index_url.endswith("/") else index_url + "/", f"{canonicalize_name(project)}/")
+    got = client.get(url, accept=ACCEPT, limit=limit, kind="pages")
+    if got is None:
+        return None
+    content_type, body = got
+    if "json" in content_type:
+        try:
+            return files_from_json(json.loads(body), url)
+        except ValueError as exc:
+            raise AuditError(f"{printable(url)}: not valid JSON: {exc}") from None
+    return files_from_html(body.decode("utf-8", errors="replace"), url)

@@ -51,17 +51,17 @@ def test_pep_503_and_691_pages_say_the_same() -> None:
     html = ('<a href="../files/a-1.0-py3-none-any.whl#sha256=abc" data-requires-python="&gt;=3.11" '
             'data-core-metadata="sha256=def" data-yanked="broken">a-1.0-py3-none-any.whl</a>'
             '<a href="b-1.0.tar.gz">b-1.0.tar.gz</a>')
-    from_html = audit.files_from_html(html, "https://i.invalid/simple/a/")
+    from_html = remote.files_from_html(html, "https://i.invalid/simple/a/")
     page = {"files": [{"filename": "a-1.0-py3-none-any.whl", "url": "../files/a-1.0-py3-none-any.whl",
                        "hashes": {"sha256": "abc"}, "requires-python": ">=3.11", "core-metadata": {"sha256": "def"},
                        "yanked": "broken"},
                       {"filename": "b-1.0.tar.gz", "url": "b-1.0.tar.gz", "hashes": {}}]}
-    from_json = audit.files_from_json(json.loads(json.dumps(page)), "https://i.invalid/simple/a/")
+    from_json = remote.files_from_json(json.loads(json.dumps(page)), "https://i.invalid/simple/a/")
     assert from_html == from_json
     assert from_html[0].url == "https://i.invalid/simple/files/a-1.0-py3-none-any.whl"
     assert from_html[0].yanked == "broken" and from_html[0].metadata and from_html[1].yanked is None
     with pytest.raises(AuditError, match="not a PEP 691 project page"):
-        audit.files_from_json({"projects": []}, "https://i.invalid/simple/a/")
+        remote.files_from_json({"projects": []}, "https://i.invalid/simple/a/")
 
 
 def metadata_for(promise: audit.Promise, *, requires_python: str = ">=3.11", extra: str = "") -> bytes:

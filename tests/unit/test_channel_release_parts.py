@@ -16,6 +16,7 @@ from builders.channels import promotion, validate
 from builders.channels import publication as publish
 from builders.channels.objectstore import BucketUrl, content_type
 from builders.cli import arguments, channel_args, main
+from builders.index import remote
 from builders.index.pages import IndexedFile
 from builders.matrix.model import Matrix
 from builders.matrix.release_channels import ChannelName, ReleaseChannel, nightly_date
@@ -194,7 +195,7 @@ def test_the_commands_are_listed(capsys: pytest.CaptureFixture[str]) -> None:
 def test_simple_pages_give_each_file_its_declared_sha256() -> None:
     page = ('<a href="../../packages/minifw-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=' + "ab" * 32 + '">x</a>'
             '<a href="minifw-2.14.0.tar.gz">y</a><a href="minifw-2.15.0%2Bcpu-cp312-cp312-linux_x86_64.whl">z</a>')
-    links = promotion._html_links(page)
+    links = {f.filename: f.sha256 or "" for f in remote.files_from_html(page, "https://i.invalid/simple/minifw/")}
     assert links["minifw-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl"] == "ab" * 32
     assert links["minifw-2.14.0.tar.gz"] == "" and "minifw-2.15.0+cpu-cp312-cp312-linux_x86_64.whl" in links
 
