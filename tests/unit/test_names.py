@@ -1,4 +1,4 @@
-"""One name per concept: no class name is defined twice in builders/ (read with ``ast``).
+"""One name per concept: no class name is defined twice in builders/ (read with ``ast``), no module name twice outside cli/.
 
 Two ``Result``s (a finished command and a target's outcome) or two ``Problem``s (an input error
 and a METADATA mismatch) make a reader ask which one every time; each concept gets its own name.
@@ -70,3 +70,30 @@ def test_a_shared_test_module_name_is_found(tmp_path: Path) -> None:
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "test_cache.py").write_text("")
     assert module_basenames(tmp_path) == {"test_cache.py": ["integration/test_cache.py", "unit/test_cache.py"]}
+
+
+def module_names(package: Path = PACKAGE) -> dict[str, list[str]]:
+    """builders' module files by name, outside ``cli/`` (a module per subcommand, named after it) and less
+    ``__init__.py``: ``index/repair.py`` beside ``wheel/repair.py`` makes every reader of an import ask which."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package)
+        if path.name != "__init__.py" and rel.parts[0] != "cli":
+            found[path.name].append(path.relative_to(package.parent).as_posix())
+    return found
+
+
+def test_no_module_name_is_used_twice_outside_cli() -> None:
+    shared = {name: files for name, files in module_names().items() if len(files) > 1}
+    assert not shared, "module names used more than once outside cli/: " + "; ".join(
+        f"{n} in {', '.join(f)}" for n, f in shared.items())
+
+
+def test_a_shared_module_name_is_found(tmp_path: Path) -> None:
+    for folder in ("index", "wheel", "cli"):
+        (tmp_path / folder).mkdir()
+        for name in ("__init__.py", "repair.py"):
+            (tmp_path / folder / name).write_text("")
+    (tmp_path / "wheel" / "verify.py").write_text("")
+    assert {n: f for n, f in module_names(tmp_path).items() if len(f) > 1} == \
+        {"repair.py": [f"{tmp_path.name}/index/repair.py", f"{tmp_path.name}/wheel/repair.py"]}
