@@ -27,7 +27,6 @@ server the preflight needs, and the PyPI upload and poll. A refusal writes nothi
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
