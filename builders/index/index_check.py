@@ -36,8 +36,8 @@ from packaging.utils import canonicalize_name
 
 from builders.base.errors import AuditError
 from builders.base.process import ProcessError, run
-from builders.index.audit import IndexFile, _Anchors, files_from_html, files_from_json, read_metadata
-from builders.index.remote import Client
+from builders.index.audit import read_metadata
+from builders.index.remote import Anchors, Client, IndexFile, files_from_html, files_from_json
 from builders.matrix.model import PythonVersion
 from builders.matrix.targets import Target
 
@@ -90,7 +90,7 @@ def html_page(body: bytes, url: str) -> Page:
     """A PEP 503 page, with PEP 740's ``data-provenance`` of each link."""
     text = body.decode("utf-8", errors="replace")
     files = files_from_html(text, url)
-    parser = _Anchors()
+    parser = Anchors()
     parser.feed(text)
     provenance = {}
     for attrs, _ in parser.found:

@@ -264,7 +264,7 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-class _Anchors(HTMLParser):
+class Anchors(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.found: list[tuple[dict[str, str], list[str]]] = []
@@ -280,7 +280,7 @@ class _Anchors(HTMLParser):
 
 def files_from_html(text: str, base: str) -> list[IndexFile]:
     """A PEP 503 project page's files, with the PEP 592/658/714 ``data-`` attributes."""
-    parser = _Anchors()
+    parser = Anchors()
     parser.feed(text)
     return [_html_file(attrs, base) for attrs, _ in parser.found if attrs.get("href")]
 
