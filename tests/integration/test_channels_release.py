@@ -303,7 +303,7 @@ def pip_install(index: str, requirement: str, tmp: Path) -> subprocess.Completed
                            "--dest", str(dest), requirement], capture_output=True, text=True, timeout=300)
 
 
-def test_a_rollback_yanks_what_the_promotion_released_and_the_next_publish_succeeds(
+def test_a_rollback_yanks_what_the_promotion_released_and_a_new_candidate_of_it_is_refused(
         root: Path, matrix_path: Path, wheelhouse: Path, servers, tmp_path: Path) -> None:
     s3, _staging, _pypi = servers
     rc = make_candidate(root, s3, matrix_path, only(wheelhouse, TARGET, tmp_path / "w"), tmp_path / "rc", "v2.15.0-rc1")
@@ -336,7 +336,9 @@ def test_a_rollback_yanks_what_the_promotion_released_and_the_next_publish_succe
         again = ok(run(root, s3, "rollback", "--matrix", str(matrix_path), "--bucket", BUCKET, "--promotion", which,
                        "--reason", "another reason"))
         assert "already done" in again.stdout + again.stderr and s3.files("downloads") == rolled
-    ok(run(root, s3, "publish", str(wheelhouse), "--matrix", str(matrix_path), "--channel", "test", "--bucket", BUCKET))
+    again = run(root, s3, "publish", str(wheelhouse), "--matrix", str(matrix_path), "--channel", "test", "--bucket", BUCKET)
+    assert again.returncode == 41 and "released already" in again.stderr, again.stdout + again.stderr
+    assert s3.files("downloads") == rolled  # a rolled-back version stays released: its next candidate is a new version
 
 
 def test_publish_never_writes_the_release_channel(root: Path, matrix_path: Path, wheelhouse: Path, servers) -> None:
