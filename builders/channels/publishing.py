@@ -4,7 +4,8 @@ Apply's order is what makes a cut-short run harmless and its rerun a finish: the
 verified (the store's whole-object checksum or a read-back), then the ledger entry (the commit point:
 before it a reader sees nothing new, since no page names an object the ledger does not hold), then the
 pages, a pure rendering of the ledger, then the objects the ledger dropped deleted, and last every
-link of every page written checked to bytes with the page's sha256. A rerun gathers again: objects
+link of every page written checked to bytes with the page's sha256 (through the web front where the command
+is given one, ``--site-url``; else through the S3 API). A rerun gathers again: objects
 already stored with the planned bytes are not written twice, an entry already committed is not
 appended twice, pages already equal to the rendering are not rewritten; with nothing left it says
 "already done". Pages written from a head that moved on are rendered again from the new head, so a
