@@ -332,12 +332,14 @@ def commit(ledger: Ledger, evidence: PromoteFacts, *, at: str) -> tuple[LedgerEn
     return ledger.append(replan)
 
 
-def render_and_check(bucket: Bucket, ledger: Ledger, evidence: PromoteFacts, state: ChannelState) -> list[str]:
+def render_and_check(bucket: Bucket, ledger: Ledger, evidence: PromoteFacts, state: ChannelState,
+                     site_url: str | None = None) -> list[str]:
     """The pages rendered from the ledger where they differ from the bucket's, then each link of each written page
-    checked to bytes with the page's sha256 (exit 40 otherwise: a rerun rewrites them from the ledger)."""
+    checked to bytes with the page's sha256, through the web front at ``site_url`` where one is given (exit 40
+    otherwise: a rerun rewrites them from the ledger)."""
     site = evidence.site
     written = write_pages(bucket, ledger, site, state, dict(site.pages))
-    require_links(bucket, render(ledger.read().state, site.folders, site.mirror), written)
+    require_links(bucket, render(ledger.read().state, site.folders, site.mirror), written, site_url)
     return written
 
 

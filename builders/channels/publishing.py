@@ -4,7 +4,8 @@ Apply's order is what makes a cut-short run harmless and its rerun a finish: the
 verified (the store's whole-object checksum or a read-back), then the ledger entry (the commit point:
 before it a reader sees nothing new, since no page names an object the ledger does not hold), then the
 pages, a pure rendering of the ledger, then the objects the ledger dropped deleted, and last every
-link of every page written checked to bytes with the page's sha256. A rerun gathers again: objects
+link of every page written checked to bytes with the page's sha256 (through the web front where the command
+is given one, ``--site-url``; else through the S3 API). A rerun gathers again: objects
 already stored with the planned bytes are not written twice, an entry already committed is not
 appended twice, pages already equal to the rendering are not rewritten; with nothing left it says
 "already done". Pages written from a head that moved on are rendered again from the new head, so a
@@ -20,19 +21,22 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
+import requests
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from builders.base.errors import ObjectStoreError, PublishRefused
+from builders.base.errors import AuditError, ObjectStoreError, PublishRefused
 from builders.channels.evidence import LISTED, FileRecord, LedgerCorrupt, LedgerEntry, YankMark
 from builders.channels.ledger import ChannelState, Ledger
 from builders.channels.objectstore import Bucket, cache_control
 from builders.channels.provenance import SUFFIX
 from builders.channels.publication import RECORDS, SiteEntry, merged_bytes, sha256sums, yanked
 from builders.index.pages import IndexedFile, project_html, project_json, root_html, root_json
+from builders.index.remote import MAX_METADATA, Client
 from builders.matrix.release_channels import ChannelName, ReleaseChannel
 
 PAGE_NAMES = ("index.html", "index.json", "SHA256SUMS", "mirror.json")
 SHOWN = 10
+MAX_WHEEL = 1024**3  # a link the page gives no size: the most an index grants one file
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -396,27 +400,30 @@ def _page_order(key: str) -> tuple[int, str]:
     return (-key.count("/"), key)
 
 
-def check_links(bucket: Bucket, pages: Mapping[str, bytes], keys: Iterable[str]) -> list[str]:
-    """Every link of every project page among ``keys`` resolved to bytes with the page's sha256 (and PEP 658's)."""
+def check_links(bucket: Bucket, pages: Mapping[str, bytes], keys: Iterable[str], site: str | None = None) -> list[str]:
+    """Every link of every project page among ``keys`` resolved to bytes with the page's sha256 (and PEP 658's):
+    through the web front at ``site`` (the bucket's root as served) where one is given, else the S3 API."""
     problems: list[str] = []
+    client = Client()
     for key in keys:
         if not key.endswith("/index.json") or "files" not in (page := json.loads(pages[key])):
             continue
         base = key.removesuffix("index.json")
         for item in page["files"]:
-            problems += _link_problems(bucket, key, f"{base}{item['filename']}", item)
+            problems += (_served_problems(client, site, key, f"{base}{item['filename']}", item) if site
+                         else _link_problems(bucket, key, f"{base}{item['filename']}", item))
     return problems
 
 
-def require_links(bucket: Bucket, pages: Mapping[str, bytes], written: Iterable[str]) -> None:
-    """Stop (exit 40, no record) when a page just written links a file the bucket does not hold with the page's
-    sha256: the ledger is committed, so a rerun (or repair-index) finishes from it."""
-    problems = check_links(bucket, pages, written)
+def require_links(bucket: Bucket, pages: Mapping[str, bytes], written: Iterable[str], site: str | None = None) -> None:
+    """Stop (exit 40, no record) when a page just written links a file the bucket (or the web front at ``site``)
+    does not serve with the page's sha256: the ledger is committed, so a rerun (or repair-index) finishes from it."""
+    problems = check_links(bucket, pages, written, site)
     if problems:
         more = f" and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
-        raise ObjectStoreError(f"{bucket.url}: {len(problems)} link(s) of the pages just written do not resolve: "
-                               f"{'; '.join(problems[:SHOWN])}{more}; no record was written (run the command again: "
-                               "it rewrites the pages from the ledger)")
+        raise ObjectStoreError(f"{site or bucket.url}: {len(problems)} link(s) of the pages just written do not "
+                               f"resolve: {'; '.join(problems[:SHOWN])}{more}; no record was written (run the command "
+                               "again: it rewrites the pages from the ledger)")
 
 
 def _link_problems(bucket: Bucket, page: str, key: str, item: Mapping[str, object]) -> list[str]:
@@ -430,6 +437,31 @@ def _link_problems(bucket: Bucket, page: str, key: str, item: Mapping[str, objec
     link = item.get("provenance")
     if isinstance(link, str) and bucket.head(f"{key.rsplit('/', 1)[0]}/{unquote(link)}") is None:
         out.append(f"{key}{SUFFIX}: linked by {page}, not in the bucket")
+    return out
+
+
+def _served_problems(client: Client, site: str, page: str, key: str, item: Mapping[str, object]) -> list[str]:
+    """``key``, its ``.metadata`` and its provenance as the web front serves them (bounded GETs: a wheel up to the
+    page's size, the others up to :data:`MAX_METADATA`), each checked to the page's sha256 (provenance: served)."""
+    size = item.get("size")
+    want: list[tuple[str, str | None, int]] = [
+        (key, item["hashes"]["sha256"], size if isinstance(size, int) else MAX_WHEEL),  # type: ignore[index]
+        (f"{key}.metadata", item["core-metadata"]["sha256"], MAX_METADATA)]  # type: ignore[index]
+    link = item.get("provenance")
+    if isinstance(link, str):
+        want.append((f"{key.rsplit('/', 1)[0]}/{unquote(link)}", None, MAX_METADATA))
+    out = []
+    for target, sha, limit in want:
+        url = f"{site.rstrip('/')}/{quote(target)}"
+        try:
+            got = client.get(url, limit=limit, kind="files")
+        except (AuditError, requests.RequestException) as exc:
+            out.append(f"{url}: linked by {page}, not read ({exc})")
+            continue
+        if got is None:
+            out.append(f"{url}: linked by {page}, not served")
+        elif sha is not None and hashlib.sha256(got[1]).hexdigest() != sha:
+            out.append(f"{url}: served bytes are not the sha256 {page} declares")
     return out
 
 

@@ -8,25 +8,31 @@ holds whose object is gone, or holds other bytes, is named: that is no rendering
 
 A bucket from before the ledger gets one first, built from what its pages still list (unreadable pages
 skipped) and its publication records (``publish-records/<channel>/``, their ``served`` files), each
-file kept only where its object and ``.metadata`` are stored with the recorded sha256; what could not
-be accounted for is reported.
+file kept only where its object and ``.metadata`` are stored with the recorded sha256, and with it the
+``<file>.provenance`` its page links where the bucket stores one; what could not be accounted for is reported.
 """
 
 from __future__ import annotations
 
 import hashlib
+import html
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 from builders.base.errors import ObjectStoreError
 from builders.channels.evidence import LISTED, FileRecord, LedgerEntry, YankMark
 from builders.channels.ledger import ChannelState, Ledger, chained
 from builders.channels.objectstore import Bucket
 from builders.channels.page_repair import _metadata_of as metadata_of
+from builders.channels.provenance import SUFFIX
 from builders.channels.publication import RECORDS
 from builders.channels.publishing import PAGE_NAMES, current_pages, now, page_keys, render, unrecorded
 from builders.matrix.release_channels import ReleaseChannel
+
+HTML_PROVENANCE = re.compile(r'<a [^>]*href="([^"#]*)[^"]*"[^>]*data-provenance="([^"]*)"')
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,12 +119,41 @@ def first_entry(bucket: Bucket, channel: ReleaseChannel, pages: Mapping[str, byt
     kept = {k: f for k, f in files.items() if bucket.verified_sha256(k) == f.sha256}
     kept = {k: f for k, f in kept.items() if (k if f.form == "metadata" else f"{k}.metadata") in kept
             and (k.removesuffix(".metadata") in kept)}
+    links = linked_provenance(pages)
+    kept |= provenance_records(links, kept, {p: (bucket.verified_sha256(p), sizes[p])
+                                             for p in links.values() if p in sizes})
     if not kept:
         return None
     return LedgerEntry(seq=0, parent=None, parent_sha256=None, kind="adopt", at=now(), writer=writer,
                  added=tuple(kept[k] for k in sorted(kept)),
                  yanks=tuple(YankMark(key=y.key, reason=y.reason) for y in yanks if y.key in kept),
                  note="built by repair-index from the readable pages and the publication records")
+
+
+def linked_provenance(pages: Mapping[str, bytes | None]) -> dict[str, str]:
+    """wheel key -> the ``<file>.provenance`` key its readable project page links (PEP 740: ``provenance`` in JSON,
+    ``data-provenance`` in HTML); an unreadable page links nothing."""
+    out: dict[str, str] = {}
+    for key, raw in sorted(pages.items()):
+        base = key.rsplit("/", 1)[0] + "/"
+        if raw is None or key.count("/") < 2:
+            continue
+        if key.endswith("/index.json") and _is_json(raw) and isinstance(files := json.loads(raw).get("files"), list):
+            out |= {base + str(f["filename"]): base + unquote(f["provenance"]) for f in files
+                    if isinstance(f, dict) and "filename" in f and isinstance(f.get("provenance"), str)}
+        elif key.endswith("/index.html"):
+            out |= {base + unquote(html.unescape(href)): base + unquote(html.unescape(link))
+                    for href, link in HTML_PROVENANCE.findall(raw.decode(errors="replace"))}
+    return out
+
+
+def provenance_records(links: Mapping[str, str], kept: Mapping[str, FileRecord],
+                       stored: Mapping[str, tuple[str, int]]) -> dict[str, FileRecord]:
+    """The provenance of each kept wheel its page links as ``<file>.provenance`` and the bucket stores (its sha256
+    as stored, its size): without it the first ledger would drop a file every page rendered before it linked."""
+    return {p: FileRecord(key=p, sha256=stored[p][0], size=stored[p][1], form="provenance")
+            for wheel, p in links.items()
+            if p == f"{wheel}{SUFFIX}" and wheel in kept and kept[wheel].form in LISTED and p in stored}
 
 
 def served(bucket: Bucket, channel: ReleaseChannel) -> dict[str, str]:

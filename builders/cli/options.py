@@ -454,18 +454,20 @@ _PUBLISH = (
     Option(flags=("wheelhouse",), commands=("publish",), parse=input_dir, metavar="WHEELHOUSE", help=""),
     Option(flags=("--channel",), commands=("publish",), required=True, choices=CHANNELS,
            help="the channel whose indexes the wheels are added to"),
-    Option(flags=("--bucket",), commands=("publish", "promote-release"), required=True, metavar="URL",
-           help="s3://BUCKET/ or s3://BUCKET/PREFIX/: the channels' site root"),
     Option(flags=("--no-mirror",), commands=("publish",), action="store_true", default=False,
            help="publish only the project's own wheels (offline)"),
     Option(flags=("--dry-run",), commands=("publish",), action="store_true", default=False,
            help="print what would be added, replaced and pruned; write nothing"),
     Option(flags=("--record",), commands=("publish",), parse=output_file, metavar="PATH",
            help="also write the publication record (JSON) here"),
+    Option(flags=("--bucket",), commands=("publish", "promote-release"), required=True, metavar="URL",
+           help="s3://BUCKET/ or s3://BUCKET/PREFIX/: the channels' site root"),
     Option(flags=("--attestations",), commands=("publish", "promote-release"), parse=input_dir, metavar="DIR",
            help="the attest step's Sigstore bundles (*.json, *.jsonl): publish serves each as its "
                 "file's PEP 740 provenance (<file>.provenance, linked from the pages); promote-release uploads them "
                 "to the package server with twine --attestations (one single-subject attestation per PyPI file)"),
+    Option(flags=("--site-url",), commands=("publish", "promote-release"), metavar="URL",
+           help="web front for link checks; the bucket's root as served (default: check through the S3 API)"),
 )
 
 _VALIDATE = (

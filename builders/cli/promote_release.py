@@ -57,7 +57,7 @@ def execute(opts: Options, console: Console) -> int:
     write_record(opts.record, plan)
     show(console, plan)
     promotion.preflight(plan)
-    console.line(f"preflight passed: {len(plan.copies)} file(s) to copy, {len(plan.unchanged)} already released, "
+    console.line(f"preflight passed: {to_copy(plan)}, {len(plan.unchanged)} already released, "
                  f"{len(plan.pypi)} PyPI file(s)")
     attested = pypi_attestations(opts.attestations, plan) if plan.pypi else {}
     if opts.dry_run:
@@ -76,6 +76,16 @@ def execute(opts: Options, console: Console) -> int:
     return 0
 
 
+def to_copy(plan: promotion.Promotion) -> str:
+    """What the copies are: each wheel, its ``.metadata`` and its provenance where the test page links one (the
+    preflight's copies hold the first two; the provenance is copied beside its wheel)."""
+    wheels = {c.dest for c in plan.copies if not c.dest.endswith(".metadata")}
+    provenance = sum(1 for r in plan.release if r.provenance and r.dest in wheels)
+    metadata = len(plan.copies) - len(wheels)
+    return (f"{len(plan.copies) + provenance} file(s) to copy ({len(wheels)} wheel(s), {metadata} .metadata, "
+            f"{provenance} provenance)")
+
+
 def _entry_id(state: ChannelState, plan: promotion.Promotion) -> str:
     entry = promoting.committed_entry(state, plan)
     return entry.id if entry else "?"
@@ -91,7 +101,7 @@ def apply(opts: Options, m: Matrix, bucket: Bucket, ledger: Ledger, facts: promo
     entry, state = promoting.commit(ledger, facts, at=planned.entry.at if planned.entry else publishing.now())
     ours = entry or promoting.committed_entry(state, plan)
     assert ours is not None  # the ledger holds the promotion once commit returns
-    written = promoting.render_and_check(bucket, ledger, facts, state)
+    written = promoting.render_and_check(bucket, ledger, facts, state, opts.site_url)
     console.line(f"{bucket.url}: {len(planned.copies)} file(s) copied and verified, ledger entry {ours.id}"
                  f"{'' if entry else ' (held already)'}, {len(written)} page(s) written, every link checked")
     if plan.pypi_done:

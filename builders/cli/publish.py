@@ -73,7 +73,7 @@ def execute(opts: Options, console: Console) -> int:
         if opts.dry_run:
             console.line("--dry-run: nothing was written")
             return 0
-        entry, state = apply(bucket, ledger, evidence, planned, at=at, console=console)
+        entry, state = apply(bucket, ledger, evidence, planned, at=at, console=console, site=opts.site_url)
     ours = entry or publishing.publishing_entry(state, evidence.local)
     if ours is not None and planned.record:
         write_record(opts, bucket, state, ours, evidence, version=str(on_channel.project.version))
@@ -147,16 +147,17 @@ def targets(m: Matrix, local: dict[str, SiteEntry]) -> dict[str, str]:
 
 
 def apply(bucket: Bucket, ledger: Ledger, evidence: publishing.PublishFacts, planned: publishing.Plan, *, at: str,
-          console: Console) -> tuple[LedgerEntry | None, ChannelState]:
-    """Objects, the ledger entry, the pages, the deletions, then every link checked (module docstring of
-    :mod:`builders.channels.publishing`); says what a rerun finished."""
+          console: Console, site: str | None = None) -> tuple[LedgerEntry | None, ChannelState]:
+    """Objects, the ledger entry, the pages, the deletions, then every link checked, through the web front at
+    ``site`` where one is given (module docstring of :mod:`builders.channels.publishing`); says what a rerun
+    finished."""
     publishing.upload(bucket, evidence, planned)
     entry, state = publishing.commit(ledger, evidence, planned, at=at)
     written = publishing.write_pages(bucket, ledger, evidence, state, dict(evidence.pages))
     gone = sorted(k for k in evidence.objects if k in state.removed and k not in state.files)
     if gone:
         bucket.delete(gone)
-    publishing.require_links(bucket, publishing.render(state, evidence.folders, evidence.mirror), written)
+    publishing.require_links(bucket, publishing.render(state, evidence.folders, evidence.mirror), written, site)
     if entry is None:
         console.line(f"{bucket.url}: finished a publication cut short: {len(planned.uploads)} object(s), "
                      f"{len(written)} page(s) written, {len(gone)} object(s) deleted{', its record' if planned.record else ''} "

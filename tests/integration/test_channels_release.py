@@ -20,6 +20,7 @@ import email.parser
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -260,7 +261,12 @@ def test_promotion_releases_exactly_the_manifests_validated_files_and_each_refus
     refused(run(root, s3, *promote, *to_pypi, "--validation", str(old_record)), "validated no manifest")
     unchanged()
 
-    ok(run(root, s3, *promote, *to_pypi))
+    done = ok(run(root, s3, *promote, *to_pypi, "--site-url", s3.http_url + "downloads/"))  # links read over HTTP
+    counts = re.search(r"preflight passed: (\d+) file\(s\) to copy \((\d+) wheel\(s\), (\d+) \.metadata, (\d+) "
+                       r"provenance\)", done.stdout + done.stderr)
+    assert counts, done.stdout + done.stderr
+    total, wheels, metadata, attested = map(int, counts.groups())
+    assert (total, metadata, attested) == (wheels + metadata + attested, wheels, 1), counts.group(0)
     manifest = json.loads(rc2.manifest.read_text())
     (labelled,) = [f for f in manifest["files"] if f["form"] == "labelled"]
     release = {k: v for k, v in s3.files("downloads").items() if k.startswith("whl/cpu/") and k.endswith(".whl")}

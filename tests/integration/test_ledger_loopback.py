@@ -13,11 +13,13 @@ import datetime
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -28,7 +30,7 @@ from builders.cli import main
 from builders.families import loader as matrix
 from builders.matrix.model import Matrix
 from tests.integration.test_objectstore import labelled_wheel, matrix_file
-from tests.objectstore import MotoStore, ObjectStore, moto_store, object_store
+from tests.objectstore import MotoStore, ObjectStore, moto_store, object_store, static_http
 
 pytestmark = pytest.mark.slow
 TRIES = 3  # concurrent pairs per server
@@ -219,6 +221,35 @@ def test_swapped_bytes_are_written_again_and_a_malformed_page_is_exit_40(tmp_pat
     assert main(argv) == ObjectStoreError.exit_code
     err = capsys.readouterr().err
     assert err and "Traceback" not in err and f"{folder}" in err and "cannot be read" in err
+
+
+def test_links_are_checked_through_the_web_front_where_one_is_given(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shipped_text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 43 item 2: with --site-url, every link of every page publish wrote is read through that web front and
+    checked to the page's sha256. The bucket's own front passes; a front serving a stale copy (day 1's wheel with
+    other bytes than the bucket's, day 2's not there yet) is exit 40 naming each URL, though the bucket is right."""
+    m = matrix.loads(shipped_text)
+    path = matrix_file(tmp_path, shipped_text)
+    folder, project = m.channels.channel("nightly").index_path(m.variants[0].label), m.project.name
+    day1, day2 = nightly_house(tmp_path, m, "20261201"), nightly_house(tmp_path, m, "20261202")
+    (first,), (second,) = day1.glob("*.whl"), day2.glob("*.whl")
+    with object_store(tmp_path / "rclone") as server:
+        for key, value in server.env.items():
+            monkeypatch.setenv(key, value)
+        server.make_bucket("downloads")
+        capsys.readouterr()
+        assert main([*publish_argv(path, day1), "--site-url", f"{server.http_url}downloads/"]) == 0
+        assert "ledger entry" in capsys.readouterr().err
+        stale = tmp_path / "stale"
+        shutil.copytree(server.root / "downloads", stale)
+        (stale / folder / project / first.name).write_bytes(b"a stale copy")
+        with static_http(stale) as front:
+            assert main([*publish_argv(path, day2), "--site-url", front]) == ObjectStoreError.exit_code
+        err = capsys.readouterr().err
+        assert f"{front}{quote(f'{folder}{project}/{first.name}')}: served bytes are not the sha256" in err, err
+        assert f"{front}{quote(f'{folder}{project}/{second.name}')}: linked by" in err, err
+        assert "Traceback" not in err
+        assert served(open_bucket("s3://downloads/", server.env), folder, project).keys() == {first.name, second.name}
 
 
 def test_repair_restores_lost_pages_with_their_yanks_and_never_lists_a_stray(

@@ -257,6 +257,34 @@ def test_repair_renders_the_ledger_names_strays_and_lost_files(channels: Channel
     assert swapped.lost == (key,)
 
 
+def test_a_first_ledger_keeps_the_provenance_the_pages_link_and_the_bucket_stores(channels: Channels) -> None:
+    """Issue 45 item 2 on a bucket from before the ledger: each listed wheel's ``<file>.provenance`` that its JSON or
+    HTML page links and the bucket stores is adopted (form "provenance", its stored sha256 and size), so the pages
+    repair renders link it again; one the bucket lacks, or a wheel not kept, adds nothing."""
+    from builders.channels import repairing
+
+    _nightly, test, label, project = channels
+    folder = test.index_path(label)
+    key, other = (f"{folder}{project}/{name(project, v, label)}" for v in ("2.15.0", "2.15.1"))
+    prov = FileRecord(key=f"{key}.provenance", sha256=C, size=7, form="provenance")
+    before = chain(entry(*wheel(key), *wheel(other), prov))
+    pages = publishing.render(before, ((label, folder),), {})
+    for page in (f"{folder}{project}/index.json", f"{folder}{project}/index.html"):
+        assert repairing.linked_provenance({page: pages[page]}) == {key: prov.key}, page
+    kept = {f.key: f for f in (*wheel(key), *wheel(other))}
+    links = repairing.linked_provenance(pages)
+    assert repairing.provenance_records(links, kept, {prov.key: (C, 7)}) == {prov.key: prov}
+    assert repairing.provenance_records(links, kept, {}) == {}
+    assert repairing.provenance_records(links, {k: f for k, f in kept.items() if not k.startswith(key)},
+                                        {prov.key: (C, 7)}) == {}
+    adopt = entry(*kept.values(), prov, kind="adopt")
+    ev = repairing.RepairFacts(channel=test, folders=((label, folder),), state=ChannelState(), adopt=adopt,
+                               sizes={k: f.size for k, f in before.files.items()}, pages={},
+                               digests={k: f.sha256 for k, f in before.files.items()})
+    fix = repairing.plan(ev)
+    assert fix.pages == pages and not fix.strays and not fix.lost
+
+
 # --- promote-release's plan, from evidence alone --------------------------------------------------------------
 
 
