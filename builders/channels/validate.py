@@ -38,6 +38,7 @@ from packaging.version import InvalidVersion, Version
 from builders.base.errors import AuditError, DeviceMissing, ProcessError, SelectionError
 from builders.base.process import HostRunner, LogLike
 from builders.base.sandbox import Isolation, candidate_env, isolation
+from builders.channels.evidence import InstallVerdict
 from builders.channels.manifest import ManifestFile
 from builders.channels.promotion import project_files
 from builders.families.device import require
@@ -67,21 +68,12 @@ class Source:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Install:
-    installer: str
-    status: str
-    reason: str = ""
-    filename: str = ""
-    sha256: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
 class Validated:
     target: str
     status: str
     reason: str = ""
     index_url: str = ""
-    installs: tuple[Install, ...] = field(default_factory=tuple)
+    installs: tuple[InstallVerdict, ...] = field(default_factory=tuple)
     isolation: Isolation | None = None  # how the candidate's code was contained (None: none of it ran)
 
     @property
@@ -169,7 +161,7 @@ def installed_file(report: Path, project: str) -> tuple[str, str]:
 
 
 def install_and_smoke(installer: str, target: Target, python: Path, source: Source, runner: HostRunner,
-                      scratch: Path, progress: Progress | None = None) -> Install:
+                      scratch: Path, progress: Progress | None = None) -> InstallVerdict:
     """One fresh venv with ``installer``, ``source`` installed into it, the smoke probe run there; ``progress``
     gets a line as each step starts (pip's venv and install are silent for half a minute)."""
     said = progress or _quiet
@@ -178,7 +170,7 @@ def install_and_smoke(installer: str, target: Target, python: Path, source: Sour
     py, report = venv_python(str(venv), target.platform.os), scratch / installer / "report.json"
     uv = find_uv()
     if installer == "uv" and uv is None:
-        return Install(installer=installer, status=FAILED, reason="uv is not installed with builders")
+        return InstallVerdict(installer=installer, status=FAILED, reason="uv is not installed with builders")
     pinned = pinned_requirements(source, scratch / installer / "requirements.txt")
     steps = (pip_steps(str(python), str(venv), py, source, str(report)) if installer == "pip"
              else uv_steps(str(uv), str(python), str(venv), py, source, pinned))
@@ -187,12 +179,12 @@ def install_and_smoke(installer: str, target: Target, python: Path, source: Sour
             said(f"{installer}: {what}")
             runner.run(argv, env={}, timeout=target.project.timeouts.install)
     except ProcessError as exc:
-        return Install(installer=installer, status=FAILED, reason=f"install from {source.index_url} failed: "
+        return InstallVerdict(installer=installer, status=FAILED, reason=f"install from {source.index_url} failed: "
                                                                   f"{_last_line(exc)}")
     filename, sha = installed_file(report, target.project.name) if installer == "pip" else _pinned(source)
     wrong = _not_the_manifests(source, filename, sha)
     if wrong:
-        return Install(installer=installer, status=FAILED, reason=wrong, filename=filename, sha256=sha)
+        return InstallVerdict(installer=installer, status=FAILED, reason=wrong, filename=filename, sha256=sha)
     said(f"{installer}: smoke test of {filename or source.requirement}")
     return _smoked(installer, target, py, source, runner, scratch, cwd, filename, sha)
 
@@ -212,19 +204,19 @@ def _not_the_manifests(source: Source, filename: str, sha: str) -> str:
 
 
 def _smoked(installer: str, target: Target, py: str, source: Source, runner: HostRunner, scratch: Path, cwd: Path,
-            filename: str, sha: str) -> Install:
+            filename: str, sha: str) -> InstallVerdict:
     staged = stage(scratch / installer / "probe", [target], dist_version=source.dist_version)
     try:
         out = runner.run(probe_argv(py, str(staged)), env={}, cwd=str(cwd), separate_stderr=True,
                          timeout=target.project.smoke_timeout + 120).stdout
     except ProcessError as exc:
-        return Install(installer=installer, status=FAILED, reason=f"smoke probe crashed: {_last_line(exc)}",
+        return InstallVerdict(installer=installer, status=FAILED, reason=f"smoke probe crashed: {_last_line(exc)}",
                        filename=filename, sha256=sha)
     found = outcome(out)
     if not found.ok:
-        return Install(installer=installer, status=FAILED, reason="; ".join(found.problems), filename=filename,
+        return InstallVerdict(installer=installer, status=FAILED, reason="; ".join(found.problems), filename=filename,
                        sha256=sha)
-    return Install(installer=installer, status=PASSED, filename=filename, sha256=sha)
+    return InstallVerdict(installer=installer, status=PASSED, filename=filename, sha256=sha)
 
 
 def _last_line(exc: ProcessError) -> str:
@@ -269,7 +261,7 @@ def validate_target(target: Target, host: Host, source: Source, env: Mapping[str
                      index_url=source.index_url, installs=installs, isolation=contained)
 
 
-def _shown(installer: str, progress: Progress, run: Callable[[], Install]) -> Install:
+def _shown(installer: str, progress: Progress, run: Callable[[], InstallVerdict]) -> InstallVerdict:
     """``run``'s install (which shows each of its steps as it starts), and a line with its verdict after."""
     started = time.monotonic()
     done = run()

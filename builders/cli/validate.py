@@ -10,7 +10,7 @@ from builders.base import redact, safe_output
 from builders.base.console import Console
 from builders.base.errors import SelectionError, ValidationFailed
 from builders.channels import manifest, validate
-from builders.channels.evidence import Containment, InstallVerdict, TargetVerdict, ValidationRecord
+from builders.channels.evidence import Containment, TargetVerdict, ValidationRecord
 from builders.cli import load
 from builders.cli.arguments import Options
 from builders.index.staging import staging_index
@@ -75,8 +75,7 @@ def verdict(result: validate.Validated) -> TargetVerdict:
     iso = result.isolation
     return TargetVerdict(
         target=result.target, status=result.status, reason=result.reason, index_url=result.index_url,
-        installs=tuple(InstallVerdict(installer=i.installer, status=i.status, reason=i.reason, filename=i.filename,
-                                      sha256=i.sha256) for i in result.installs),
+        installs=result.installs,
         isolation=None if iso is None else Containment(pid_namespace=iso.complete, why=iso.why,
                                                        environment="allowlisted"))
 
