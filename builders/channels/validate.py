@@ -27,7 +27,7 @@ import json
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from urllib.parse import unquote
@@ -38,7 +38,7 @@ from packaging.version import InvalidVersion, Version
 from builders.base.errors import AuditError, DeviceMissing, ProcessError, SelectionError
 from builders.base.process import HostRunner, LogLike
 from builders.base.sandbox import Isolation, candidate_env, isolation
-from builders.channels.evidence import InstallVerdict
+from builders.channels.evidence import Containment, InstallVerdict, TargetVerdict
 from builders.channels.manifest import ManifestFile
 from builders.channels.promotion import project_files
 from builders.families.device import require
@@ -67,23 +67,9 @@ class Source:
     expected: ManifestFile | None = None  # the manifest's file for the target: both installers must get its bytes
 
 
-@dataclass(frozen=True, kw_only=True)
-class Validated:
-    target: str
-    status: str
-    reason: str = ""
-    index_url: str = ""
-    installs: tuple[InstallVerdict, ...] = field(default_factory=tuple)
-    isolation: Isolation | None = None  # how the candidate's code was contained (None: none of it ran)
-
-    @property
-    def sha256(self) -> str:
-        """The sha256 of the file pip installed (what promotion must release), or ``""``."""
-        return next((i.sha256 for i in self.installs if i.sha256), "")
-
-    @property
-    def filename(self) -> str:
-        return next((i.filename for i in self.installs if i.filename), "")
+def contained_as(iso: Isolation) -> Containment:
+    """How the candidate's code ran, as the record holds it."""
+    return Containment(pid_namespace=iso.complete, why=iso.why, environment="allowlisted")
 
 
 # --- what can run here ----------------------------------------------------------------------
@@ -237,13 +223,13 @@ def _quiet(_line: str) -> None:
 
 def validate_target(target: Target, host: Host, source: Source, env: Mapping[str, str], log: LogLike, *,
                     installers: Sequence[str] = INSTALLERS, require_device: bool = False,
-                    progress: Progress = _quiet, contained: Isolation | None = None) -> Validated:
+                    progress: Progress = _quiet, contained: Isolation | None = None) -> TargetVerdict:
     """``target`` installed from ``source`` with each installer, smoke-tested; or why it cannot run here. The
     candidate's code (its build backend never runs: wheels only; its import does) sees only the allowlisted
     environment, inside ``contained`` (default: the best this host allows)."""
     why = not_runnable(target, host, env, require_device=require_device)
     if why is not None:
-        return Validated(target=target.id, status=NOT_RUNNABLE, reason=why, index_url=source.index_url)
+        return TargetVerdict(target=target.id, status=NOT_RUNNABLE, reason=why, index_url=source.index_url)
     python = host.interpreter(target.python.abi)
     assert python is not None
     contained = contained or isolation()
@@ -257,8 +243,8 @@ def validate_target(target: Target, host: Host, source: Source, env: Mapping[str
     shas = sorted({i.sha256 for i in installs if i.sha256})
     if len(shas) > 1:
         reasons.append(f"the installers got different files: {', '.join(shas)}")
-    return Validated(target=target.id, status=FAILED if reasons else PASSED, reason="; ".join(reasons),
-                     index_url=source.index_url, installs=installs, isolation=contained)
+    return TargetVerdict(target=target.id, status=FAILED if reasons else PASSED, reason="; ".join(reasons),
+                     index_url=source.index_url, installs=installs, isolation=contained_as(contained))
 
 
 def _shown(installer: str, progress: Progress, run: Callable[[], InstallVerdict]) -> InstallVerdict:
@@ -293,7 +279,7 @@ class PageBounds:
 
 
 def unpublished(pairs: Sequence[tuple[Target, Source]], project: str, *, listed_only: bool = True,
-                bounds: PageBounds = PageBounds()) -> dict[str, Validated]:
+                bounds: PageBounds = PageBounds()) -> dict[str, TargetVerdict]:
     """The targets whose index lists no wheel of theirs (``not-published``, with ``listed_only``) and those whose
     index cannot be read within ``bounds`` (failed), each index read once through the bounded reader, before any
     installer: what a channel does not hold is never worth a venv, and a page too big or too slow never reaches
@@ -308,10 +294,10 @@ def unpublished(pairs: Sequence[tuple[Target, Source]], project: str, *, listed_
                            if isinstance(listings[u], str)), None)
         files = listings[source.index_url]
         if isinstance(unreadable, str):
-            out[target.id] = Validated(target=target.id, status=FAILED, reason=unreadable,
+            out[target.id] = TargetVerdict(target=target.id, status=FAILED, reason=unreadable,
                                        index_url=source.index_url)
         elif listed_only and not any(serves(name, project, source, target) for name in files):
-            out[target.id] = Validated(target=target.id, status=NOT_PUBLISHED, index_url=source.index_url,
+            out[target.id] = TargetVerdict(target=target.id, status=NOT_PUBLISHED, index_url=source.index_url,
                                        reason=f"the index lists no {project} {source.dist_version} wheel for "
                                               f"{target.tag}")
     return out
@@ -328,7 +314,7 @@ def _listing(index_url: str, project: str, bounds: PageBounds) -> frozenset[str]
 def validate_all(pairs: Sequence[tuple[Target, Source]], host: Host, env: Mapping[str, str], *,
                  project: str, listed_only: bool, installers: Sequence[str] = INSTALLERS,
                  require_device: bool = False, show: Progress = _quiet, bounds: PageBounds = PageBounds(),
-                 keep: Callable[[Sequence[Validated]], object] = lambda done: None) -> list[Validated]:
+                 keep: Callable[[Sequence[TargetVerdict]], object] = lambda done: None) -> list[TargetVerdict]:
     """Every target validated in order, each line of progress shown as ``[n/N] ID: ...``; with ``listed_only``
     (a run over whatever the channel holds) the index is read first and what it does not list is not published;
     ``keep`` gets the verdicts reached as each target ends (the record is rewritten, so a timeout keeps them)."""

@@ -10,7 +10,7 @@ from builders.base import redact, safe_output
 from builders.base.console import Console
 from builders.base.errors import SelectionError, ValidationFailed
 from builders.channels import manifest, validate
-from builders.channels.evidence import Containment, TargetVerdict, ValidationRecord
+from builders.channels.evidence import TargetVerdict, ValidationRecord
 from builders.cli import load
 from builders.cli.arguments import Options
 from builders.index.staging import staging_index
@@ -46,7 +46,7 @@ def execute(opts: Options, console: Console) -> int:
             console.line(f"staging index of {opts.pypi_wheels}: {index_url}")
         host = detect(built.pythons, dict(opts.env), engines=False)
 
-        def keep(done: Sequence[validate.Validated]) -> ValidationRecord:
+        def keep(done: Sequence[TargetVerdict]) -> ValidationRecord:
             data = record(done, channel="pypi" if opts.pypi else channel.name.value,
                           version=str(built.project.version), project=m.project.name, host=host.platform,
                           manifest=release.digest if release else "")
@@ -63,21 +63,12 @@ def execute(opts: Options, console: Console) -> int:
     return 0
 
 
-def record(results: Sequence[validate.Validated], *, channel: str, version: str, project: str, host: str,
+def record(results: Sequence[TargetVerdict], *, channel: str, version: str, project: str, host: str,
            manifest: str = "") -> ValidationRecord:
     """The validation record: each target's verdict, and the digest of the manifest validated against (``""``:
     none; promotion takes only records of its manifest)."""
     return ValidationRecord(project=project, channel=channel, version=version, host=host, manifest_sha256=manifest,
-                            targets=tuple(verdict(r) for r in results))
-
-
-def verdict(result: validate.Validated) -> TargetVerdict:
-    iso = result.isolation
-    return TargetVerdict(
-        target=result.target, status=result.status, reason=result.reason, index_url=result.index_url,
-        installs=result.installs,
-        isolation=None if iso is None else Containment(pid_namespace=iso.complete, why=iso.why,
-                                                       environment="allowlisted"))
+                            targets=tuple(results))
 
 
 def write_record(path: Path, data: ValidationRecord) -> None:
@@ -88,7 +79,7 @@ def write_record(path: Path, data: ValidationRecord) -> None:
 
 def validated(m: Matrix, channel: ReleaseChannel, targets: tuple[Target, ...], opts: Options, index_url: str | None,
               release: manifest.Manifest | None, console: Console,
-              keep: Callable[[Sequence[validate.Validated]], object] = lambda done: None) -> list[validate.Validated]:
+              keep: Callable[[Sequence[TargetVerdict]], object] = lambda done: None) -> list[TargetVerdict]:
     """Each target validated in turn, the record rewritten by ``keep`` as each ends (a timeout keeps them)."""
     env = dict(opts.env)
     host = detect(m.pythons, env, engines=False)

@@ -17,6 +17,7 @@ import pytest
 from builders import cli
 from builders.base.console import Console
 from builders.channels import validate
+from builders.channels.evidence import TargetVerdict
 from builders.cli import arguments
 from builders.cli import validate as validate_command
 from builders.index import PAGE_LIMIT
@@ -64,7 +65,7 @@ def black_hole() -> Iterator[str]:
         yield f"http://127.0.0.1:{listener.getsockname()[1]}/simple/"
 
 
-def validated(m: Matrix, tmp_path: Path, index_url: str, *flags: str) -> list[validate.Validated]:
+def validated(m: Matrix, tmp_path: Path, index_url: str, *flags: str) -> list[TargetVerdict]:
     targets = expand(m)[0][:2]
     opts = arguments.parse(cli.parser(), ["validate", "--channel", "test", "--record", str(tmp_path / "v.json"),
                                           "--index-url", index_url, *flags], {})

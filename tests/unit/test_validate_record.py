@@ -14,7 +14,6 @@ import pytest
 from builders import cli
 from builders.base.console import Console
 from builders.base.errors import InputError
-from builders.channels import validate
 from builders.channels.evidence import InstallVerdict, PromotionRecord, TargetVerdict, ValidationRecord
 from builders.cli import arguments
 from builders.cli import validate as validate_command
@@ -34,7 +33,7 @@ def test_the_record_holds_each_target_as_it_ends(m: Matrix, tmp_path: Path) -> N
     channel = m.declared_channel(opts.channel)
     seen: list[list[str]] = []
 
-    def keep(done: Sequence[validate.Validated]) -> None:
+    def keep(done: Sequence[TargetVerdict]) -> None:
         validate_command.write_record(record, validate_command.record(done, channel="test", version="1", project="p",
                                                                       host=host.platform))
         seen.append([t.target for t in ValidationRecord.from_json(record.read_bytes(), str(record)).targets])
