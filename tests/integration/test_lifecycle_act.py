@@ -637,7 +637,7 @@ class RolledBack:
     proc: subprocess.CompletedProcess[str]
     before: dict[str, bytes]
     after: dict[str, bytes]
-    published: subprocess.CompletedProcess[str]  # the next publish, after the rollback
+    published: subprocess.CompletedProcess[str]  # a publish of its candidate again, after the rollback
     history: tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]  # before and after it
     promotion_id: str  # the second release's promotion, as ``history`` lists it (what the rollback was given)
     again: subprocess.CompletedProcess[str]  # the same rollback again, named by its publish record
@@ -688,7 +688,7 @@ def resolved_by_uv(index_url: str, requirement: str) -> str:
     return proc.stdout.strip()
 
 
-def test_a_rollback_yanks_the_release_the_previous_resolves_and_the_next_publish_succeeds(
+def test_a_rollback_yanks_the_release_the_previous_resolves_and_its_candidate_is_refused_at_publish(
         world: World, rolled_back: RolledBack, tmp_path: Path) -> None:
     assert rolled_back.proc.returncode == 0, rolled_back.proc.stdout + rolled_back.proc.stderr
     wheels_before = {k: v for k, v in rolled_back.before.items() if k.endswith(".whl")}
@@ -710,7 +710,9 @@ def test_a_rollback_yanks_the_release_the_previous_resolves_and_the_next_publish
     assert resolved_by_uv(index, "minifw").startswith(f"minifw=={VERSION}+")
     assert downloadable(index, SECOND, tmp_path / "pinned") in second
     assert resolved_by_uv(index, f"minifw=={SECOND}+cpu") == f"minifw=={SECOND}+cpu"
-    assert rolled_back.published.returncode == 0, rolled_back.published.stdout + rolled_back.published.stderr
+    # the rolled-back version stays released: a candidate of it is refused at publish, before anything is written
+    published = rolled_back.published
+    assert published.returncode == 41 and "released already" in published.stderr, published.stdout + published.stderr
 
 
 def test_history_names_the_promotion_a_rollback_takes_by_id_and_a_second_rollback_is_already_done(
