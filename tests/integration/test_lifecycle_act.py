@@ -550,6 +550,21 @@ def test_promotion_releases_exactly_rc2s_validated_bytes(world: World, candidate
     sums = dict(reversed(line.split("  ", 1)) for line in (github / "SHA256SUMS").read_text().splitlines())
     assert {path.rsplit("/", 1)[-1]: sha for path, sha in sums.items()
             if path.startswith(RELEASE)} == released, "SHA256SUMS of the release index (the variants' are beside it)"
+    assert_verified(world, rc2.run_id, manifest)
+
+
+def assert_verified(world: World, run_id: str, manifest: Path) -> None:
+    """``verify-release`` on the host, as a user runs it against the served release index: every file's sha256
+    and its provenance (the candidate's attestation, copied with its files), signed for this workflow and tag."""
+    (signer,) = {json.dumps(json.loads(line)["signer"], sort_keys=True)
+                 for line in (world.runs / run_id / "attestations.jsonl").read_text().splitlines()}
+    repository = json.loads(signer)["repository"]  # whatever act ran with: the certificate names it
+    proc = subprocess.run([sys.executable, "-m", "builders", "verify-release", VERSION, "--channel", "release",
+                           "--matrix", str(world.repo / "matrix.yaml"), "--site-url", world.url(""),
+                           "--manifest", str(manifest), "--repository", repository],  # workflow, ref: release.yml, rc2's tag
+                          cwd=world.repo, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    print(f"\nverify-release: {proc.stdout.strip()}")
 
 
 def test_the_same_promotion_again_is_already_done_and_changes_nothing(promotions) -> None:

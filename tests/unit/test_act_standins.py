@@ -293,6 +293,7 @@ def test_attest_records_every_subject_of_a_checksums_file(env: dict[str, str]) -
     record = json.loads((Path(env["STANDIN_STATE"]) / "attestations.jsonl").read_text())
     assert record["subjects"] == [{"name": f"w{i}.whl", "sha256": d} for i, d in enumerate(digests)]
     assert record["job"] == "job"
+    assert record["signer"] == {"repository": "o/fw", "workflow": "release.yml", "ref": "refs/tags/v1.0.0"}
     found = provenance.read_bundles(Path(outputs["bundle-path"]).parent)
     assert [provenance.subjects(a) for a in found] == [[(f"w{i}.whl", d) for i, d in enumerate(digests)]]
     assert provenance.identity_of(found[0]) == provenance.Identity(repository="o/fw", workflow="release.yml",
