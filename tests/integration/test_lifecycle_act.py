@@ -228,14 +228,35 @@ def served(world: World, folder: str) -> dict[str, str]:
     return files
 
 
+def provenances(world: World, folder: str) -> dict[str, str]:
+    """Each wheel's PEP 740 provenance its HTML page links (``data-provenance``), by bucket key, each fetched:
+    a provenance object (version 1, its attestation bundles) the attest step made."""
+    found: dict[str, str] = {}
+    base = world.url("")
+    for project in links(world.url(folder)):
+        for link in links(project["href"]):
+            if link.get("data-provenance"):
+                address = urllib.parse.urljoin(project["href"], link["data-provenance"])
+                body = requests.get(address, timeout=60)
+                assert body.status_code == 200, f"{address}: linked as provenance, but HTTP {body.status_code}"
+                assert body.json().get("version") == 1 and body.json().get("attestation_bundles"), address
+                key = urllib.parse.unquote(link["href"].partition("#")[0].removeprefix(base))
+                found[key] = urllib.parse.unquote(address.removeprefix(base))
+    return found
+
+
 def assert_consistent(world: World, folder: str) -> dict[str, str]:
-    """The variant index under ``folder``: every linked file exists with its sha256, and every project file
-    in the bucket is linked (or is a linked wheel's PEP 658 ``.metadata``, or a page); returns the linked."""
+    """The variant index under ``folder``: every linked file exists with its sha256, every project wheel has
+    its PEP 740 provenance linked, and every project file in the bucket is linked (or is a linked wheel's PEP 658
+    ``.metadata`` or provenance, or a page); returns the linked."""
     linked = served(world, folder)
+    attested = provenances(world, folder)
+    bare = sorted(k for k in linked if k.endswith(".whl") and "/minifw/" in k and k not in attested)
+    assert not bare, f"linked without provenance: {bare}"
     objects = {key for key in world.bucket() if key.startswith(folder)}
     pages = {k for k in objects if k.rsplit("/", 1)[-1] in ("index.html", "index.json")}
     project_files = {k for k in objects - pages if k.removeprefix(folder).count("/") == 1}
-    unlinked = project_files - set(linked) - {k + ".metadata" for k in linked}
+    unlinked = project_files - set(linked) - {k + ".metadata" for k in linked} - set(attested.values())
     assert not unlinked, f"in the bucket but linked by no page: {sorted(unlinked)}"
     sums = world.bucket().get(folder + "SHA256SUMS")
     if sums is not None:
