@@ -585,7 +585,7 @@ def assert_verified(world: World, run_id: str, manifest: Path) -> None:
                            "--manifest", str(manifest), "--repository", repository],  # workflow, ref: release.yml, rc2's tag
                           cwd=world.repo, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    print(f"\nverify-release: {proc.stdout.strip()}")
+    print(f"\nverify-release: {(proc.stdout + proc.stderr).strip()}")
 
 
 def test_the_same_promotion_again_is_already_done_and_changes_nothing(promotions) -> None:
