@@ -9,7 +9,8 @@
 #   ci/promote.sh check RECORD DIST                  DIST holds exactly the PyPI files RECORD planned,
 #                                                    each with its sha256
 # The environment gives INDEX_BUCKET, PYPI_SIMPLE_URL, PYPI_REPOSITORY_URL, MANIFEST (the candidate's
-# release manifest), EXPECT_VERSION (the dispatch's version) and EXPECT_TAG, EXPECT_COMMIT and
+# release manifest), ATTESTATIONS (`index` only: the attest steps' bundles, for PyPI files it uploads),
+# EXPECT_VERSION (the dispatch's version) and EXPECT_TAG, EXPECT_COMMIT and
 # EXPECT_RUN_ID (the candidate run as GitHub reports it: ci/candidate-run.sh), and, to override the
 # matrix's channels.promotion for this run, ACCEPT_NOT_RUNNABLE (globs, space-separated) and the
 # PyPI limits PYPI_FILE_LIMIT_MB and PYPI_TOTAL_LIMIT_GB (empty: the matrix's). The PyPI upload is
@@ -57,6 +58,7 @@ preflight() {
 index() {
   local args=()
   while IFS= read -r line; do args+=("$line"); done < <(common "$1")
+  [ -z "${ATTESTATIONS:-}" ] || args+=(--attestations "$ATTESTATIONS")
   python -m builders promote-release "${args[@]}" --record "$2"
 }
 

@@ -282,6 +282,7 @@ class Harness:
                 *self.platforms(),
                 *standin_flags(state, self.repo, pypi_url=self.services.pypi_url),
                 "--env", f"XDG_CACHE_HOME={self.cache_home(event, ref, state, cold)}",
+                "--env", f"STANDIN_WORKFLOW={workflow}",  # act sets no GITHUB_WORKFLOW_REF: the attest stand-in's signer
                 "--secret", f"GITHUB_TOKEN={REGISTRY_TOKEN}",
                 "--env", f"CONTAINERS_REGISTRIES_CONF={self.services.registries_conf}",
                 "--var", f"IMAGE_REGISTRY={self.services.registry}",

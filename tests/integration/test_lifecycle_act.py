@@ -228,14 +228,35 @@ def served(world: World, folder: str) -> dict[str, str]:
     return files
 
 
+def provenances(world: World, folder: str) -> dict[str, str]:
+    """Each wheel's PEP 740 provenance its HTML page links (``data-provenance``), by bucket key, each fetched:
+    a provenance object (version 1, its attestation bundles) the attest step made."""
+    found: dict[str, str] = {}
+    base = world.url("")
+    for project in links(world.url(folder)):
+        for link in links(project["href"]):
+            if link.get("data-provenance"):
+                address = urllib.parse.urljoin(project["href"], link["data-provenance"])
+                body = requests.get(address, timeout=60)
+                assert body.status_code == 200, f"{address}: linked as provenance, but HTTP {body.status_code}"
+                assert body.json().get("version") == 1 and body.json().get("attestation_bundles"), address
+                key = urllib.parse.unquote(link["href"].partition("#")[0].removeprefix(base))
+                found[key] = urllib.parse.unquote(address.removeprefix(base))
+    return found
+
+
 def assert_consistent(world: World, folder: str) -> dict[str, str]:
-    """The variant index under ``folder``: every linked file exists with its sha256, and every project file
-    in the bucket is linked (or is a linked wheel's PEP 658 ``.metadata``, or a page); returns the linked."""
+    """The variant index under ``folder``: every linked file exists with its sha256, every project wheel has
+    its PEP 740 provenance linked, and every project file in the bucket is linked (or is a linked wheel's PEP 658
+    ``.metadata`` or provenance, or a page); returns the linked."""
     linked = served(world, folder)
+    attested = provenances(world, folder)
+    bare = sorted(k for k in linked if k.endswith(".whl") and "/minifw/" in k and k not in attested)
+    assert not bare, f"linked without provenance: {bare}"
     objects = {key for key in world.bucket() if key.startswith(folder)}
     pages = {k for k in objects if k.rsplit("/", 1)[-1] in ("index.html", "index.json")}
     project_files = {k for k in objects - pages if k.removeprefix(folder).count("/") == 1}
-    unlinked = project_files - set(linked) - {k + ".metadata" for k in linked}
+    unlinked = project_files - set(linked) - {k + ".metadata" for k in linked} - set(attested.values())
     assert not unlinked, f"in the bucket but linked by no page: {sorted(unlinked)}"
     sums = world.bucket().get(folder + "SHA256SUMS")
     if sums is not None:
@@ -424,7 +445,7 @@ def test_rc2_replaces_rc1_on_test_and_the_replacement_is_recorded(world: World, 
     linked = assert_consistent(world, TEST)
     assert {k.rsplit("/", 1)[-1]: v for k, v in linked.items() if k.endswith(".whl") and "/minifw/" in k} == \
         {name: sha256(data) for name, data in new.items()}  # type: ignore[arg-type]
-    (publication,) = world.artifact(rc2.run_id, "publication-test").glob("*.json")
+    publication = world.artifact(rc2.run_id, "publication-test") / "test.json"  # beside it: check-index's coverage
     replaced = {c["key"].rsplit("/", 1)[-1]: (c["old_sha256"], c["new_sha256"])
                 for c in json.loads(publication.read_text())["replaced"]}
     for name in new:
@@ -550,6 +571,21 @@ def test_promotion_releases_exactly_rc2s_validated_bytes(world: World, candidate
     sums = dict(reversed(line.split("  ", 1)) for line in (github / "SHA256SUMS").read_text().splitlines())
     assert {path.rsplit("/", 1)[-1]: sha for path, sha in sums.items()
             if path.startswith(RELEASE)} == released, "SHA256SUMS of the release index (the variants' are beside it)"
+    assert_verified(world, rc2.run_id, manifest)
+
+
+def assert_verified(world: World, run_id: str, manifest: Path) -> None:
+    """``verify-release`` on the host, as a user runs it against the served release index: every file's sha256
+    and its provenance (the candidate's attestation, copied with its files), signed for this workflow and tag."""
+    (signer,) = {json.dumps(json.loads(line)["signer"], sort_keys=True)
+                 for line in (world.runs / run_id / "attestations.jsonl").read_text().splitlines()}
+    repository = json.loads(signer)["repository"]  # whatever act ran with: the certificate names it
+    proc = subprocess.run([sys.executable, "-m", "builders", "verify-release", VERSION, "--channel", "release",
+                           "--matrix", str(world.repo / "matrix.yaml"), "--site-url", world.url(""),
+                           "--manifest", str(manifest), "--repository", repository],  # workflow, ref: release.yml, rc2's tag
+                          cwd=world.repo, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    print(f"\nverify-release: {(proc.stdout + proc.stderr).strip()}")
 
 
 def test_the_same_promotion_again_is_already_done_and_changes_nothing(promotions) -> None:

@@ -18,6 +18,8 @@ from types import ModuleType
 
 import pytest
 
+from builders.channels import provenance
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -41,7 +43,8 @@ def env(tmp_path: Path) -> dict[str, str]:
         (tmp_path / name).mkdir()
     return {"GITHUB_WORKSPACE": str(tmp_path / "ws"), "RUNNER_TEMP": str(tmp_path / "temp"),
             "STANDIN_STATE": str(tmp_path / "state"), "PATH": str(tmp_path / "bin"), "HOME": str(tmp_path / "home"),
-            "GITHUB_PATH": str(tmp_path / "path.txt"), "GITHUB_JOB": "job"}
+            "GITHUB_PATH": str(tmp_path / "path.txt"), "GITHUB_JOB": "job", "GITHUB_REPOSITORY": "o/fw",
+            "GITHUB_REF": "refs/tags/v1.0.0", "GITHUB_WORKFLOW_REF": "o/fw/.github/workflows/release.yml@refs/tags/v1.0.0"}
 
 
 def write(path: Path, text: str) -> Path:
@@ -290,7 +293,12 @@ def test_attest_records_every_subject_of_a_checksums_file(env: dict[str, str]) -
     record = json.loads((Path(env["STANDIN_STATE"]) / "attestations.jsonl").read_text())
     assert record["subjects"] == [{"name": f"w{i}.whl", "sha256": d} for i, d in enumerate(digests)]
     assert record["job"] == "job"
-    assert json.loads(Path(outputs["bundle-path"]).read_text()) == record
+    assert record["signer"] == {"repository": "o/fw", "workflow": "release.yml", "ref": "refs/tags/v1.0.0"}
+    found = provenance.read_bundles(Path(outputs["bundle-path"]).parent)
+    assert [provenance.subjects(a) for a in found] == [[(f"w{i}.whl", d) for i, d in enumerate(digests)]]
+    assert provenance.identity_of(found[0]) == provenance.Identity(repository="o/fw", workflow="release.yml",
+                                                                   ref="refs/tags/v1.0.0")
+    assert provenance.signature_verifies(found[0])
 
 
 def test_attest_refuses_more_than_1024_subjects_and_a_path_matching_nothing(env: dict[str, str]) -> None:

@@ -738,8 +738,35 @@ def registry_credentials(env: Env, image: str) -> dict[str, str]:
     return {"registry": registry, "username": user, "password_sha256": hashlib.sha256(password.encode()).hexdigest()}
 
 
+def builder_identity(env: Env) -> dict[str, str]:
+    """The repository, workflow file and ref the run's token would name (``GITHUB_WORKFLOW_REF`` is
+    ``owner/repo/.github/workflows/FILE@REF``), as Fulcio writes them into the signing certificate. act sets no
+    ``GITHUB_WORKFLOW_REF``: the harness passes the workflow it runs (``-W``) as ``STANDIN_WORKFLOW``."""
+    workflow_ref = env.get("GITHUB_WORKFLOW_REF") or env.get("STANDIN_WORKFLOW", "")
+    path, _, ref = workflow_ref.partition("@")
+    if not path.endswith((".yml", ".yaml")):
+        raise StandinError(f"neither GITHUB_WORKFLOW_REF nor STANDIN_WORKFLOW names a workflow file "
+                           f"({workflow_ref!r}): no builder identity to sign")
+    return {"repository": env.get("GITHUB_REPOSITORY", ""), "workflow": path.rsplit("/", 1)[-1],
+            "ref": ref or env.get("GITHUB_REF", "")}
+
+
+def sigstore_like(subjects: list[dict[str, str]], signer: dict[str, str]) -> dict[str, object]:
+    """The bundle ``bundle-path`` names: tests/attestations.py's offline Sigstore-like bundle (a self-signed
+    certificate with Fulcio's builder extensions, a DSSE-signed in-toto statement of the subjects)."""
+    root = Path(__file__).resolve().parents[3]
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))  # tests/attestations.py reads builders' provenance constants
+    spec = importlib.util.spec_from_file_location("standin_attestations", root / "tests" / "attestations.py")
+    assert spec is not None and spec.loader is not None
+    maker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(maker)
+    return maker.bundle({s["name"]: s["sha256"] for s in subjects}, **signer)
+
+
 def attest(env: Env) -> Outputs:
-    """Record a provenance attestation of 1..1024 subjects; no signing (no OIDC, no Sigstore).
+    """Record a provenance attestation of 1..1024 subjects and write it as a Sigstore-like bundle signed by a
+    self-made key (no OIDC, no Fulcio, no Rekor).
     With push-to-registry, the registry credentials must be where the real action reads them."""
     subjects = attest_subjects(env)
     if not subjects:
@@ -749,13 +776,13 @@ def attest(env: Env) -> Outputs:
     push = inp_bool(env, "push-to-registry")
     if push and not inp(env, "subject-name"):
         raise StandinError("push-to-registry needs subject-name (the image) and subject-digest")
-    record = {"job": env.get("GITHUB_JOB", ""), "subjects": subjects,
+    record = {"job": env.get("GITHUB_JOB", ""), "subjects": subjects, "signer": builder_identity(env),
               "predicate_type": "https://slsa.dev/provenance/v1", "push_to_registry": push}
     if push:
         record["registry_login"] = registry_credentials(env, inp(env, "subject-name"))
     number = append_record(state_dir(env) / "attestations.jsonl", record)
     bundle = runner_temp(env) / f"attestation-{number}.json"
-    bundle.write_text(json.dumps(record, indent=1, sort_keys=True))
+    bundle.write_text(json.dumps(sigstore_like(subjects, record["signer"]), indent=1, sort_keys=True))
     log(f"attestation {number}: {len(subjects)} subject(s)")
     return {"bundle-path": str(bundle), "attestation-id": str(number), "attestation-url": ""}
 
