@@ -121,7 +121,8 @@ def _filler(tmp: Path) -> dict[str, tuple[str, ...]]:
     return {"publish": (str(house), "--channel", "nightly", "--bucket", "s3://bucket"),
             "validate": (),
             "manifest": (str(house),),
-            "promote-release": ("--bucket", "s3://bucket", "--validation", str(empty), "--manifest", str(empty))}
+            "promote-release": ("--bucket", "s3://bucket", "--validation", str(empty), "--manifest", str(empty)),
+            "check-index": ("--channel", "test", "--bucket", "s3://bucket")}
 
 
 def _file_options() -> list[tuple[str, str]]:
