@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from builders.base import safe_output
+from builders.base import redact, safe_output
 from builders.base.console import Console
 from builders.base.errors import CoverageMissing, IndexCheckFailed, SelectionError
 from builders.channels.objectstore import cache_control, open_bucket
@@ -47,12 +47,12 @@ def execute(opts: Options, console: Console) -> int:
     resolvers = index_check.Resolvers(python=sys.executable, uv=find_uv(), env=clean_env(env), pre=channel.prerelease)
     checked = index_check.check(Client(), plan, resolvers, workers=index_check.WORKERS, show=console.line)
     data = index_check.record(plan, checked, channel.name.value)
-    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    text = redact.redact(json.dumps(data, indent=2, sort_keys=True) + "\n")  # a finding names the URL it read
     if opts.record:
         safe_output.write_text(opts.record, text)
     if bucket is not None:
         bucket.upload(where + ".json", text.encode(), cache_control=cache_control("", where))
-        bucket.upload(where + ".html", index_check.coverage_html(data).encode(), cache_control=cache_control("", where))
+        bucket.upload(where + ".html", redact.redact(index_check.coverage_html(data)).encode(), cache_control=cache_control("", where))
         console.line(f"{bucket.url}: {where}.json and {where}.html written")
     return verdict(console, checked)
 

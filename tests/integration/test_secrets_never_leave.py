@@ -39,6 +39,8 @@ BASE: dict[str, list[str]] = {
     "rollback": ["--reason", "why", "--promotion", "publish-records/release/x.json"],
     "repair-index": ["--channel", "test", "--dry-run"],
     "history": ["--channel", "release"],
+    "check-index": ["--channel", "test", "--select", "cpu-*-linux-x86_64", "--record", "{out}/coverage.json"],
+    "verify-release": ["1.0", "--channel", "release", "--repository", "owner/name"],
 }
 # Paths that refuse: an input the command turns down after reading its URLs.
 REFUSE: dict[str, list[str]] = {
