@@ -339,8 +339,8 @@ def render_and_check(bucket: Bucket, ledger: Ledger, evidence: PromoteFacts, sta
     otherwise: a rerun rewrites them from the ledger)."""
     site = evidence.site
     written = write_pages(bucket, ledger, site, state, dict(site.pages))
-    require_links(bucket, render(ledger.read().state, site.folders, site.mirror), written, site_url)
-    return written
+    require_links(bucket, written, written, site_url)
+    return list(written)
 
 
 def store_record(bucket: Bucket, record: PromotionRecord, entry: LedgerEntry) -> str:

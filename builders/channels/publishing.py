@@ -365,17 +365,17 @@ def commit(ledger: Ledger, evidence: PublishFacts, planned: Plan, *, at: str) ->
 
 
 def write_pages(bucket: Bucket, ledger: Ledger, evidence: PublishFacts, state: ChannelState,
-                known: dict[str, bytes | None]) -> list[str]:
+                known: dict[str, bytes | None]) -> dict[str, bytes]:
     """The pages rendered from ``state`` where they differ from what the bucket holds (projects' pages before the
-    roots that name them); again from the newer head while another writer moved it. Returns the keys written."""
-    written: list[str] = []
+    roots that name them); again from the newer head while another writer moved it. Returns each page written, with
+    the bytes it holds now (what its links are checked against)."""
+    written: dict[str, bytes] = {}
     for _ in range(8):
         pages = render(state, evidence.folders, evidence.mirror)
         for key in sorted(pages, key=_page_order):
             if known.get(key) != pages[key]:
                 bucket.upload(key, pages[key], cache_control=cache_control(evidence.channel.name.value, key))
-                known[key] = pages[key]
-                written.append(key)
+                known[key] = written[key] = pages[key]
         newer = ledger.read().state
         if newer.head == state.head:
             return written
@@ -391,8 +391,8 @@ def commit_and_render(bucket: Bucket, ledger: Ledger, evidence: PublishFacts,
     the state, and the pages written."""
     committed, state = ledger.append(entry)
     written = write_pages(bucket, ledger, evidence, state, dict(evidence.pages))
-    require_links(bucket, render(state, evidence.folders, evidence.mirror), written)
-    return committed, state, written
+    require_links(bucket, written, written)
+    return committed, state, list(written)
 
 
 def _page_order(key: str) -> tuple[int, str]:

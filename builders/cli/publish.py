@@ -157,7 +157,7 @@ def apply(bucket: Bucket, ledger: Ledger, evidence: publishing.PublishFacts, pla
     gone = sorted(k for k in evidence.objects if k in state.removed and k not in state.files)
     if gone:
         bucket.delete(gone)
-    publishing.require_links(bucket, publishing.render(state, evidence.folders, evidence.mirror), written, site)
+    publishing.require_links(bucket, written, written, site)
     if entry is None:
         console.line(f"{bucket.url}: finished a publication cut short: {len(planned.uploads)} object(s), "
                      f"{len(written)} page(s) written, {len(gone)} object(s) deleted{', its record' if planned.record else ''} "

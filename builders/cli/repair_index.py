@@ -48,7 +48,7 @@ def execute(opts: Options, console: Console) -> int:
     written = publishing.write_pages(bucket, ledger, _as_publish(evidence, state), state, dict(evidence.pages))
     if fix.deletes:
         bucket.delete(fix.deletes)
-    publishing.require_links(bucket, fix.pages, written)
+    publishing.require_links(bucket, written, written)
     console.line(f"{bucket.url}: the {channel.name.value} channel's pages rebuilt from its ledger ({len(written)} "
                  f"written, {len(fix.deletes)} deleted, {len(fix.strays)} stray object(s) not listed)")
     return 0
