@@ -460,3 +460,35 @@ def test_a_nightly_is_never_a_release(tmp_path: Path, monkeypatch: pytest.Monkey
             "v2.15.0", "--output", str(tmp_path / "plan.json")]
     assert cli.main(argv) == SelectionError.exit_code
     assert not (tmp_path / "plan.json").exists()
+
+
+# -- what one promote.yml job hands the next --------------------------------------------------------
+
+def _steps_running(job: dict[str, Any], script: str) -> list[list[str]]:
+    """The arguments of every ``bash ci/<script> ...`` line in the job's run steps."""
+    calls = []
+    for step in job["steps"]:
+        for line in str(step.get("run", "")).splitlines():
+            words = line.split()
+            if words[:2] == ["bash", f"ci/{script}"]:
+                calls.append(words[2:])
+    return calls
+
+
+def _artifact_paths(job: dict[str, Any], action: str) -> dict[str, str]:
+    """Artifact name -> path of each ``actions/<action>-artifact`` step of the job."""
+    return {s["with"]["name"]: s["with"]["path"].rstrip("/") for s in job["steps"]
+            if str(s.get("uses", "")).startswith(f"actions/{action}-artifact@") and "name" in s.get("with", {})}
+
+
+def test_the_github_release_gets_the_promotion_s_attestation_bundles() -> None:
+    """The bundles promote writes ride in its uploaded artifact and are the folder github-release attaches:
+    a path that only exists in the other job (``attestations``) leaves the release without them."""
+    jobs = parsed(PROMOTE)["jobs"]
+    [[written, *_]] = _steps_running(jobs["promote"], "attestation-bundles.sh")
+    [[_tag, _plan, _site, bundles, _out]] = _steps_running(jobs["github-release"], "github-release.sh")
+    assert bundles == written
+    uploaded = _artifact_paths(jobs["promote"], "upload")
+    downloaded = _artifact_paths(jobs["github-release"], "download")
+    carriers = [name for name, path in uploaded.items() if written.startswith(path + "/")]
+    assert carriers and all(downloaded.get(name) == uploaded[name] for name in carriers), (uploaded, downloaded)
