@@ -106,7 +106,8 @@ def tests(session: nox.Session) -> None:
     # Where PYTHONDONTWRITEBYTECODE is set (as on the machine this was measured on), no import writes a .pyc,
     # and each of the suite's hundreds of `python -m builders` starts compiled builders' modules again: 0.3 s each.
     session.run("python", "-m", "compileall", "-q", "builders")
-    session.run("python", "-m", "pytest", "--run-slow", *XDIST, *session.posargs)
+    # --durations: where the suite's time went, in CI's log too (the 50-minute budget is read from it).
+    session.run("python", "-m", "pytest", "--run-slow", "--durations=40", *XDIST, *session.posargs)
 
 
 @nox.session(python=PYTHON, default=False)

@@ -25,7 +25,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # end together (longest-first scheduling), and the many short modules fill in at the end. Only the
 # order changes: no test depends on it, and a module missing from this list runs after these.
 LONG_FIRST = ("test_lifecycle_act", "test_release_act", "test_rocm", "test_hostile", "test_kill_anywhere",
-              "test_build", "test_containers", "test_core", "test_compile_cache_servers", "test_hanging_index")
+              "test_build", "test_rebuild", "test_ledger_kills", "test_channels_release", "test_cuda_toolkit",
+              "test_containers", "test_core", "test_compile_cache_servers", "test_hanging_index")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -254,6 +254,12 @@ def test_ci_plan_sh_refuses_what_is_not_a_plan(root: Path, tmp_path: Path, conte
 
 # -- drift: the contract and the gates -----------------------------------------------------
 
+# The provenance job's first attestation (the nightly and candidate jobs attest their own wheels before it in the file).
+PROVENANCE_DIGESTS = "        run: bash ci/provenance.sh provenance release/wheels release/dist release/variants\n"
+PROVENANCE_ATTEST = (PROVENANCE_DIGESTS + "      - uses: actions/attest@1e69f48acb82d1966a394da916b4c1698aa569d6 # v4.2.2\n"
+                     "        id: attest-1\n        with:\n          subject-checksums: provenance/subjects-1.sha256\n")
+
+
 def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
     for f in FILES:
         shutil.copy(root / f, tmp_path / f.name)
@@ -304,10 +310,9 @@ def edited(root: Path, tmp_path: Path, file: Path, old: str, new: str) -> Path:
         (SHARD, "    if: ${{ !cancelled() && needs.shard.result == 'success' }}\n    name: smoke", "    name: smoke",
          "smoke jobs run only when every build succeeded"),
         # no wheels published without provenance
-        (WORKFLOW, "      - uses: actions/attest@1e69f48acb82d1966a394da916b4c1698aa569d6 # v4.2.2\n"
-                   "        id: attest-1\n        with:\n          subject-checksums: provenance/subjects-1.sha256\n", "",
-         "job 'deploy' publishes wheels without build provenance"),
-        (WORKFLOW, "subject-checksums: provenance/subjects-1.sha256", "show-summary: false",
+        (WORKFLOW, PROVENANCE_ATTEST, PROVENANCE_DIGESTS, "job 'deploy' publishes wheels without build provenance"),
+        (WORKFLOW, PROVENANCE_ATTEST, PROVENANCE_ATTEST.replace("subject-checksums: provenance/subjects-1.sha256",
+                                                                "show-summary: false"),
          "job 'publish' publishes wheels without build provenance"),
         (WORKFLOW, "    needs: [plan, provenance]\n", "    needs: [plan, release-files]\n",
          "job 'deploy' publishes wheels without build provenance"),
@@ -331,9 +336,8 @@ def test_the_committed_workflows_are_in_step(root: Path) -> None:
 
 def test_an_attestation_after_the_upload_is_no_provenance(root: Path, tmp_path: Path) -> None:
     text = (root / WORKFLOW).read_text()
-    attest = ("      - uses: actions/attest@1e69f48acb82d1966a394da916b4c1698aa569d6 # v4.2.2\n"
-              "        id: attest-1\n        with:\n          subject-checksums: provenance/subjects-1.sha256\n")
-    release = edited(root, tmp_path, WORKFLOW, attest, "")
+    attest = PROVENANCE_ATTEST.removeprefix(PROVENANCE_DIGESTS)
+    release = edited(root, tmp_path, WORKFLOW, PROVENANCE_ATTEST, PROVENANCE_DIGESTS)
     release.write_text(release.read_text() + attest)  # now the last step of github-release, after its upload
     assert text.rstrip().endswith('run: bash ci/github-release.sh "$TAG" plan/plan.json site attestations github-release')
     problems = drift(matrix.load(root / "matrix.yaml"), release)
