@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from builders.engines import images
+from builders.engines.container import OWNER_LABEL
 from builders.engines.images import engine_env
 from builders.families import families
 from builders.wheel.archive import Wheel
@@ -41,6 +42,13 @@ def env() -> dict[str, str]:
 
 def podman(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["podman", *args], env=env(), text=True, capture_output=True, timeout=600)
+
+
+def owned_by(pid: int, *, stopped_too: bool = True) -> list[str]:
+    """The names of the build containers that process ``pid`` started (its owner label): the suite runs on two
+    workers, and another module's build may have containers of its own running now."""
+    return podman("ps", *(["--all"] if stopped_too else []), "--filter", f"label={OWNER_LABEL}={pid}", "--format",
+                  "{{.Names}}").stdout.split()
 
 
 @pytest.fixture(scope="session")
@@ -142,7 +150,7 @@ def test_interrupted_container_build_leaves_nothing(container_house: Path, root:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        names = podman("ps", "--filter", "name=builders-", "--format", "{{.Names}}").stdout.split()
+        names = owned_by(proc.pid, stopped_too=False)
         if names:
             break
         time.sleep(0.2)
@@ -151,7 +159,7 @@ def test_interrupted_container_build_leaves_nothing(container_house: Path, root:
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err[-3000:]
-    assert podman("ps", "--all", "--filter", "name=builders-", "--format", "{{.Names}}").stdout.strip() == ""
+    assert owned_by(proc.pid) == []
     assert not list(tmp_path.rglob("*.whl"))
     r = results(tmp_path)[tid]
     assert r["status"] == "interrupted"
@@ -167,14 +175,14 @@ def test_sigterm_during_parallel_builds_stops_every_target(container_house: Path
     deadline = time.monotonic() + 300
     names: list[str] = []
     while time.monotonic() < deadline and len(names) < 2:
-        names = podman("ps", "--filter", "name=builders-", "--format", "{{.Names}}").stdout.split()
+        names = owned_by(proc.pid, stopped_too=False)
         time.sleep(0.2)
     assert len(names) == 2, "the two build containers never ran at once"
     time.sleep(2)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err[-3000:]
-    assert podman("ps", "--all", "--filter", "name=builders-", "--format", "{{.Names}}").stdout.strip() == ""
+    assert owned_by(proc.pid) == []
     assert not list(tmp_path.rglob("*.whl")) and not list(tmp_path.rglob("*.partial"))
     assert not list((tmp_path / ".work").glob("*"))
     found = results(tmp_path)
@@ -205,12 +213,12 @@ def test_sigkilled_build_is_reaped_by_the_next_run(container_house: Path, root: 
     deadline = time.monotonic() + 300
     names: list[str] = []
     while time.monotonic() < deadline and not names:
-        names = podman("ps", "--filter", "label=builders.owner-pid", "--format", "{{.Names}}").stdout.split()
+        names = owned_by(proc.pid, stopped_too=False)
         time.sleep(0.2)
     assert names, "the build container never started"
     proc.kill()
     proc.wait(timeout=60)
-    assert podman("ps", "--all", "--filter", f"name={names[0]}", "--format", "{{.Names}}").stdout.split() == names
+    assert owned_by(proc.pid) == names
     assert builders(*argv[3:], "--dry-run", cwd=root).returncode == 0
-    assert podman("ps", "--all", "--filter", "label=builders.owner-pid", "--format", "{{.Names}}").stdout.strip() == ""
+    assert owned_by(proc.pid) == []
     assert not list(tmp_path.glob("whl/*/*.whl"))
