@@ -22,9 +22,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # Modules that run longest, first. Under ``nox -s tests`` pytest-xdist's two workers take whole
 # modules (``--dist loadscope``: a module's module-scoped builds run once, on one worker), in
 # collection order (``--no-loadscope-reorder``); starting the long ones first lets both workers
-# end together (longest-first scheduling), and the many short modules fill in at the end. Only the
-# order changes: no test depends on it, and a module missing from this list runs after these.
-LONG_FIRST = ("test_lifecycle_act", "test_release_act", "test_rocm", "test_hostile", "test_kill_anywhere",
+# end together (longest-first scheduling), and the many short modules fill in at the end. One
+# exception: the two act modules build the same cpu image (same Containerfile, base and Python), and
+# started together each built it cold, at once, on the same 2 cores (about 4 minutes each); with
+# test_release_act a few modules later, its image build finds the layers the lifecycle's first
+# nightly left in the engine's cache. Only the order changes: no test depends on it, and a module
+# missing from this list runs after these.
+LONG_FIRST = ("test_lifecycle_act", "test_rocm", "test_hostile", "test_release_act", "test_kill_anywhere",
               "test_build", "test_rebuild", "test_ledger_kills", "test_channels_release", "test_cuda_toolkit",
               "test_containers", "test_core", "test_compile_cache_servers", "test_hanging_index")
 

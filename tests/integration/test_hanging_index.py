@@ -87,13 +87,20 @@ def project(root: Path, tmp: Path) -> Path:
     return tmp / "matrix.yaml"
 
 
+@pytest.fixture(scope="module")
+def toolchains(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A toolchain cache of this module's own, so provision asks the broken index for the toolkit; both modes share
+    it, and with it the compiler cache beside it (the second mode's core compile hits)."""
+    return tmp_path_factory.mktemp("hanging-index") / "toolchains"
+
+
 @pytest.mark.parametrize("mode", ["hang", "500"])
 def test_a_broken_index_fails_only_the_targets_that_need_it(root: Path, tmp_path: Path, index: BrokenIndex,
-                                                            mode: str) -> None:
+                                                            toolchains: Path, mode: str) -> None:
     index.mode = mode
     matrix, out = project(root, tmp_path), tmp_path / "out"
     started = time.monotonic()
-    proc = builders("build", "--matrix", str(matrix), "--output", str(out), "--cache", str(tmp_path / "toolchains"),
+    proc = builders("build", "--matrix", str(matrix), "--output", str(out), "--cache", str(toolchains),
                     "--jobs", "2", *(a for t in (PROVISION, SMOKE, UNTOUCHED) for a in ("--target", t)), cwd=root,
                     env={**os.environ, "BROKEN_INDEX_URL": index.url}, timeout=900)
     seconds = time.monotonic() - started

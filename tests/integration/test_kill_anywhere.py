@@ -7,10 +7,11 @@ kill: ``results.json`` parses, every wheel in the wheel folders is whole, no com
 killed run is still running. The rerun (no ``--force``) must then complete, and leave a store
 with no partial entry (every ``.store/<digest>/`` has its wheel and record, no temporary
 folder), a valid and complete ``results.json`` whose sha256 is the published file's, and
-nothing half-written (no ``.partial``) in the wheel folders. Killed runs use ``--force``, so
-every stage (the core included) runs each time, and the target's wheel is taken out of the store
-first, so the rerun builds unless the killed run published. The compiler cache is shared; one
-output folder serves every point.
+nothing half-written (no ``.partial``) in the wheel folders. The target's wheel is taken out of
+the store before each killed run, so it builds every stage after the core, and the rerun builds
+unless the killed run published; the killed runs up to the core's points use ``--force``, so the
+core is built (and killed) too, while the later ones reuse the stored core, as a rerun would. The
+compiler cache is shared; one output folder serves every point.
 
 Publishing takes milliseconds, too short to hit from outside: three more points kill a process
 exactly inside it (the store's copy, before the store's rename, before the wheel folder's
@@ -70,6 +71,9 @@ POINTS = (
     Point("results", "console", rf"{TARGET} store \d+s"),
     Point("after the last target", "console", rf"{TARGET} built"),
 )
+
+
+CORE_AND_BEFORE = ("provision", "check", "core")  # the points whose killed run must build the core
 
 
 class Build:
@@ -250,11 +254,11 @@ def test_a_build_killed_anywhere_reruns_to_a_whole_output(root: Path, tmp_path: 
     findings, started = [], time.monotonic()
     for point in POINTS:
         # The rerun must build unless the killed run published: take the wheel out of the store first
-        # (the core stays: with --force the killed run rebuilds it, and a rerun may reuse it).
+        # (the core stays: the core's points rebuild it with --force, and a rerun may reuse it).
         for entry in (out / ".store").glob("[0-9a-f]*"):
             shutil.rmtree(entry)
         (out / "logs" / f"{TARGET}.log").unlink(missing_ok=True)  # the log's triggers are this run's
-        killed = Build(root, out, "--force")
+        killed = Build(root, out, *(["--force"] if point.stage.startswith(CORE_AND_BEFORE) else []))
         landed, survivors = kill_group(killed, point)
         after_kill = whole_wheels(out, temporary_ok=True) + results_problems(out, complete=False)
         after_kill += [f"{len(survivors)} command(s) of the killed run still running"] if survivors else []

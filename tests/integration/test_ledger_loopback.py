@@ -156,7 +156,11 @@ def test_a_publish_killed_at_each_write_reruns_to_the_same_end(tmp_path: Path, m
     folder, project = m.channels.channel("nightly").index_path(m.variants[0].label), m.project.name
     day1, day2 = nightly_house(tmp_path, m, "20261201"), nightly_house(tmp_path, m, "20261202")
 
-    monkeypatch.setattr(ledger_mod, "LEASE_SECONDS", 2.0)  # a killed holder's lease lapses within the test
+    def one_writer() -> None:
+        monkeypatch.setattr(ledger_mod, "LEASE_SECONDS", 2.0)  # a killed holder's lease lapses within the test
+        monkeypatch.setattr(ledger_mod, "SETTLE_SECONDS", 0.05)  # one writer at a time: no race to settle
+
+    one_writer()
 
     @contextlib.contextmanager
     def fresh(name: str) -> Iterator[ObjectStore]:
@@ -171,6 +175,7 @@ def test_a_publish_killed_at_each_write_reruns_to_the_same_end(tmp_path: Path, m
         writes = counting_writes(monkeypatch, None)
         assert main(publish_argv(path, day2)) == 0
         monkeypatch.undo()
+        one_writer()
         whole, points = channel_state(server), len(writes)
     print(f"{points} kill points: {writes}")
     assert points >= 8, writes
@@ -181,7 +186,7 @@ def test_a_publish_killed_at_each_write_reruns_to_the_same_end(tmp_path: Path, m
             with pytest.raises(Killed):
                 main(publish_argv(path, day2))
             monkeypatch.undo()
-            monkeypatch.setattr(ledger_mod, "LEASE_SECONDS", 2.0)
+            one_writer()
             for key, value in server.env.items():
                 monkeypatch.setenv(key, value)
             installed.add(pip_installs(server, folder, project, tmp_path / f"pip{kill}"))
