@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from builders.base.errors import MatrixError
+from builders.channels import ledger
 from builders.families import accelerators
 from builders.families import loader as matrix
 from builders.matrix.family import Accelerator
@@ -127,3 +128,17 @@ def only_problem(text: str, phrase: str):
 def edit(text: str, old: str, new: str) -> str:
     assert old in text, old
     return text.replace(old, new, 1)
+
+
+def missed_sources(log: Path) -> list[str]:
+    """The sources a target's build missed the compiler cache on, from its log's one compiler-cache line (it names
+    five at most, then "..."; a caller compares the count with the record's misses)."""
+    (line,) = re.findall(r"^# compiler cache: .*$", log.read_text(), re.M)
+    return line.partition("; missed: ")[2].split(", ") if "; missed: " in line else []
+
+
+def one_writer_at_a_time(monkeypatch: pytest.MonkeyPatch, lease_seconds: float) -> None:
+    """The ledger's lease short enough that a killed holder's lapses within a test, and no settle wait: with one
+    writer at a time there is no race for it to outwait (the race tests keep the real one)."""
+    monkeypatch.setattr(ledger, "LEASE_SECONDS", lease_seconds)
+    monkeypatch.setattr(ledger, "SETTLE_SECONDS", 0.05)

@@ -528,7 +528,6 @@ def test_a_promotion_killed_at_each_write_reruns_to_the_same_end(
     (the old state: no page lists it yet), never a 404 or a hash error; the rerun exits 0 and reaches the
     uninterrupted run's end state (objects, pages, ledger, record, package server files); one more says "already
     done" and writes nothing."""
-    from builders.channels import ledger as ledger_mod
     from builders.cli import main
 
     s3, _staging, pypi = servers
@@ -548,8 +547,7 @@ def test_a_promotion_killed_at_each_write_reruns_to_the_same_end(
         monkeypatch.undo()
         for key, value in {**s3.env, **CREDENTIALS}.items():
             monkeypatch.setenv(key, value)
-        monkeypatch.setattr(ledger_mod, "LEASE_SECONDS", 1.0)  # a killed holder's lease lapses within the test
-        monkeypatch.setattr(ledger_mod, "SETTLE_SECONDS", 0.05)  # one writer: no race to settle
+        helpers.one_writer_at_a_time(monkeypatch, 1.0)
         return counting_writes(monkeypatch, kill_at)
 
     started = time.monotonic()

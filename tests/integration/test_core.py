@@ -113,14 +113,8 @@ def test_core_once_per_variant_then_reused_then_rebuilt_through_the_compiler_cac
         assert all(changed[i]["digest"] != first[i]["digest"] for i in ids)
         builder = next(i for i in ids if changed[i]["core"]["status"] == "built")
         stats = changed[builder]["compiler_cache"]
-        missed = missed_sources(setup["out"], changed[builder])
+        missed = helpers.missed_sources(setup["out"] / changed[builder]["log"])
         assert stats["hits"] >= 3 and len(missed) == stats["misses"], (variant, stats, missed)
         # The only misses: the changed unit and CMake's own compiler probes (try_compile, in a folder of a random name).
         assert [m for m in missed if "/CMakeScratch/TryCompile-" not in m] == ["../src/core/src/info.cpp"], missed
         assert all(changed[i]["compiler_cache"]["hits"] >= 1 for i in ids), "the per-Python extension hits too"
-
-
-def missed_sources(out: Path, result: dict) -> list[str]:
-    """The sources the target's build missed the compiler cache on, from its log's compiler-cache line."""
-    (line,) = re.findall(r"^# compiler cache: .*$", (out / result["log"]).read_text(), re.M)
-    return line.partition("; missed: ")[2].split(", ") if "; missed: " in line else []

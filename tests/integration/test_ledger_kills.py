@@ -41,6 +41,7 @@ from builders.channels.objectstore import Bucket, open_bucket
 from builders.cli import main
 from builders.families import loader as matrix
 from builders.matrix.model import Matrix
+from tests import helpers
 from tests.integration.test_ledger_loopback import STORES, TRIES, Killed, counting_writes, nightly_house
 from tests.integration.test_objectstore import labelled_wheel, matrix_file
 from tests.objectstore import MotoStore, ObjectStore, moto_store, object_store
@@ -80,8 +81,7 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ObjectSt
         for name, value in s3.env.items():
             monkeypatch.setenv(name, value)
         s3.make_bucket("downloads")
-        monkeypatch.setattr(ledger_mod, "LEASE_SECONDS", 1.0)  # a killed holder's lease lapses within the test
-        monkeypatch.setattr(ledger_mod, "SETTLE_SECONDS", 0.05)
+        helpers.one_writer_at_a_time(monkeypatch, 1.0)
         yield s3
 
 

@@ -29,6 +29,7 @@ from builders.channels.objectstore import Bucket, open_bucket
 from builders.cli import main
 from builders.families import loader as matrix
 from builders.matrix.model import Matrix
+from tests import helpers
 from tests.integration.test_objectstore import labelled_wheel, matrix_file
 from tests.objectstore import MotoStore, ObjectStore, moto_store, object_store, static_http
 
@@ -156,11 +157,7 @@ def test_a_publish_killed_at_each_write_reruns_to_the_same_end(tmp_path: Path, m
     folder, project = m.channels.channel("nightly").index_path(m.variants[0].label), m.project.name
     day1, day2 = nightly_house(tmp_path, m, "20261201"), nightly_house(tmp_path, m, "20261202")
 
-    def one_writer() -> None:
-        monkeypatch.setattr(ledger_mod, "LEASE_SECONDS", 2.0)  # a killed holder's lease lapses within the test
-        monkeypatch.setattr(ledger_mod, "SETTLE_SECONDS", 0.05)  # one writer at a time: no race to settle
-
-    one_writer()
+    helpers.one_writer_at_a_time(monkeypatch, 2.0)
 
     @contextlib.contextmanager
     def fresh(name: str) -> Iterator[ObjectStore]:
@@ -175,7 +172,7 @@ def test_a_publish_killed_at_each_write_reruns_to_the_same_end(tmp_path: Path, m
         writes = counting_writes(monkeypatch, None)
         assert main(publish_argv(path, day2)) == 0
         monkeypatch.undo()
-        one_writer()
+        helpers.one_writer_at_a_time(monkeypatch, 2.0)
         whole, points = channel_state(server), len(writes)
     print(f"{points} kill points: {writes}")
     assert points >= 8, writes
@@ -186,7 +183,7 @@ def test_a_publish_killed_at_each_write_reruns_to_the_same_end(tmp_path: Path, m
             with pytest.raises(Killed):
                 main(publish_argv(path, day2))
             monkeypatch.undo()
-            one_writer()
+            helpers.one_writer_at_a_time(monkeypatch, 2.0)
             for key, value in server.env.items():
                 monkeypatch.setenv(key, value)
             installed.add(pip_installs(server, folder, project, tmp_path / f"pip{kill}"))
