@@ -94,7 +94,19 @@ def client(env: Mapping[str, str]) -> S3Client:
         )
     endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None
     config = Config(retries={"max_attempts": 5, "mode": "standard"}, s3={"addressing_style": "path"})
-    return session.client("s3", endpoint_url=endpoint, config=config)
+    s3 = session.client("s3", endpoint_url=endpoint, config=config)
+    s3.meta.events.register("before-parse.s3", error_body_as_bytes)
+    return s3
+
+
+def error_body_as_bytes(response_dict: dict[str, Any], **_: Any) -> None:
+    """Lets an error answer that carries an object's checksum header parse as the error it is, so that the
+    standard retries retry a 5xx. ``rclone serve s3`` answers a read of an object replaced under it with a 500
+    that still carries the object's ``x-amz-checksum-sha256`` (seen in the ledger's three-writer race);
+    botocore then wraps the error's body in its checksum reader and fails on it with an AttributeError, not the
+    500 (boto/botocore#3680, open in 1.44). The wrapped stream is already spent: the error parses from its status."""
+    if response_dict["status_code"] >= 300 and not isinstance(response_dict["body"], bytes | bytearray):
+        response_dict["body"] = b""
 
 
 @dataclass(frozen=True, kw_only=True)
