@@ -58,19 +58,25 @@ def run(call: Invocation) -> None:
 
 def _streams(call: Invocation) -> None:
     """fds 0, 1 and 2 onto the case's files, and sys.std* rebuilt on them as a starting interpreter builds them."""
-    os.dup2(os.open(call.stdin, os.O_RDONLY), 0)
+    _onto(0, os.open(call.stdin, os.O_RDONLY))
     if call.stdout is None:
         reader, writer = os.pipe()
         os.close(reader)
-        os.dup2(writer, 1)
+        _onto(1, writer)
     else:
-        os.dup2(os.open(call.stdout, os.O_WRONLY | os.O_TRUNC), 1)
-    os.dup2(os.open(call.stderr, os.O_WRONLY | os.O_TRUNC), 2)
+        _onto(1, os.open(call.stdout, os.O_WRONLY | os.O_TRUNC))
+    _onto(2, os.open(call.stderr, os.O_WRONLY | os.O_TRUNC))
     unbuffered = bool(call.env.get("PYTHONUNBUFFERED"))
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=unbuffered)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
                                   write_through=True)
+
+
+def _onto(target: int, opened: int) -> None:
+    """``opened`` becomes fd ``target``; no second descriptor of it is left open."""
+    os.dup2(opened, target)
+    os.close(opened)
 
 
 def _main(argv: tuple[str, ...]) -> int:

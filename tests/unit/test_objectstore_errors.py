@@ -10,6 +10,7 @@ which no retry catches. Here a loopback server made by this test answers exactly
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import http.server
 import threading
@@ -53,20 +54,16 @@ def handler(script: Script) -> type[http.server.BaseHTTPRequestHandler]:
     return RcloneLike
 
 
-@pytest.fixture
-def serve() -> Iterator[Callable[[Script], Bucket]]:
-    servers: list[http.server.ThreadingHTTPServer] = []
-
-    def start(script: Script) -> Bucket:
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler(script))
-        threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
-        servers.append(httpd)
-        env = {"AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{httpd.server_address[1]}", "AWS_ACCESS_KEY_ID": "k",
-               "AWS_SECRET_ACCESS_KEY": "s", "AWS_REGION": "us-east-1"}
-        return open_bucket("s3://downloads/", env)
-
-    yield start
-    for httpd in servers:
+@contextlib.contextmanager
+def rclone_like(script: Script) -> Iterator[Bucket]:
+    """A bucket whose store is a loopback server answering by ``script``, for the block."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler(script))
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    env = {"AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{httpd.server_address[1]}", "AWS_ACCESS_KEY_ID": "k",
+           "AWS_SECRET_ACCESS_KEY": "s", "AWS_REGION": "us-east-1"}
+    try:
+        yield open_bucket("s3://downloads/", env)
+    finally:
         httpd.shutdown()
         httpd.server_close()
 
@@ -80,16 +77,16 @@ EXPECTED = {"read": DATA, "read_if_there": DATA, "sha256": hashlib.sha256(DATA).
 
 
 @pytest.mark.parametrize("how", READS)
-def test_a_500_with_the_objects_checksum_header_is_retried_to_the_object(
-        serve: Callable[[Script], Bucket], how: str) -> None:
+def test_a_500_with_the_objects_checksum_header_is_retried_to_the_object(how: str) -> None:
     script = Script(failures=1)
-    assert READS[how](serve(script)) == EXPECTED[how]
+    with rclone_like(script) as bucket:
+        assert READS[how](bucket) == EXPECTED[how]
     assert script.asked == [f"/downloads/{KEY}"] * 2
 
 
-def test_a_500_on_every_attempt_is_the_stores_error_naming_the_key(serve: Callable[[Script], Bucket]) -> None:
+def test_a_500_on_every_attempt_is_the_stores_error_naming_the_key() -> None:
     script = Script(failures=99)
-    bucket = serve(script)
-    with pytest.raises(ObjectStoreError, match=rf"s3://downloads/{KEY}: read failed: .*\(500\)"):
+    with rclone_like(script) as bucket, pytest.raises(ObjectStoreError,
+                                                      match=rf"s3://downloads/{KEY}: read failed: .*\(500\)"):
         bucket.read(KEY)
     assert len(script.asked) == bucket.s3.meta.config.retries["total_max_attempts"]  # every attempt was a 500
