@@ -284,7 +284,7 @@ def gather(bucket: Bucket, ledger: Ledger, promotion: Promotion, channel: Releas
     folders = tuple((label, channel.index_path(label)) for label in sorted(labels))
     sizes = {k: o.size for _label, folder in folders for k, o in bucket.listing(folder).items()}
     pages = current_pages(bucket, page_keys(sizes, folders))
-    state = settled(ledger, pages, sizes)
+    state = settled(ledger, pages, sizes, folders)
     provenance = served_provenance(bucket, promotion)
     stored = {c.dest: bucket.verified_sha256(c.dest) if c.dest in sizes else None
               for c in copies_of(promotion, provenance)}

@@ -249,16 +249,17 @@ def page_keys(objects: Iterable[str], folders: Iterable[tuple[str, str]]) -> lis
     return sorted(set(out))
 
 
-def unrecorded(state: ChannelState, pages: Mapping[str, bytes | None], sizes: Mapping[str, int], *, at: str,
-               writer: str) -> LedgerEntry | None:
+def unrecorded(state: ChannelState, pages: Mapping[str, bytes | None], sizes: Mapping[str, int], *,
+               folders: Iterable[tuple[str, str]], at: str, writer: str) -> LedgerEntry | None:
     """The ``adopt`` entry of what the pages list and the ledger does not hold: on a bucket from before the ledger,
     every listed file with its yank (a page that cannot be read: exit 40 naming it); on one whose pages another
     writer changed outside the ledger, each file they list that the bucket holds. None when there is nothing."""
     strict = state.head is None
+    folders = tuple(folders)
     added: list[FileRecord] = []
     yanks: list[YankMark] = []
     for page_key, raw in sorted(pages.items()):
-        if raw is None or not _project_page(page_key):
+        if raw is None or not project_page(page_key, folders):
             continue
         for item in _page_files(page_key, raw, strict):
             key = page_key.removesuffix("index.json") + item.filename
@@ -277,8 +278,11 @@ def unrecorded(state: ChannelState, pages: Mapping[str, bytes | None], sizes: Ma
                  yanks=tuple(yanks), note=note)
 
 
-def _project_page(key: str) -> bool:
-    return key.endswith("/index.json") and key.count("/") >= 2
+def project_page(key: str, folders: Iterable[tuple[str, str]]) -> bool:
+    """Whether ``key`` is a project's PEP 691 page, ``<folder><project>/index.json``: a folder's own ``index.json``
+    lists the projects (``{"projects": [...]}``), not files, and lies one level higher."""
+    return any(key.startswith(folder) and key[len(folder):].count("/") == 1 and key.endswith("/index.json")
+               for _label, folder in folders)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -478,7 +482,7 @@ def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, *, project: 
     sizes = {k: o.size for _label, folder in folders for k, o in bucket.listing(folder).items()}
     objects = frozenset(sizes)
     pages = current_pages(bucket, page_keys(objects, folders))
-    state = settled(ledger, pages, sizes)
+    state = settled(ledger, pages, sizes, folders)
     files = local_files(local, project, targets) | provenance_files(provenance or {})
     mirror = {folder: merged for _label, folder in folders
               if (merged := merged_bytes(pages.get(f"{folder}mirror.json"), mirror_records.get(folder))) is not None}
@@ -489,12 +493,13 @@ def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, *, project: 
                     state=state, record_missing=missing)
 
 
-def settled(ledger: Ledger, pages: Mapping[str, bytes | None], sizes: Mapping[str, int]) -> ChannelState:
+def settled(ledger: Ledger, pages: Mapping[str, bytes | None], sizes: Mapping[str, int],
+            folders: Iterable[tuple[str, str]]) -> ChannelState:
     """The ledger's state, with what the pages list beyond it adopted first (:func:`unrecorded`)."""
-    state = ledger.read().state
-    if unrecorded(state, pages, sizes, at=now(), writer=ledger.writer) is None:
+    state, folders = ledger.read().state, tuple(folders)
+    if unrecorded(state, pages, sizes, folders=folders, at=now(), writer=ledger.writer) is None:
         return state
-    return ledger.append(lambda s: unrecorded(s, pages, sizes, at=now(), writer=ledger.writer))[1]
+    return ledger.append(lambda s: unrecorded(s, pages, sizes, folders=folders, at=now(), writer=ledger.writer))[1]
 
 
 def publishing_entry(state: ChannelState, files: Mapping[str, LocalFile]) -> LedgerEntry | None:

@@ -89,7 +89,7 @@ def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, labels: Iter
     state = ledger.read().state
     adopt = None
     if state.head is None:
-        adopt = first_entry(bucket, channel, pages, sizes, writer=ledger.writer)
+        adopt = first_entry(bucket, channel, pages, sizes, folders=folders, writer=ledger.writer)
     held = state.files if adopt is None else state.after(chained(state, adopt)).files
     digests = {k: bucket.verified_sha256(k) for k in held if k in sizes}
     remade = {f"{k}.metadata": metadata_of(bucket, k, k.rsplit("/", 1)[-1]) for k, f in held.items()
@@ -99,14 +99,14 @@ def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, labels: Iter
 
 
 def first_entry(bucket: Bucket, channel: ReleaseChannel, pages: Mapping[str, bytes | None], sizes: Mapping[str, int],
-                *, writer: str) -> LedgerEntry | None:
+                *, folders: tuple[tuple[str, str], ...], writer: str) -> LedgerEntry | None:
     """What the readable pages list (with their yanks), then what the publication records served, each kept only
     where its objects are stored with the recorded bytes."""
     files: dict[str, FileRecord] = {}
     yanks: list[YankMark] = []
     for key, raw in pages.items():
         try:
-            listed = unrecorded(ChannelState(), {key: raw}, sizes, at=now(), writer=writer)
+            listed = unrecorded(ChannelState(), {key: raw}, sizes, folders=folders, at=now(), writer=writer)
         except ObjectStoreError:
             continue  # unreadable: what it listed comes from the records, or is reported as a stray
         files.update({f.key: f for f in (listed.added if listed else ())})

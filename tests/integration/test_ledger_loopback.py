@@ -198,8 +198,9 @@ def test_a_publish_killed_at_each_write_reruns_to_the_same_end(tmp_path: Path, m
 def test_swapped_bytes_are_written_again_and_a_malformed_page_is_exit_40(tmp_path: Path, store: ObjectStore | MotoStore,
                                                                         shipped_text: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Why-bullets 5 and 7: a stored wheel swapped for other bytes under a page's sha256 is not "published
-    already": the rerun writes the ledger's bytes again. A bucket from before the ledger whose page is not JSON
-    stops with exit 40 and the page named, no traceback."""
+    already": the rerun writes the ledger's bytes again. A bucket from before the ledger whose project page is not
+    JSON stops with exit 40 and that page named, no traceback; one whose pages are whole (the folder's own
+    index.json lists projects, not files) gets its first ledger entry from them at the next publish (item 4)."""
     m = matrix.loads(shipped_text)
     path = matrix_file(tmp_path, shipped_text)
     folder, project = m.channels.channel("nightly").index_path(m.variants[0].label), m.project.name
@@ -222,7 +223,21 @@ def test_swapped_bytes_are_written_again_and_a_malformed_page_is_exit_40(tmp_pat
     argv[argv.index("s3://downloads/")] = "s3://downloads/older/"
     assert main(argv) == ObjectStoreError.exit_code
     err = capsys.readouterr().err
-    assert err and "Traceback" not in err and f"{folder}" in err and "cannot be read" in err
+    assert "Traceback" not in err and f"{folder}{project}/index.json: the page cannot be read" in err, err
+
+    day2 = nightly_house(tmp_path, m, "20261202")
+    (second,) = day2.glob("*.whl")
+    before = open_bucket("s3://downloads/before/", store.env)  # as an earlier builders left it: pages, no ledger
+    argv[argv.index("s3://downloads/older/")] = "s3://downloads/before/"
+    assert main(argv) == 0
+    before.delete(before.listing("ledger/"))
+    assert {f"{folder}index.json", f"{folder}{project}/index.json"} <= before.listing(folder).keys()
+    argv[argv.index(str(house))] = str(day2)
+    assert main(argv) == 0, capsys.readouterr().err
+    entries = ledger_mod.Ledger(before, "nightly", mode="lease", writer="reader").read().state.entries
+    assert [e.kind for e in entries] == ["adopt", "publish"]
+    assert {f.key.rsplit("/", 1)[-1] for f in entries[0].added} >= {wheel.name, f"{wheel.name}.metadata"}
+    assert served(before, folder, project).keys() == {wheel.name, second.name}
 
 
 def test_links_are_checked_through_the_web_front_where_one_is_given(

@@ -359,3 +359,19 @@ def test_a_promotion_copies_the_test_channels_provenance_and_its_entry_and_pages
     without = promoting.plan(promotion_facts(shipped_text, state=ChannelState(), stored={}),
                              at="2026-12-01T00:00:00.000000Z", writer="w")
     assert len(without.copies) == 2 and without.entry is not None and without.entry.added == plan.entry.added[:2]
+
+
+def test_only_a_projects_own_page_lists_files(shipped_text: str) -> None:
+    """A folder's own index.json (PEP 691's project list) is no project page: a bucket from before the ledger holds
+    one in every folder, and reading it for files refused the whole bucket (exit 40)."""
+    m = matrix.loads(shipped_text)
+    channel = m.channels.channel("test")
+    folders = tuple((v.label, channel.index_path(v.label)) for v in m.variants)
+    (_label, folder), other = folders[0], folders[1][1]
+    project = m.project.name
+    assert publishing.project_page(f"{folder}{project}/index.json", folders)
+    assert not publishing.project_page(f"{folder}index.json", folders)
+    assert not publishing.project_page(f"{folder}{project}/index.html", folders)
+    assert not publishing.project_page(f"{other}{project}/index.json", folders[:1])
+    page = {f"{folder}index.json": json.dumps({"projects": [{"name": project}]}).encode()}
+    assert publishing.unrecorded(ChannelState(), page, {}, folders=folders, at="now", writer="test") is None
