@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
@@ -250,12 +250,11 @@ def page_keys(objects: Iterable[str], folders: Iterable[tuple[str, str]]) -> lis
 
 
 def unrecorded(state: ChannelState, pages: Mapping[str, bytes | None], sizes: Mapping[str, int], *,
-               folders: Iterable[tuple[str, str]], at: str, writer: str) -> LedgerEntry | None:
+               folders: Sequence[tuple[str, str]], at: str, writer: str) -> LedgerEntry | None:
     """The ``adopt`` entry of what the pages list and the ledger does not hold: on a bucket from before the ledger,
     every listed file with its yank (a page that cannot be read: exit 40 naming it); on one whose pages another
     writer changed outside the ledger, each file they list that the bucket holds. None when there is nothing."""
     strict = state.head is None
-    folders = tuple(folders)
     added: list[FileRecord] = []
     yanks: list[YankMark] = []
     for page_key, raw in sorted(pages.items()):
@@ -494,9 +493,9 @@ def gather(bucket: Bucket, ledger: Ledger, channel: ReleaseChannel, *, project: 
 
 
 def settled(ledger: Ledger, pages: Mapping[str, bytes | None], sizes: Mapping[str, int],
-            folders: Iterable[tuple[str, str]]) -> ChannelState:
+            folders: Sequence[tuple[str, str]]) -> ChannelState:
     """The ledger's state, with what the pages list beyond it adopted first (:func:`unrecorded`)."""
-    state, folders = ledger.read().state, tuple(folders)
+    state = ledger.read().state
     if unrecorded(state, pages, sizes, folders=folders, at=now(), writer=ledger.writer) is None:
         return state
     return ledger.append(lambda s: unrecorded(s, pages, sizes, folders=folders, at=now(), writer=ledger.writer))[1]
